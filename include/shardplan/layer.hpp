@@ -1,0 +1,66 @@
+// What one device does for one micro-batch: the ops of a transformer layer (and of the embedding
+// and LM head), each with its FLOPs, memory traffic and the tensors it saves for backward.
+// Activation memory and compute time are both sums over these ops, so they cannot disagree.
+#pragma once
+
+#include <vector>
+
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+enum class OpKind {
+  gemm,           // cuBLAS matmul, time from the GPU's efficiency curve
+  attention,      // fused (flash) attention kernel
+  elementwise,    // memory-bound kernel: norms, activations, softmax, dropout, residuals
+};
+
+struct Op {
+  const char* name = "";
+  OpKind kind = OpKind::elementwise;
+  // GEMM shape (per call): `batch` independent m x k by k x n products.
+  double m = 0, n = 0, k = 0, batch = 1;
+  double flops = 0;          // forward FLOPs executed
+  double bytes = 0;          // forward memory traffic of an elementwise op
+  double saved_bytes = 0;    // tensors kept for backward
+  double backward_flops = 0; // FLOPs of the backward pass (GEMM: dgrad + wgrad = 2x forward)
+  bool selective = false;    // part of the "core attention" that selective recompute redoes
+};
+
+/// The collectives tensor parallelism (and sequence parallelism) issues per layer.
+struct TpTraffic {
+  double bytes = 0;       // one full activation tensor (s * b * h) in the activation dtype
+  int all_reduces = 0;    // per forward pass (no sequence parallel)
+  int gathers = 0;        // all-gathers per forward pass (sequence parallel)
+  int scatters = 0;       // reduce-scatters per forward pass (sequence parallel)
+};
+
+/// One block of work with the traffic that goes with it.
+struct Block {
+  std::vector<Op> ops;
+  TpTraffic tp;
+  double input_bytes = 0;      // the block's input, kept per layer under full recompute
+  double alltoall_bytes = 0;   // expert-parallel dispatch + combine volume per forward pass
+};
+
+/// Everything a micro-batch asks of one device, per layer and at the two ends of the model.
+struct MicroBatchWork {
+  Block layer;      // one transformer layer
+  Block embedding;  // first pipeline stage only
+  Block head;       // last pipeline stage only: final norm, LM head, loss
+  double tokens = 0;  // tokens of one micro-batch on this device (s/cp * b)
+};
+
+/// Describes the work; needs a model with an architecture.
+MicroBatchWork describe_micro_batch(const ModelSpec& model, const TrainingSpec& training,
+                                    const ParallelPlan& plan);
+
+/// Activation bytes a block keeps between its forward and backward under a recompute policy.
+/// Full recompute keeps only the block input; the recompute working set is reported apart.
+double saved_activation_bytes(const Block& block, Recompute recompute);
+
+/// Everything the block saves when nothing is recomputed (the working set of a layer being
+/// recomputed under full recompute).
+double full_saved_bytes(const Block& block);
+
+}  // namespace shardplan

@@ -1,0 +1,70 @@
+// Presets and profile files: GPUs, links, clusters and models, by name or path. Names are
+// case-insensitive; an unknown name is an InputError that suggests the nearest ones.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+/// A profile compiled into the binary (generated from profiles/**/*.json).
+struct EmbeddedFile {
+  const char* path;  // relative to profiles/, e.g. "gpus/h100-sxm.json"
+  const char* text;
+};
+const std::vector<EmbeddedFile>& embedded_profiles();
+
+enum class ProfileKind { gpu, link, cluster, model };
+
+/// One row of `shardplan list`: a preset's name and its key figures already formatted.
+struct PresetSummary {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::vector<std::pair<std::string, std::string>> figures;  // column -> value
+  std::string source;
+};
+std::vector<PresetSummary> list_presets(ProfileKind kind);
+
+/// A GPU by preset name or profile file.
+GpuSpec load_gpu(const std::string& name_or_path, const std::string& field = "--gpu");
+
+/// A link by preset name (nvlink4, ib-ndr, 10gbe, ...) or a typed bandwidth (900GB/s,
+/// 10Gbit/s), which is used exactly as given.
+LinkSpec load_link(const std::string& name_or_bandwidth, const std::string& field);
+
+/// A cluster preset (dgx-h100 ...) or a cluster profile file, such as one `shardplan probe`
+/// wrote. `gpus` is left at the preset's node size; the caller sets the total.
+ClusterSpec load_cluster(const std::string& name_or_path, const std::string& field = "--cluster");
+
+/// How the user described the cluster: a preset or file, and flags that override it.
+struct ClusterOptions {
+  std::string cluster;  // --cluster NAME|FILE
+  std::string gpu;      // --gpu NAME|FILE
+  std::string intra;    // --intra LINK
+  std::string inter;    // --inter LINK (per NIC)
+  std::string link;     // --link LINK: one flat link between all GPUs
+  int gpus = 0;         // --gpus (0: one node)
+  int gpus_per_node = 0;
+  int nics_per_node = 0;
+};
+
+/// The cluster the options describe. Without --cluster, a GPU (H100-SXM by default) comes with
+/// its profile's node fabric and scale-out network; a typed bandwidth is used exactly as given.
+ClusterSpec build_cluster(const ClusterOptions& options);
+
+/// A model preset, a Hugging Face config.json, or a shardplan model JSON file.
+ModelSpec load_model(const std::string& name_or_path, const std::string& field = "--model");
+
+/// Model from the text of a Hugging Face config.json (Llama, Mistral, Qwen2, Gemma, GPT-2,
+/// GPT-NeoX, Mixtral fields). `origin` names the file in errors and in ModelSpec::source.
+ModelSpec model_from_hf_config(const std::string& json_text, const std::string& origin);
+
+/// The published-runs file shipped with shardplan (profiles/validation/published-runs.json).
+std::string default_published_runs();
+
+/// Reads a whole file; InputError naming `field` when it cannot be read.
+std::string read_text_file(const std::string& path, const std::string& field);
+
+}  // namespace shardplan

@@ -1,0 +1,59 @@
+// Renderers: turn engine results into tables (fmt) and JSON. They format; they compute nothing
+// the engine should own.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "shardplan/memory.hpp"
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+// ---- numbers as people read them ----
+std::string format_gib(double bytes);           // "104.3 GiB"
+std::string format_bytes(double bytes);         // "112.0 GB" / "3.4 MB" (powers of 10)
+std::string format_rate(double bytes_per_s);    // "900 GB/s", "1.25 GB/s"
+std::string format_seconds(double s);           // "27.2 ms", "19.6 s", "3.1 h", "2.4 d"
+std::string format_percent(double share);       // "6.2%"
+std::string format_count(double n);             // "6.74B", "350M", "1.2k"
+std::string format_flops(double flops_per_s);   // "312 TFLOP/s"
+
+/// A fixed-width text table: a header row, a rule, rows; numbers right-aligned.
+class Table {
+ public:
+  enum class Align { left, right };
+  struct Column {
+    std::string header;
+    Align align = Align::right;
+  };
+  explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+  void add_row(std::vector<std::string> cells);
+  void add_rule();
+  std::string render(const std::string& indent = "  ") const;
+
+ private:
+  std::vector<Column> columns_;
+  std::vector<std::vector<std::string>> rows_;  // an empty row is a rule
+};
+
+// ---- JSON with units in the keys ----
+nlohmann::json to_json(const ModelSpec& m);
+nlohmann::json to_json(const ClusterSpec& c);
+nlohmann::json to_json(const TrainingSpec& t);
+nlohmann::json to_json(const ParallelPlan& p);
+nlohmann::json to_json(const MemoryBreakdown& m);
+
+/// The memory table `shardplan memory` prints.
+std::string render_memory(const MemoryBreakdown& m, const ModelSpec& model,
+                          const TrainingSpec& training, const ParallelPlan& plan,
+                          const ClusterSpec& cluster);
+
+/// One line naming the model, e.g. "llama-2-7b (6.74B params, L32 h4096 a32, swiglu)".
+std::string describe_model(const ModelSpec& m);
+/// One line naming the cluster, e.g. "16 x H100-SXM (2 nodes of 8; nvlink4 inside, 8 x ib-ndr)".
+std::string describe_cluster(const ClusterSpec& c);
+
+}  // namespace shardplan

@@ -1,0 +1,157 @@
+// The four inputs of every estimate: model architecture, cluster, training settings, plan.
+// Plain structs in base units (bytes, seconds, FLOP/s); loaders fill them, the engine reads them.
+#pragma once
+
+#include <array>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shardplan {
+
+enum class MlpKind { gelu, swiglu, geglu };
+enum class NormKind { layernorm, rmsnorm };
+enum class PositionKind { learned, rotary, alibi };
+enum class Precision { fp32, bf16, fp16, fp8 };
+enum class OptimizerKind { adamw, sgd_momentum, adafactor, adam_8bit };
+enum class Recompute { none, selective, full };
+enum class AttentionKind { flash, standard };
+
+/// Model architecture only. `layers == 0` means only the parameter count is known (--params).
+struct ModelSpec {
+  std::string name;
+  std::string source;  // where the architecture came from (preset file, config.json, flags)
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  int ffn_hidden = 0;  // per expert for MoE models
+  int vocab = 0;
+  int max_positions = 0;
+  int seq_len = 0;  // the model's own training context; the default --seq-len
+  MlpKind mlp = MlpKind::gelu;
+  NormKind norm = NormKind::layernorm;
+  PositionKind positions = PositionKind::learned;
+  bool tied_embeddings = true;
+  bool qkv_bias = true;
+  bool out_bias = true;
+  bool mlp_bias = true;
+  bool dropout = true;
+  int experts = 0;  // 0 = dense
+  int experts_per_token = 0;
+  double params_only = 0;  // total parameters when no architecture is known
+
+  bool has_architecture() const { return layers > 0; }
+  bool is_moe() const { return experts > 1; }
+  bool gated_mlp() const { return mlp != MlpKind::gelu; }
+};
+
+/// Index into GpuSpec::peak_flops.
+enum class MathDtype { fp64, fp32, tf32, bf16, fp16, fp8 };
+inline constexpr int kMathDtypes = 6;
+
+/// One point of a GEMM efficiency curve: a GEMM of `flops` reaches `efficiency` of peak.
+struct EfficiencyPoint {
+  double flops = 0;
+  double efficiency = 0;
+};
+
+struct GpuSpec {
+  std::string name;
+  std::string source;
+  double memory_bytes = 0;          // total as nvidia-smi / rocm-smi reports it
+  std::array<double, kMathDtypes> peak_flops{};  // dense, per second; 0 = not supported
+  double hbm_bytes_per_s = 0;
+  std::vector<EfficiencyPoint> gemm_efficiency;  // ascending flops; interpolated in log(flops)
+  double attention_efficiency = 0;  // fused (flash) attention kernels, share of peak
+  double memory_efficiency = 0;     // streaming kernels, share of hbm_bytes_per_s
+  double kernel_overhead_s = 0;     // fixed cost per kernel launch
+  double context_bytes = 0;         // CUDA context + library workspaces, per process
+  std::string intra_link;           // the node fabric this GPU comes with (a link preset)
+  std::string inter_link;           // the scale-out network of its reference node
+  bool calibrated = false;          // efficiencies replaced by probe measurements
+};
+
+/// One tier of the interconnect. Bandwidth is per GPU, one direction.
+struct LinkSpec {
+  std::string name;
+  std::string source;
+  double bytes_per_s = 0;            // nominal (datasheet) or as typed by the user
+  double busbw_bytes_per_s = 0;      // what collectives reach (nccl-tests bus bandwidth)
+  double latency_s = 0;              // per ring step
+  bool measured = false;             // busbw from a probe of this cluster
+  bool user_given = false;           // typed by the user: used exactly as given
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string source;
+  GpuSpec gpu;
+  int gpus = 1;
+  int gpus_per_node = 1;
+  LinkSpec intra;  // inside a node (NVLink / PCIe / xGMI), per GPU
+  LinkSpec nic;    // one scale-out NIC
+  int nics_per_node = 1;
+  LinkSpec inter;  // scale-out per GPU: the node's NICs shared by its GPUs (see share_nics)
+
+  int nodes() const { return (gpus + gpus_per_node - 1) / gpus_per_node; }
+};
+
+struct TrainingSpec {
+  Precision precision = Precision::bf16;
+  OptimizerKind optimizer = OptimizerKind::adamw;
+  AttentionKind attention = AttentionKind::flash;
+  int seq_len = 0;
+  int global_batch = 0;        // sequences per optimizer step
+  bool fp32_grads = false;     // Megatron's fp32 main-gradient buffers (18 B/param, not 16)
+  bool overlap_grad_reduce = true;   // DDP/FSDP bucketed overlap with backward
+  bool overlap_param_gather = true;  // ZeRO-3/FSDP prefetch of the next layer's weights
+  bool tp_comm_overlap = false;      // Transformer Engine userbuffer overlap of TP comm
+  double fragmentation = 0.05;       // allocator reserve beyond what tensors hold
+  double tokens = 0;                 // training budget for time-to-train, 0 = not asked
+  double gpu_hour_cost = 0;          // currency per GPU-hour, 0 = not asked
+};
+
+struct ParallelPlan {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int cp = 1;  // context parallel
+  int ep = 1;  // expert parallel, carved out of dp
+  int zero = 0;
+  int micro_batch = 1;
+  Recompute recompute = Recompute::none;
+  bool sequence_parallel = false;
+  int interleave = 1;  // virtual pipeline stages per device
+
+  int gpus() const { return dp * tp * pp * cp; }
+};
+
+/// Sets cluster.inter to each GPU's share of the node's NICs: nic x nics_per_node / gpus_per_node.
+void share_nics(ClusterSpec& cluster);
+
+// Names as users type them; parse_* throw InputError naming `field` with the valid names.
+const char* to_string(MlpKind v);
+const char* to_string(NormKind v);
+const char* to_string(PositionKind v);
+const char* to_string(Precision v);
+const char* to_string(OptimizerKind v);
+const char* to_string(Recompute v);
+const char* to_string(AttentionKind v);
+const char* to_string(MathDtype v);
+MlpKind parse_mlp(const std::string& text, const std::string& field);
+NormKind parse_norm(const std::string& text, const std::string& field);
+PositionKind parse_positions(const std::string& text, const std::string& field);
+Precision parse_precision(const std::string& text, const std::string& field);
+OptimizerKind parse_optimizer(const std::string& text, const std::string& field);
+Recompute parse_recompute(const std::string& text, const std::string& field);
+AttentionKind parse_attention(const std::string& text, const std::string& field);
+
+/// The dtype GEMMs run in for a training precision (fp8 runs its GEMMs in fp8).
+MathDtype math_dtype(Precision p);
+/// Bytes of one stored activation element: 2 for bf16/fp16/fp8 (fp8 keeps bf16 activations
+/// outside GEMM inputs), 4 for fp32.
+double activation_bytes(Precision p);
+
+}  // namespace shardplan

@@ -1,0 +1,30 @@
+// Parsing of the quantities users type (7e9, 7B, 900GB/s, 10Gbit/s, 80GiB) into base units.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace shardplan {
+
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+inline constexpr double kGB = 1e9;
+inline constexpr double kTera = 1e12;
+
+/// A plain count with an optional SI-style suffix: "7e9", "7B", "70M", "1.5T", "8k", "1,024".
+/// Throws InputError naming `field` when the text is not a positive finite number.
+double parse_count(std::string_view text, const std::string& field);
+
+/// A bandwidth in bytes per second: "900GB/s", "450 GB/s", "10Gbit/s", "400Gb/s", "25Gbps",
+/// "1.25e9" (bytes/s). Bits are divided by 8; k/M/G/T are powers of 10 as on datasheets.
+double parse_bandwidth(std::string_view text, const std::string& field);
+
+/// A size in bytes: "80GB" (1e9), "80GiB" (2^30), "1.5TB", "2e12". A bare number is bytes.
+double parse_bytes(std::string_view text, const std::string& field);
+
+/// A duration in seconds: "30min", "2h", "90s", "1.5d", or a bare number of seconds.
+double parse_duration(std::string_view text, const std::string& field);
+
+/// A positive integer; "1,024" and "1k" are accepted. Throws InputError naming `field`.
+long long parse_positive_int(std::string_view text, const std::string& field);
+
+}  // namespace shardplan

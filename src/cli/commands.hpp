@@ -1,0 +1,22 @@
+// The subcommand table: each subcommand lives in its own file and registers its flags here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace shardplan::cli {
+
+/// Runs the subcommand after parsing; returns the exit status (0 ok, 1 does not fit / no plan).
+using Runner = std::function<int()>;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  Runner (*setup)(CLI::App& sub);
+};
+
+Runner setup_list(CLI::App& sub);
+Runner setup_memory(CLI::App& sub);
+
+}  // namespace shardplan::cli

@@ -1,0 +1,90 @@
+// shardplan's entry point: picks a subcommand from the table, maps errors to exit statuses
+// (0 ok, 1 does not fit / no feasible plan, 2 bad input) and suggests the nearest subcommand.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "shardplan/error.hpp"
+
+namespace shardplan::cli {
+namespace {
+
+const std::vector<Command>& command_table() {
+  static const std::vector<Command> table = {
+      {"memory", "Per-device memory of one plan: weights, gradients, optimizer, activations", setup_memory},
+      {"list", "List presets: models, gpus, links, clusters", setup_list},
+  };
+  return table;
+}
+
+size_t distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"shardplan: plan LLM training that does not fit on one GPU: memory, communication, "
+               "step time, the decision ladder, cluster probes and launcher configs."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "shardplan 0.1.0");
+  std::vector<std::pair<CLI::App*, Runner>> runners;
+  for (const Command& c : command_table()) {
+    CLI::App* sub = app.add_subcommand(c.name, c.summary);
+    runners.emplace_back(sub, c.setup(*sub));
+  }
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string wanted = argv[1];
+    const Command* nearest = nullptr;
+    bool known = false;
+    for (const Command& c : command_table()) {
+      known = known || wanted == c.name;
+      if (!nearest || distance(wanted, c.name) < distance(wanted, nearest->name)) nearest = &c;
+    }
+    if (!known) {
+      std::fprintf(stderr, "shardplan: error: unknown subcommand '%s'; did you mean '%s'? (shardplan --help lists them)\n",
+                   wanted.c_str(), nearest->name);
+      return 2;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  for (auto& [sub, runner] : runners) {
+    if (sub->parsed()) return runner();
+  }
+  return 2;
+}
+
+}  // namespace
+}  // namespace shardplan::cli
+
+int main(int argc, char** argv) {
+  try {
+    return shardplan::cli::run(argc, argv);
+  } catch (const shardplan::InputError& e) {
+    std::fprintf(stderr, "shardplan: error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,34 @@
+// `shardplan memory`: per-device memory of one plan, every stage, with the assumptions.
+#include <iostream>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "shardplan/memory.hpp"
+#include "shardplan/render.hpp"
+
+namespace shardplan::cli {
+
+Runner setup_memory(CLI::App& sub) {
+  auto o = std::make_shared<PlanningOptions>();
+  add_model_options(sub, *o);
+  add_training_options(sub, *o);
+  add_cluster_options(sub, *o);
+  add_plan_options(sub, *o);
+  add_json_option(sub, *o);
+  return [o]() {
+    const Inputs in = resolve_inputs(*o);
+    const MemoryBreakdown mem = estimate_memory(in.model, in.training, in.plan, in.cluster);
+    if (o->json) {
+      print_json({{"model", to_json(in.model)},
+                  {"cluster", to_json(in.cluster)},
+                  {"training", to_json(in.training)},
+                  {"plan", to_json(in.plan)},
+                  {"memory", to_json(mem)}});
+    } else {
+      std::cout << render_memory(mem, in.model, in.training, in.plan, in.cluster);
+    }
+    return mem.fits ? 0 : 1;
+  };
+}
+
+}  // namespace shardplan::cli

@@ -1,0 +1,278 @@
+// Turns the shared planning flags into specs: presets and files through profiles, numbers
+// through the unit parsers, and every rule of a runnable plan through check_plan.
+#include "options.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "shardplan/error.hpp"
+#include "shardplan/model.hpp"
+#include "shardplan/plan.hpp"
+#include "shardplan/render.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan::cli {
+namespace {
+
+int as_int(const std::string& text, const std::string& field, long long max = 1'000'000'000) {
+  const long long v = parse_positive_int(text, field);
+  if (v > max) throw InputError(field, fmt::format("{} is too large; at most {}", text, max));
+  return static_cast<int>(v);
+}
+
+int int_or(const std::string& text, const std::string& field, int fallback) {
+  return text.empty() ? fallback : as_int(text, field);
+}
+
+bool any_architecture_flag(const PlanningOptions& o) {
+  return !(o.layers.empty() && o.hidden.empty() && o.heads.empty() && o.kv_heads.empty() &&
+           o.ffn_hidden.empty() && o.vocab.empty() && o.mlp.empty() && o.experts.empty());
+}
+
+// GPT-3-style defaults for a model described by flags alone (Brown et al. 2020: 4h GeLU MLP,
+// multi-head attention, learned positions, tied embeddings, biases, LayerNorm, dropout), with
+// Megatron-LM's padded GPT-2 vocabulary of 51,200.
+ModelSpec gpt_style() {
+  ModelSpec m;
+  m.name = "GPT-style model from flags";
+  m.source = "--layers/--hidden/--heads (GPT-3 conventions: 4h GeLU MLP, vocab 51200)";
+  m.vocab = 51200;
+  m.seq_len = 2048;
+  m.max_positions = 2048;
+  return m;
+}
+
+}  // namespace
+
+void add_model_options(CLI::App& app, PlanningOptions& o) {
+  app.add_option("--model", o.model, "Model preset, Hugging Face config.json or shardplan model JSON")
+      ->group("Model");
+  app.add_option("--params", o.params, "Parameter count only, e.g. 7e9 or 7B (no activations)")->group("Model");
+  app.add_option("--layers", o.layers, "Transformer layers (overrides the model)")->group("Model");
+  app.add_option("--hidden", o.hidden, "Hidden size")->group("Model");
+  app.add_option("--heads", o.heads, "Attention heads")->group("Model");
+  app.add_option("--kv-heads", o.kv_heads, "Key/value heads (GQA); default = heads")->group("Model");
+  app.add_option("--ffn-hidden", o.ffn_hidden, "MLP width; default 4 x hidden")->group("Model");
+  app.add_option("--vocab", o.vocab, "Vocabulary size; default 51200")->group("Model");
+  app.add_option("--mlp", o.mlp, "MLP kind: gelu | swiglu | geglu")->group("Model");
+  app.add_option("--experts", o.experts, "Mixture-of-experts: experts per layer")->group("Model");
+  app.add_option("--top-k", o.top_k, "Mixture-of-experts: experts per token")->group("Model");
+}
+
+void add_training_options(CLI::App& app, PlanningOptions& o) {
+  app.add_option("--seq-len", o.seq_len, "Sequence length (default: the model's)")->group("Training");
+  app.add_option("--global-batch", o.global_batch, "Sequences per optimizer step (default: one micro-batch per data-parallel rank)")
+      ->group("Training");
+  app.add_option("--precision", o.precision, "fp32 | bf16 | fp16 | fp8 (default bf16 mixed)")->group("Training");
+  app.add_option("--optimizer", o.optimizer, "adamw | sgd | adafactor | adam8bit (default adamw)")->group("Training");
+  app.add_option("--attention", o.attention, "flash | standard (default flash)")->group("Training");
+  app.add_flag("--fp32-grads", o.fp32_grads, "Megatron-LM's fp32 gradient buffers (18 B/param)")->group("Training");
+  app.add_flag("--no-overlap", o.no_overlap, "Do not overlap gradient/parameter collectives with compute")
+      ->group("Training");
+  app.add_flag("--tp-comm-overlap", o.tp_comm_overlap, "Overlap tensor-parallel comm with GEMMs (Transformer Engine)")
+      ->group("Training");
+  app.add_option("--fragmentation", o.fragmentation, "Allocator reserve as a share of activations (default 0.05)")
+      ->group("Training");
+  app.add_option("--tokens", o.tokens, "Training budget in tokens, e.g. 2T, for time and cost to train")->group("Training");
+  app.add_option("--gpu-hour-cost", o.gpu_hour_cost, "Price of one GPU-hour, for the cost to train")->group("Training");
+}
+
+void add_cluster_options(CLI::App& app, PlanningOptions& o) {
+  app.add_option("--cluster", o.cluster, "Cluster preset (dgx-h100 ...) or profile file from `shardplan probe`")
+      ->group("Cluster");
+  app.add_option("--gpu", o.gpu, "GPU preset or profile file (default H100-SXM)")->group("Cluster");
+  app.add_option("--gpus", o.gpus, "Total GPUs")->group("Cluster");
+  app.add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (default 8)")->group("Cluster");
+  app.add_option("--nics-per-node", o.nics_per_node, "Scale-out NICs per node")->group("Cluster");
+  app.add_option("--intra", o.intra, "Link inside a node: preset (nvlink4 ...) or bandwidth (900GB/s)")->group("Cluster");
+  app.add_option("--inter", o.inter, "Link between nodes, per NIC: preset (ib-ndr, 10gbe ...) or bandwidth")
+      ->group("Cluster");
+  app.add_option("--link", o.link, "One flat link between all GPUs: preset or bandwidth, used as given")
+      ->group("Cluster");
+}
+
+void add_plan_options(CLI::App& app, PlanningOptions& o) {
+  app.add_option("--dp", o.dp, "Data-parallel degree (default: GPUs / (tp x pp x cp))")->group("Plan");
+  app.add_option("--tp", o.tp, "Tensor-parallel degree")->group("Plan");
+  app.add_option("--pp", o.pp, "Pipeline-parallel degree")->group("Plan");
+  app.add_option("--cp", o.cp, "Context-parallel degree")->group("Plan");
+  app.add_option("--ep", o.ep, "Expert-parallel degree (MoE)")->group("Plan");
+  app.add_option("--zero", o.zero, "ZeRO stage 0-3 (3 = FSDP full shard)")->group("Plan");
+  app.add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch (default 1)")->group("Plan");
+  app.add_option("--recompute", o.recompute, "Activation recompute: none | selective | full")->group("Plan");
+  app.add_flag("--sequence-parallel", o.sequence_parallel, "Megatron sequence parallelism (needs tp > 1)")->group("Plan");
+  app.add_option("--interleave", o.interleave, "Virtual pipeline stages per device")->group("Plan");
+  app.add_flag("--allow-tp-across-nodes", o.allow_tp_across_nodes, "Let tensor parallel span nodes")->group("Plan");
+}
+
+void add_json_option(CLI::App& app, PlanningOptions& o) {
+  app.add_flag("--json", o.json, "Print JSON instead of a table");
+}
+
+ModelSpec resolve_model(const PlanningOptions& o) {
+  ModelSpec m;
+  if (!o.model.empty() && !o.params.empty()) {
+    throw InputError("--params", "give either --model or --params, not both");
+  }
+  if (!o.model.empty()) {
+    m = load_model(o.model, "--model");
+  } else if (!o.params.empty()) {
+    if (any_architecture_flag(o)) {
+      throw InputError("--params", "--params describes a model by its count alone; drop it to "
+                                   "describe the architecture with --layers/--hidden/--heads");
+    }
+    m.params_only = parse_count(o.params, "--params");
+    if (m.params_only > 1e15) throw InputError("--params", "more than 10^15 parameters is not a model");
+    m.name = format_count(m.params_only) + "-parameter model";
+    m.source = "--params " + o.params;
+    return m;
+  } else if (any_architecture_flag(o)) {
+    m = gpt_style();
+    if (o.layers.empty() || o.hidden.empty()) {
+      throw InputError(o.layers.empty() ? "--layers" : "--hidden",
+                       "a model described by flags needs at least --layers and --hidden");
+    }
+  } else {
+    throw InputError("--model", "no model given: use --model NAME|config.json (see `shardplan list "
+                                "models`), --params 7B, or --layers/--hidden/--heads");
+  }
+  const bool from_flags = o.model.empty();
+  const int max_dim = 10'000'000;
+  if (!o.layers.empty()) m.layers = as_int(o.layers, "--layers", 100000);
+  if (!o.hidden.empty()) m.hidden = as_int(o.hidden, "--hidden", max_dim);
+  if (!o.heads.empty()) {
+    m.heads = as_int(o.heads, "--heads", max_dim);
+  } else if (from_flags) {
+    m.heads = std::max(1, m.hidden / 128);  // 128-wide heads, as GPT-3 and Llama use
+  }
+  if (!o.kv_heads.empty()) {
+    m.kv_heads = as_int(o.kv_heads, "--kv-heads", max_dim);
+  } else if (from_flags || !o.heads.empty()) {
+    m.kv_heads = m.heads;
+  }
+  if (from_flags || !o.hidden.empty() || !o.heads.empty()) {
+    if (m.hidden % m.heads != 0) {
+      throw InputError("--heads", fmt::format("{} heads do not divide hidden size {}", m.heads, m.hidden));
+    }
+    m.head_dim = m.hidden / m.heads;
+  }
+  if (!o.ffn_hidden.empty()) {
+    m.ffn_hidden = as_int(o.ffn_hidden, "--ffn-hidden", 100'000'000);
+  } else if (from_flags) {
+    m.ffn_hidden = 4 * m.hidden;
+  }
+  if (!o.vocab.empty()) m.vocab = as_int(o.vocab, "--vocab", 100'000'000);
+  if (!o.mlp.empty()) m.mlp = parse_mlp(o.mlp, "--mlp");
+  if (!o.experts.empty()) m.experts = as_int(o.experts, "--experts", 100000);
+  if (!o.top_k.empty()) m.experts_per_token = as_int(o.top_k, "--top-k", 100000);
+  if (m.experts > 0 && m.experts_per_token == 0) m.experts_per_token = 2;
+  if (m.experts == 1) m.experts = 0;
+  if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0) {
+    throw InputError("--kv-heads", fmt::format("{} key/value heads must divide the {} attention heads",
+                                               m.kv_heads, m.heads));
+  }
+  if (m.experts > 0 && m.experts_per_token > m.experts) {
+    throw InputError("--top-k", fmt::format("{} experts per token but only {} experts", m.experts_per_token, m.experts));
+  }
+  if (any_architecture_flag(o) && !from_flags) m.source += " with flag overrides";
+  return m;
+}
+
+ClusterSpec resolve_cluster(const PlanningOptions& o, int default_gpus) {
+  ClusterOptions c;
+  c.cluster = o.cluster;
+  c.gpu = o.gpu;
+  c.intra = o.intra;
+  c.inter = o.inter;
+  c.link = o.link;
+  c.gpus = o.gpus.empty() ? default_gpus : as_int(o.gpus, "--gpus", 10'000'000);
+  c.gpus_per_node = int_or(o.gpus_per_node, "--gpus-per-node", 0);
+  c.nics_per_node = int_or(o.nics_per_node, "--nics-per-node", 0);
+  if (!o.link.empty() && (!o.intra.empty() || !o.inter.empty())) {
+    throw InputError("--link", "--link sets one flat link; combine it with neither --intra nor --inter");
+  }
+  return build_cluster(c);
+}
+
+TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
+  TrainingSpec t;
+  if (!o.precision.empty()) t.precision = parse_precision(o.precision, "--precision");
+  if (!o.optimizer.empty()) t.optimizer = parse_optimizer(o.optimizer, "--optimizer");
+  if (!o.attention.empty()) t.attention = parse_attention(o.attention, "--attention");
+  t.seq_len = !o.seq_len.empty() ? as_int(o.seq_len, "--seq-len", 100'000'000)
+              : m.seq_len > 0   ? m.seq_len
+                                : 4096;
+  t.global_batch = int_or(o.global_batch, "--global-batch", 0);  // 0: filled from the plan
+  t.fp32_grads = o.fp32_grads;
+  t.overlap_grad_reduce = t.overlap_param_gather = !o.no_overlap;
+  t.tp_comm_overlap = o.tp_comm_overlap;
+  if (!o.fragmentation.empty()) {
+    try {
+      t.fragmentation = std::stod(o.fragmentation);
+    } catch (const std::exception&) {
+      t.fragmentation = -1;
+    }
+    if (!(t.fragmentation >= 0 && t.fragmentation <= 1)) {
+      throw InputError("--fragmentation", "'" + o.fragmentation + "' must be a share between 0 and 1");
+    }
+  }
+  if (!o.tokens.empty()) t.tokens = parse_count(o.tokens, "--tokens");
+  if (!o.gpu_hour_cost.empty()) {
+    try {
+      t.gpu_hour_cost = std::stod(o.gpu_hour_cost);
+    } catch (const std::exception&) {
+      t.gpu_hour_cost = -1;
+    }
+    if (!(t.gpu_hour_cost > 0 && t.gpu_hour_cost < 1e6)) {
+      throw InputError("--gpu-hour-cost", "'" + o.gpu_hour_cost + "' must be a positive price");
+    }
+  }
+  return t;
+}
+
+Inputs resolve_inputs(const PlanningOptions& o) {
+  Inputs in;
+  in.model = resolve_model(o);
+  ParallelPlan& p = in.plan;
+  p.tp = int_or(o.tp, "--tp", 1);
+  p.pp = int_or(o.pp, "--pp", 1);
+  p.cp = int_or(o.cp, "--cp", 1);
+  p.ep = int_or(o.ep, "--ep", 1);
+  p.micro_batch = int_or(o.micro_batch, "--micro-batch", 1);
+  p.interleave = int_or(o.interleave, "--interleave", 1);
+  if (!o.zero.empty()) {
+    if (o.zero.size() != 1 || o.zero[0] < '0' || o.zero[0] > '3') {
+      throw InputError("--zero", "'" + o.zero + "' is not a ZeRO stage; use 0, 1, 2 or 3");
+    }
+    p.zero = o.zero[0] - '0';
+  }
+  if (!o.recompute.empty()) p.recompute = parse_recompute(o.recompute, "--recompute");
+  p.sequence_parallel = o.sequence_parallel;
+  const int model_parallel = p.tp * p.pp * p.cp;
+  const int dp_flag = int_or(o.dp, "--dp", 0);
+  const int default_gpus = (dp_flag > 0 ? dp_flag : 1) * model_parallel;
+  in.cluster = resolve_cluster(o, default_gpus);
+  if (dp_flag > 0) {
+    p.dp = dp_flag;
+  } else {
+    if (in.cluster.gpus % model_parallel != 0) {
+      throw InputError("--gpus", fmt::format("{} GPUs do not split into tp {} x pp {} x cp {} = {}; "
+                                             "use a multiple of {}",
+                                             in.cluster.gpus, p.tp, p.pp, p.cp, model_parallel, model_parallel));
+    }
+    p.dp = in.cluster.gpus / model_parallel;
+  }
+  in.training = resolve_training(o, in.model);
+  if (in.training.global_batch == 0) in.training.global_batch = p.dp * p.micro_batch;
+  PlanRules rules;
+  rules.allow_tp_across_nodes = o.allow_tp_across_nodes;
+  const auto problems = check_plan(in.model, in.training, p, in.cluster, rules);
+  if (!problems.empty()) throw InputError(problems.front().field, problems.front().message);
+  return in;
+}
+
+void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+
+}  // namespace shardplan::cli

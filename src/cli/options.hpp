@@ -1,0 +1,58 @@
+// Flags shared by the planning subcommands and their resolution into the engine's specs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "shardplan/profiles.hpp"
+#include "shardplan/specs.hpp"
+
+namespace shardplan::cli {
+
+/// Raw flag text; numbers stay strings so that "7B" parses and errors name the flag.
+struct PlanningOptions {
+  // model
+  std::string model, params;
+  std::string layers, hidden, heads, kv_heads, ffn_hidden, vocab, mlp, experts, top_k;
+  // training
+  std::string seq_len, global_batch, micro_batch, precision, optimizer, attention;
+  std::string fragmentation, tokens, gpu_hour_cost;
+  bool fp32_grads = false;
+  bool no_overlap = false;
+  bool tp_comm_overlap = false;
+  // cluster
+  std::string cluster, gpu, gpus, gpus_per_node, nics_per_node, intra, inter, link;
+  // plan
+  std::string dp, tp, pp, cp, ep, zero, recompute, interleave;
+  bool sequence_parallel = false;
+  bool allow_tp_across_nodes = false;
+  // output
+  bool json = false;
+};
+
+void add_model_options(CLI::App& app, PlanningOptions& o);
+void add_training_options(CLI::App& app, PlanningOptions& o);
+void add_cluster_options(CLI::App& app, PlanningOptions& o);
+void add_plan_options(CLI::App& app, PlanningOptions& o);
+void add_json_option(CLI::App& app, PlanningOptions& o);
+
+struct Inputs {
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingSpec training;
+  ParallelPlan plan;
+};
+
+ModelSpec resolve_model(const PlanningOptions& o);
+ClusterSpec resolve_cluster(const PlanningOptions& o, int default_gpus);
+TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& model);
+/// Model, cluster, training and the one plan the flags describe; InputError (exit 2) when the
+/// plan cannot run, naming the flag to change.
+Inputs resolve_inputs(const PlanningOptions& o);
+
+/// Writes text to stdout, or JSON with a trailing newline.
+void print_json(const nlohmann::json& j);
+
+}  // namespace shardplan::cli

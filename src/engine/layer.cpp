@@ -1,0 +1,222 @@
+// The op list of a decoder layer as Megatron-LM runs it, after Korthikanti et al. 2022
+// ("Reducing Activation Recomputation in Large Transformer Models", Sec. 4.1): for GPT shapes
+// with dropout and standard attention the saved tensors add up to s*b*h*(34 + 5*a*s/h) bytes
+// per layer, 10 + 24/t (+ 5as/ht) with tensor parallelism and 34/t (+ 5as/ht) with sequence
+// parallelism. Other widths (GQA, gated MLPs, MoE, flash attention) fall out of the same list.
+#include "shardplan/layer.hpp"
+
+#include "shardplan/error.hpp"
+#include "shardplan/model.hpp"
+
+namespace shardplan {
+namespace {
+
+Op gemm(const char* name, double m, double n, double k, double batch, double act_bytes,
+        double saved_bytes) {
+  Op op;
+  op.name = name;
+  op.kind = OpKind::gemm;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  op.batch = batch;
+  op.flops = 2.0 * m * n * k * batch;
+  op.backward_flops = 2.0 * op.flops;  // dgrad and wgrad are each as large as the forward
+  op.bytes = act_bytes * batch * (m * k + k * n + m * n);
+  op.saved_bytes = saved_bytes;
+  return op;
+}
+
+Op elementwise(const char* name, double bytes, double saved_bytes, bool selective = false) {
+  Op op;
+  op.name = name;
+  op.kind = OpKind::elementwise;
+  op.bytes = bytes;
+  op.saved_bytes = saved_bytes;
+  op.selective = selective;
+  return op;
+}
+
+struct Shape {
+  double s = 0;       // tokens of one sequence on this device (seq_len / cp)
+  double s_kv = 0;    // keys each query attends to (the whole sequence)
+  double b = 0;       // micro-batch
+  double tokens = 0;  // s * b
+  double h = 0;
+  double heads = 0;   // local query heads
+  double kv = 0;      // local key/value heads
+  double d = 0;       // head dim
+  double f = 0;       // local MLP width (one expert)
+  double r = 1;       // share of a sequence-region tensor this device holds (1/t with SP)
+  double e = 2;       // bytes per activation element
+  double mask = 1;    // bytes per dropout-mask element
+};
+
+Shape make_shape(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p) {
+  Shape x;
+  x.s = static_cast<double>(tr.seq_len) / p.cp;
+  x.s_kv = tr.seq_len;
+  x.b = p.micro_batch;
+  x.tokens = x.s * x.b;
+  x.h = m.hidden;
+  x.heads = static_cast<double>(m.heads) / p.tp;
+  x.kv = local_kv_heads(m, p.tp);
+  x.d = m.head_dim;
+  x.f = static_cast<double>(m.ffn_hidden) / p.tp;
+  x.r = p.sequence_parallel ? 1.0 / p.tp : 1.0;
+  x.e = activation_bytes(tr.precision);
+  return x;
+}
+
+// Norm, then (residual + dropout) at the end: the two sequence-region ends of each block.
+Op norm_op(const char* name, const Shape& x) {
+  const double n = x.tokens * x.h * x.r;
+  return elementwise(name, 2.0 * n * x.e, n * x.e);  // saves its input
+}
+
+Op residual_op(const char* name, const Shape& x, bool dropout) {
+  const double n = x.tokens * x.h * x.r;
+  // Fused bias + dropout + residual add: read two tensors, write one (and a 1-byte mask).
+  return elementwise(name, n * (3.0 * x.e + (dropout ? x.mask : 0)), dropout ? n * x.mask : 0);
+}
+
+void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const Shape& x) {
+  const double q_elems = x.tokens * x.heads * x.d;
+  const double kv_elems = x.tokens * x.kv * x.d;
+  blk.ops.push_back(norm_op("input norm", x));
+  blk.ops.push_back(gemm("qkv projection", x.tokens, (x.heads + 2.0 * x.kv) * x.d, x.h, 1, x.e,
+                         x.tokens * x.h * x.r * x.e));
+  if (m.positions == PositionKind::rotary) {
+    blk.ops.push_back(elementwise("rotary embedding", 2.0 * (q_elems + kv_elems) * x.e, 0));
+  }
+  const double score_elems = x.b * x.heads * x.s * x.s_kv;
+  if (tr.attention == AttentionKind::flash) {
+    // FlashAttention-2 (Dao 2023): causal masking skips half the score tiles; backward does
+    // 5 matmuls against the forward's 2 (2.5x). It saves Q, K, V, the output and the
+    // log-sum-exp; the output is counted as the output projection's input below.
+    Op op;
+    op.name = "flash attention";
+    op.kind = OpKind::attention;
+    op.flops = 0.5 * 4.0 * x.b * x.heads * x.s * x.s_kv * x.d;
+    op.backward_flops = 2.5 * op.flops;
+    op.saved_bytes = (q_elems + 2.0 * kv_elems) * x.e + x.tokens * x.heads * 4.0;
+    blk.ops.push_back(op);
+  } else {
+    // Megatron-LM's unfused core attention: QK^T, fused scale-mask-softmax, dropout, AV.
+    Op scores = gemm("attention scores", x.s, x.s_kv, x.d, x.b * x.heads, x.e,
+                     (q_elems + kv_elems) * x.e);
+    blk.ops.push_back(scores);
+    blk.ops.push_back(elementwise("softmax", 2.0 * score_elems * x.e, score_elems * x.e, true));
+    if (m.dropout) {
+      blk.ops.push_back(elementwise("attention dropout", score_elems * (2.0 * x.e + x.mask),
+                                    score_elems * (x.mask + x.e), true));
+    }
+    blk.ops.push_back(gemm("attention over values", x.s, x.d, x.s_kv, x.b * x.heads, x.e,
+                           kv_elems * x.e));
+  }
+  blk.ops.push_back(gemm("output projection", x.tokens, x.h, x.heads * x.d, 1, x.e, q_elems * x.e));
+  blk.ops.push_back(residual_op("attention residual", x, m.dropout));
+}
+
+void add_mlp(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape& x) {
+  blk.ops.push_back(norm_op("post-attention norm", x));
+  const double in_width = m.gated_mlp() ? 2.0 * x.f : x.f;
+  // Tokens each local expert sees: every token visits top-k experts; expert parallelism
+  // spreads the experts, and the all-to-all brings each device as many token-visits as it sent.
+  double rows = x.tokens;
+  double groups = 1;
+  if (m.is_moe()) {
+    const double local_experts = static_cast<double>(m.experts) / p.ep;
+    const double visits = x.tokens * m.experts_per_token;
+    blk.ops.push_back(gemm("router", x.tokens, m.experts, x.h, 1, x.e, x.tokens * m.experts * 4.0));
+    // Permuted copy of the tokens for the experts, and the unpermute that weights and sums them.
+    blk.ops.push_back(elementwise("token dispatch", 2.0 * visits * x.h * x.e, visits * x.h * x.e));
+    blk.ops.push_back(elementwise("token combine", 3.0 * visits * x.h * x.e, visits * x.h * x.e));
+    blk.alltoall_bytes = 2.0 * visits * x.h * x.e;
+    rows = visits / local_experts;
+    groups = local_experts;
+  }
+  const double fc1_saved = m.is_moe() ? 0 : x.tokens * x.h * x.r * x.e;  // MoE: the dispatch copy
+  blk.ops.push_back(gemm("mlp up projection", rows, in_width, x.h, groups, x.e, fc1_saved));
+  const double act = rows * groups * x.f;
+  if (m.gated_mlp()) {
+    // Fused SwiGLU/GeGLU (Megatron bias_swiglu): keeps gate and up outputs, writes the product.
+    blk.ops.push_back(elementwise("gated activation", 3.0 * act * x.e, 2.0 * act * x.e));
+  } else {
+    blk.ops.push_back(elementwise("gelu", 2.0 * act * x.e, act * x.e));
+  }
+  blk.ops.push_back(gemm("mlp down projection", rows, x.h, x.f, groups, x.e, act * x.e));
+  blk.ops.push_back(residual_op("mlp residual", x, m.dropout));
+}
+
+}  // namespace
+
+MicroBatchWork describe_micro_batch(const ModelSpec& m, const TrainingSpec& tr,
+                                    const ParallelPlan& p) {
+  SHARDPLAN_CHECK(m.has_architecture(), "describe_micro_batch needs an architecture");
+  const Shape x = make_shape(m, tr, p);
+  MicroBatchWork w;
+  w.tokens = x.tokens;
+
+  Block& layer = w.layer;
+  add_attention(layer, m, tr, x);
+  add_mlp(layer, m, p, x);
+  layer.input_bytes = x.tokens * x.h * x.r * x.e;
+  if (p.tp > 1) {
+    layer.tp.bytes = x.tokens * x.h * x.e;
+    if (p.sequence_parallel) {
+      layer.tp.gathers = 2;   // before QKV and before the MLP
+      layer.tp.scatters = 2;  // after the output projection and after the MLP
+    } else {
+      layer.tp.all_reduces = 2;  // after the output projection and after the MLP (Megatron's g)
+    }
+  }
+
+  Block& emb = w.embedding;
+  const double seq_region = x.tokens * x.h * x.r;
+  emb.ops.push_back(elementwise("embedding lookup", 2.0 * x.tokens * x.h * x.e, 0));
+  if (m.dropout) {
+    emb.ops.push_back(elementwise("embedding dropout", seq_region * (2.0 * x.e + x.mask),
+                                  seq_region * x.mask));
+  }
+  if (p.tp > 1) {
+    // Vocabulary-parallel lookup: partial rows are summed (reduce-scattered with SP).
+    emb.tp.bytes = x.tokens * x.h * x.e;
+    if (p.sequence_parallel) {
+      emb.tp.scatters = 1;
+    } else {
+      emb.tp.all_reduces = 1;
+    }
+  }
+
+  Block& head = w.head;
+  const double vocab_local = static_cast<double>(m.vocab) / p.tp;
+  head.ops.push_back(norm_op("final norm", x));
+  head.ops.push_back(gemm("lm head", x.tokens, vocab_local, x.h, 1, x.e, x.tokens * x.h * x.e));
+  // Vocabulary-parallel cross entropy in fp32: reads the logits, keeps the fp32 softmax.
+  const double logits = x.tokens * vocab_local;
+  head.ops.push_back(elementwise("cross entropy", logits * (x.e + 2.0 * 4.0), logits * 4.0));
+  if (p.tp > 1 && p.sequence_parallel) {
+    head.tp.bytes = x.tokens * x.h * x.e;
+    head.tp.gathers = 1;
+  }
+  return w;
+}
+
+double full_saved_bytes(const Block& block) {
+  double total = 0;
+  for (const Op& op : block.ops) total += op.saved_bytes;
+  return total;
+}
+
+double saved_activation_bytes(const Block& block, Recompute recompute) {
+  if (recompute == Recompute::full) return block.input_bytes;
+  double total = 0;
+  for (const Op& op : block.ops) {
+    if (recompute == Recompute::selective && op.selective) continue;
+    total += op.saved_bytes;
+  }
+  return total;
+}
+
+}  // namespace shardplan

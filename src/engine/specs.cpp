@@ -1,0 +1,133 @@
+// Enum names as users type them, in one table per enum, shared by parsing and printing.
+#include "shardplan/specs.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+#include "shardplan/error.hpp"
+
+namespace shardplan {
+namespace {
+
+template <typename E>
+struct Name {
+  E value;
+  const char* name;
+};
+
+constexpr Name<MlpKind> kMlpNames[] = {
+    {MlpKind::gelu, "gelu"}, {MlpKind::swiglu, "swiglu"}, {MlpKind::geglu, "geglu"}};
+constexpr Name<NormKind> kNormNames[] = {{NormKind::layernorm, "layernorm"},
+                                         {NormKind::rmsnorm, "rmsnorm"}};
+constexpr Name<PositionKind> kPositionNames[] = {{PositionKind::learned, "learned"},
+                                                 {PositionKind::rotary, "rotary"},
+                                                 {PositionKind::alibi, "alibi"}};
+constexpr Name<Precision> kPrecisionNames[] = {{Precision::fp32, "fp32"},
+                                               {Precision::bf16, "bf16"},
+                                               {Precision::fp16, "fp16"},
+                                               {Precision::fp8, "fp8"}};
+constexpr Name<OptimizerKind> kOptimizerNames[] = {{OptimizerKind::adamw, "adamw"},
+                                                   {OptimizerKind::sgd_momentum, "sgd"},
+                                                   {OptimizerKind::adafactor, "adafactor"},
+                                                   {OptimizerKind::adam_8bit, "adam8bit"}};
+constexpr Name<Recompute> kRecomputeNames[] = {{Recompute::none, "none"},
+                                               {Recompute::selective, "selective"},
+                                               {Recompute::full, "full"}};
+constexpr Name<AttentionKind> kAttentionNames[] = {{AttentionKind::flash, "flash"},
+                                                   {AttentionKind::standard, "standard"}};
+constexpr Name<MathDtype> kDtypeNames[] = {{MathDtype::fp64, "fp64"}, {MathDtype::fp32, "fp32"},
+                                           {MathDtype::tf32, "tf32"}, {MathDtype::bf16, "bf16"},
+                                           {MathDtype::fp16, "fp16"}, {MathDtype::fp8, "fp8"}};
+
+template <typename E, size_t N>
+const char* name_of(const Name<E> (&table)[N], E value) {
+  for (const auto& entry : table) {
+    if (entry.value == value) return entry.name;
+  }
+  SHARDPLAN_CHECK(false, "enum value missing from its name table");
+}
+
+std::string lowered(const std::string& text) {
+  std::string out = text;
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+template <typename E, size_t N>
+E parse_name(const Name<E> (&table)[N], const std::string& text, const std::string& field,
+             std::initializer_list<std::pair<const char*, E>> aliases = {}) {
+  const std::string key = lowered(text);
+  for (const auto& entry : table) {
+    if (key == entry.name) return entry.value;
+  }
+  for (const auto& [alias, value] : aliases) {
+    if (key == alias) return value;
+  }
+  std::string valid;
+  for (const auto& entry : table) {
+    if (!valid.empty()) valid += ", ";
+    valid += entry.name;
+  }
+  throw InputError(field, "'" + text + "' is not one of: " + valid);
+}
+
+}  // namespace
+
+const char* to_string(MlpKind v) { return name_of(kMlpNames, v); }
+const char* to_string(NormKind v) { return name_of(kNormNames, v); }
+const char* to_string(PositionKind v) { return name_of(kPositionNames, v); }
+const char* to_string(Precision v) { return name_of(kPrecisionNames, v); }
+const char* to_string(OptimizerKind v) { return name_of(kOptimizerNames, v); }
+const char* to_string(Recompute v) { return name_of(kRecomputeNames, v); }
+const char* to_string(AttentionKind v) { return name_of(kAttentionNames, v); }
+const char* to_string(MathDtype v) { return name_of(kDtypeNames, v); }
+
+MlpKind parse_mlp(const std::string& text, const std::string& field) {
+  return parse_name(kMlpNames, text, field,
+                    {{"silu", MlpKind::swiglu}, {"swish", MlpKind::swiglu}});
+}
+NormKind parse_norm(const std::string& text, const std::string& field) {
+  return parse_name(kNormNames, text, field);
+}
+PositionKind parse_positions(const std::string& text, const std::string& field) {
+  return parse_name(kPositionNames, text, field, {{"rope", PositionKind::rotary}});
+}
+Precision parse_precision(const std::string& text, const std::string& field) {
+  return parse_name(kPrecisionNames, text, field, {{"mixed", Precision::bf16}});
+}
+OptimizerKind parse_optimizer(const std::string& text, const std::string& field) {
+  return parse_name(kOptimizerNames, text, field,
+                    {{"adam", OptimizerKind::adamw},
+                     {"sgd-momentum", OptimizerKind::sgd_momentum},
+                     {"adam-8bit", OptimizerKind::adam_8bit},
+                     {"adamw8bit", OptimizerKind::adam_8bit}});
+}
+Recompute parse_recompute(const std::string& text, const std::string& field) {
+  return parse_name(kRecomputeNames, text, field);
+}
+AttentionKind parse_attention(const std::string& text, const std::string& field) {
+  return parse_name(kAttentionNames, text, field);
+}
+
+void share_nics(ClusterSpec& c) {
+  const double share = static_cast<double>(c.nics_per_node) / c.gpus_per_node;
+  c.inter = c.nic;
+  c.inter.bytes_per_s *= share;
+  c.inter.busbw_bytes_per_s *= share;
+}
+
+MathDtype math_dtype(Precision p) {
+  switch (p) {
+    case Precision::fp32: return MathDtype::fp32;
+    case Precision::bf16: return MathDtype::bf16;
+    case Precision::fp16: return MathDtype::fp16;
+    case Precision::fp8: return MathDtype::fp8;
+  }
+  return MathDtype::bf16;
+}
+
+double activation_bytes(Precision p) { return p == Precision::fp32 ? 4.0 : 2.0; }
+
+}  // namespace shardplan

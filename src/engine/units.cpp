@@ -1,0 +1,148 @@
+// Quantity parsing for the command line and profiles; the engine itself sees base units only.
+#include "shardplan/units.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <string>
+
+#include "shardplan/error.hpp"
+
+namespace shardplan {
+namespace {
+
+std::string lower_without_spaces(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == ' ' || c == '_' || c == ',') continue;
+    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return out;
+}
+
+struct NumberAndRest {
+  double value = 0;
+  std::string rest;
+};
+
+// Splits "900gb/s" into 900 and "gb/s". Accepts decimal and exponent forms.
+NumberAndRest split_number(const std::string& text, const std::string& field,
+                           std::string_view example) {
+  double value = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (ec != std::errc() || ptr == begin) {
+    throw InputError(field, "'" + text + "' is not a number; expected e.g. " +
+                                std::string(example));
+  }
+  if (!std::isfinite(value)) throw InputError(field, "'" + text + "' is not finite");
+  return {value, std::string(ptr, end)};
+}
+
+double require_positive(double value, std::string_view text, const std::string& field) {
+  if (!(value > 0)) {
+    throw InputError(field, "'" + std::string(text) + "' must be greater than zero");
+  }
+  return value;
+}
+
+double decimal_prefix(char c) {
+  switch (c) {
+    case 'k': return 1e3;
+    case 'm': return 1e6;
+    case 'g': return 1e9;
+    case 't': return 1e12;
+    case 'p': return 1e15;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+double parse_count(std::string_view text, const std::string& field) {
+  const std::string s = lower_without_spaces(text);
+  auto [value, rest] = split_number(s, field, "7e9, 7B, 70M, 1.5T");
+  double scale = 1;
+  if (rest == "k") {
+    scale = 1e3;
+  } else if (rest == "m") {
+    scale = 1e6;
+  } else if (rest == "b" || rest == "g") {
+    scale = 1e9;
+  } else if (rest == "t") {
+    scale = 1e12;
+  } else if (!rest.empty()) {
+    throw InputError(field, "'" + std::string(text) +
+                                "' has an unknown suffix '" + rest +
+                                "'; valid suffixes are k, M, B (billion) and T");
+  }
+  return require_positive(value * scale, text, field);
+}
+
+double parse_bandwidth(std::string_view text, const std::string& field) {
+  const std::string s = lower_without_spaces(text);
+  auto [value, rest] = split_number(s, field, "900GB/s, 10Gbit/s, 400Gb/s");
+  if (rest.empty() || rest == "b/s" || rest == "bytes/s") return require_positive(value, text, field);
+  const double prefix = decimal_prefix(rest[0]);
+  const std::string unit = prefix > 0 ? rest.substr(1) : rest;
+  double bytes_per_unit = 0;
+  // Upper-case B means bytes and lower-case b means bits on datasheets; the text was lowered,
+  // so look at the original spelling for the one ambiguous form ("Gb/s" vs "GB/s").
+  if (unit == "bit/s" || unit == "bps" || unit == "bits/s") {
+    bytes_per_unit = 1.0 / 8.0;
+  } else if (unit == "byte/s" || unit == "bytes/s") {
+    bytes_per_unit = 1.0;
+  } else if (unit == "b/s") {
+    const auto pos = text.find_first_of("bB");
+    bytes_per_unit = (pos != std::string_view::npos && text[pos] == 'b') ? 1.0 / 8.0 : 1.0;
+  } else {
+    throw InputError(field, "'" + std::string(text) +
+                                "' is not a bandwidth; use e.g. 900GB/s (bytes), 10Gbit/s or "
+                                "400Gb/s (bits)");
+  }
+  return require_positive(value * (prefix > 0 ? prefix : 1.0) * bytes_per_unit, text, field);
+}
+
+double parse_bytes(std::string_view text, const std::string& field) {
+  const std::string s = lower_without_spaces(text);
+  auto [value, rest] = split_number(s, field, "80GB, 80GiB, 2TB");
+  if (rest.empty() || rest == "b") return require_positive(value, text, field);
+  double scale = 0;
+  if (rest.size() == 3 && rest[1] == 'i' && rest[2] == 'b') {
+    const double p = decimal_prefix(rest[0]);
+    const int power = p == 1e3 ? 1 : p == 1e6 ? 2 : p == 1e9 ? 3 : p == 1e12 ? 4 : p == 1e15 ? 5 : 0;
+    if (power > 0) scale = std::pow(1024.0, power);
+  } else if (rest.size() == 2 && rest[1] == 'b') {
+    scale = decimal_prefix(rest[0]);
+  }
+  if (scale == 0) {
+    throw InputError(field, "'" + std::string(text) +
+                                "' is not a size; use e.g. 80GB (10^9 bytes) or 80GiB (2^30)");
+  }
+  return require_positive(value * scale, text, field);
+}
+
+double parse_duration(std::string_view text, const std::string& field) {
+  const std::string s = lower_without_spaces(text);
+  auto [value, rest] = split_number(s, field, "30min, 2h, 90s, 1.5d");
+  double scale = 0;
+  if (rest.empty() || rest == "s" || rest == "sec") scale = 1;
+  if (rest == "m" || rest == "min") scale = 60;
+  if (rest == "h" || rest == "hr" || rest == "hours") scale = 3600;
+  if (rest == "d" || rest == "days") scale = 86400;
+  if (scale == 0) {
+    throw InputError(field, "'" + std::string(text) + "' is not a duration; use e.g. 30min, 2h, 90s");
+  }
+  return require_positive(value * scale, text, field);
+}
+
+long long parse_positive_int(std::string_view text, const std::string& field) {
+  const double value = parse_count(text, field);
+  if (value != std::floor(value) || value > 9.0e15) {
+    throw InputError(field, "'" + std::string(text) + "' must be a whole number");
+  }
+  return static_cast<long long>(value);
+}
+
+}  // namespace shardplan

@@ -1,0 +1,102 @@
+// JSON renderers: every key carries its unit; key names are the stable contract of --json.
+#include <cmath>
+
+#include "shardplan/model.hpp"
+#include "shardplan/plan.hpp"
+#include "shardplan/render.hpp"
+
+namespace shardplan {
+
+nlohmann::json to_json(const ModelSpec& m) {
+  const ParamCounts c = count_params(m);
+  nlohmann::json j = {{"name", m.name}, {"source", m.source}, {"params", c.total}};
+  if (!m.has_architecture()) return j;
+  j.update({{"active_params", c.active}, {"layers", m.layers}, {"hidden", m.hidden},
+            {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
+            {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab}, {"mlp", to_string(m.mlp)},
+            {"norm", to_string(m.norm)}, {"positions", to_string(m.positions)},
+            {"tied_embeddings", m.tied_embeddings}, {"experts", m.experts},
+            {"experts_per_token", m.experts_per_token}});
+  return j;
+}
+
+nlohmann::json link_json(const LinkSpec& l) {
+  return {{"name", l.name}, {"bytes_per_s", l.bytes_per_s}, {"busbw_bytes_per_s", l.busbw_bytes_per_s},
+          {"latency_s", l.latency_s}, {"measured", l.measured}, {"user_given", l.user_given},
+          {"source", l.source}};
+}
+
+nlohmann::json to_json(const ClusterSpec& c) {
+  return {{"name", c.name},
+          {"gpu", {{"name", c.gpu.name}, {"memory_bytes", c.gpu.memory_bytes},
+                   {"peak_bf16_flops", c.gpu.peak_flops[static_cast<int>(MathDtype::bf16)]},
+                   {"hbm_bytes_per_s", c.gpu.hbm_bytes_per_s}, {"calibrated", c.gpu.calibrated},
+                   {"source", c.gpu.source}}},
+          {"gpus", c.gpus}, {"gpus_per_node", c.gpus_per_node}, {"nodes", c.nodes()},
+          {"intra", link_json(c.intra)}, {"nic", link_json(c.nic)}, {"nics_per_node", c.nics_per_node},
+          {"inter_per_gpu", link_json(c.inter)}};
+}
+
+nlohmann::json to_json(const TrainingSpec& t) {
+  nlohmann::json j = {{"precision", to_string(t.precision)}, {"optimizer", to_string(t.optimizer)},
+                      {"attention", to_string(t.attention)}, {"seq_len", t.seq_len},
+                      {"global_batch", t.global_batch}, {"fp32_grads", t.fp32_grads}};
+  if (t.tokens > 0) j["tokens"] = t.tokens;
+  return j;
+}
+
+nlohmann::json to_json(const ParallelPlan& p) {
+  return {{"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}, {"cp", p.cp}, {"ep", p.ep}, {"zero", p.zero},
+          {"micro_batch", p.micro_batch}, {"recompute", to_string(p.recompute)},
+          {"sequence_parallel", p.sequence_parallel}, {"interleave", p.interleave},
+          {"gpus", p.gpus()}, {"summary", describe(p)}};
+}
+
+namespace {
+
+nlohmann::json lines_json(const std::vector<OverheadLine>& lines) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& l : lines) a.push_back({{"label", l.label}, {"bytes", l.bytes}, {"assumption", l.assumption}});
+  return a;
+}
+
+nlohmann::json stage_json(const StageMemory& s, bool activations_known) {
+  nlohmann::json j = {{"stage", s.stage},
+                      {"params", s.params},
+                      {"weights_bytes", s.weights_bytes},
+                      {"gradients_bytes", s.gradients_bytes},
+                      {"optimizer_bytes", s.optimizer_bytes},
+                      {"activations_bytes", activations_known ? nlohmann::json(s.activations_bytes) : nlohmann::json()},
+                      {"transient_bytes", s.transient_bytes},
+                      {"overhead_bytes", s.overhead_bytes},
+                      {"total_bytes", s.total_bytes},
+                      {"layers_in_flight", s.layers_in_flight},
+                      {"transients", lines_json(s.transients)},
+                      {"overheads", lines_json(s.overheads)}};
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const MemoryBreakdown& m) {
+  const StageMemory& w = m.worst();
+  nlohmann::json j = stage_json(w, m.activations_known);
+  j.erase("stage");
+  j["worst_stage"] = w.stage;
+  j["capacity_bytes"] = m.capacity_bytes;
+  j["fits"] = m.fits;
+  j["margin_bytes"] = m.margin_bytes();
+  j["model_states_bytes"] = w.weights_bytes + w.gradients_bytes + w.optimizer_bytes;
+  j["bytes_per_param"] = {{"weights", m.bytes_per_param.weights},
+                          {"gradients", m.bytes_per_param.gradients},
+                          {"optimizer", m.bytes_per_param.optimizer},
+                          {"total", m.bytes_per_param.total()}};
+  j["total_params"] = m.total_params;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : m.stages) stages.push_back(stage_json(s, m.activations_known));
+  j["stages"] = stages;
+  j["notes"] = m.notes;
+  return j;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,176 @@
+// Strict JSON field access with errors that name the file, the key and what is valid.
+#include "json_reader.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "shardplan/error.hpp"
+
+namespace shardplan {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+}  // namespace
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::vector<std::string> nearest_names(const std::string& wanted,
+                                       const std::vector<std::string>& candidates, size_t count) {
+  const std::string key = lower(wanted);
+  std::vector<std::pair<size_t, std::string>> scored;
+  for (const auto& c : candidates) {
+    const std::string lc = lower(c);
+    size_t d = edit_distance(key, lc);
+    // A name that contains what was typed (h100 -> h100-sxm) is a better hint than its
+    // edit distance says.
+    if (!key.empty() && lc.find(key) != std::string::npos) d = std::min<size_t>(d, 1);
+    scored.emplace_back(d, c);
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::string> out;
+  for (const auto& [d, name] : scored) {
+    if (out.size() == count) break;
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
+nlohmann::json parse_json(const std::string& text, const std::string& origin) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // Turn the byte offset into line:column, which editors understand.
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < std::min(e.byte > 0 ? e.byte - 1 : 0, text.size()); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    throw InputError(origin, "malformed JSON at line " + std::to_string(line) + ", column " +
+                                 std::to_string(column) + ": " + e.what());
+  }
+}
+
+StrictObject::StrictObject(const nlohmann::json& object, std::string where)
+    : object_(object), where_(std::move(where)) {
+  if (!object_.is_object()) throw InputError(where_, "expected a JSON object");
+}
+
+bool StrictObject::has(const std::string& key) const {
+  return object_.contains(key) && !object_.at(key).is_null();
+}
+
+const nlohmann::json& StrictObject::get(const std::string& key) {
+  read_.insert(key);
+  if (!object_.contains(key)) throw InputError(field(key), "missing");
+  return object_.at(key);
+}
+
+double StrictObject::number(const std::string& key) {
+  const auto& v = get(key);
+  if (!v.is_number()) throw InputError(field(key), "expected a number, got " + v.dump());
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) throw InputError(field(key), "must be finite");
+  return d;
+}
+
+double StrictObject::positive(const std::string& key) {
+  const double d = number(key);
+  if (!(d > 0)) throw InputError(field(key), "must be greater than zero, got " + std::to_string(d));
+  return d;
+}
+
+double StrictObject::number_or(const std::string& key, double fallback) {
+  read_.insert(key);
+  return has(key) ? number(key) : fallback;
+}
+
+int StrictObject::integer(const std::string& key) {
+  const double d = number(key);
+  if (d < 0 || d != std::floor(d) || d > 2e9) {
+    throw InputError(field(key), "expected a whole number >= 0, got " + object_.at(key).dump());
+  }
+  return static_cast<int>(d);
+}
+
+int StrictObject::integer_or(const std::string& key, int fallback) {
+  read_.insert(key);
+  return has(key) ? integer(key) : fallback;
+}
+
+std::string StrictObject::string(const std::string& key) {
+  const auto& v = get(key);
+  if (!v.is_string()) throw InputError(field(key), "expected a string, got " + v.dump());
+  return v.get<std::string>();
+}
+
+std::string StrictObject::string_or(const std::string& key, const std::string& fallback) {
+  read_.insert(key);
+  return has(key) ? string(key) : fallback;
+}
+
+bool StrictObject::boolean(const std::string& key) {
+  const auto& v = get(key);
+  if (!v.is_boolean()) throw InputError(field(key), "expected true or false, got " + v.dump());
+  return v.get<bool>();
+}
+
+bool StrictObject::boolean_or(const std::string& key, bool fallback) {
+  read_.insert(key);
+  return has(key) ? boolean(key) : fallback;
+}
+
+std::vector<std::string> StrictObject::strings_or_empty(const std::string& key) {
+  read_.insert(key);
+  std::vector<std::string> out;
+  if (!has(key)) return out;
+  const auto& v = object_.at(key);
+  if (!v.is_array()) throw InputError(field(key), "expected an array of strings");
+  for (const auto& item : v) {
+    if (!item.is_string()) throw InputError(field(key), "expected an array of strings");
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+const nlohmann::json& StrictObject::raw(const std::string& key) { return get(key); }
+
+StrictObject StrictObject::object(const std::string& key) {
+  return StrictObject(get(key), field(key));
+}
+
+void StrictObject::finish() const {
+  std::vector<std::string> known(read_.begin(), read_.end());
+  for (const auto& [key, value] : object_.items()) {
+    if (read_.count(key) != 0) continue;
+    const auto near = nearest_names(key, known, 1);
+    throw InputError(field(key), "unknown key" + (near.empty() ? std::string() :
+                                                  "; did you mean '" + near.front() + "'?"));
+  }
+}
+
+}  // namespace shardplan

@@ -1,0 +1,75 @@
+// Reads and checks shardplan model files; presets under profiles/models use this format.
+#include "model_json.hpp"
+
+#include <fmt/format.h>
+
+#include "json_reader.hpp"
+#include "shardplan/error.hpp"
+#include "shardplan/model.hpp"
+
+namespace shardplan {
+
+void check_architecture(const ModelSpec& m, const std::string& where) {
+  auto need = [&](bool ok, const char* key, const std::string& what) {
+    if (!ok) throw InputError(where + ": " + key, what);
+  };
+  need(m.layers >= 1 && m.layers <= 100000, "layers", "must be between 1 and 100000");
+  need(m.hidden >= 1 && m.hidden <= 10'000'000, "hidden", "must be between 1 and 10^7");
+  need(m.heads >= 1, "heads", "must be at least 1");
+  need(m.kv_heads >= 1 && m.kv_heads <= m.heads && m.heads % m.kv_heads == 0, "kv_heads",
+       fmt::format("{} must divide the {} attention heads", m.kv_heads, m.heads));
+  need(m.head_dim >= 1, "head_dim", "must be at least 1");
+  need(m.ffn_hidden >= 1, "ffn_hidden", "must be at least 1");
+  need(m.vocab >= 1, "vocab", "must be at least 1");
+  need(m.experts == 0 || (m.experts >= 2 && m.experts_per_token >= 1 &&
+                          m.experts_per_token <= m.experts),
+       "experts", "a mixture of experts needs experts >= 2 and 1 <= experts_per_token <= experts");
+}
+
+ModelSpec model_from_json(const nlohmann::json& j, const std::string& where) {
+  StrictObject o(j, where);
+  ModelSpec m;
+  m.name = o.string("name");
+  o.strings_or_empty("aliases");
+  m.source = o.string_or("source", where);
+  m.layers = o.integer("layers");
+  m.hidden = o.integer("hidden");
+  m.heads = o.integer("heads");
+  m.kv_heads = o.integer_or("kv_heads", m.heads);
+  m.head_dim = o.integer_or("head_dim", m.heads > 0 ? m.hidden / m.heads : 0);
+  m.ffn_hidden = o.integer("ffn_hidden");
+  m.vocab = o.integer("vocab");
+  m.mlp = parse_mlp(o.string_or("mlp", "gelu"), o.field("mlp"));
+  m.norm = parse_norm(o.string_or("norm", "layernorm"), o.field("norm"));
+  m.positions = parse_positions(o.string_or("positions", "learned"), o.field("positions"));
+  m.seq_len = o.integer_or("seq_len", 2048);
+  m.max_positions = o.integer_or("max_positions", m.seq_len);
+  m.tied_embeddings = o.boolean_or("tied_embeddings", true);
+  m.qkv_bias = o.boolean_or("qkv_bias", false);
+  m.out_bias = o.boolean_or("out_bias", false);
+  m.mlp_bias = o.boolean_or("mlp_bias", false);
+  o.boolean_or("parallel_residual", false);  // changes neither counts nor memory
+  m.dropout = o.boolean_or("dropout", false);
+  m.experts = o.integer_or("experts", 0);
+  m.experts_per_token = o.integer_or("experts_per_token", 0);
+  if (o.has("published_params")) o.positive("published_params");
+  o.string_or("published_params_source", "");
+  o.string_or("notes", "");
+  o.finish();
+  check_architecture(m, where);
+  return m;
+}
+
+std::vector<std::pair<std::string, std::string>> model_summary_figures(const ModelSpec& m) {
+  const ParamCounts c = count_params(m);
+  std::string shape = fmt::format("L{} h{} a{}", m.layers, m.hidden, m.heads);
+  if (m.kv_heads != m.heads) shape += fmt::format(" kv{}", m.kv_heads);
+  if (m.is_moe()) shape += fmt::format(" {}x top-{}", m.experts, m.experts_per_token);
+  return {{"params", fmt::format("{:.2f}B", c.total / 1e9)},
+          {"shape", shape},
+          {"mlp", fmt::format("{} {}", to_string(m.mlp), m.ffn_hidden)},
+          {"vocab", std::to_string(m.vocab)},
+          {"seq", std::to_string(m.seq_len)}};
+}
+
+}  // namespace shardplan

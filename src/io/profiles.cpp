@@ -1,0 +1,387 @@
+// Loading GPU, link and cluster profiles, embedded or from files, with a source for every figure.
+#include "shardplan/profiles.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "json_reader.hpp"
+#include "model_json.hpp"
+#include "shardplan/error.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan {
+namespace {
+
+const char* folder_of(ProfileKind kind) {
+  switch (kind) {
+    case ProfileKind::gpu: return "gpus/";
+    case ProfileKind::link: return "links/";
+    case ProfileKind::cluster: return "clusters/";
+    case ProfileKind::model: return "models/";
+  }
+  return "";
+}
+
+const char* noun_of(ProfileKind kind) {
+  switch (kind) {
+    case ProfileKind::gpu: return "GPU";
+    case ProfileKind::link: return "link";
+    case ProfileKind::cluster: return "cluster";
+    case ProfileKind::model: return "model";
+  }
+  return "";
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+struct Preset {
+  std::string path;  // "profiles/gpus/h100-sxm.json"
+  nlohmann::json json;
+};
+
+// Every embedded profile of a kind, parsed once.
+const std::vector<Preset>& presets(ProfileKind kind) {
+  static std::map<ProfileKind, std::vector<Preset>> cache;
+  auto it = cache.find(kind);
+  if (it != cache.end()) return it->second;
+  std::vector<Preset> out;
+  const std::string folder = folder_of(kind);
+  for (const EmbeddedFile& f : embedded_profiles()) {
+    const std::string path = f.path;
+    if (path.rfind(folder, 0) != 0) continue;
+    out.push_back({"profiles/" + path, parse_json(f.text, "profiles/" + path)});
+  }
+  return cache.emplace(kind, std::move(out)).first->second;
+}
+
+std::vector<std::string> names_of(const nlohmann::json& j) {
+  std::vector<std::string> names{j.value("name", std::string())};
+  if (j.contains("aliases")) {
+    for (const auto& a : j.at("aliases")) names.push_back(a.get<std::string>());
+  }
+  return names;
+}
+
+const Preset* find_preset(ProfileKind kind, const std::string& name) {
+  const std::string key = lower(name);
+  for (const Preset& p : presets(kind)) {
+    for (const auto& n : names_of(p.json)) {
+      if (lower(n) == key) return &p;
+    }
+  }
+  return nullptr;
+}
+
+bool looks_like_path(const std::string& s) {
+  return s.find('/') != std::string::npos || (s.size() > 5 && s.substr(s.size() - 5) == ".json");
+}
+
+[[noreturn]] void unknown_preset(ProfileKind kind, const std::string& name,
+                                 const std::string& field) {
+  std::vector<std::string> all;
+  for (const Preset& p : presets(kind)) all.push_back(p.json.value("name", std::string()));
+  const auto near = nearest_names(name, all);
+  std::string hint;
+  for (const auto& n : near) hint += (hint.empty() ? "" : ", ") + n;
+  throw InputError(field, fmt::format("unknown {} '{}'; nearest: {} (see `shardplan list {}s`, "
+                                      "or give a path to a profile file)",
+                                      noun_of(kind), name, hint, lower(noun_of(kind))));
+}
+
+// The profile's JSON for a preset name or a file path.
+std::pair<nlohmann::json, std::string> resolve(ProfileKind kind, const std::string& name,
+                                               const std::string& field) {
+  if (const Preset* p = find_preset(kind, name)) return {p->json, p->path};
+  if (looks_like_path(name)) return {parse_json(read_text_file(name, field), name), name};
+  unknown_preset(kind, name, field);
+}
+
+// Profiles carry a "sources" object with an entry for each figure they state.
+void require_sources(StrictObject& o, const std::vector<std::string>& figures) {
+  if (!o.has("sources")) throw InputError(o.field("sources"), "missing: every figure needs a source");
+  StrictObject sources = o.object("sources");
+  for (const auto& key : figures) {
+    if (o.has(key)) sources.string(key);
+  }
+  sources.finish();
+}
+
+std::vector<EfficiencyPoint> read_curve(StrictObject& o, const std::string& key) {
+  std::vector<EfficiencyPoint> curve;
+  const auto& raw = o.raw(key);
+  if (!raw.is_array() || raw.empty()) {
+    throw InputError(o.field(key), "expected [[flops, efficiency], ...] with ascending flops");
+  }
+  for (const auto& point : raw) {
+    if (!point.is_array() || point.size() != 2 || !point[0].is_number() || !point[1].is_number()) {
+      throw InputError(o.field(key), "each point is [flops of one GEMM, share of peak]");
+    }
+    EfficiencyPoint p{point[0].get<double>(), point[1].get<double>()};
+    if (!(p.flops > 0) || !(p.efficiency > 0) || p.efficiency > 1 ||
+        (!curve.empty() && p.flops <= curve.back().flops)) {
+      throw InputError(o.field(key), "points need flops > 0 ascending and 0 < efficiency <= 1");
+    }
+    curve.push_back(p);
+  }
+  return curve;
+}
+
+double fraction(StrictObject& o, const std::string& key) {
+  const double v = o.positive(key);
+  if (v > 1) throw InputError(o.field(key), "is a share of peak; must be at most 1");
+  return v;
+}
+
+GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
+  StrictObject o(j, where);
+  GpuSpec g;
+  g.name = o.string("name");
+  o.strings_or_empty("aliases");
+  o.string_or("description", "");
+  g.intra_link = o.string_or("intra_link", "");
+  g.inter_link = o.string_or("inter_link", "");
+  g.memory_bytes = o.positive("memory_gib") * kGiB;
+  StrictObject peaks = o.object("peak_tflops");
+  for (int i = 0; i < kMathDtypes; ++i) {
+    const char* dtype = to_string(static_cast<MathDtype>(i));
+    g.peak_flops[i] = peaks.number_or(dtype, 0) * kTera;
+  }
+  peaks.finish();
+  g.hbm_bytes_per_s = o.positive("hbm_gb_per_s") * kGB;
+  g.gemm_efficiency = read_curve(o, "gemm_efficiency");
+  g.attention_efficiency = fraction(o, "attention_efficiency");
+  g.memory_efficiency = fraction(o, "memory_efficiency");
+  g.kernel_overhead_s = o.number("kernel_overhead_us") * 1e-6;
+  g.context_bytes = o.number("context_gib") * kGiB;
+  g.calibrated = o.boolean_or("calibrated", false);
+  g.source = where;
+  require_sources(o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency",
+                      "attention_efficiency", "memory_efficiency", "kernel_overhead_us",
+                      "context_gib", "intra_link", "inter_link"});
+  o.finish();
+  return g;
+}
+
+struct LinkProfile {
+  LinkSpec link;
+  bool nic_per_gpu = false;  // scale-out links: one NIC per GPU (rail-optimised) by default
+};
+
+LinkProfile link_from_json(const nlohmann::json& j, const std::string& where) {
+  StrictObject o(j, where);
+  LinkProfile p;
+  LinkSpec& l = p.link;
+  l.name = o.string("name");
+  o.strings_or_empty("aliases");
+  o.string_or("description", "");
+  l.bytes_per_s = o.positive("gb_per_s") * kGB;
+  l.busbw_bytes_per_s = o.positive("busbw_gb_per_s") * kGB;
+  l.latency_s = o.number("latency_us") * 1e-6;
+  l.measured = o.boolean_or("measured", false);
+  const std::string nics = o.string_or("nics", "one_per_node");
+  if (nics != "one_per_node" && nics != "one_per_gpu") {
+    throw InputError(o.field("nics"), "'" + nics + "' is not one_per_node or one_per_gpu");
+  }
+  p.nic_per_gpu = nics == "one_per_gpu";
+  l.source = where;
+  require_sources(o, {"gb_per_s", "busbw_gb_per_s", "latency_us"});
+  o.finish();
+  return p;
+}
+
+LinkProfile resolve_link(const nlohmann::json& value, const std::string& field) {
+  if (value.is_object()) return link_from_json(value, field);
+  if (!value.is_string()) throw InputError(field, "expected a link name, a bandwidth or an object");
+  const std::string name = value.get<std::string>();
+  if (const Preset* p = find_preset(ProfileKind::link, name)) {
+    return link_from_json(p->json, p->path);
+  }
+  if (!name.empty() && std::isdigit(static_cast<unsigned char>(name[0]))) {
+    LinkProfile p;
+    p.link.name = name;
+    p.link.bytes_per_s = p.link.busbw_bytes_per_s = parse_bandwidth(name, field);
+    p.link.latency_s = 0;
+    p.link.user_given = true;
+    p.link.source = "typed by the user; used exactly as given, no latency term";
+    return p;
+  }
+  unknown_preset(ProfileKind::link, name, field);
+}
+
+}  // namespace
+
+std::string read_text_file(const std::string& path, const std::string& field) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(field, "cannot read '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+GpuSpec load_gpu(const std::string& name_or_path, const std::string& field) {
+  auto [json, where] = resolve(ProfileKind::gpu, name_or_path, field);
+  return gpu_from_json(json, where);
+}
+
+LinkSpec load_link(const std::string& name_or_bandwidth, const std::string& field) {
+  return resolve_link(nlohmann::json(name_or_bandwidth), field).link;
+}
+
+ClusterSpec build_cluster(const ClusterOptions& o) {
+  if (o.gpus < 0 || o.gpus > 10'000'000) {
+    throw InputError("--gpus", fmt::format("{} is not a GPU count; use 1 to 10,000,000", o.gpus));
+  }
+  if (o.gpus_per_node < 0 || o.gpus_per_node > 1024) {
+    throw InputError("--gpus-per-node", fmt::format("{} is not a node size; use 1 to 1024", o.gpus_per_node));
+  }
+  if (o.nics_per_node < 0 || o.nics_per_node > 1024) {
+    throw InputError("--nics-per-node", fmt::format("{} is not a NIC count; use 1 to 1024", o.nics_per_node));
+  }
+  const bool preset = !o.cluster.empty();
+  ClusterSpec c;
+  if (preset) {
+    c = load_cluster(o.cluster, "--cluster");
+    if (!o.gpu.empty()) c.gpu = load_gpu(o.gpu, "--gpu");
+  } else {
+    c.gpu = load_gpu(o.gpu.empty() ? "H100-SXM" : o.gpu, "--gpu");
+    c.name = c.gpu.name;
+    c.gpus_per_node = o.gpus > 0 ? std::min(o.gpus, 8) : 8;
+  }
+  if (o.gpus_per_node > 0) c.gpus_per_node = o.gpus_per_node;
+  c.gpus = o.gpus > 0 ? o.gpus : c.gpus_per_node;
+  c.gpus_per_node = std::min(c.gpus_per_node, c.gpus);
+
+  if (!o.intra.empty()) {
+    c.intra = resolve_link(nlohmann::json(o.intra), "--intra").link;
+  } else if (!o.link.empty()) {
+    c.intra = resolve_link(nlohmann::json(o.link), "--link").link;
+  } else if (!preset) {
+    c.intra = resolve_link(nlohmann::json(c.gpu.intra_link), c.gpu.source + ": intra_link").link;
+  }
+  if (!o.inter.empty() || (!o.link.empty()) || !preset) {
+    LinkProfile nic;
+    if (!o.inter.empty()) {
+      nic = resolve_link(nlohmann::json(o.inter), "--inter");
+    } else if (!o.link.empty()) {
+      nic = resolve_link(nlohmann::json(o.link), "--link");
+      nic.nic_per_gpu = true;  // one flat link per GPU, inside a node or across
+    } else {
+      nic = resolve_link(nlohmann::json(c.gpu.inter_link), c.gpu.source + ": inter_link");
+    }
+    c.nic = nic.link;
+    c.nics_per_node = nic.nic_per_gpu ? c.gpus_per_node : 1;
+  }
+  if (o.nics_per_node > 0) c.nics_per_node = o.nics_per_node;
+  share_nics(c);
+  return c;
+}
+
+ClusterSpec load_cluster(const std::string& name_or_path, const std::string& field) {
+  auto [json, where] = resolve(ProfileKind::cluster, name_or_path, field);
+  StrictObject o(json, where);
+  ClusterSpec c;
+  c.name = o.string("name");
+  o.strings_or_empty("aliases");
+  o.string_or("description", "");
+  const auto& gpu = o.raw("gpu");
+  c.gpu = gpu.is_object() ? gpu_from_json(gpu, o.field("gpu"))
+                          : load_gpu(gpu.get<std::string>(), o.field("gpu"));
+  c.gpus_per_node = o.integer("gpus_per_node");
+  if (c.gpus_per_node < 1) throw InputError(o.field("gpus_per_node"), "must be at least 1");
+  c.intra = resolve_link(o.raw("intra"), o.field("intra")).link;
+  c.nic = resolve_link(o.raw("inter"), o.field("inter")).link;
+  c.nics_per_node = o.integer("nics_per_node");
+  if (c.nics_per_node < 1) throw InputError(o.field("nics_per_node"), "must be at least 1");
+  share_nics(c);
+  c.gpus = c.gpus_per_node;
+  // A probe's output keeps its raw data and provenance beside the fitted figures.
+  if (o.has("measurements")) o.raw("measurements");
+  if (o.has("provenance")) o.raw("provenance");
+  if (o.has("fit")) o.raw("fit");
+  c.source = where;
+  require_sources(o, {"gpus_per_node", "nics_per_node"});
+  o.finish();
+  return c;
+}
+
+std::vector<PresetSummary> list_presets(ProfileKind kind) {
+  std::vector<PresetSummary> out;
+  for (const Preset& p : presets(kind)) {
+    PresetSummary s;
+    const auto& j = p.json;
+    s.name = j.value("name", std::string());
+    auto names = names_of(j);
+    s.aliases.assign(names.begin() + 1, names.end());
+    switch (kind) {
+      case ProfileKind::gpu: {
+        const GpuSpec g = gpu_from_json(j, p.path);
+        s.figures = {{"memory", fmt::format("{:.1f} GiB", g.memory_bytes / kGiB)},
+                     {"bf16 dense", fmt::format("{:.0f} TFLOP/s",
+                                                g.peak_flops[static_cast<int>(MathDtype::bf16)] / kTera)},
+                     {"HBM", fmt::format("{:.0f} GB/s", g.hbm_bytes_per_s / kGB)},
+                     {"node link", j.value("intra_link", std::string("-"))}};
+        s.source = j.at("sources").value("peak_tflops", std::string());
+        break;
+      }
+      case ProfileKind::link: {
+        const LinkProfile l = link_from_json(j, p.path);
+        s.figures = {{"nominal", fmt::format("{:.2f} GB/s", l.link.bytes_per_s / kGB)},
+                     {"busbw", fmt::format("{:.2f} GB/s", l.link.busbw_bytes_per_s / kGB)},
+                     {"latency", fmt::format("{:.1f} us", l.link.latency_s * 1e6)},
+                     {"per", l.nic_per_gpu ? "NIC, one per GPU" :
+                             (j.value("nics", std::string()) == "one_per_node" ? "NIC, one per node" : "GPU")}};
+        s.source = j.at("sources").value("busbw_gb_per_s", std::string());
+        break;
+      }
+      case ProfileKind::cluster: {
+        s.figures = {{"gpu", j.at("gpu").is_string() ? j.at("gpu").get<std::string>() : "inline"},
+                     {"gpus/node", std::to_string(j.value("gpus_per_node", 0))},
+                     {"intra", j.at("intra").is_string() ? j.at("intra").get<std::string>() : "measured"},
+                     {"inter", fmt::format("{} x {}", j.value("nics_per_node", 0),
+                                           j.at("inter").is_string() ? j.at("inter").get<std::string>() : "measured")}};
+        s.source = j.value("description", std::string());
+        break;
+      }
+      case ProfileKind::model: {
+        const ModelSpec m = model_from_json(j, p.path);
+        s.figures = model_summary_figures(m);
+        s.source = m.source;
+        break;
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+ModelSpec load_model(const std::string& name_or_path, const std::string& field) {
+  if (const Preset* p = find_preset(ProfileKind::model, name_or_path)) {
+    return model_from_json(p->json, p->path);
+  }
+  if (!looks_like_path(name_or_path)) unknown_preset(ProfileKind::model, name_or_path, field);
+  const std::string text = read_text_file(name_or_path, field);
+  const nlohmann::json j = parse_json(text, name_or_path);
+  if (!j.is_object()) throw InputError(name_or_path, "expected a JSON object");
+  if (j.contains("model_type") || j.contains("architectures")) {
+    return model_from_hf_config(text, name_or_path);
+  }
+  return model_from_json(j, name_or_path);
+}
+
+std::string default_published_runs() {
+  for (const EmbeddedFile& f : embedded_profiles()) {
+    if (std::string(f.path) == "validation/published-runs.json") return f.text;
+  }
+  SHARDPLAN_CHECK(false, "published-runs.json is not embedded");
+}
+
+}  // namespace shardplan
