@@ -33,6 +33,7 @@ struct StageMemory {
   double gradients_bytes = 0;
   double optimizer_bytes = 0;
   double activations_bytes = 0;  // saved for backward, all in-flight micro-batches
+  double layer_activations_bytes = 0;  // the transformer layers' share (Korthikanti's formulas)
   double transient_bytes = 0;    // peaks that come and go: see `transients`
   double overhead_bytes = 0;
   double total_bytes = 0;

@@ -254,20 +254,29 @@ Inputs resolve_inputs(const PlanningOptions& o) {
   const int dp_flag = int_or(o.dp, "--dp", 0);
   const int default_gpus = (dp_flag > 0 ? dp_flag : 1) * model_parallel;
   in.cluster = resolve_cluster(o, default_gpus);
+  in.training = resolve_training(o, in.model);
+  PlanRules rules;
+  rules.allow_tp_across_nodes = o.allow_tp_across_nodes;
   if (dp_flag > 0) {
     p.dp = dp_flag;
   } else {
     if (in.cluster.gpus % model_parallel != 0) {
+      // A degree the model cannot take (tp 3 with 32 heads) is the better message.
+      ClusterSpec one_replica = in.cluster;
+      one_replica.gpus = model_parallel;
+      TrainingSpec any_batch = in.training;
+      any_batch.global_batch = p.micro_batch;
+      const auto model_problems = check_plan(in.model, any_batch, p, one_replica, rules);
+      if (!model_problems.empty()) {
+        throw InputError(model_problems.front().field, model_problems.front().message);
+      }
       throw InputError("--gpus", fmt::format("{} GPUs do not split into tp {} x pp {} x cp {} = {}; "
                                              "use a multiple of {}",
                                              in.cluster.gpus, p.tp, p.pp, p.cp, model_parallel, model_parallel));
     }
     p.dp = in.cluster.gpus / model_parallel;
   }
-  in.training = resolve_training(o, in.model);
   if (in.training.global_batch == 0) in.training.global_batch = p.dp * p.micro_batch;
-  PlanRules rules;
-  rules.allow_tp_across_nodes = o.allow_tp_across_nodes;
   const auto problems = check_plan(in.model, in.training, p, in.cluster, rules);
   if (!problems.empty()) throw InputError(problems.front().field, problems.front().message);
   return in;

@@ -115,7 +115,8 @@ MemoryBreakdown estimate_memory(const ModelSpec& m, const TrainingSpec& tr, cons
     double dynamic = 0;  // what the allocator hands out and takes back each step
     if (m.has_architecture()) {
       s.layers_in_flight = layers_in_flight(m.layers, p, micro_batches, stage);
-      s.activations_bytes = s.layers_in_flight * saved_activation_bytes(work.layer, p.recompute);
+      s.layer_activations_bytes = s.layers_in_flight * saved_activation_bytes(work.layer, p.recompute);
+      s.activations_bytes = s.layer_activations_bytes;
       const bool first = stage == 0;
       const bool last = stage == p.pp - 1;
       if (first) {

@@ -67,6 +67,7 @@ nlohmann::json stage_json(const StageMemory& s, bool activations_known) {
                       {"gradients_bytes", s.gradients_bytes},
                       {"optimizer_bytes", s.optimizer_bytes},
                       {"activations_bytes", activations_known ? nlohmann::json(s.activations_bytes) : nlohmann::json()},
+                      {"layer_activations_bytes", activations_known ? nlohmann::json(s.layer_activations_bytes) : nlohmann::json()},
                       {"transient_bytes", s.transient_bytes},
                       {"overhead_bytes", s.overhead_bytes},
                       {"total_bytes", s.total_bytes},

@@ -1,0 +1,187 @@
+// Memory model against its sources: the seed, the ZeRO paper, Korthikanti et al. 2022.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "shardplan/layer.hpp"
+#include "shardplan/memory.hpp"
+#include "shardplan/model.hpp"
+#include "shardplan/profiles.hpp"
+#include "shardplan/units.hpp"
+#include "support.hpp"
+
+using namespace shardplan;
+
+namespace {
+
+ModelSpec params_only(double n) {
+  ModelSpec m;
+  m.params_only = n;
+  return m;
+}
+
+double model_states(const StageMemory& s) {
+  return s.weights_bytes + s.gradients_bytes + s.optimizer_bytes;
+}
+
+}  // namespace
+
+TEST_CASE("seed: 7B with mixed-precision Adam needs 112e9 bytes = 104.3 GiB, more than an 80 GB card") {
+  // training-too-big-for-one-gpu.txt: "sixteen bytes per parameter ... about 104 GiB".
+  ClusterOptions o;
+  o.gpu = "H100-SXM";
+  o.gpus = 1;
+  const ClusterSpec c = build_cluster(o);
+  const MemoryBreakdown m = estimate_memory(params_only(7e9), test::training(4096, 1), test::plan(1, 1, 1), c);
+  CHECK(model_states(m.worst()) == doctest::Approx(112e9).epsilon(1e-12));
+  CHECK(model_states(m.worst()) / kGiB == doctest::Approx(104.3).epsilon(0.001));
+  CHECK(m.bytes_per_param.total() == 16.0);
+  CHECK_FALSE(m.fits);
+  CHECK_FALSE(m.activations_known);
+}
+
+TEST_CASE("ZeRO paper: 7.5B parameters on 64 GPUs, model states per device") {
+  // Rajbhandari et al. 2020, Figure 1: 120 GB (baseline), 31.4 GB (P_os), 16.6 GB (P_os+g),
+  // 1.9 GB (P_os+g+p) for Psi = 7.5B, N_d = 64, K = 12.
+  const double expected_gb[] = {120, 31.4, 16.6, 1.9};
+  for (int zero = 0; zero <= 3; ++zero) {
+    ParallelPlan p = test::plan(64, 1, 1);
+    p.zero = zero;
+    const MemoryBreakdown m = estimate_memory(params_only(7.5e9), test::training(2048, 64), p, test::cluster(64));
+    CAPTURE(zero);
+    CHECK(model_states(m.worst()) / 1e9 == doctest::Approx(expected_gb[zero]).epsilon(0.02));
+  }
+}
+
+TEST_CASE("Megatron-LM fp32 gradients: 18 B/param, 6 + 12/dp with the distributed optimizer") {
+  // Megatron-LM docs (distributed optimizer): fp16/bf16 params + fp32 grads = 18 bytes;
+  // sharding the optimizer leaves 6 + 12/d.
+  TrainingSpec t = test::training(2048, 8);
+  t.fp32_grads = true;
+  ParallelPlan p = test::plan(8, 1, 1);
+  CHECK(state_bytes_per_param(params_only(1e9), t).total() == 18.0);
+  p.zero = 1;
+  const MemoryBreakdown m = estimate_memory(params_only(1e9), t, p, test::cluster(8));
+  CHECK(model_states(m.worst()) == doctest::Approx(1e9 * (6 + 12.0 / 8)));
+}
+
+TEST_CASE("other optimizers and precisions") {
+  TrainingSpec t = test::training(2048, 1);
+  const ModelSpec m = params_only(1e9);
+  t.optimizer = OptimizerKind::sgd_momentum;
+  CHECK(state_bytes_per_param(m, t).total() == 12.0);  // 2 + 2 + (4 master + 4 momentum)
+  t.precision = Precision::fp32;
+  CHECK(state_bytes_per_param(m, t).total() == 12.0);  // 4 + 4 + 4 momentum
+  t.optimizer = OptimizerKind::adamw;
+  CHECK(state_bytes_per_param(m, t).total() == 16.0);  // 4 + 4 + 8
+  t.precision = Precision::bf16;
+  t.optimizer = OptimizerKind::adam_8bit;
+  CHECK(state_bytes_per_param(m, t).optimizer == doctest::Approx(6.03125));  // 4 + 2 + absmax
+  t.optimizer = OptimizerKind::adafactor;
+  const double adafactor = state_bytes_per_param(load_model("llama-2-7b"), t).optimizer;
+  CHECK(adafactor > 4.0);
+  CHECK(adafactor < 4.01);  // factored second moment: rows + columns only
+}
+
+TEST_CASE("Korthikanti et al. 2022 Figure 1 activations, from the per-tensor derivation") {
+  // The eight analytic cases of profiles/validation/published-runs.json (Figure 1 values are
+  // the paper's closed forms: transformer layers of the first pipeline stage).
+  const nlohmann::json runs = nlohmann::json::parse(default_published_runs());
+  int checked = 0;
+  for (const auto& run : runs) {
+    const std::string id = run.at("id");
+    if (id.find("fig1") == std::string::npos) continue;
+    const auto& mo = run.at("model");
+    const auto& pl = run.at("plan");
+    const ModelSpec m = test::gpt(mo.at("layers"), mo.at("hidden"), mo.at("heads"), mo.at("vocab"));
+    TrainingSpec t = test::training(mo.at("seq_len"), pl.at("global_batch"));
+    t.attention = AttentionKind::standard;
+    ParallelPlan p = test::plan(pl.at("dp"), pl.at("tp"), pl.at("pp"), pl.at("micro_batch"));
+    p.recompute = parse_recompute(pl.at("recompute"), "recompute");
+    p.sequence_parallel = pl.at("sequence_parallel");
+    p.interleave = pl.at("interleave").is_null() ? 1 : pl.at("interleave").get<int>();
+    const MemoryBreakdown mem = estimate_memory(m, t, p, test::cluster(run.at("hardware").at("gpus_total")));
+    const double published = run.at("measured").at("activations_gib").get<double>() * kGiB;
+    CAPTURE(id);
+    CHECK(test::rel_err(mem.stages[0].layer_activations_bytes, published) < 0.02);
+    ++checked;
+  }
+  CHECK(checked == 8);
+}
+
+TEST_CASE("GPT layer: 34sbh + 5as^2b bytes, and its tensor/sequence-parallel forms") {
+  // Korthikanti et al. 2022, Eq. 1, 2 and 4 (16-bit activations, 1-byte dropout masks).
+  const ModelSpec m = test::gpt(1, 4096, 32);
+  TrainingSpec t = test::training(2048, 1);
+  t.attention = AttentionKind::standard;
+  const double s = 2048, b = 2, h = 4096, a = 32, tp = 8;
+  ParallelPlan p = test::plan(1, 1, 1, 2);
+  CHECK(saved_activation_bytes(describe_micro_batch(m, t, p).layer, Recompute::none) ==
+        doctest::Approx(s * b * h * (34 + 5 * a * s / h)));
+  CHECK(saved_activation_bytes(describe_micro_batch(m, t, p).layer, Recompute::selective) ==
+        doctest::Approx(s * b * h * 34));
+  p.tp = 8;
+  CHECK(saved_activation_bytes(describe_micro_batch(m, t, p).layer, Recompute::none) ==
+        doctest::Approx(s * b * h * (10 + 24 / tp + 5 * a * s / (h * tp))));
+  p.sequence_parallel = true;
+  CHECK(saved_activation_bytes(describe_micro_batch(m, t, p).layer, Recompute::none) ==
+        doctest::Approx(s * b * h * (34 / tp + 5 * a * s / (h * tp))));
+  CHECK(saved_activation_bytes(describe_micro_batch(m, t, p).layer, Recompute::full) ==
+        doctest::Approx(2 * s * b * h / tp));
+}
+
+TEST_CASE("flash attention saves no s^2 tensors") {
+  const ModelSpec m = test::gpt(1, 4096, 32);
+  TrainingSpec t = test::training(8192, 1);
+  ParallelPlan p = test::plan(1, 1, 1);
+  t.attention = AttentionKind::flash;
+  const double flash = saved_activation_bytes(describe_micro_batch(m, t, p).layer, Recompute::none);
+  // 34 sbh plus the fp32 log-sum-exp (4 bytes per token per head).
+  CHECK(flash == doctest::Approx(8192.0 * 4096 * 34 + 8192.0 * 32 * 4));
+}
+
+TEST_CASE("GQA shrinks K/V activations; gated MLPs keep a third ffn-wide tensor") {
+  ModelSpec m = load_model("llama-3-8b");  // 32 query heads, 8 KV heads of 128
+  TrainingSpec t = test::training(4096, 1);
+  const ParallelPlan p = test::plan(1, 1, 1);
+  const double gqa = saved_activation_bytes(describe_micro_batch(m, t, p).layer, Recompute::none);
+  m.kv_heads = 32;
+  const double mha = saved_activation_bytes(describe_micro_batch(m, t, p).layer, Recompute::none);
+  CHECK(mha - gqa == doctest::Approx(4096.0 * 2 /*K,V*/ * (32 - 8) * 128 * 2 /*bytes*/));
+  m.mlp = MlpKind::gelu;
+  const double plain = saved_activation_bytes(describe_micro_batch(m, t, p).layer, Recompute::none);
+  CHECK(mha - plain == doctest::Approx(4096.0 * 14336 * 2));
+}
+
+TEST_CASE("1F1B keeps p micro-batches on the first stage; interleaving adds (p-1)/(p v)") {
+  // Korthikanti et al. 2022 Sec. 4.2.3: first stage holds L (1 + (p-1)/(p m)) layers' worth.
+  ParallelPlan p = test::plan(1, 8, 8);
+  CHECK(layers_in_flight(96, p, 64, 0) == doctest::Approx(96));
+  CHECK(layers_in_flight(96, p, 64, 7) == doctest::Approx(12));
+  CHECK(layers_in_flight(96, p, 2, 0) == doctest::Approx(24));  // only 2 micro-batches exist
+  p.interleave = 3;
+  CHECK(layers_in_flight(96, p, 64, 0) == doctest::Approx(96 * (1 + 7.0 / 24)));
+}
+
+TEST_CASE("pipeline stages differ and the most loaded one is reported") {
+  const ModelSpec m = load_model("llama-3.1-70b");
+  ParallelPlan p = test::plan(2, 8, 4);
+  p.zero = 1;
+  const MemoryBreakdown mem = estimate_memory(m, test::training(8192, 16), p, test::cluster(64, "dgx-h100"));
+  REQUIRE(mem.stages.size() == 4);
+  CHECK(mem.stages[0].activations_bytes > mem.stages[3].activations_bytes);
+  CHECK(mem.worst_stage == 0);
+  // The last stage holds the LM head and the logits.
+  bool logits = false;
+  for (const auto& line : mem.stages[3].transients) logits = logits || line.label == "logits";
+  CHECK(logits);
+}
+
+TEST_CASE("ZeRO-3 gathers a layer at a time") {
+  const ModelSpec m = test::gpt(2, 65536, 256);
+  ParallelPlan p = test::plan(64, 1, 1);
+  p.zero = 3;
+  const MemoryBreakdown mem = estimate_memory(m, test::training(2048, 64), p, test::cluster(64, "dgx-h100"));
+  // One layer is 12 h^2 parameters: 51.5e9, 103 GB in bf16 (the ladder's example).
+  CHECK(mem.gathered_layer_bytes / 1e9 == doctest::Approx(103.1).epsilon(0.01));
+  CHECK_FALSE(mem.fits);
+}

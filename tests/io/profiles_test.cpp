@@ -1,0 +1,133 @@
+// Profiles: every preset loads strictly, names are case-insensitive, typos get suggestions.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "shardplan/error.hpp"
+#include "shardplan/profiles.hpp"
+#include "shardplan/units.hpp"
+#include "support.hpp"
+
+using namespace shardplan;
+
+namespace {
+
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::string write_temp(const std::string& text) {
+  char path[] = "/tmp/shardplan-profile-XXXXXX.json";
+  const int fd = mkstemps(path, 5);
+  std::FILE* f = fdopen(fd, "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("every required preset exists and loads") {
+  // Issue "Foundation", item 3: the preset names users type.
+  for (const char* g : {"A100-40GB", "A100-80GB", "H100-SXM", "H100-PCIe", "H200", "B200", "L40S", "MI300X"}) {
+    CAPTURE(g);
+    CHECK(load_gpu(g).memory_bytes > 0);
+  }
+  for (const char* l : {"nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "ib-hdr", "ib-ndr", "ib-xdr",
+                        "10gbe", "25gbe", "100gbe", "200gbe", "400gbe"}) {
+    CAPTURE(l);
+    CHECK(load_link(l, "--link").busbw_bytes_per_s > 0);
+  }
+  for (const char* c : {"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200"}) {
+    CAPTURE(c);
+    CHECK(load_cluster(c).gpus_per_node == 8);
+  }
+  for (const char* m : {"gpt3-125m", "gpt3-350m", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "gpt3-175b",
+                        "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3.1-8b", "llama-3.1-70b",
+                        "llama-3.1-405b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b"}) {
+    CAPTURE(m);
+    CHECK(load_model(m).layers > 0);
+  }
+  CHECK(list_presets(ProfileKind::model).size() >= 17);
+}
+
+TEST_CASE("names are case-insensitive and aliases work") {
+  CHECK(load_gpu("h100-sxm").name == "H100-SXM");
+  CHECK(load_gpu("H100").name == "H100-SXM");
+  CHECK(load_model("LLAMA-2-7B").name == "llama-2-7b");
+  CHECK(load_model("meta-llama/Llama-2-7b-hf").name == "llama-2-7b");
+}
+
+TEST_CASE("datasheet figures come through in base units") {
+  const GpuSpec h100 = load_gpu("H100-SXM");
+  CHECK(h100.memory_bytes / kGiB == doctest::Approx(79.65));
+  CHECK(h100.peak_flops[static_cast<int>(MathDtype::bf16)] == doctest::Approx(989.4e12));
+  CHECK(h100.hbm_bytes_per_s == doctest::Approx(3.35e12));
+  const ClusterSpec dgx = load_cluster("dgx-a100");
+  CHECK(dgx.intra.bytes_per_s == doctest::Approx(300e9));  // NVLink3 per direction
+  CHECK(dgx.inter.bytes_per_s == doctest::Approx(25e9));   // one HDR NIC per GPU
+}
+
+TEST_CASE("unknown presets suggest the nearest names") {
+  const std::string e = error_of([] { load_gpu("H10O-SXM"); });
+  CHECK(contains(e, "--gpu"));
+  CHECK(contains(e, "H100-SXM"));
+  CHECK(contains(error_of([] { load_model("llama-2-7"); }), "llama-2-7b"));
+  CHECK(contains(error_of([] { load_link("nvlnk4", "--intra"); }), "nvlink4"));
+}
+
+TEST_CASE("a typed bandwidth is used exactly as given") {
+  const LinkSpec l = load_link("900GB/s", "--link");
+  CHECK(l.bytes_per_s == 900e9);
+  CHECK(l.busbw_bytes_per_s == 900e9);
+  CHECK(l.user_given);
+}
+
+TEST_CASE("profile files are strict: unknown keys and missing sources are errors") {
+  nlohmann::json g = nlohmann::json::parse(R"({
+    "name": "X1", "memory_gib": 10, "peak_tflops": {"bf16": 100}, "hbm_gb_per_s": 1000,
+    "gemm_efficiency": [[1e9, 0.5], [1e12, 0.8]], "attention_efficiency": 0.5,
+    "memory_efficiency": 0.8, "kernel_overhead_us": 4, "context_gib": 0.5,
+    "sources": {"memory_gib": "a", "peak_tflops": "b", "hbm_gb_per_s": "c", "gemm_efficiency": "d",
+                "attention_efficiency": "e", "memory_efficiency": "f", "kernel_overhead_us": "g",
+                "context_gib": "h"}})");
+  CHECK(load_gpu(write_temp(g.dump())).name == "X1");
+  nlohmann::json typo = g;
+  typo["memory_gbi"] = 3;
+  const std::string e1 = error_of([&] { load_gpu(write_temp(typo.dump())); });
+  CHECK(contains(e1, "memory_gbi"));
+  CHECK(contains(e1, "memory_gib"));
+  nlohmann::json unsourced = g;
+  unsourced["sources"].erase("hbm_gb_per_s");
+  CHECK(contains(error_of([&] { load_gpu(write_temp(unsourced.dump())); }), "hbm_gb_per_s"));
+  nlohmann::json bad_curve = g;
+  bad_curve["gemm_efficiency"] = {{1e12, 0.8}, {1e9, 0.5}};
+  CHECK(contains(error_of([&] { load_gpu(write_temp(bad_curve.dump())); }), "ascending"));
+}
+
+TEST_CASE("clusters from flags") {
+  ClusterOptions o;
+  o.gpu = "A100-80GB";
+  o.gpus = 128;
+  o.inter = "10gbe";
+  const ClusterSpec c = build_cluster(o);
+  CHECK(c.nodes() == 16);
+  CHECK(c.intra.name == "nvlink3");  // the A100's own fabric
+  CHECK(c.nics_per_node == 1);       // Ethernet: one NIC per node unless told otherwise
+  CHECK(c.inter.busbw_bytes_per_s == doctest::Approx(1.15e9 / 8));
+  ClusterOptions flat;
+  flat.link = "10Gbit/s";
+  flat.gpus = 8;
+  const ClusterSpec f = build_cluster(flat);
+  CHECK(f.intra.busbw_bytes_per_s == 1.25e9);
+}

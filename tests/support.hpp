@@ -1,0 +1,33 @@
+// Helpers shared by the test suites: presets, specs for a plan, and running the CLI binary.
+#pragma once
+
+#include <string>
+
+#include "shardplan/profiles.hpp"
+#include "shardplan/specs.hpp"
+
+namespace shardplan::test {
+
+/// A GPT-3-style model (4h GeLU MLP, dropout, learned positions, tied embeddings, vocab 51200),
+/// the shape of the Megatron-LM papers' runs.
+ModelSpec gpt(int layers, int hidden, int heads, int vocab = 51200, int seq = 2048);
+
+/// A cluster of `gpus` GPUs of a preset node (default dgx-a100).
+ClusterSpec cluster(int gpus, const std::string& preset = "dgx-a100");
+
+ParallelPlan plan(int dp, int tp, int pp, int micro_batch = 1);
+
+TrainingSpec training(int seq_len, int global_batch);
+
+/// Runs `shardplan ARGS`; stdout and stderr are captured separately.
+struct CliResult {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+CliResult run_cli(const std::string& args);
+
+/// Relative error |a - b| / |b|.
+double rel_err(double a, double b);
+
+}  // namespace shardplan::test

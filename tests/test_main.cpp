@@ -1,0 +1,82 @@
+// The one doctest main shared by every suite.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "support.hpp"
+
+namespace shardplan::test {
+
+ModelSpec gpt(int layers, int hidden, int heads, int vocab, int seq) {
+  ModelSpec m;
+  m.name = "gpt-test";
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = m.kv_heads = heads;
+  m.head_dim = hidden / heads;
+  m.ffn_hidden = 4 * hidden;
+  m.vocab = vocab;
+  m.seq_len = m.max_positions = seq;
+  return m;  // ModelSpec's defaults are GPT-3's: GeLU, LayerNorm, biases, dropout, tied
+}
+
+ClusterSpec cluster(int gpus, const std::string& preset) {
+  ClusterOptions o;
+  o.cluster = preset;
+  o.gpus = gpus;
+  return build_cluster(o);
+}
+
+ParallelPlan plan(int dp, int tp, int pp, int micro_batch) {
+  ParallelPlan p;
+  p.dp = dp;
+  p.tp = tp;
+  p.pp = pp;
+  p.micro_batch = micro_batch;
+  return p;
+}
+
+TrainingSpec training(int seq_len, int global_batch) {
+  TrainingSpec t;
+  t.seq_len = seq_len;
+  t.global_batch = global_batch;
+  return t;
+}
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+CliResult run_cli(const std::string& args) {
+  char out_path[] = "/tmp/shardplan-cli-out-XXXXXX";
+  char err_path[] = "/tmp/shardplan-cli-err-XXXXXX";
+  const int out_fd = mkstemp(out_path);
+  const int err_fd = mkstemp(err_path);
+  close(out_fd);
+  close(err_fd);
+  const std::string cmd = std::string(SHARDPLAN_BINARY) + " " + args + " >" + out_path + " 2>" + err_path;
+  const int raw = std::system(cmd.c_str());
+  CliResult r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  std::remove(out_path);
+  std::remove(err_path);
+  return r;
+}
+
+double rel_err(double a, double b) { return std::fabs(a - b) / std::fabs(b); }
+
+}  // namespace shardplan::test
