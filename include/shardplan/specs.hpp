@@ -80,6 +80,8 @@ struct LinkSpec {
   double bytes_per_s = 0;            // nominal (datasheet) or as typed by the user
   double busbw_bytes_per_s = 0;      // what collectives reach (nccl-tests bus bandwidth)
   double latency_s = 0;              // per ring step
+  // Measured by a probe, per collective (index: Collective); 0 = use busbw_bytes_per_s.
+  std::array<double, 6> collective_busbw{};
   bool measured = false;             // busbw from a probe of this cluster
   bool user_given = false;           // typed by the user: used exactly as given
 };

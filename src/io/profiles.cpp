@@ -11,6 +11,7 @@
 
 #include "json_reader.hpp"
 #include "model_json.hpp"
+#include "shardplan/collectives.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/units.hpp"
 
@@ -187,13 +188,21 @@ LinkProfile link_from_json(const nlohmann::json& j, const std::string& where) {
   l.busbw_bytes_per_s = o.positive("busbw_gb_per_s") * kGB;
   l.latency_s = o.number("latency_us") * 1e-6;
   l.measured = o.boolean_or("measured", false);
+  if (o.has("collective_busbw_gb_per_s")) {
+    // A probe's fit: bus bandwidth per collective, named as in the collectives table.
+    StrictObject per = o.object("collective_busbw_gb_per_s");
+    for (const CollectiveInfo& c : collectives()) {
+      l.collective_busbw[static_cast<size_t>(c.kind)] = per.number_or(c.name, 0) * kGB;
+    }
+    per.finish();
+  }
   const std::string nics = o.string_or("nics", "one_per_node");
   if (nics != "one_per_node" && nics != "one_per_gpu") {
     throw InputError(o.field("nics"), "'" + nics + "' is not one_per_node or one_per_gpu");
   }
   p.nic_per_gpu = nics == "one_per_gpu";
   l.source = where;
-  require_sources(o, {"gb_per_s", "busbw_gb_per_s", "latency_us"});
+  require_sources(o, {"gb_per_s", "busbw_gb_per_s", "latency_us", "collective_busbw_gb_per_s"});
   o.finish();
   return p;
 }

@@ -1,0 +1,57 @@
+// The one table of collectives, shared by the analytic model and the probe: bus factors and
+// byte conventions exactly as nccl-tests' doc/PERFORMANCE.md defines them, and the time of a
+// collective on a group of GPUs placed on a cluster's tiers.
+#pragma once
+
+#include <array>
+#include <span>
+
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast, all_to_all, send_recv };
+inline constexpr int kCollectives = 6;
+
+struct CollectiveInfo {
+  Collective kind;
+  const char* name;        // "all_reduce", as in JSON and profiles
+  const char* nccl_tests;  // the nccl-tests binary that measures it, e.g. "all_reduce_perf"
+  /// busbw = algbw * bus_factor(n): 2(n-1)/n all-reduce, (n-1)/n all-gather, reduce-scatter and
+  /// all-to-all, 1 broadcast and send/recv (PERFORMANCE.md).
+  double (*bus_factor)(int ranks);
+  /// Ring steps whose latency adds up: 2(n-1) all-reduce, n-1 gathers/scatters, 1 send/recv.
+  double (*latency_steps)(int ranks);
+  /// What "size" S means, as nccl-tests prints it.
+  const char* size_meaning;
+};
+
+std::span<const CollectiveInfo> collectives();
+const CollectiveInfo& info(Collective c);
+/// InputError naming `field` for an unknown name.
+Collective parse_collective(const char* name, const char* field);
+
+/// nccl-tests: algbw = S / t, busbw = algbw * bus factor.
+double algbw(double bytes, double seconds);
+double busbw(Collective c, int ranks, double bytes, double seconds);
+
+/// Where a communicating group sits: `ranks` GPUs, `ranks_per_node` of them in each node.
+struct Placement {
+  int ranks = 1;
+  int ranks_per_node = 1;
+  int nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
+};
+
+/// The bus bandwidth a collective reaches on this placement. Inside a node: the intra tier.
+/// Across nodes, a ring leaves each node once per channel and NCCL spreads channels over the
+/// node's NICs, so the group's k GPUs per node share k GPU-shares of NIC bandwidth:
+/// min(intra, k * inter per GPU) (the hierarchical bound; matches nccl-tests on DGX nodes).
+/// A measured per-collective figure in the profile wins over the tier's generic one.
+double placement_busbw(Collective c, const Placement& g, const ClusterSpec& cluster);
+
+/// Seconds for one collective of S bytes (nccl-tests' size) on the placement:
+/// steps x latency + S x bus factor / busbw. All-to-all sends (n-k)/n of S over the NICs and
+/// (k-1)/n inside the node, whichever is slower; send/recv crosses one tier.
+double collective_time(Collective c, double bytes, const Placement& g, const ClusterSpec& cluster);
+
+}  // namespace shardplan
