@@ -1,9 +1,10 @@
 // Per-device memory for one plan: model states, activations and overheads, per pipeline stage.
+// Every term is a named field; renderers add the labels and the assumptions they rest on.
 #pragma once
 
-#include <string>
 #include <vector>
 
+#include "shardplan/layer.hpp"
 #include "shardplan/specs.hpp"
 
 namespace shardplan {
@@ -19,27 +20,52 @@ struct StateBytes {
 };
 StateBytes state_bytes_per_param(const ModelSpec& model, const TrainingSpec& training);
 
-/// A labelled line whose size rests on an assumption the output states.
-struct OverheadLine {
-  std::string label;
-  double bytes = 0;
-  std::string assumption;
+/// What a micro-batch saves for backward, per recompute policy (from the op list in layer.hpp).
+struct ActivationProfile {
+  double layer_saved[3] = {0, 0, 0};  // per layer, indexed by Recompute
+  double layer_working = 0;           // one layer's full saved set (rebuilt under full recompute)
+  double embedding_saved = 0;         // first stage, per in-flight micro-batch
+  double head_saved = 0;              // last stage: final norm, LM head input, fp32 softmax
+  double logits = 0;                  // last stage: 16-bit logits before the fp32 loss
 };
+ActivationProfile activation_profile(const MicroBatchWork& work, const ModelSpec& model,
+                                     const TrainingSpec& training, const ParallelPlan& plan);
+
+// NCCL keeps send and receive buffers per channel and peer: NCCL_BUFFSIZE defaults to 4 MiB
+// (NCCL environment-variable docs); 16 channels x 2 peers of a ring x 4 MiB = 128 MiB.
+inline constexpr double kNcclBytesPerCommunicator = 16.0 * 2.0 * 4.0 * 1024.0 * 1024.0;
 
 struct StageMemory {
   int stage = 0;
-  double params = 0;             // parameters this device holds before ZeRO sharding
+  double params = 0;  // parameters this device holds before ZeRO sharding
+  double largest_layer_params = 0;
+  // model states
   double weights_bytes = 0;
   double gradients_bytes = 0;
   double optimizer_bytes = 0;
-  double activations_bytes = 0;  // saved for backward, all in-flight micro-batches
+  // activations saved for backward, all in-flight micro-batches
+  double activations_bytes = 0;
   double layer_activations_bytes = 0;  // the transformer layers' share (Korthikanti's formulas)
-  double transient_bytes = 0;    // peaks that come and go: see `transients`
-  double overhead_bytes = 0;
-  double total_bytes = 0;
-  double layers_in_flight = 0;   // layer-micro-batches whose activations are held at once
-  std::vector<OverheadLine> transients;
-  std::vector<OverheadLine> overheads;
+  double layers_in_flight = 0;         // layer-micro-batches whose activations are held at once
+  // transient peaks
+  double recompute_working_bytes = 0;  // full recompute: one layer's activations rebuilt
+  double logits_bytes = 0;             // last stage
+  double gathered_layers_bytes = 0;    // ZeRO-3: current + prefetched layer, unsharded
+  double unsharded_grad_bytes = 0;     // ZeRO-3: a layer's gradient before its reduce-scatter
+  // overheads
+  double context_bytes = 0;            // CUDA context and workspaces (GPU profile)
+  int nccl_communicators = 0;
+  double nccl_bytes = 0;               // communicators x kNcclBytesPerCommunicator
+  double fragmentation_bytes = 0;      // share of activations and transients
+
+  double model_states_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
+  double transient_bytes() const {
+    return recompute_working_bytes + logits_bytes + gathered_layers_bytes + unsharded_grad_bytes;
+  }
+  double overhead_bytes() const { return context_bytes + nccl_bytes + fragmentation_bytes; }
+  double total_bytes() const {
+    return model_states_bytes() + activations_bytes + transient_bytes() + overhead_bytes();
+  }
 };
 
 struct MemoryBreakdown {
@@ -49,18 +75,41 @@ struct MemoryBreakdown {
   double capacity_bytes = 0;
   bool fits = false;
   StateBytes bytes_per_param;
+  double fragmentation = 0;         // the share used for fragmentation_bytes
   double total_params = 0;
-  double gathered_layer_bytes = 0;  // one layer's full weights (what ZeRO-3 gathers)
-  std::vector<std::string> notes;   // assumptions worth printing
+  double gathered_layer_bytes = 0;  // one layer's full weights in the weight dtype
 
   const StageMemory& worst() const { return stages[worst_stage]; }
-  double total_bytes() const { return worst().total_bytes; }
+  double total_bytes() const { return worst().total_bytes(); }
   double margin_bytes() const { return capacity_bytes - total_bytes(); }
 };
 
-/// Memory of every pipeline stage's device. The plan must be valid (see validate_plan).
+/// Everything estimate_memory needs that does not depend on the stage; the search builds it
+/// once per (tp, cp, micro-batch, sequence parallel) and reuses it.
+struct MemoryInputs {
+  StateBytes per_param;
+  ActivationProfile activations;
+  bool activations_known = false;
+  int micro_batches = 1;
+};
+MemoryInputs memory_inputs(const ModelSpec& model, const TrainingSpec& training,
+                           const ParallelPlan& plan);
+
+/// One pipeline stage's device.
+StageMemory stage_memory(const ModelSpec& model, const TrainingSpec& training,
+                         const ParallelPlan& plan, const ClusterSpec& cluster,
+                         const MemoryInputs& inputs, int stage);
+
+/// Memory of every pipeline stage's device. The plan must be valid (see check_plan).
 MemoryBreakdown estimate_memory(const ModelSpec& model, const TrainingSpec& training,
                                 const ParallelPlan& plan, const ClusterSpec& cluster);
+
+/// The most-loaded device's total. Activations fall and the embedding leaves after the first
+/// stage, and only the last holds the LM head and logits, so the peak is on the first or last
+/// stage; this checks those two (tests compare it with estimate_memory on many plans).
+double peak_memory_bytes(const ModelSpec& model, const TrainingSpec& training,
+                         const ParallelPlan& plan, const ClusterSpec& cluster,
+                         const MemoryInputs& inputs);
 
 /// Layer-micro-batches of activations a pipeline stage holds at the 1F1B peak: p - i
 /// micro-batches of L/p layers (Narayanan et al. 2021), or with v virtual stages

@@ -46,6 +46,18 @@ nlohmann::json to_json(const TrainingSpec& t);
 nlohmann::json to_json(const ParallelPlan& p);
 nlohmann::json to_json(const MemoryBreakdown& m);
 
+/// A labelled memory line with the assumption its size rests on.
+struct MemoryLine {
+  std::string label;
+  double bytes = 0;
+  std::string assumption;
+};
+std::vector<MemoryLine> transient_lines(const StageMemory& s);
+std::vector<MemoryLine> overhead_lines(const StageMemory& s, double fragmentation);
+
+/// The memory table alone (per device, per stage), for commands that print more.
+std::string render_memory_table(const MemoryBreakdown& m, const ParallelPlan& plan);
+
 /// The memory table `shardplan memory` prints.
 std::string render_memory(const MemoryBreakdown& m, const ModelSpec& model,
                           const TrainingSpec& training, const ParallelPlan& plan,

@@ -3,23 +3,14 @@
 // et al. 2022), the transient peaks of recompute and ZeRO-3 gathers, and labelled overheads.
 #include "shardplan/memory.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <cmath>
 
 #include "shardplan/error.hpp"
-#include "shardplan/layer.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
-#include "shardplan/units.hpp"
 
 namespace shardplan {
 namespace {
-
-// NCCL keeps send and receive buffers per channel and peer: NCCL_BUFFSIZE defaults to 4 MiB
-// (NCCL environment-variable docs); 16 channels x 2 peers of a ring x 4 MiB = 128 MiB.
-constexpr double kNcclBytesPerCommunicator = 16.0 * 2.0 * 4.0 * 1024.0 * 1024.0;
 
 // Adafactor (Shazeer & Stern 2018) without momentum keeps one fp32 row and one column vector
 // per weight matrix and a full fp32 second moment for vectors: bytes per parameter overall.
@@ -34,8 +25,17 @@ double adafactor_bytes_per_param(const ModelSpec& m) {
   double per_layer = (h + q + 2.0 * kv) + (q + h) + experts * ((h + up) + (f + h));
   per_layer += 2.0 * h;  // norm vectors, unfactored
   const double tables = (m.vocab + h) * (m.tied_embeddings ? 1.0 : 2.0);
-  const ParamCounts c = count_params(m);
-  return 4.0 * (m.layers * per_layer + tables) / c.total;
+  return 4.0 * (m.layers * per_layer + tables) / count_params(m).total;
+}
+
+int communicators(const ParallelPlan& p) {
+  int n = 0;
+  if (p.dp * p.cp > 1) ++n;
+  if (p.tp > 1) ++n;
+  if (p.pp > 1) n += 2;  // send to the next stage, receive from the previous
+  if (p.cp > 1) ++n;
+  if (p.ep > 1) ++n;
+  return n;
 }
 
 }  // namespace
@@ -61,6 +61,20 @@ StateBytes state_bytes_per_param(const ModelSpec& m, const TrainingSpec& tr) {
   return b;
 }
 
+ActivationProfile activation_profile(const MicroBatchWork& w, const ModelSpec& m,
+                                     const TrainingSpec& tr, const ParallelPlan& p) {
+  ActivationProfile a;
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    a.layer_saved[static_cast<int>(r)] = saved_activation_bytes(w.layer, r);
+  }
+  a.layer_working = full_saved_bytes(w.layer);
+  // The embedding and LM head are not recomputed (Megatron-LM checkpoints transformer layers).
+  a.embedding_saved = saved_activation_bytes(w.embedding, Recompute::none);
+  a.head_saved = saved_activation_bytes(w.head, Recompute::none);
+  a.logits = w.tokens * m.vocab / p.tp * activation_bytes(tr.precision);
+  return a;
+}
+
 double layers_in_flight(int layers, const ParallelPlan& p, int micro_batches, int stage) {
   const double v = p.interleave;
   if (p.pp == 1) return layers;  // accumulation runs micro-batches one after another
@@ -73,110 +87,89 @@ double layers_in_flight(int layers, const ParallelPlan& p, int micro_batches, in
   return chunks * layers / (p.pp * v);
 }
 
-MemoryBreakdown estimate_memory(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
-                                const ClusterSpec& c) {
-  MemoryBreakdown out;
-  out.capacity_bytes = c.gpu.memory_bytes;
-  out.bytes_per_param = state_bytes_per_param(m, tr);
-  out.activations_known = m.has_architecture();
-  const ParamCounts counts = count_params(m);
-  out.total_params = counts.total;
-  const StateBytes& per = out.bytes_per_param;
+MemoryInputs memory_inputs(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p) {
+  MemoryInputs in;
+  in.per_param = state_bytes_per_param(m, tr);
+  in.micro_batches = std::max(1, micro_batches_per_step(tr, p));
+  in.activations_known = m.has_architecture();
+  if (in.activations_known) in.activations = activation_profile(describe_micro_batch(m, tr, p), m, tr, p);
+  return in;
+}
+
+StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+                         const ClusterSpec& c, const MemoryInputs& in, int stage) {
+  StageMemory s;
+  s.stage = stage;
+  const StateBytes& per = in.per_param;
+  const DeviceParams dev = device_params(m, p, stage);
+  s.params = dev.total();
+  s.largest_layer_params = dev.largest_layer;
 
   // ZeRO shards over every rank that holds the same weights: dp x cp for dense weights, and
   // dp x cp / ep for experts (Megatron-LM's expert-data-parallel group).
   const double replicas = static_cast<double>(p.dp) * p.cp;
   const double expert_replicas = replicas / p.ep;
-  auto shard = [&](double dense, double experts, double bytes, bool sharded) {
-    return sharded ? bytes * (dense / replicas + experts / expert_replicas)
-                   : bytes * (dense + experts);
+  auto states = [&](double bytes, bool sharded) {
+    return sharded ? bytes * (dev.dense / replicas + dev.experts / expert_replicas)
+                   : bytes * dev.total();
   };
+  s.weights_bytes = states(per.weights, p.zero >= 3);
+  s.gradients_bytes = states(per.gradients, p.zero >= 2);
+  s.optimizer_bytes = states(per.optimizer, p.zero >= 1);
 
-  const int micro_batches = std::max(1, micro_batches_per_step(tr, p));
-  MicroBatchWork work;
-  if (m.has_architecture()) work = describe_micro_batch(m, tr, p);
+  if (in.activations_known) {
+    const ActivationProfile& a = in.activations;
+    const bool first = stage == 0;
+    const bool last = stage == p.pp - 1;
+    s.layers_in_flight = layers_in_flight(m.layers, p, in.micro_batches, stage);
+    s.layer_activations_bytes = s.layers_in_flight * a.layer_saved[static_cast<int>(p.recompute)];
+    s.activations_bytes = s.layer_activations_bytes;
+    if (first) s.activations_bytes += (p.pp == 1 ? 1.0 : std::min(p.pp, in.micro_batches)) * a.embedding_saved;
+    if (last) {
+      s.activations_bytes += a.head_saved;
+      s.logits_bytes = a.logits;
+    }
+    if (p.recompute == Recompute::full) s.recompute_working_bytes = a.layer_working;
+  }
+  if (p.zero >= 3) {
+    // ZeRO-3/FSDP gather one layer at a time and prefetch the next; the gathered layer's
+    // gradient exists in full until it is reduce-scattered.
+    s.gathered_layers_bytes = 2.0 * dev.largest_layer * per.weights;
+    s.unsharded_grad_bytes = dev.largest_layer * per.gradients;
+  }
+  s.context_bytes = c.gpu.context_bytes;
+  s.nccl_communicators = communicators(p);
+  s.nccl_bytes = s.nccl_communicators * kNcclBytesPerCommunicator;
+  s.fragmentation_bytes = tr.fragmentation * (s.activations_bytes + s.transient_bytes());
+  return s;
+}
 
-  int communicators = 0;
-  if (replicas > 1) ++communicators;
-  if (p.tp > 1) ++communicators;
-  if (p.pp > 1) communicators += 2;  // send to the next stage, receive from the previous
-  if (p.cp > 1) ++communicators;
-  if (p.ep > 1) ++communicators;
-
+MemoryBreakdown estimate_memory(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+                                const ClusterSpec& c) {
+  MemoryBreakdown out;
+  const MemoryInputs in = memory_inputs(m, tr, p);
+  out.capacity_bytes = c.gpu.memory_bytes;
+  out.bytes_per_param = in.per_param;
+  out.activations_known = in.activations_known;
+  out.fragmentation = tr.fragmentation;
+  const ParamCounts counts = count_params(m);
+  out.total_params = counts.total;
+  out.gathered_layer_bytes = m.has_architecture() ? counts.layer.total() * in.per_param.weights : 0;
   for (int stage = 0; stage < p.pp; ++stage) {
-    StageMemory s;
-    s.stage = stage;
-    const DeviceParams dev = device_params(m, p, stage);
-    s.params = dev.total();
-    s.weights_bytes = shard(dev.dense, dev.experts, per.weights, p.zero >= 3);
-    s.gradients_bytes = shard(dev.dense, dev.experts, per.gradients, p.zero >= 2);
-    s.optimizer_bytes = shard(dev.dense, dev.experts, per.optimizer, p.zero >= 1);
-
-    double dynamic = 0;  // what the allocator hands out and takes back each step
-    if (m.has_architecture()) {
-      s.layers_in_flight = layers_in_flight(m.layers, p, micro_batches, stage);
-      s.layer_activations_bytes = s.layers_in_flight * saved_activation_bytes(work.layer, p.recompute);
-      s.activations_bytes = s.layer_activations_bytes;
-      const bool first = stage == 0;
-      const bool last = stage == p.pp - 1;
-      if (first) {
-        const double in_flight = p.pp == 1 ? 1.0 : std::min(p.pp, micro_batches);
-        s.activations_bytes += in_flight * saved_activation_bytes(work.embedding, Recompute::none);
-      }
-      if (last) s.activations_bytes += saved_activation_bytes(work.head, Recompute::none);
-      if (p.recompute == Recompute::full) {
-        s.transients.push_back({"recompute working set", full_saved_bytes(work.layer),
-                                "one layer's activations rebuilt during its backward"});
-      }
-      if (last) {
-        const double logits = work.tokens * m.vocab / p.tp * activation_bytes(tr.precision);
-        s.transients.push_back({"logits", logits, "16-bit logits before the fp32 loss"});
-      }
-      dynamic += s.activations_bytes;
-    }
-    if (p.zero >= 3) {
-      // ZeRO-3/FSDP gather one layer at a time and prefetch the next; the gathered layer's
-      // gradient exists in full until it is reduce-scattered.
-      const double layer = dev.largest_layer;
-      s.transients.push_back({"gathered layers", 2.0 * layer * per.weights,
-                              "the current and the prefetched layer, unsharded"});
-      s.transients.push_back({"unsharded layer gradient", layer * per.gradients,
-                              "held until its reduce-scatter"});
-    }
-    for (const OverheadLine& t : s.transients) s.transient_bytes += t.bytes;
-    dynamic += s.transient_bytes;
-
-    s.overheads.push_back({"CUDA context and workspaces", c.gpu.context_bytes,
-                           "measured CUDA context + cuBLAS/cuDNN workspaces (GPU profile)"});
-    if (communicators > 0) {
-      s.overheads.push_back(
-          {"NCCL buffers", communicators * kNcclBytesPerCommunicator,
-           fmt::format("{} communicator(s) x 128 MiB (16 channels x 2 peers x NCCL_BUFFSIZE 4 MiB)",
-                       communicators)});
-    }
-    s.overheads.push_back({"allocator fragmentation", tr.fragmentation * dynamic,
-                           fmt::format("{:.0f}% of activations and transients held in the "
-                                       "caching allocator's free blocks",
-                                       tr.fragmentation * 100)});
-    for (const OverheadLine& o : s.overheads) s.overhead_bytes += o.bytes;
-    s.total_bytes = s.weights_bytes + s.gradients_bytes + s.optimizer_bytes +
-                    s.activations_bytes + s.transient_bytes + s.overhead_bytes;
-    out.stages.push_back(std::move(s));
-  }
-  for (size_t i = 1; i < out.stages.size(); ++i) {
-    if (out.stages[i].total_bytes > out.stages[out.worst_stage].total_bytes) {
-      out.worst_stage = static_cast<int>(i);
+    out.stages.push_back(stage_memory(m, tr, p, c, in, stage));
+    if (out.stages.back().total_bytes() > out.stages[out.worst_stage].total_bytes()) {
+      out.worst_stage = stage;
     }
   }
-  out.gathered_layer_bytes =
-      m.has_architecture() ? counts.layer.total() * per.weights : 0;
   out.fits = out.total_bytes() <= out.capacity_bytes;
-  if (!m.has_architecture()) {
-    out.notes.push_back(
-        "activations unknown: only the parameter count was given; pass --model or "
-        "--layers/--hidden/--heads for activation memory");
-  }
   return out;
+}
+
+double peak_memory_bytes(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+                         const ClusterSpec& c, const MemoryInputs& in) {
+  const double first = stage_memory(m, tr, p, c, in, 0).total_bytes();
+  if (p.pp == 1) return first;
+  return std::max(first, stage_memory(m, tr, p, c, in, p.pp - 1).total_bytes());
 }
 
 }  // namespace shardplan

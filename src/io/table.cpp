@@ -117,73 +117,112 @@ std::string describe_cluster(const ClusterSpec& c) {
   return s;
 }
 
+std::vector<MemoryLine> transient_lines(const StageMemory& s) {
+  std::vector<MemoryLine> out;
+  if (s.recompute_working_bytes > 0) {
+    out.push_back({"recompute working set", s.recompute_working_bytes,
+                   "full recompute rebuilds one layer's activations during its backward"});
+  }
+  if (s.logits_bytes > 0) {
+    out.push_back({"logits", s.logits_bytes, "16-bit logits before the fp32 loss (last stage)"});
+  }
+  if (s.gathered_layers_bytes > 0) {
+    out.push_back({"gathered layers", s.gathered_layers_bytes,
+                   "ZeRO-3 / FSDP: the current and the prefetched layer, unsharded"});
+    out.push_back({"unsharded layer gradient", s.unsharded_grad_bytes,
+                   "ZeRO-3 / FSDP: a layer's gradient until its reduce-scatter"});
+  }
+  return out;
+}
+
+std::vector<MemoryLine> overhead_lines(const StageMemory& s, double fragmentation) {
+  std::vector<MemoryLine> out;
+  out.push_back({"CUDA context", s.context_bytes, "CUDA context and library workspaces (GPU profile)"});
+  if (s.nccl_communicators > 0) {
+    out.push_back({"NCCL buffers", s.nccl_bytes,
+                   fmt::format("{} communicator{} x 128 MiB (16 channels x 2 peers x NCCL_BUFFSIZE 4 MiB)",
+                               s.nccl_communicators, s.nccl_communicators == 1 ? "" : "s")});
+  }
+  out.push_back({"allocator fragmentation", s.fragmentation_bytes,
+                 fmt::format("{:.0f}% of activations and transients (caching-allocator free blocks; "
+                             "--fragmentation)",
+                             fragmentation * 100)});
+  return out;
+}
+
 std::string render_memory(const MemoryBreakdown& mem, const ModelSpec& model,
                           const TrainingSpec& tr, const ParallelPlan& plan,
                           const ClusterSpec& cluster) {
-  const StageMemory& w = mem.worst();
-  const double capacity = mem.capacity_bytes;
-  const StateBytes& b = mem.bytes_per_param;
   std::string out;
   out += fmt::format("model    {}\n", describe_model(model));
   out += fmt::format("cluster  {}\n", describe_cluster(cluster));
   out += fmt::format("plan     {}\n", describe(plan));
-  out += fmt::format("training {} {}, sequence {}, global batch {}\n\n",
+  out += fmt::format("training {}, {}, sequence {}, global batch {}\n\n",
                      tr.precision == Precision::fp32 ? "fp32" : std::string(to_string(tr.precision)) + " mixed precision",
                      to_string(tr.optimizer), tr.seq_len, tr.global_batch);
+  out += render_memory_table(mem, plan);
+  return out;
+}
 
+std::string render_memory_table(const MemoryBreakdown& mem, const ParallelPlan& plan) {
+  const StageMemory& w = mem.worst();
+  const double capacity = mem.capacity_bytes;
+  const StateBytes& b = mem.bytes_per_param;
+  std::string out;
   const std::string where = plan.pp > 1 ? fmt::format(" (pipeline stage {} of {}, the most loaded)",
                                                       w.stage, plan.pp) : "";
   out += fmt::format("Memory per device{}\n", where);
-  Table t({{"", Table::Align::left}, {"GiB"}, {"bytes/param"}, {"share"}, {"what", Table::Align::left}});
+  Table t({{"", Table::Align::left}, {"GiB"}, {"B/param"}, {"of device"}, {"what", Table::Align::left}});
   const double params = w.params;
+  auto gib = [](double bytes) { return fmt::format("{:.2f}", bytes / kGiB); };
   auto per_param = [&](double bytes) {
     return params > 0 ? fmt::format("{:.2f}", bytes / params) : std::string("-");
   };
   auto share = [&](double bytes) { return format_percent(bytes / capacity); };
   const double replicas = static_cast<double>(plan.dp) * plan.cp;
   auto sharding = [&](int stage) {
-    return plan.zero >= stage && replicas > 1 ? fmt::format(", 1/{:g} (ZeRO-{})", replicas, plan.zero)
+    return plan.zero >= stage && replicas > 1 ? fmt::format(", sharded 1/{:g} (ZeRO-{})", replicas, plan.zero)
                                                : std::string();
   };
-  t.add_row({"weights", fmt::format("{:.2f}", w.weights_bytes / kGiB), per_param(w.weights_bytes),
-             share(w.weights_bytes), fmt::format("{:g} B/param{}", b.weights, sharding(3))});
-  t.add_row({"gradients", fmt::format("{:.2f}", w.gradients_bytes / kGiB), per_param(w.gradients_bytes),
-             share(w.gradients_bytes), fmt::format("{:g} B/param{}", b.gradients, sharding(2))});
-  t.add_row({"optimizer state", fmt::format("{:.2f}", w.optimizer_bytes / kGiB), per_param(w.optimizer_bytes),
-             share(w.optimizer_bytes), fmt::format("{:.3g} B/param{}", b.optimizer, sharding(1))});
+  t.add_row({"weights", gib(w.weights_bytes), per_param(w.weights_bytes), share(w.weights_bytes),
+             fmt::format("{:g} B/param{}", b.weights, sharding(3))});
+  t.add_row({"gradients", gib(w.gradients_bytes), per_param(w.gradients_bytes), share(w.gradients_bytes),
+             fmt::format("{:g} B/param{}", b.gradients, sharding(2))});
+  t.add_row({"optimizer state", gib(w.optimizer_bytes), per_param(w.optimizer_bytes), share(w.optimizer_bytes),
+             fmt::format("{:.3g} B/param{}", b.optimizer, sharding(1))});
   if (mem.activations_known) {
-    t.add_row({"activations", fmt::format("{:.2f}", w.activations_bytes / kGiB), "", share(w.activations_bytes),
+    t.add_row({"activations", gib(w.activations_bytes), "", share(w.activations_bytes),
                fmt::format("{:.3g} layer-micro-batches in flight, recompute {}", w.layers_in_flight,
                            to_string(plan.recompute))});
   } else {
     t.add_row({"activations", "unknown", "", "", "needs an architecture (--model or --layers/--hidden/--heads)"});
   }
-  for (const OverheadLine& x : w.transients) {
-    t.add_row({x.label, fmt::format("{:.2f}", x.bytes / kGiB), "", share(x.bytes), x.assumption});
+  for (const MemoryLine& x : transient_lines(w)) {
+    t.add_row({x.label, gib(x.bytes), "", share(x.bytes), x.assumption});
   }
-  for (const OverheadLine& x : w.overheads) {
-    t.add_row({x.label, fmt::format("{:.2f}", x.bytes / kGiB), "", share(x.bytes), x.assumption});
+  for (const MemoryLine& x : overhead_lines(w, mem.fragmentation)) {
+    t.add_row({x.label, gib(x.bytes), "", share(x.bytes), x.assumption});
   }
   t.add_rule();
-  t.add_row({"total", fmt::format("{:.2f}", w.total_bytes / kGiB), per_param(w.total_bytes),
-             share(w.total_bytes), ""});
+  t.add_row({"total", gib(w.total_bytes()), per_param(w.total_bytes()), share(w.total_bytes()), ""});
   out += t.render();
   const double margin = mem.margin_bytes();
   out += fmt::format("\n{}: {} of {} on a {}; {} {}.\n", mem.fits ? "FITS" : "DOES NOT FIT",
-                     format_gib(w.total_bytes), format_gib(capacity), cluster.gpu.name,
+                     format_gib(w.total_bytes()), format_gib(capacity), "device",
                      format_gib(std::fabs(margin)), margin >= 0 ? "to spare" : "over");
   if (plan.pp > 1) {
     out += "\nPer pipeline stage\n";
     Table s({{"stage"}, {"params"}, {"states GiB"}, {"activations GiB"}, {"total GiB"}, {"fits", Table::Align::left}});
     for (const StageMemory& st : mem.stages) {
-      s.add_row({std::to_string(st.stage), format_count(st.params),
-                 fmt::format("{:.2f}", (st.weights_bytes + st.gradients_bytes + st.optimizer_bytes) / kGiB),
-                 fmt::format("{:.2f}", st.activations_bytes / kGiB), fmt::format("{:.2f}", st.total_bytes / kGiB),
-                 st.total_bytes <= capacity ? "yes" : "no"});
+      s.add_row({std::to_string(st.stage), format_count(st.params), gib(st.model_states_bytes()),
+                 gib(st.activations_bytes), gib(st.total_bytes()), st.total_bytes() <= capacity ? "yes" : "no"});
     }
     out += s.render();
   }
-  for (const std::string& note : mem.notes) out += "note: " + note + "\n";
+  if (!mem.activations_known) {
+    out += "note: activations unknown: only the parameter count was given; pass --model or "
+           "--layers/--hidden/--heads for activation memory\n";
+  }
   return out;
 }
 
