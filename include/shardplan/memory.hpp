@@ -90,7 +90,6 @@ struct MemoryInputs {
   StateBytes per_param;
   ActivationProfile activations;
   bool activations_known = false;
-  int micro_batches = 1;
 };
 MemoryInputs memory_inputs(const ModelSpec& model, const TrainingSpec& training,
                            const ParallelPlan& plan);

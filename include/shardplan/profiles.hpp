@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "shardplan/specs.hpp"
+#include "shardplan/validation.hpp"
 
 namespace shardplan {
 
@@ -63,6 +64,11 @@ ModelSpec model_from_hf_config(const std::string& json_text, const std::string& 
 
 /// The published-runs file shipped with shardplan (profiles/validation/published-runs.json).
 std::string default_published_runs();
+
+/// Runs from a published-runs file; the cluster comes from each run's hardware (its GPU preset
+/// and node size) unless `cluster` names one.
+std::vector<PublishedRun> load_published_runs(const std::string& json_text, const std::string& origin,
+                                              const ClusterOptions& cluster = {});
 
 /// Reads a whole file; InputError naming `field` when it cannot be read.
 std::string read_text_file(const std::string& path, const std::string& field);

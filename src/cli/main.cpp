@@ -15,6 +15,7 @@ namespace {
 const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
       {"memory", "Per-device memory of one plan: weights, gradients, optimizer, activations", setup_memory},
+      {"validate", "Predict published training runs and report the error per case", setup_validate},
       {"list", "List presets: models, gpus, links, clusters", setup_list},
   };
   return table;

@@ -90,7 +90,6 @@ double layers_in_flight(int layers, const ParallelPlan& p, int micro_batches, in
 MemoryInputs memory_inputs(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p) {
   MemoryInputs in;
   in.per_param = state_bytes_per_param(m, tr);
-  in.micro_batches = std::max(1, micro_batches_per_step(tr, p));
   in.activations_known = m.has_architecture();
   if (in.activations_known) in.activations = activation_profile(describe_micro_batch(m, tr, p), m, tr, p);
   return in;
@@ -121,10 +120,11 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
     const ActivationProfile& a = in.activations;
     const bool first = stage == 0;
     const bool last = stage == p.pp - 1;
-    s.layers_in_flight = layers_in_flight(m.layers, p, in.micro_batches, stage);
+    const int micro_batches = std::max(1, micro_batches_per_step(tr, p));
+    s.layers_in_flight = layers_in_flight(m.layers, p, micro_batches, stage);
     s.layer_activations_bytes = s.layers_in_flight * a.layer_saved[static_cast<int>(p.recompute)];
     s.activations_bytes = s.layer_activations_bytes;
-    if (first) s.activations_bytes += (p.pp == 1 ? 1.0 : std::min(p.pp, in.micro_batches)) * a.embedding_saved;
+    if (first) s.activations_bytes += (p.pp == 1 ? 1.0 : std::min(p.pp, micro_batches)) * a.embedding_saved;
     if (last) {
       s.activations_bytes += a.head_saved;
       s.logits_bytes = a.logits;

@@ -1,0 +1,56 @@
+// What each parallelism sends per training step: which collective, how big, how often, on
+// which tier, and how long it takes there.
+#pragma once
+
+#include "shardplan/collectives.hpp"
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+enum class Parallelism { data, tensor, pipeline, context, expert };
+inline constexpr int kParallelisms = 5;
+/// JSON member names: data_parallel, tensor_parallel, pipeline_parallel, ...
+const char* json_name(Parallelism p);
+
+/// One kind of traffic in a step, per GPU.
+struct Traffic {
+  Collective collective = Collective::all_reduce;
+  double bytes = 0;           // one call, in nccl-tests' size convention
+  double calls = 0;           // per step
+  Placement placement;
+  double call_s = 0;          // one call
+  double time_s = 0;          // all calls of a step
+  double exposed_s = 0;       // the part compute does not hide
+  double wire_bytes = 0;      // bytes this GPU sends per step: calls x bytes x bus factor
+  bool present() const { return calls > 0 && bytes > 0 && placement.ranks > 1; }
+};
+
+/// Per-step traffic of every parallelism; absent ones have calls == 0.
+struct CommBreakdown {
+  Traffic dp_grads;    // DDP all-reduce, ZeRO reduce-scatter of gradients
+  Traffic dp_params;   // ZeRO-1/2 all-gather of updated weights; ZeRO-3 all-gathers of weights
+  Traffic tp;          // Megatron's per-layer all-reduces (all-gather + reduce-scatter with SP)
+  Traffic pp;          // activations and their gradients at stage boundaries
+  Traffic cp;          // ring attention: K/V chunks around the context-parallel group
+  Traffic ep;          // expert dispatch and combine all-to-alls
+  double exposed_s() const {
+    return dp_grads.exposed_s + dp_params.exposed_s + tp.exposed_s + pp.exposed_s + cp.exposed_s +
+           ep.exposed_s;
+  }
+  double time_s() const {
+    return dp_grads.time_s + dp_params.time_s + tp.time_s + pp.time_s + cp.time_s + ep.time_s;
+  }
+  /// Sums of the traffic that belongs to one parallelism (data = grads + params).
+  Traffic total(Parallelism p) const;
+};
+
+/// Megatron-LM's rank order (tp fastest, then cp, dp, pp): where each group's members sit.
+/// A group of n with stride S puts min(n, gpus_per_node / S) members in a node (1 when S is at
+/// least a node).
+Placement placement_of(Parallelism p, const ParallelPlan& plan, const ClusterSpec& cluster);
+
+/// Fills bytes, calls, placement, call_s, time_s and wire_bytes; exposure is the step model's.
+void set_traffic(Traffic& t, Collective c, double bytes, double calls, const Placement& g,
+                 const ClusterSpec& cluster);
+
+}  // namespace shardplan

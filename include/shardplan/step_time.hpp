@@ -1,0 +1,110 @@
+// Step time of one plan: compute from the op list (GEMM efficiency curve, memory-bound kernels),
+// recompute, the pipeline bubble, exposed communication and the optimizer step; then tokens/s,
+// model and hardware FLOP/s, MFU and HFU (Narayanan et al. 2021; Korthikanti et al. 2022).
+#pragma once
+
+#include "shardplan/comm.hpp"
+#include "shardplan/layer.hpp"
+#include "shardplan/memory.hpp"
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+/// Share of peak a GEMM of `flops` reaches: the GPU profile's curve, interpolated in
+/// log(flops) and clamped at its ends.
+double gemm_efficiency(const GpuSpec& gpu, double flops);
+
+/// Forward and backward seconds of one op on one GPU (a roofline per op: FLOPs at the curve's
+/// efficiency or bytes at the memory efficiency, whichever is slower, plus launch cost).
+double op_forward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype);
+double op_backward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype);
+
+struct BlockTime {
+  double forward_s = 0;
+  double backward_s = 0;      // without any recompute
+  double selective_s = 0;     // forward of the ops selective recompute redoes
+  double gemm_forward_s = 0;  // the GEMMs' share of forward_s (what TP comm can hide behind)
+};
+BlockTime time_block(const Block& block, const GpuSpec& gpu, MathDtype dtype);
+
+/// Everything a micro-batch costs one device that does not depend on dp, pp, ZeRO,
+/// interleaving or recompute. The search computes it once per (tp, cp, sp, micro-batch).
+struct MicroBatchCost {
+  double tokens = 0;                // per micro-batch on this device
+  BlockTime layer, embedding, head;
+  ActivationProfile activations;
+  // per layer per micro-batch, one forward pass each
+  double tp_layer_s = 0;            // Megatron's two all-reduces (or AG+RS pairs with SP)
+  double tp_embedding_s = 0;
+  double tp_head_s = 0;
+  double tp_layer_bytes = 0;        // one collective's size
+  int tp_layer_calls = 0;           // collectives per layer forward
+  double cp_layer_s = 0;            // K/V ring traffic of one layer's forward
+  double cp_layer_bytes = 0;
+  double attention_s = 0;           // what the K/V ring hides behind
+  double ep_layer_s = 0;            // dispatch + combine all-to-alls of one layer's forward
+  double ep_layer_bytes = 0;
+  double pp_bytes = 0;              // one stage boundary's activation, per GPU
+};
+MicroBatchCost micro_batch_cost(const ModelSpec& model, const TrainingSpec& training,
+                                const ParallelPlan& plan, const ClusterSpec& cluster);
+
+struct StepTime {
+  double step_s = 0;          // = compute_s + bubble_s + exposed_comm_s + optimizer_s
+  double compute_s = 0;       // the slowest stage's forward, backward and recompute
+  double bubble_s = 0;        // pipeline fill and drain: (p - 1) / v of a micro-batch's time
+  double exposed_comm_s = 0;  // communication no compute hides
+  double optimizer_s = 0;     // the optimizer update (memory-bound)
+  int micro_batches = 1;      // per pipeline per step (gradient accumulation steps)
+  int critical_stage = 0;
+  double recompute_s = 0;     // of compute_s, the recomputed forward
+};
+
+struct Throughput {
+  double tokens_per_s = 0;
+  double model_flops = 0;     // per step: 3 x forward, attention over the full s^2 (Eq. 7)
+  double hardware_flops = 0;  // model FLOPs plus recomputed forward FLOPs
+  double tflops_per_gpu = 0;  // model FLOP/s per GPU, in TFLOP/s
+  double mfu = 0;
+  double hfu = 0;
+  double peak_flops = 0;      // per GPU, of the training dtype
+};
+
+/// One plan, end to end.
+struct Estimate {
+  MemoryBreakdown memory;
+  CommBreakdown comm;
+  StepTime time;
+  Throughput throughput;
+  double train_s = 0;       // time to train --tokens (0 when not asked)
+  double train_cost = 0;    // GPU-hours x --gpu-hour-cost
+  double train_gpu_hours = 0;
+  bool params_only = false; // compute from 6 N tokens at an assumed MFU (no architecture)
+};
+
+/// Assumed MFU when only the parameter count is known: the low end of the 40-56% that dense
+/// LLM training reaches at scale (DESIGN.md reality checks; Llama 3 405B 38-43%).
+inline constexpr double kParamsOnlyMfu = 0.40;
+
+Estimate estimate(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,
+                  const ClusterSpec& cluster);
+
+/// The step model without per-stage memory detail, from a precomputed micro-batch cost: what
+/// the search evaluates millions of times. estimate() is built on it.
+struct Evaluation {
+  StepTime time;
+  CommBreakdown comm;
+  double peak_bytes = 0;
+  double model_flops = 0;
+  double hardware_flops = 0;
+};
+Evaluation evaluate(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,
+                    const ClusterSpec& cluster, const MicroBatchCost& cost,
+                    const MemoryInputs& memory);
+
+/// Model FLOPs of one forward pass over `sequences` sequences: 2 x tokens x (matmul params a
+/// token touches + LM head) + 4 x sequences x L x s^2 x (heads x head_dim). For GPT shapes,
+/// 3x this is Korthikanti et al. Eq. 7: 72 B L s h^2 (1 + s/(6h) + V/(12 h L)).
+double forward_model_flops(const ModelSpec& model, double sequences, int seq_len);
+
+}  // namespace shardplan

@@ -1,0 +1,53 @@
+// Accuracy against published training runs: predict each run's measured figure and report the
+// error per case and in aggregate.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+enum class Metric {
+  iteration_time_s,     // seconds per optimizer step
+  tflops_per_gpu,       // hardware TFLOP/s per GPU as the source counts them (full recompute)
+  layer_fwd_bwd_ms,     // one transformer layer's forward + backward (+ recompute), milliseconds
+  activations_gib,      // first-stage transformer-layer activations (analytic references)
+};
+const char* to_string(Metric m);
+
+/// A published run with its plan; unknown plan fields are 0 and chosen by the predictor.
+struct PublishedRun {
+  std::string id;
+  std::string source;
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingSpec training;
+  ParallelPlan plan;
+  bool micro_batch_known = true;
+  bool interleave_known = true;
+  Metric metric = Metric::iteration_time_s;
+  double measured = 0;
+};
+
+struct Prediction {
+  const PublishedRun* run = nullptr;
+  ParallelPlan plan;     // as predicted, with unknown fields chosen
+  double predicted = 0;
+  double error = 0;      // (predicted - measured) / measured
+  bool fits = true;      // the chosen plan fits memory
+};
+
+/// Predicts one run. Where the source omits the micro-batch or the interleaving, the
+/// predictor takes the fastest choice that fits memory, as the authors would have.
+Prediction predict(const PublishedRun& run);
+
+struct ValidationSummary {
+  std::vector<Prediction> cases;
+  double mean_abs_error = 0;
+  double max_abs_error = 0;
+};
+ValidationSummary summarize(std::vector<Prediction> cases);
+
+}  // namespace shardplan

@@ -1,0 +1,65 @@
+// Group placement on the cluster and the per-step size and time of each kind of traffic.
+#include "shardplan/comm.hpp"
+
+#include <algorithm>
+
+namespace shardplan {
+
+const char* json_name(Parallelism p) {
+  switch (p) {
+    case Parallelism::data: return "data_parallel";
+    case Parallelism::tensor: return "tensor_parallel";
+    case Parallelism::pipeline: return "pipeline_parallel";
+    case Parallelism::context: return "context_parallel";
+    case Parallelism::expert: return "expert_parallel";
+  }
+  return "";
+}
+
+Placement placement_of(Parallelism which, const ParallelPlan& p, const ClusterSpec& c) {
+  int size = 1, stride = 1;
+  switch (which) {
+    case Parallelism::tensor: size = p.tp; stride = 1; break;
+    case Parallelism::context: size = p.cp; stride = p.tp; break;
+    case Parallelism::expert: size = p.ep; stride = p.tp * p.cp; break;  // ep is carved out of dp
+    case Parallelism::data: size = p.dp; stride = p.tp * p.cp; break;
+    case Parallelism::pipeline: size = p.pp; stride = p.tp * p.cp * p.dp; break;
+  }
+  Placement g;
+  g.ranks = size;
+  g.ranks_per_node = stride >= c.gpus_per_node ? 1 : std::max(1, std::min(size, c.gpus_per_node / stride));
+  return g;
+}
+
+void set_traffic(Traffic& t, Collective c, double bytes, double calls, const Placement& g,
+                 const ClusterSpec& cluster) {
+  t.collective = c;
+  t.bytes = bytes;
+  t.calls = calls;
+  t.placement = g;
+  t.call_s = collective_time(c, bytes, g, cluster);
+  t.time_s = t.call_s * calls;
+  t.wire_bytes = g.ranks > 1 ? calls * bytes * info(c).bus_factor(g.ranks) : 0;
+}
+
+Traffic CommBreakdown::total(Parallelism p) const {
+  auto add = [](Traffic a, const Traffic& b) {
+    if (!b.present()) return a;
+    if (!a.present()) return b;
+    a.time_s += b.time_s;
+    a.exposed_s += b.exposed_s;
+    a.wire_bytes += b.wire_bytes;
+    a.calls += b.calls;
+    return a;
+  };
+  switch (p) {
+    case Parallelism::data: return add(dp_grads, dp_params);
+    case Parallelism::tensor: return tp;
+    case Parallelism::pipeline: return pp;
+    case Parallelism::context: return cp;
+    case Parallelism::expert: return ep;
+  }
+  return {};
+}
+
+}  // namespace shardplan

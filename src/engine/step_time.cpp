@@ -1,0 +1,383 @@
+// The step model. Compute: each op of layer.cpp timed on the GPU profile (GEMM efficiency curve,
+// memory-bound kernels, launch cost), backward GEMMs at twice the forward FLOPs, recompute as
+// the forward again (full) or the core attention again (selective). Pipeline: 1F1B with the
+// slowest stage setting the pace and a (p-1)/v bubble (Narayanan et al. 2021, Sec. 2.2).
+// Communication: collectives.hpp on the tier each group spans, hidden behind the compute it
+// overlaps with in Megatron-LM / DeepSpeed / FSDP, exposed otherwise.
+#include "shardplan/step_time.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "shardplan/error.hpp"
+#include "shardplan/model.hpp"
+#include "shardplan/plan.hpp"
+
+namespace shardplan {
+namespace {
+
+double peak_of(const GpuSpec& gpu, MathDtype dtype) {
+  const double p = gpu.peak_flops[static_cast<int>(dtype)];
+  return p > 0 ? p : gpu.peak_flops[static_cast<int>(MathDtype::bf16)];
+}
+
+// Attention kernels run in 16-bit even when the GEMMs run in fp8 (Transformer Engine).
+MathDtype attention_dtype(MathDtype gemm) { return gemm == MathDtype::fp8 ? MathDtype::bf16 : gemm; }
+
+double stream_s(double bytes, const GpuSpec& gpu) {
+  return bytes / (gpu.hbm_bytes_per_s * gpu.memory_efficiency);
+}
+
+double gemm_s(double flops, double bytes, const GpuSpec& gpu, MathDtype dtype) {
+  return std::max(flops / (peak_of(gpu, dtype) * gemm_efficiency(gpu, flops)), stream_s(bytes, gpu));
+}
+
+}  // namespace
+
+double gemm_efficiency(const GpuSpec& gpu, double flops) {
+  const auto& c = gpu.gemm_efficiency;
+  SHARDPLAN_CHECK(!c.empty(), "GPU profile without a GEMM efficiency curve");
+  if (flops <= c.front().flops) return c.front().efficiency * flops / c.front().flops;
+  if (flops >= c.back().flops) return c.back().efficiency;
+  const double x = std::log(flops);
+  for (size_t i = 1; i < c.size(); ++i) {
+    if (flops <= c[i].flops) {
+      const double x0 = std::log(c[i - 1].flops), x1 = std::log(c[i].flops);
+      const double w = (x - x0) / (x1 - x0);
+      return c[i - 1].efficiency + w * (c[i].efficiency - c[i - 1].efficiency);
+    }
+  }
+  return c.back().efficiency;
+}
+
+double op_forward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
+  switch (op.kind) {
+    case OpKind::gemm: return gemm_s(op.flops, op.bytes, gpu, dtype);
+    case OpKind::attention:
+      return op.flops / (peak_of(gpu, attention_dtype(dtype)) * gpu.attention_efficiency) +
+             gpu.kernel_overhead_s;
+    case OpKind::elementwise: return stream_s(op.bytes, gpu) + gpu.kernel_overhead_s;
+  }
+  return 0;
+}
+
+double op_backward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
+  switch (op.kind) {
+    case OpKind::gemm:
+      // dgrad and wgrad: two GEMMs of the forward's size.
+      return 2.0 * gemm_s(op.flops, op.bytes, gpu, dtype);
+    case OpKind::attention:
+      return op.backward_flops / (peak_of(gpu, attention_dtype(dtype)) * gpu.attention_efficiency) +
+             gpu.kernel_overhead_s;
+    case OpKind::elementwise:
+      // Reads the incoming gradient and the saved input, writes the outgoing gradient.
+      return 2.0 * stream_s(op.bytes, gpu) + gpu.kernel_overhead_s;
+  }
+  return 0;
+}
+
+BlockTime time_block(const Block& block, const GpuSpec& gpu, MathDtype dtype) {
+  BlockTime t;
+  for (const Op& op : block.ops) {
+    const double f = op_forward_s(op, gpu, dtype);
+    t.forward_s += f;
+    t.backward_s += op_backward_s(op, gpu, dtype);
+    if (op.selective) t.selective_s += f;
+    if (op.kind == OpKind::gemm) t.gemm_forward_s += f;
+  }
+  // Selective recompute redoes the core attention: its GEMMs as well as softmax and dropout.
+  for (const Op& op : block.ops) {
+    if (op.kind == OpKind::gemm && op.batch > 1) t.selective_s += op_forward_s(op, gpu, dtype);
+  }
+  return t;
+}
+
+double forward_model_flops(const ModelSpec& m, double sequences, int seq_len) {
+  const ParamCounts c = count_params(m);
+  const double tokens = sequences * seq_len;
+  if (!m.has_architecture()) return 2.0 * tokens * c.total;
+  const double per_token = m.layers * c.layer.matmul_active + static_cast<double>(m.hidden) * m.vocab;
+  const double attention = 4.0 * sequences * m.layers * static_cast<double>(seq_len) * seq_len *
+                           (static_cast<double>(m.heads) * m.head_dim);
+  return 2.0 * tokens * per_token + attention;
+}
+
+namespace {
+
+double tp_forward_s(const TpTraffic& t, const Placement& g, const ClusterSpec& c) {
+  if (t.bytes <= 0 || g.ranks <= 1) return 0;
+  return t.all_reduces * collective_time(Collective::all_reduce, t.bytes, g, c) +
+         t.gathers * collective_time(Collective::all_gather, t.bytes, g, c) +
+         t.scatters * collective_time(Collective::reduce_scatter, t.bytes, g, c);
+}
+
+}  // namespace
+
+MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+                                const ClusterSpec& c) {
+  MicroBatchCost cost;
+  if (!m.has_architecture()) return cost;
+  const MicroBatchWork w = describe_micro_batch(m, tr, p);
+  const MathDtype dtype = math_dtype(tr.precision);
+  cost.tokens = w.tokens;
+  cost.layer = time_block(w.layer, c.gpu, dtype);
+  cost.embedding = time_block(w.embedding, c.gpu, dtype);
+  cost.head = time_block(w.head, c.gpu, dtype);
+  cost.activations = activation_profile(w, m, tr, p);
+  const double e = activation_bytes(tr.precision);
+
+  const Placement tp = placement_of(Parallelism::tensor, p, c);
+  cost.tp_layer_s = tp_forward_s(w.layer.tp, tp, c);
+  cost.tp_embedding_s = tp_forward_s(w.embedding.tp, tp, c);
+  cost.tp_head_s = tp_forward_s(w.head.tp, tp, c);
+  cost.tp_layer_bytes = w.layer.tp.bytes;
+  cost.tp_layer_calls = w.layer.tp.all_reduces + w.layer.tp.gathers + w.layer.tp.scatters;
+
+  for (const Op& op : w.layer.ops) {
+    if (op.kind == OpKind::attention || op.selective || (op.kind == OpKind::gemm && op.batch > 1)) {
+      cost.attention_s += op_forward_s(op, c.gpu, dtype);
+    }
+  }
+  if (p.cp > 1) {
+    // Ring attention: cp - 1 steps, each passing this rank's K and V chunk to its neighbour.
+    cost.cp_layer_bytes = 2.0 * w.tokens * local_kv_heads(m, p.tp) * m.head_dim * e;
+    cost.cp_layer_s = (p.cp - 1) * collective_time(Collective::send_recv, cost.cp_layer_bytes,
+                                                   placement_of(Parallelism::context, p, c), c);
+  }
+  if (p.ep > 1 && w.layer.alltoall_bytes > 0) {
+    cost.ep_layer_bytes = w.layer.alltoall_bytes / 2.0;  // one of dispatch / combine
+    cost.ep_layer_s = 2.0 * collective_time(Collective::all_to_all, cost.ep_layer_bytes,
+                                            placement_of(Parallelism::expert, p, c), c);
+  }
+  // Megatron-LM sends 1/t of a boundary activation from each tensor-parallel rank (the
+  // scatter-gather optimisation of Narayanan et al. 2021 Sec. 4.1; natural with SP).
+  cost.pp_bytes = w.tokens * m.hidden * e / p.tp;
+  return cost;
+}
+
+namespace {
+
+struct StageCost {
+  double compute_s = 0;   // forward + backward + recompute of one micro-batch
+  double recompute_s = 0;
+  double forward_s = 0;   // compute windows that communication can hide behind
+  double backward_s = 0;
+  double tp_s = 0, tp_exposed_s = 0;
+  double cp_s = 0, cp_exposed_s = 0;
+  double ep_s = 0;
+  double pp_s = 0;
+  double zero3_s = 0, zero3_exposed_s = 0;
+  double params = 0;
+  double total() const { return compute_s + tp_exposed_s + cp_exposed_s + ep_s + pp_s + zero3_exposed_s; }
+};
+
+// Bytes the optimizer streams per parameter: read the gradient, read and write every state,
+// write the new 16-bit weight.
+double optimizer_bytes_per_param(const StateBytes& b) { return b.gradients + 2.0 * b.optimizer + b.weights; }
+
+}  // namespace
+
+Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+                    const ClusterSpec& c, const MicroBatchCost& cost, const MemoryInputs& mem) {
+  Evaluation ev;
+  const int mb = std::max(1, micro_batches_per_step(tr, p));
+  StepTime& t = ev.time;
+  t.micro_batches = mb;
+  const StateBytes& per = mem.per_param;
+  const double gpus = c.gpus;
+  const MathDtype dtype = math_dtype(tr.precision);
+  const double peak = peak_of(c.gpu, dtype);
+  const Placement dp = placement_of(Parallelism::data, p, c);
+  const double replicas = static_cast<double>(p.dp) * p.cp;
+  ev.model_flops = 3.0 * forward_model_flops(m, tr.global_batch, tr.seq_len);
+  ev.hardware_flops = ev.model_flops;
+
+  auto stage_cost = [&](int stage) {
+    StageCost s;
+    const DeviceParams dev = device_params(m, p, stage);
+    s.params = dev.total();
+    if (!m.has_architecture()) {
+      // 6 N tokens per micro-batch at an assumed MFU: forward 1/3, backward 2/3.
+      const double flops = 6.0 * dev.total() * p.micro_batch * tr.seq_len / p.cp;
+      s.compute_s = flops / (peak * kParamsOnlyMfu);
+      s.forward_s = s.compute_s / 3.0;
+      s.backward_s = s.compute_s - s.forward_s;
+    } else {
+      const double layers = static_cast<double>(m.layers) / p.pp;
+      const BlockTime& l = cost.layer;
+      double rec = 0;
+      if (p.recompute == Recompute::full) rec = l.forward_s;
+      if (p.recompute == Recompute::selective) rec = l.selective_s;
+      s.forward_s = layers * l.forward_s;
+      s.backward_s = layers * (l.backward_s + rec);
+      s.recompute_s = layers * rec;
+      if (stage == 0) {
+        s.forward_s += cost.embedding.forward_s;
+        s.backward_s += cost.embedding.backward_s;
+      }
+      if (stage == p.pp - 1) {
+        s.forward_s += cost.head.forward_s;
+        s.backward_s += cost.head.backward_s;
+      }
+      s.compute_s = s.forward_s + s.backward_s;
+      // Tensor parallel: the conjugate collectives in backward, and the forward's again when
+      // the layer is recomputed in full. Exposed unless Transformer Engine overlaps them with
+      // the GEMMs next to them.
+      const double passes = 2.0 + (p.recompute == Recompute::full ? 1.0 : 0.0);
+      s.tp_s = layers * passes * cost.tp_layer_s;
+      if (stage == 0) s.tp_s += 2.0 * cost.tp_embedding_s;
+      if (stage == p.pp - 1) s.tp_s += 2.0 * cost.tp_head_s;
+      s.tp_exposed_s = tr.tp_comm_overlap
+                           ? std::max(0.0, s.tp_s - layers * passes * l.gemm_forward_s)
+                           : s.tp_s;
+      // Context parallel: K/V around the ring in forward; K/V and their gradients in backward,
+      // each hidden behind the attention it feeds.
+      s.cp_s = layers * 3.0 * cost.cp_layer_s;
+      s.cp_exposed_s = layers * (std::max(0.0, cost.cp_layer_s - cost.attention_s) +
+                                 std::max(0.0, 2.0 * cost.cp_layer_s - 2.5 * cost.attention_s));
+      s.ep_s = layers * 2.0 * cost.ep_layer_s;
+    }
+    if (p.pp > 1) {
+      // Each micro-batch sends its activation forward and its gradient back, once per chunk.
+      const Placement g = placement_of(Parallelism::pipeline, p, c);
+      s.pp_s = 2.0 * p.interleave * collective_time(Collective::send_recv, cost.pp_bytes, g, c);
+    }
+    if (p.zero >= 3) {
+      // Per micro-batch: gather the weights for forward and again for backward, reduce-scatter
+      // the gradients; prefetching hides them behind compute except the first layer's gather.
+      const double ag = collective_time(Collective::all_gather, dev.dense * per.weights, dp, c);
+      const double rs = collective_time(Collective::reduce_scatter, dev.dense * per.gradients, dp, c);
+      s.zero3_s = 2.0 * ag + rs;
+      const double layers = m.has_architecture() ? static_cast<double>(m.layers) / p.pp : 1.0;
+      s.zero3_exposed_s = tr.overlap_param_gather
+                              ? std::max(0.0, ag - s.forward_s) + std::max(0.0, ag + rs - s.backward_s) +
+                                    (layers > 1 ? ag / layers : 0.0)
+                              : s.zero3_s;
+    }
+    return s;
+  };
+
+  // The first stage holds the embedding, the last the LM head; middle stages are alike.
+  const StageCost first = stage_cost(0);
+  const StageCost last = p.pp > 1 ? stage_cost(p.pp - 1) : first;
+  const StageCost middle = p.pp > 2 ? stage_cost(1) : first;
+  const StageCost& crit = last.total() > first.total() && last.total() > middle.total() ? last
+                          : middle.total() > first.total()                              ? middle
+                                                                                        : first;
+  t.critical_stage = &crit == &first ? 0 : &crit == &last ? p.pp - 1 : 1;
+  const double average = p.pp > 1 ? (first.total() + last.total() + (p.pp - 2) * middle.total()) / p.pp
+                                   : first.total();
+  t.compute_s = mb * crit.compute_s;
+  t.recompute_s = mb * crit.recompute_s;
+  t.bubble_s = p.pp > 1 ? (p.pp - 1.0) / p.interleave * average : 0.0;
+
+  // Data-parallel gradient sync and ZeRO parameter gathers on the most loaded stage.
+  CommBreakdown& comm = ev.comm;
+  const double stage_params = std::max(first.params, last.params);
+  const double grad_bytes = stage_params * per.gradients;
+  const double weight_bytes = stage_params * per.weights;
+  if (p.zero <= 2 && replicas > 1) {
+    const double calls = p.zero == 2 ? mb : 1;  // ZeRO-2 reduce-scatters each micro-batch
+    const Collective grads = p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
+    set_traffic(comm.dp_grads, grads, grad_bytes, calls, dp, c);
+    // Bucketed reduction overlaps the backward of the micro-batch that produced the gradients.
+    const double window = crit.backward_s;
+    comm.dp_grads.exposed_s = !tr.overlap_grad_reduce ? comm.dp_grads.time_s
+                              : p.zero == 2 ? calls * std::max(0.0, comm.dp_grads.call_s - window)
+                                            : std::max(0.0, comm.dp_grads.call_s - window);
+    if (p.zero >= 1) {
+      set_traffic(comm.dp_params, Collective::all_gather, weight_bytes, 1, dp, c);
+      // Megatron-LM's --overlap-param-gather hides it behind the next step's forward.
+      comm.dp_params.exposed_s = tr.overlap_param_gather
+                                     ? std::max(0.0, comm.dp_params.call_s - crit.forward_s)
+                                     : comm.dp_params.time_s;
+    }
+  } else if (p.zero == 3 && replicas > 1) {
+    set_traffic(comm.dp_params, Collective::all_gather, weight_bytes, 2.0 * mb, dp, c);
+    set_traffic(comm.dp_grads, Collective::reduce_scatter, grad_bytes, mb, dp, c);
+    const double gather_share = comm.dp_params.time_s / std::max(1e-30, crit.zero3_s * mb);
+    comm.dp_params.exposed_s = mb * crit.zero3_exposed_s * gather_share;
+    comm.dp_grads.exposed_s = mb * crit.zero3_exposed_s - comm.dp_params.exposed_s;
+  }
+  if (m.has_architecture() && p.tp > 1) {
+    const Placement g = placement_of(Parallelism::tensor, p, c);
+    set_traffic(comm.tp, cost.tp_layer_calls > 0 && p.sequence_parallel ? Collective::all_gather
+                                                                        : Collective::all_reduce,
+                cost.tp_layer_bytes, 0, g, c);
+    comm.tp.calls = mb * (crit.tp_s / std::max(1e-30, cost.tp_layer_s)) * cost.tp_layer_calls;
+    comm.tp.time_s = mb * crit.tp_s;
+    comm.tp.exposed_s = mb * crit.tp_exposed_s;
+    comm.tp.wire_bytes = comm.tp.calls * cost.tp_layer_bytes * info(Collective::all_reduce).bus_factor(p.tp) /
+                         (p.sequence_parallel ? 2.0 : 1.0);
+  }
+  if (p.pp > 1) {
+    set_traffic(comm.pp, Collective::send_recv, cost.pp_bytes, 2.0 * p.interleave * mb,
+                placement_of(Parallelism::pipeline, p, c), c);
+    comm.pp.exposed_s = mb * crit.pp_s;
+  }
+  if (p.cp > 1) {
+    set_traffic(comm.cp, Collective::send_recv, cost.cp_layer_bytes,
+                mb * 3.0 * (p.cp - 1) * m.layers / p.pp, placement_of(Parallelism::context, p, c), c);
+    comm.cp.exposed_s = mb * crit.cp_exposed_s;
+  }
+  if (p.ep > 1 && cost.ep_layer_bytes > 0) {
+    set_traffic(comm.ep, Collective::all_to_all, cost.ep_layer_bytes, mb * 4.0 * m.layers / p.pp,
+                placement_of(Parallelism::expert, p, c), c);
+    comm.ep.exposed_s = mb * crit.ep_s;
+  }
+
+  // Optimizer: memory-bound over the local (ZeRO-sharded) states, plus the gradient norm.
+  const double local = p.zero >= 1 ? stage_params / replicas : stage_params;
+  t.optimizer_s = (local * optimizer_bytes_per_param(per) + stage_params * per.gradients / (p.zero >= 2 ? replicas : 1)) /
+                  (c.gpu.hbm_bytes_per_s * c.gpu.memory_efficiency);
+
+  t.exposed_comm_s = comm.exposed_s();
+  t.step_s = t.compute_s + t.bubble_s + t.exposed_comm_s + t.optimizer_s;
+
+  if (m.has_architecture()) {
+    const double recomputed =
+        p.recompute == Recompute::full
+            ? forward_model_flops(m, tr.global_batch, tr.seq_len) -
+                  2.0 * tr.global_batch * tr.seq_len * static_cast<double>(m.hidden) * m.vocab
+        : p.recompute == Recompute::selective
+            ? 4.0 * tr.global_batch * m.layers * static_cast<double>(tr.seq_len) * tr.seq_len *
+                  (static_cast<double>(m.heads) * m.head_dim)
+            : 0.0;
+    ev.hardware_flops = ev.model_flops + recomputed;
+  }
+  ev.peak_bytes = mem.activations_known || !m.has_architecture()
+                      ? peak_memory_bytes(m, tr, p, c, mem)
+                      : 0;
+  (void)gpus;
+  return ev;
+}
+
+Estimate estimate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+                  const ClusterSpec& c) {
+  Estimate est;
+  est.params_only = !m.has_architecture();
+  est.memory = estimate_memory(m, tr, p, c);
+  const MemoryInputs mem = memory_inputs(m, tr, p);
+  const MicroBatchCost cost = micro_batch_cost(m, tr, p, c);
+  const Evaluation ev = evaluate(m, tr, p, c, cost, mem);
+  est.comm = ev.comm;
+  est.time = ev.time;
+  Throughput& th = est.throughput;
+  th.peak_flops = peak_of(c.gpu, math_dtype(tr.precision));
+  th.model_flops = ev.model_flops;
+  th.hardware_flops = ev.hardware_flops;
+  const double step = est.time.step_s;
+  th.tokens_per_s = static_cast<double>(tr.global_batch) * tr.seq_len / step;
+  th.tflops_per_gpu = ev.model_flops / (step * c.gpus) / 1e12;
+  th.mfu = ev.model_flops / (step * c.gpus * th.peak_flops);
+  th.hfu = ev.hardware_flops / (step * c.gpus * th.peak_flops);
+  if (tr.tokens > 0) {
+    const double steps = std::ceil(tr.tokens / (static_cast<double>(tr.global_batch) * tr.seq_len));
+    est.train_s = steps * step;
+    est.train_gpu_hours = est.train_s * c.gpus / 3600.0;
+    est.train_cost = est.train_gpu_hours * tr.gpu_hour_cost;
+  }
+  return est;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,112 @@
+// Predictions of published runs. Unknown micro-batch sizes and interleaving degrees are chosen
+// as the fastest that fit, because that is what the papers' authors tuned for.
+#include "shardplan/validation.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "shardplan/memory.hpp"
+#include "shardplan/plan.hpp"
+#include "shardplan/step_time.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan {
+
+const char* to_string(Metric m) {
+  switch (m) {
+    case Metric::iteration_time_s: return "iteration_time_s";
+    case Metric::tflops_per_gpu: return "tflops_per_gpu";
+    case Metric::layer_fwd_bwd_ms: return "layer_fwd_bwd_ms";
+    case Metric::activations_gib: return "activations_gib";
+  }
+  return "";
+}
+
+namespace {
+
+double predicted_value(const PublishedRun& run, const ParallelPlan& p, bool* fits) {
+  const ModelSpec& m = run.model;
+  const TrainingSpec& tr = run.training;
+  const ClusterSpec& c = run.cluster;
+  switch (run.metric) {
+    case Metric::activations_gib: {
+      const MemoryBreakdown mem = estimate_memory(m, tr, p, c);
+      *fits = true;
+      return mem.stages.front().layer_activations_bytes / kGiB;
+    }
+    case Metric::layer_fwd_bwd_ms: {
+      const MicroBatchCost cost = micro_batch_cost(m, tr, p, c);
+      double rec = 0;
+      if (p.recompute == Recompute::full) rec = cost.layer.forward_s;
+      if (p.recompute == Recompute::selective) rec = cost.layer.selective_s;
+      const double tp = (2.0 + (p.recompute == Recompute::full ? 1.0 : 0.0)) * cost.tp_layer_s;
+      *fits = true;
+      return (cost.layer.forward_s + cost.layer.backward_s + rec + tp) * 1e3;
+    }
+    case Metric::iteration_time_s:
+    case Metric::tflops_per_gpu: {
+      const Estimate e = estimate(m, tr, p, c);
+      *fits = e.memory.fits;
+      if (run.metric == Metric::iteration_time_s) return e.time.step_s;
+      return e.throughput.hardware_flops / (e.time.step_s * c.gpus) / 1e12;
+    }
+  }
+  return 0;
+}
+
+std::vector<int> divisors(int n, int max) {
+  std::vector<int> out;
+  for (int d = 1; d <= std::min(n, max); ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+Prediction predict(const PublishedRun& run) {
+  Prediction best;
+  best.run = &run;
+  const int per_replica = run.training.global_batch / std::max(1, run.plan.dp);
+  std::vector<int> micro = run.micro_batch_known ? std::vector<int>{run.plan.micro_batch}
+                                                 : divisors(per_replica, 16);
+  std::vector<int> interleave{run.plan.interleave};
+  if (!run.interleave_known && run.plan.pp > 1) {
+    interleave = divisors(run.model.layers / run.plan.pp, 8);
+  }
+  const bool faster_is_smaller = run.metric != Metric::tflops_per_gpu;
+  bool have = false;
+  for (int b : micro) {
+    for (int v : interleave) {
+      ParallelPlan p = run.plan;
+      p.micro_batch = b;
+      p.interleave = v;
+      if (!check_plan(run.model, run.training, p, run.cluster).empty()) continue;
+      bool fits = true;
+      const double value = predicted_value(run, p, &fits);
+      const bool better = !have || (fits && !best.fits) ||
+                          (fits == best.fits && (faster_is_smaller ? value < best.predicted : value > best.predicted));
+      if (better) {
+        best.plan = p;
+        best.predicted = value;
+        best.fits = fits;
+        have = true;
+      }
+    }
+  }
+  best.error = run.measured != 0 ? (best.predicted - run.measured) / run.measured : 0;
+  return best;
+}
+
+ValidationSummary summarize(std::vector<Prediction> cases) {
+  ValidationSummary s;
+  s.cases = std::move(cases);
+  for (const auto& c : s.cases) {
+    s.mean_abs_error += std::fabs(c.error);
+    s.max_abs_error = std::max(s.max_abs_error, std::fabs(c.error));
+  }
+  if (!s.cases.empty()) s.mean_abs_error /= s.cases.size();
+  return s;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,115 @@
+// Reads a published-runs file (profiles/validation/published-runs.json format) into runs the
+// validation predictor can replay. The runs' fields that the sources do not state are null.
+#include <fmt/format.h>
+
+#include "json_reader.hpp"
+#include "model_json.hpp"
+#include "shardplan/error.hpp"
+#include "shardplan/profiles.hpp"
+#include "shardplan/validation.hpp"
+
+namespace shardplan {
+namespace {
+
+int int_or(const nlohmann::json& j, const char* key, int fallback) {
+  return j.contains(key) && j.at(key).is_number() ? j.at(key).get<int>() : fallback;
+}
+
+// "A100-SXM4-80GB (312 TFLOP/s ...)" -> the GPU preset whose name or alias is the first word.
+std::string gpu_preset_of(const std::string& hardware, const std::string& where) {
+  const std::string first = hardware.substr(0, hardware.find(' '));
+  try {
+    return load_gpu(first, where).name;
+  } catch (const InputError&) {
+    throw InputError(where, "cannot tell the GPU from '" + hardware +
+                                "'; name a GPU preset first, or pass --cluster");
+  }
+}
+
+}  // namespace
+
+std::vector<PublishedRun> load_published_runs(const std::string& text, const std::string& origin,
+                                              const ClusterOptions& cluster_override) {
+  const nlohmann::json runs = parse_json(text, origin);
+  if (!runs.is_array()) throw InputError(origin, "expected a JSON array of runs");
+  std::vector<PublishedRun> out;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = runs[i];
+    const std::string where = fmt::format("{}: run {}", origin, i);
+    if (!r.is_object() || !r.contains("model") || !r.contains("plan") || !r.contains("measured")) {
+      throw InputError(where, "each run needs model, hardware, plan and measured");
+    }
+    PublishedRun run;
+    run.id = r.value("id", fmt::format("run-{}", i));
+    run.source = r.value("source", "");
+    const auto& mo = r.at("model");
+    ModelSpec& m = run.model;
+    m.name = run.id;
+    m.source = run.source;
+    m.layers = int_or(mo, "layers", 0);
+    m.hidden = int_or(mo, "hidden", 0);
+    m.heads = int_or(mo, "heads", 0);
+    m.kv_heads = int_or(mo, "kv_heads", m.heads);
+    m.head_dim = m.heads > 0 ? m.hidden / m.heads : 0;
+    m.ffn_hidden = int_or(mo, "ffn_hidden", 4 * m.hidden);
+    m.vocab = int_or(mo, "vocab", 51200);
+    m.seq_len = m.max_positions = int_or(mo, "seq_len", 2048);
+    if (mo.contains("mlp") && mo.at("mlp").is_string()) m.mlp = parse_mlp(mo.at("mlp"), where + ": mlp");
+    if (mo.contains("norm") && mo.at("norm").is_string()) m.norm = parse_norm(mo.at("norm"), where + ": norm");
+    check_architecture(m, where);
+
+    const auto& hw = r.at("hardware");
+    ClusterOptions co = cluster_override;
+    co.gpus = int_or(hw, "gpus_total", 1);
+    if (co.cluster.empty() && co.gpu.empty()) co.gpu = gpu_preset_of(hw.value("gpu", std::string()), where);
+    if (co.gpus_per_node == 0) co.gpus_per_node = int_or(hw, "gpus_per_node", 8);
+    run.cluster = build_cluster(co);
+
+    const auto& pl = r.at("plan");
+    ParallelPlan& p = run.plan;
+    p.dp = int_or(pl, "dp", 1);
+    p.tp = int_or(pl, "tp", 1);
+    p.pp = int_or(pl, "pp", 1);
+    p.cp = int_or(pl, "cp", 1);
+    p.zero = int_or(pl, "zero_stage", 0);
+    run.micro_batch_known = pl.contains("micro_batch") && pl.at("micro_batch").is_number();
+    p.micro_batch = int_or(pl, "micro_batch", 1);
+    run.interleave_known = p.pp == 1 || (pl.contains("interleave") && pl.at("interleave").is_number());
+    p.interleave = int_or(pl, "interleave", 1);
+    if (pl.contains("recompute") && pl.at("recompute").is_string()) {
+      p.recompute = parse_recompute(pl.at("recompute"), where + ": recompute");
+    }
+    p.sequence_parallel = pl.value("sequence_parallel", false);
+
+    TrainingSpec& t = run.training;
+    t.seq_len = m.seq_len;
+    t.global_batch = int_or(pl, "global_batch", p.dp * p.micro_batch);
+    // The runs predate FlashAttention unless they say otherwise; Megatron-LM ran fp16 then.
+    t.attention = r.contains("attention") ? parse_attention(r.at("attention"), where + ": attention")
+                                          : AttentionKind::standard;
+    t.precision = r.contains("precision") ? parse_precision(r.at("precision"), where + ": precision")
+                                          : Precision::fp16;
+
+    const auto& me = r.at("measured");
+    if (me.contains("iteration_time_s")) {
+      run.metric = Metric::iteration_time_s;
+      run.measured = me.at("iteration_time_s");
+    } else if (me.contains("tflops_per_gpu")) {
+      run.metric = Metric::tflops_per_gpu;
+      run.measured = me.at("tflops_per_gpu");
+    } else if (me.contains("layer_fwd_bwd_ms")) {
+      run.metric = Metric::layer_fwd_bwd_ms;
+      run.measured = me.at("layer_fwd_bwd_ms");
+    } else if (me.contains("activations_gib")) {
+      run.metric = Metric::activations_gib;
+      run.measured = me.at("activations_gib");
+    } else {
+      throw InputError(where + ": measured", "no figure shardplan can predict (iteration_time_s, "
+                                             "tflops_per_gpu, layer_fwd_bwd_ms, activations_gib)");
+    }
+    out.push_back(std::move(run));
+  }
+  return out;
+}
+
+}  // namespace shardplan
