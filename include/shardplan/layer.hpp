@@ -33,6 +33,10 @@ struct TpTraffic {
   int all_reduces = 0;    // per forward pass (no sequence parallel)
   int gathers = 0;        // all-gathers per forward pass (sequence parallel)
   int scatters = 0;       // reduce-scatters per forward pass (sequence parallel)
+  // Backward runs each forward collective's conjugate (all-reduce <-> identity and
+  // all-gather <-> reduce-scatter); sequence parallelism also re-gathers the sharded inputs it
+  // saved, for the weight gradients (Korthikanti et al. 2022 Sec. 4.2.2).
+  int backward_regathers = 0;
 };
 
 /// One block of work with the traffic that goes with it.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "shardplan/memory.hpp"
+#include "shardplan/step_time.hpp"
 #include "shardplan/specs.hpp"
 
 namespace shardplan {
@@ -62,6 +63,20 @@ std::string render_memory_table(const MemoryBreakdown& m, const ParallelPlan& pl
 std::string render_memory(const MemoryBreakdown& m, const ModelSpec& model,
                           const TrainingSpec& training, const ParallelPlan& plan,
                           const ClusterSpec& cluster);
+
+nlohmann::json to_json(const CommBreakdown& comm, const StepTime& step, const ParallelPlan& plan,
+                       const TrainingSpec& training, const ClusterSpec& cluster);
+nlohmann::json to_json(const StepTime& s);
+nlohmann::json to_json(const Throughput& t);
+/// The object `shardplan estimate --json` prints: memory, time, throughput, comm.
+nlohmann::json to_json(const Estimate& e, const ParallelPlan& plan, const TrainingSpec& training,
+                       const ClusterSpec& cluster);
+
+/// The communication table of `shardplan comm`.
+std::string render_comm(const CommBreakdown& comm, const StepTime& step, const ParallelPlan& plan,
+                        const TrainingSpec& training, const ClusterSpec& cluster);
+/// Step time, throughput and time to train.
+std::string render_time(const Estimate& e, const TrainingSpec& training, const ClusterSpec& cluster);
 
 /// One line naming the model, e.g. "llama-2-7b (6.74B params, L32 h4096 a32, swiglu)".
 std::string describe_model(const ModelSpec& m);

@@ -33,12 +33,13 @@ struct MicroBatchCost {
   double tokens = 0;                // per micro-batch on this device
   BlockTime layer, embedding, head;
   ActivationProfile activations;
-  // per layer per micro-batch, one forward pass each
-  double tp_layer_s = 0;            // Megatron's two all-reduces (or AG+RS pairs with SP)
-  double tp_embedding_s = 0;
-  double tp_head_s = 0;
-  double tp_layer_bytes = 0;        // one collective's size
-  int tp_layer_calls = 0;           // collectives per layer forward
+  // tensor parallel, per layer per micro-batch
+  double tp_layer_bytes = 0;        // one collective's size (s * b * h activations)
+  double tp_forward_s = 0;          // Megatron's two all-reduces (AG + RS pairs with SP)
+  double tp_backward_s = 0;         // their conjugates, plus SP's re-gather of saved inputs
+  int tp_forward_calls = 0;
+  int tp_backward_calls = 0;
+  double tp_edges_s = 0;            // embedding (first stage) and LM head (last), fwd + bwd
   double cp_layer_s = 0;            // K/V ring traffic of one layer's forward
   double cp_layer_bytes = 0;
   double attention_s = 0;           // what the K/V ring hides behind
@@ -58,6 +59,7 @@ struct StepTime {
   int micro_batches = 1;      // per pipeline per step (gradient accumulation steps)
   int critical_stage = 0;
   double recompute_s = 0;     // of compute_s, the recomputed forward
+  bool optimizer_in_mfu = false;  // params-only: the assumed MFU already covers the optimizer
 };
 
 struct Throughput {

@@ -39,8 +39,9 @@ struct Prediction {
   bool fits = true;      // the chosen plan fits memory
 };
 
-/// Predicts one run. Where the source omits the micro-batch or the interleaving, the
-/// predictor takes the fastest choice that fits memory, as the authors would have.
+/// Predicts one run. Where the source omits the micro-batch, the predictor takes the fastest
+/// that fits memory, as the authors would have tuned it; an omitted interleaving is none,
+/// Megatron-LM's default schedule.
 Prediction predict(const PublishedRun& run);
 
 struct ValidationSummary {

@@ -167,6 +167,7 @@ MicroBatchWork describe_micro_batch(const ModelSpec& m, const TrainingSpec& tr,
     if (p.sequence_parallel) {
       layer.tp.gathers = 2;   // before QKV and before the MLP
       layer.tp.scatters = 2;  // after the output projection and after the MLP
+      layer.tp.backward_regathers = 2;
     } else {
       layer.tp.all_reduces = 2;  // after the output projection and after the MLP (Megatron's g)
     }

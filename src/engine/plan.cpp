@@ -36,6 +36,10 @@ std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
                              "<= {} or pass --allow-tp-across-nodes",
                              p.tp, c.gpus_per_node, c.gpus_per_node));
   }
+  if (c.gpu.peak_flops[static_cast<int>(math_dtype(tr.precision))] <= 0) {
+    fail("--precision", fmt::format("{} has no {} tensor cores; use bf16 or fp16", c.gpu.name,
+                                    to_string(tr.precision)));
+  }
   if (p.sequence_parallel && p.tp == 1) {
     fail("--sequence-parallel", "sequence parallelism splits tensor-parallel regions; it needs --tp > 1");
   }

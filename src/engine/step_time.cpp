@@ -70,8 +70,9 @@ double op_backward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
       return op.backward_flops / (peak_of(gpu, attention_dtype(dtype)) * gpu.attention_efficiency) +
              gpu.kernel_overhead_s;
     case OpKind::elementwise:
-      // Reads the incoming gradient and the saved input, writes the outgoing gradient.
-      return 2.0 * stream_s(op.bytes, gpu) + gpu.kernel_overhead_s;
+      // Reads the incoming gradient and the saved tensor, writes the outgoing gradient: three
+      // tensors where the forward moved two.
+      return 1.5 * stream_s(op.bytes, gpu) + gpu.kernel_overhead_s;
   }
   return 0;
 }
@@ -111,6 +112,13 @@ double tp_forward_s(const TpTraffic& t, const Placement& g, const ClusterSpec& c
          t.scatters * collective_time(Collective::reduce_scatter, t.bytes, g, c);
 }
 
+double tp_backward_s(const TpTraffic& t, const Placement& g, const ClusterSpec& c) {
+  if (t.bytes <= 0 || g.ranks <= 1) return 0;
+  return t.all_reduces * collective_time(Collective::all_reduce, t.bytes, g, c) +
+         (t.gathers + t.backward_regathers) * collective_time(Collective::all_gather, t.bytes, g, c) +
+         t.scatters * collective_time(Collective::reduce_scatter, t.bytes, g, c);
+}
+
 }  // namespace
 
 MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
@@ -127,11 +135,14 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
   const double e = activation_bytes(tr.precision);
 
   const Placement tp = placement_of(Parallelism::tensor, p, c);
-  cost.tp_layer_s = tp_forward_s(w.layer.tp, tp, c);
-  cost.tp_embedding_s = tp_forward_s(w.embedding.tp, tp, c);
-  cost.tp_head_s = tp_forward_s(w.head.tp, tp, c);
-  cost.tp_layer_bytes = w.layer.tp.bytes;
-  cost.tp_layer_calls = w.layer.tp.all_reduces + w.layer.tp.gathers + w.layer.tp.scatters;
+  const TpTraffic& lt = w.layer.tp;
+  cost.tp_layer_bytes = lt.bytes;
+  cost.tp_forward_s = tp_forward_s(lt, tp, c);
+  cost.tp_backward_s = tp_backward_s(lt, tp, c);
+  cost.tp_forward_calls = lt.all_reduces + lt.gathers + lt.scatters;
+  cost.tp_backward_calls = cost.tp_forward_calls + lt.backward_regathers;
+  cost.tp_edges_s = tp_forward_s(w.embedding.tp, tp, c) + tp_backward_s(w.embedding.tp, tp, c) +
+                    tp_forward_s(w.head.tp, tp, c) + tp_backward_s(w.head.tp, tp, c);
 
   for (const Op& op : w.layer.ops) {
     if (op.kind == OpKind::attention || op.selective || (op.kind == OpKind::gemm && op.batch > 1)) {
@@ -162,7 +173,7 @@ struct StageCost {
   double recompute_s = 0;
   double forward_s = 0;   // compute windows that communication can hide behind
   double backward_s = 0;
-  double tp_s = 0, tp_exposed_s = 0;
+  double tp_s = 0, tp_exposed_s = 0, tp_calls = 0;
   double cp_s = 0, cp_exposed_s = 0;
   double ep_s = 0;
   double pp_s = 0;
@@ -171,9 +182,21 @@ struct StageCost {
   double total() const { return compute_s + tp_exposed_s + cp_exposed_s + ep_s + pp_s + zero3_exposed_s; }
 };
 
-// Bytes the optimizer streams per parameter: read the gradient, read and write every state,
-// write the new 16-bit weight.
-double optimizer_bytes_per_param(const StateBytes& b) { return b.gradients + 2.0 * b.optimizer + b.weights; }
+// Bytes the optimizer step streams per local parameter, pass by pass as Megatron-LM's mixed-
+// precision optimizer runs them: 16-bit gradients copied into fp32 (read g, write 4); fp16 only:
+// unscale and inf/nan check (read 4, write 4); the gradient norm for clipping (read 4); the
+// fused update (read the gradient 4, read and write every optimizer state); the new weights
+// cast to 16 bits (read the fp32 master 4, write the weight); the gradient buffer zeroed (g).
+double optimizer_bytes_per_param(const StateBytes& b, const TrainingSpec& tr) {
+  const bool mixed = tr.precision != Precision::fp32;
+  const double grad32 = mixed && b.gradients < 4 ? b.gradients + 4.0 : 0.0;
+  const double unscale = tr.precision == Precision::fp16 ? 8.0 : 0.0;
+  const double norm = 4.0;
+  const double update = 4.0 + 2.0 * b.optimizer;
+  const double cast = mixed ? 4.0 + b.weights : 0.0;
+  const double zero = b.gradients;
+  return grad32 + unscale + norm + update + cast + zero;
+}
 
 }  // namespace
 
@@ -184,7 +207,6 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
   StepTime& t = ev.time;
   t.micro_batches = mb;
   const StateBytes& per = mem.per_param;
-  const double gpus = c.gpus;
   const MathDtype dtype = math_dtype(tr.precision);
   const double peak = peak_of(c.gpu, dtype);
   const Placement dp = placement_of(Parallelism::data, p, c);
@@ -223,12 +245,13 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
       // Tensor parallel: the conjugate collectives in backward, and the forward's again when
       // the layer is recomputed in full. Exposed unless Transformer Engine overlaps them with
       // the GEMMs next to them.
-      const double passes = 2.0 + (p.recompute == Recompute::full ? 1.0 : 0.0);
-      s.tp_s = layers * passes * cost.tp_layer_s;
-      if (stage == 0) s.tp_s += 2.0 * cost.tp_embedding_s;
-      if (stage == p.pp - 1) s.tp_s += 2.0 * cost.tp_head_s;
+      const bool full = p.recompute == Recompute::full;
+      s.tp_s = layers * (cost.tp_forward_s * (full ? 2.0 : 1.0) + cost.tp_backward_s);
+      s.tp_calls = layers * (cost.tp_forward_calls * (full ? 2.0 : 1.0) + cost.tp_backward_calls);
+      // The embedding's and LM head's collectives are small; counted on the first stage.
+      if (stage == 0) s.tp_s += cost.tp_edges_s;
       s.tp_exposed_s = tr.tp_comm_overlap
-                           ? std::max(0.0, s.tp_s - layers * passes * l.gemm_forward_s)
+                           ? std::max(0.0, s.tp_s - layers * (full ? 4.0 : 3.0) * l.gemm_forward_s)
                            : s.tp_s;
       // Context parallel: K/V around the ring in forward; K/V and their gradients in backward,
       // each hidden behind the attention it feeds.
@@ -300,15 +323,12 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
     comm.dp_grads.exposed_s = mb * crit.zero3_exposed_s - comm.dp_params.exposed_s;
   }
   if (m.has_architecture() && p.tp > 1) {
-    const Placement g = placement_of(Parallelism::tensor, p, c);
-    set_traffic(comm.tp, cost.tp_layer_calls > 0 && p.sequence_parallel ? Collective::all_gather
-                                                                        : Collective::all_reduce,
-                cost.tp_layer_bytes, 0, g, c);
-    comm.tp.calls = mb * (crit.tp_s / std::max(1e-30, cost.tp_layer_s)) * cost.tp_layer_calls;
+    // Sequence parallel's all-gathers and reduce-scatters each move half an all-reduce.
+    const Collective kind = p.sequence_parallel ? Collective::all_gather : Collective::all_reduce;
+    set_traffic(comm.tp, kind, cost.tp_layer_bytes, mb * crit.tp_calls,
+                placement_of(Parallelism::tensor, p, c), c);
     comm.tp.time_s = mb * crit.tp_s;
     comm.tp.exposed_s = mb * crit.tp_exposed_s;
-    comm.tp.wire_bytes = comm.tp.calls * cost.tp_layer_bytes * info(Collective::all_reduce).bus_factor(p.tp) /
-                         (p.sequence_parallel ? 2.0 : 1.0);
   }
   if (p.pp > 1) {
     set_traffic(comm.pp, Collective::send_recv, cost.pp_bytes, 2.0 * p.interleave * mb,
@@ -326,10 +346,13 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
     comm.ep.exposed_s = mb * crit.ep_s;
   }
 
-  // Optimizer: memory-bound over the local (ZeRO-sharded) states, plus the gradient norm.
+  // Optimizer: memory-bound passes over the local (ZeRO-sharded) parameters.
   const double local = p.zero >= 1 ? stage_params / replicas : stage_params;
-  t.optimizer_s = (local * optimizer_bytes_per_param(per) + stage_params * per.gradients / (p.zero >= 2 ? replicas : 1)) /
-                  (c.gpu.hbm_bytes_per_s * c.gpu.memory_efficiency);
+  if (m.has_architecture()) {
+    t.optimizer_s = local * optimizer_bytes_per_param(per, tr) / (c.gpu.hbm_bytes_per_s * c.gpu.memory_efficiency);
+  } else {
+    t.optimizer_in_mfu = true;  // folded into the assumed MFU
+  }
 
   t.exposed_comm_s = comm.exposed_s();
   t.step_s = t.compute_s + t.bubble_s + t.exposed_comm_s + t.optimizer_s;
@@ -348,7 +371,6 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
   ev.peak_bytes = mem.activations_known || !m.has_architecture()
                       ? peak_memory_bytes(m, tr, p, c, mem)
                       : 0;
-  (void)gpus;
   return ev;
 }
 

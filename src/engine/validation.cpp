@@ -1,5 +1,5 @@
-// Predictions of published runs. Unknown micro-batch sizes and interleaving degrees are chosen
-// as the fastest that fit, because that is what the papers' authors tuned for.
+// Predictions of published runs. An unknown micro-batch size is chosen as the fastest that fits,
+// as the papers' authors tuned it; an unknown interleaving is the framework default (none).
 #include "shardplan/validation.hpp"
 
 #include <algorithm>
@@ -39,7 +39,7 @@ double predicted_value(const PublishedRun& run, const ParallelPlan& p, bool* fit
       double rec = 0;
       if (p.recompute == Recompute::full) rec = cost.layer.forward_s;
       if (p.recompute == Recompute::selective) rec = cost.layer.selective_s;
-      const double tp = (2.0 + (p.recompute == Recompute::full ? 1.0 : 0.0)) * cost.tp_layer_s;
+      const double tp = (p.recompute == Recompute::full ? 2.0 : 1.0) * cost.tp_forward_s + cost.tp_backward_s;
       *fits = true;
       return (cost.layer.forward_s + cost.layer.backward_s + rec + tp) * 1e3;
     }
@@ -70,10 +70,9 @@ Prediction predict(const PublishedRun& run) {
   const int per_replica = run.training.global_batch / std::max(1, run.plan.dp);
   std::vector<int> micro = run.micro_batch_known ? std::vector<int>{run.plan.micro_batch}
                                                  : divisors(per_replica, 16);
-  std::vector<int> interleave{run.plan.interleave};
-  if (!run.interleave_known && run.plan.pp > 1) {
-    interleave = divisors(run.model.layers / run.plan.pp, 8);
-  }
+  // An unstated interleaving is Megatron-LM's default schedule (plain 1F1B): interleaving needs
+  // a flag the papers would have reported.
+  const std::vector<int> interleave{run.interleave_known ? run.plan.interleave : 1};
   const bool faster_is_smaller = run.metric != Metric::tflops_per_gpu;
   bool have = false;
   for (int b : micro) {

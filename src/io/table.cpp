@@ -31,6 +31,7 @@ std::string format_rate(double bytes_per_s) {
 
 std::string format_seconds(double s) {
   if (!std::isfinite(s)) return "-";
+  if (s == 0) return "0";
   if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
   if (s < 1) return fmt::format("{:.1f} ms", s * 1e3);
   if (s < 120) return fmt::format("{:.2f} s", s);

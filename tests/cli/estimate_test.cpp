@@ -1,0 +1,94 @@
+// `comm` and `estimate` from the command line: the seed's numbers and the JSON contract.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "support.hpp"
+
+using shardplan::test::run_cli;
+
+namespace {
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("comm --params 7e9 --gpus 8 --link 900GB/s --json: 27 ms, 6% of the step") {
+  const auto r = run_cli("comm --params 7e9 --gpus 8 --link 900GB/s --json");
+  REQUIRE(r.status == 0);
+  const auto dp = nlohmann::json::parse(r.out).at("comm").at("data_parallel");
+  CHECK(dp.at("time_s").get<double>() == doctest::Approx(0.027).epsilon(0.03));
+  CHECK(dp.at("bytes_per_step").get<double>() == doctest::Approx(24.5e9));
+  CHECK(std::round(dp.at("share_of_step").get<double>() * 100) == 6);
+  for (const char* key : {"bytes_per_step", "time_s", "exposed_s", "share_of_step"}) CHECK(dp.contains(key));
+  const auto j = nlohmann::json::parse(r.out).at("comm");
+  CHECK(j.contains("tensor_parallel"));
+  CHECK(j.contains("pipeline_parallel"));
+}
+
+TEST_CASE("comm over 10 Gbit/s: 19.6 s, 98% of the step") {
+  const auto r = run_cli("comm --params 7e9 --gpus 8 --link 10Gbit/s --json");
+  REQUIRE(r.status == 0);
+  const auto dp = nlohmann::json::parse(r.out).at("comm").at("data_parallel");
+  CHECK(dp.at("time_s").get<double>() == doctest::Approx(19.6).epsilon(0.03));
+  CHECK(std::round(dp.at("share_of_step").get<double>() * 100) == 98);
+  const auto table = run_cli("comm --params 7e9 --gpus 8 --link 10Gbit/s");
+  CHECK(contains(table.out, "19.60 s"));
+  CHECK(contains(table.out, "98%"));
+}
+
+TEST_CASE("estimate --json has memory, time, throughput and comm") {
+  const auto r = run_cli("estimate --model llama-3.1-8b --cluster dgx-h100 --gpus 8 --zero 1 --global-batch 64 --recompute full "
+                         "--tokens 1T --gpu-hour-cost 2.5 --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"step_s", "compute_s", "bubble_s", "exposed_comm_s", "optimizer_s"}) CHECK(j.at("time").contains(k));
+  for (const char* k : {"tokens_per_s", "tflops_per_gpu", "mfu", "hfu"}) CHECK(j.at("throughput").contains(k));
+  CHECK(j.at("memory").contains("total_bytes"));
+  CHECK(j.at("comm").contains("data_parallel"));
+  const auto& t = j.at("time");
+  CHECK(t.at("step_s").get<double>() ==
+        doctest::Approx(t.at("compute_s").get<double>() + t.at("bubble_s").get<double>() +
+                        t.at("exposed_comm_s").get<double>() + t.at("optimizer_s").get<double>()));
+  const double mfu = j.at("throughput").at("mfu");
+  CHECK(mfu > 0.25);
+  CHECK(mfu < 0.6);
+  CHECK(j.at("training_run").at("cost").get<double>() > 0);
+}
+
+TEST_CASE("comm and estimate reject bad input naming the field") {
+  struct Case {
+    const char* args;
+    const char* field;
+  };
+  const Case cases[] = {
+      {"comm --params 7e9 --gpus 8 --link 10parsecs", "--link"},
+      {"comm --params 7e9 --gpus 8 --dp 3", "--dp"},
+      {"estimate --model llama-3.1-70b --gpus 16 --tp 16", "--tp"},  // across nodes
+      {"estimate --params 7e9 --gpus 8 --tp 2", "--tp"},            // needs shapes
+      {"estimate --model llama-2-7b --gpus 8 --inter warp-drive", "--inter"},
+      {"estimate --model llama-2-7b --gpu A100-80GB --precision fp8", "--precision"},
+  };
+  for (const Case& c : cases) {
+    const std::string args = c.args;
+    CAPTURE(args);
+    const auto r = run_cli(args);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, c.field));
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("--allow-tp-across-nodes lets tensor parallel span nodes") {
+  const auto r = run_cli("comm --model llama-3.1-70b --gpus 16 --tp 16 --allow-tp-across-nodes --json");
+  CHECK(r.status == 0);
+}
+
+TEST_CASE("validate prints every published case with the aggregate errors") {
+  const auto r = run_cli("validate");
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "korthikanti22-t5-175B-selective+sp"));
+  CHECK(contains(r.out, "narayanan21-t1-1008.0B"));
+  CHECK(contains(r.out, "mean |error|"));
+  CHECK(run_cli("validate --only nobody").status == 2);
+  CHECK(run_cli("validate /no/such/file.json").status == 2);
+}
