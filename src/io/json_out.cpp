@@ -15,8 +15,10 @@ nlohmann::json to_json(const ModelSpec& m) {
             {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
             {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab}, {"mlp", to_string(m.mlp)},
             {"norm", to_string(m.norm)}, {"positions", to_string(m.positions)},
-            {"tied_embeddings", m.tied_embeddings}, {"experts", m.experts},
-            {"experts_per_token", m.experts_per_token}});
+            {"max_positions", m.max_positions}, {"seq_len", m.seq_len},
+            {"tied_embeddings", m.tied_embeddings}, {"qkv_bias", m.qkv_bias},
+            {"out_bias", m.out_bias}, {"mlp_bias", m.mlp_bias}, {"dropout", m.dropout},
+            {"experts", m.experts}, {"experts_per_token", m.experts_per_token}});
   return j;
 }
 
@@ -40,8 +42,12 @@ nlohmann::json to_json(const ClusterSpec& c) {
 nlohmann::json to_json(const TrainingSpec& t) {
   nlohmann::json j = {{"precision", to_string(t.precision)}, {"optimizer", to_string(t.optimizer)},
                       {"attention", to_string(t.attention)}, {"seq_len", t.seq_len},
-                      {"global_batch", t.global_batch}, {"fp32_grads", t.fp32_grads}};
+                      {"global_batch", t.global_batch}, {"fp32_grads", t.fp32_grads},
+                      {"overlap_grad_reduce", t.overlap_grad_reduce},
+                      {"overlap_param_gather", t.overlap_param_gather},
+                      {"tp_comm_overlap", t.tp_comm_overlap}, {"fragmentation", t.fragmentation}};
   if (t.tokens > 0) j["tokens"] = t.tokens;
+  if (t.gpu_hour_cost > 0) j["gpu_hour_cost"] = t.gpu_hour_cost;
   return j;
 }
 
