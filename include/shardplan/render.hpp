@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/ladder.hpp"
 #include "shardplan/memory.hpp"
+#include "shardplan/search.hpp"
 #include "shardplan/step_time.hpp"
 #include "shardplan/specs.hpp"
 
@@ -77,6 +79,12 @@ std::string render_comm(const CommBreakdown& comm, const StepTime& step, const P
                         const TrainingSpec& training, const ClusterSpec& cluster);
 /// Step time, throughput and time to train.
 std::string render_time(const Estimate& e, const TrainingSpec& training, const ClusterSpec& cluster);
+
+/// Why a rung passes or fails, in words ("optimizer state needs 84.0 GB, 85.5 GB H100-SXM card").
+std::string rung_reason(const RungVerdict& v, const ClusterSpec& cluster);
+nlohmann::json to_json(const LadderResult& ladder, const ClusterSpec& cluster);
+std::string render_ladder(const LadderResult& ladder, const ClusterSpec& cluster);
+std::string render_ranked(const std::vector<Candidate>& ranked, const ClusterSpec& cluster);
 
 /// One line naming the model, e.g. "llama-2-7b (6.74B params, L32 h4096 a32, swiglu)".
 std::string describe_model(const ModelSpec& m);

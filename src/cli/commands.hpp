@@ -20,6 +20,7 @@ Runner setup_list(CLI::App& sub);
 Runner setup_memory(CLI::App& sub);
 Runner setup_comm(CLI::App& sub);
 Runner setup_estimate(CLI::App& sub);
+Runner setup_plan(CLI::App& sub);
 Runner setup_validate(CLI::App& sub);
 
 }  // namespace shardplan::cli

@@ -14,6 +14,7 @@ namespace {
 
 const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
+      {"plan", "Walk the decision ladder and search every plan: the simplest that works and the fastest", setup_plan},
       {"memory", "Per-device memory of one plan: weights, gradients, optimizer, activations", setup_memory},
       {"comm", "What each parallelism sends per step, how long it takes and how much is exposed", setup_comm},
       {"estimate", "Memory, communication and step time of one plan: tokens/s, MFU, time to train", setup_estimate},

@@ -1,0 +1,76 @@
+// The decision ladder of the seed, walked in order: one GPU, gradient accumulation, ZeRO-1,
+// ZeRO-2, ZeRO-3, tensor parallel (inside a node), pipeline parallel (across nodes). Each rung
+// is a restricted search; the walk stops at the first rung whose best plan fits in memory and
+// whose exposed communication the interconnect can carry.
+#pragma once
+
+#include <vector>
+
+#include "shardplan/search.hpp"
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+enum class Rung {
+  single_gpu,
+  gradient_accumulation,
+  zero_1,
+  zero_2,
+  zero_3,
+  tensor_parallel,
+  pipeline_parallel,
+};
+inline constexpr int kRungs = 7;
+const char* to_string(Rung r);
+
+/// What stops a rung, most specific first.
+enum class Blocker {
+  none,
+  no_valid_plan,    // no plan of this shape can run (batch split, node size, divisibility)
+  gathered_layer,   // one layer's weights, gathered, exceed the device (ZeRO-3's limit)
+  optimizer_state,  // the optimizer state alone exceeds the device
+  weights,          // the weights alone exceed the device
+  model_states,     // weights + gradients + optimizer state together exceed it
+  activations,      // states fit, activations do not, at the smallest micro-batch and full recompute
+  communication,    // fits, but exposed communication is over the threshold
+};
+const char* to_string(Blocker b);
+
+struct RungVerdict {
+  Rung rung = Rung::single_gpu;
+  bool fits = false;
+  bool comm_ok = false;
+  bool passes() const { return fits && comm_ok; }
+  Blocker blocker = Blocker::none;
+  double need_bytes = 0;      // the blocking item's size on one device
+  double memory_bytes = 0;    // peak per device of the plan shown
+  double capacity_bytes = 0;
+  double comm_share = 0;      // exposed communication / step of the plan shown
+  bool crosses_nodes = false; // the plan's exposed traffic crosses nodes
+  bool has_plan = false;
+  Candidate plan;             // the fastest passing plan; else the best fitting; else least memory
+  long long evaluated = 0;
+};
+
+struct LadderOptions {
+  /// Exposed communication above this share of the step is more than the interconnect can
+  /// carry: past half the step, most of the cluster's time is spent waiting on the network.
+  double max_comm_share = 0.5;
+  PlanRules rules;
+  int threads = 0;
+};
+
+struct LadderResult {
+  std::vector<RungVerdict> rungs;  // walked in order, up to and including the stop
+  int stop = -1;                   // index of the first rung that passes; -1 if none
+  double max_comm_share = 0;
+};
+
+LadderResult walk_ladder(const ModelSpec& model, const TrainingSpec& training,
+                         const ClusterSpec& cluster, const LadderOptions& options = {});
+
+/// The restricted search space of one rung.
+SearchSpace rung_space(Rung rung, const ModelSpec& model, const TrainingSpec& training,
+                       const ClusterSpec& cluster, const PlanRules& rules);
+
+}  // namespace shardplan

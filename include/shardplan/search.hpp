@@ -1,0 +1,83 @@
+// Exhaustive plan search: declared axes, their cartesian product, each plan checked against the
+// frameworks' rules and evaluated with the memory and step-time models, a bounded top-K.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "shardplan/plan.hpp"
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+enum class Objective { time, cost, throughput };
+const char* to_string(Objective o);
+Objective parse_objective(const std::string& text, const std::string& field);
+
+/// Why a point of the space was not feasible. Counted per reason.
+enum class Reject {
+  tp_shape,           // tp does not divide the heads, KV heads or MLP width
+  tp_node,            // tp spans nodes (without --allow-tp-across-nodes)
+  pp_layers,          // pp x interleave does not divide the layers
+  batch,              // global batch does not split into dp x micro-batch
+  interleave,         // interleaving needs pp > 1 and micro-batches a multiple of pp
+  sequence_parallel,  // sequence parallel without tp
+  context_parallel,   // cp does not divide the sequence
+  expert_parallel,    // ep does not divide experts or dp x cp
+  memory,             // does not fit the device
+};
+inline constexpr int kRejectReasons = 9;
+const char* to_string(Reject r);
+
+/// The axes. dp is derived: gpus / (tp x pp x cp).
+struct SearchSpace {
+  std::vector<int> tp, pp, cp, ep, zero, micro_batch, interleave;
+  std::vector<Recompute> recompute;
+  std::vector<bool> sequence_parallel;
+  /// Points in the cartesian product (before any rule is applied).
+  long long size() const;
+};
+
+/// Every axis at its full range for this model and cluster: tp up to a node (or all GPUs when
+/// allowed), pp and interleave dividing the layers, cp for sequences of 8k and more, ep for
+/// mixture-of-experts models, ZeRO 0-3, micro-batches dividing the per-rank batch, all recompute
+/// policies, sequence parallel on and off.
+SearchSpace full_space(const ModelSpec& model, const TrainingSpec& training,
+                       const ClusterSpec& cluster, const PlanRules& rules = {});
+
+/// One evaluated plan.
+struct Candidate {
+  ParallelPlan plan;
+  double step_s = 0;
+  double peak_bytes = 0;
+  double exposed_comm_s = 0;
+  double tokens_per_s = 0;
+  double objective = 0;  // smaller is better (throughput is negated)
+};
+
+struct SearchResult {
+  std::vector<Candidate> ranked;  // best first, at most top_k, ties broken by the plan's degrees
+  long long evaluated = 0;        // points of the space visited (every rule checked)
+  long long modelled = 0;         // of those, the ones that passed the rules: memory and time modelled
+  long long feasible = 0;         // of those, the ones that fit
+  std::array<long long, kRejectReasons> rejected{};
+  double seconds = 0;
+  bool have_least_memory = false;
+  Candidate least_memory;         // the plan that came closest to fitting, when none fits
+};
+
+struct SearchOptions {
+  Objective objective = Objective::time;
+  int top_k = 10;
+  int threads = 0;  // 0: all hardware threads
+  PlanRules rules;
+};
+
+SearchResult search(const ModelSpec& model, const TrainingSpec& training, const ClusterSpec& cluster,
+                    const SearchSpace& space, const SearchOptions& options);
+
+/// Which rule a plan breaks first, or nothing (memory is not checked here).
+bool first_rule_broken(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,
+                       const ClusterSpec& cluster, const PlanRules& rules, Reject* reason);
+
+}  // namespace shardplan

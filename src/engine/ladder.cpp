@@ -1,0 +1,173 @@
+// The ladder walk: each rung is a search over its own shape (the knobs that are not new
+// parallelisms -- micro-batch, recompute, sequence parallel -- stay free within a rung, as
+// DESIGN.md asks), judged on memory first and then on how much of the step waits for the wire.
+#include "shardplan/ladder.hpp"
+
+#include <algorithm>
+
+#include "shardplan/memory.hpp"
+#include "shardplan/step_time.hpp"
+
+namespace shardplan {
+
+const char* to_string(Rung r) {
+  switch (r) {
+    case Rung::single_gpu: return "single-gpu";
+    case Rung::gradient_accumulation: return "gradient-accumulation";
+    case Rung::zero_1: return "zero-1";
+    case Rung::zero_2: return "zero-2";
+    case Rung::zero_3: return "zero-3";
+    case Rung::tensor_parallel: return "tensor-parallel";
+    case Rung::pipeline_parallel: return "pipeline-parallel";
+  }
+  return "";
+}
+
+const char* to_string(Blocker b) {
+  switch (b) {
+    case Blocker::none: return "none";
+    case Blocker::no_valid_plan: return "no_valid_plan";
+    case Blocker::gathered_layer: return "gathered_layer";
+    case Blocker::optimizer_state: return "optimizer_state";
+    case Blocker::weights: return "weights";
+    case Blocker::model_states: return "model_states";
+    case Blocker::activations: return "activations";
+    case Blocker::communication: return "communication";
+  }
+  return "";
+}
+
+SearchSpace rung_space(Rung rung, const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
+                       const PlanRules& rules) {
+  SearchSpace s = full_space(m, tr, c, rules);
+  s.cp = {1};
+  s.ep = {1};
+  auto only = [](std::vector<int>& axis, int value) { axis = {value}; };
+  const int per_replica = c.gpus > 0 && tr.global_batch % c.gpus == 0 ? tr.global_batch / c.gpus : 0;
+  switch (rung) {
+    case Rung::single_gpu:
+    case Rung::gradient_accumulation:
+      only(s.tp, 1);
+      only(s.pp, 1);
+      only(s.zero, 0);
+      only(s.interleave, 1);
+      s.sequence_parallel = {false};
+      // One GPU's work per data-parallel replica: the whole per-replica batch at once, or
+      // accumulated over smaller micro-batches.
+      if (rung == Rung::single_gpu) {
+        s.micro_batch = per_replica > 0 ? std::vector<int>{per_replica} : std::vector<int>{};
+      } else {
+        std::erase_if(s.micro_batch, [&](int mb) { return mb >= per_replica; });
+      }
+      break;
+    case Rung::zero_1:
+    case Rung::zero_2:
+    case Rung::zero_3:
+      only(s.tp, 1);
+      only(s.pp, 1);
+      only(s.interleave, 1);
+      s.sequence_parallel = {false};
+      only(s.zero, rung == Rung::zero_1 ? 1 : rung == Rung::zero_2 ? 2 : 3);
+      break;
+    case Rung::tensor_parallel:
+      // Inside a node, on the fastest links, with any ZeRO stage across the replicas.
+      std::erase_if(s.tp, [&](int tp) { return tp < 2 || tp > c.gpus_per_node; });
+      only(s.pp, 1);
+      only(s.interleave, 1);
+      break;
+    case Rung::pipeline_parallel:
+      std::erase_if(s.tp, [&](int tp) { return tp > c.gpus_per_node; });
+      std::erase_if(s.pp, [](int pp) { return pp < 2; });
+      break;
+  }
+  return s;
+}
+
+namespace {
+
+// Names what keeps the least-memory plan of a rung off the device.
+void classify_memory(RungVerdict& v, const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c) {
+  const ParallelPlan& p = v.plan.plan;
+  const MemoryBreakdown mem = estimate_memory(m, tr, p, c);
+  const StageMemory& s = mem.worst();
+  const double cap = c.gpu.memory_bytes;
+  v.memory_bytes = s.total_bytes();
+  if (p.zero >= 3 && s.gathered_layers_bytes / 2 > cap) {
+    v.blocker = Blocker::gathered_layer;
+    v.need_bytes = s.gathered_layers_bytes / 2;
+  } else if (s.optimizer_bytes > cap) {
+    v.blocker = Blocker::optimizer_state;
+    v.need_bytes = s.optimizer_bytes;
+  } else if (s.weights_bytes > cap) {
+    v.blocker = Blocker::weights;
+    v.need_bytes = s.weights_bytes;
+  } else if (s.model_states_bytes() + s.overhead_bytes() - s.fragmentation_bytes > cap) {
+    v.blocker = Blocker::model_states;
+    v.need_bytes = s.model_states_bytes();
+  } else {
+    v.blocker = Blocker::activations;
+    v.need_bytes = s.activations_bytes + s.transient_bytes();
+  }
+}
+
+}  // namespace
+
+LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
+                         const LadderOptions& opt) {
+  LadderResult out;
+  out.max_comm_share = opt.max_comm_share;
+  SearchOptions so;
+  so.rules = opt.rules;
+  so.threads = opt.threads;
+  so.top_k = 1 << 30;  // a rung's space is small; keep every feasible plan to judge its traffic
+  for (int i = 0; i < kRungs; ++i) {
+    const Rung rung = static_cast<Rung>(i);
+    RungVerdict v;
+    v.rung = rung;
+    v.capacity_bytes = c.gpu.memory_bytes;
+    const SearchSpace space = rung_space(rung, m, tr, c, opt.rules);
+    const SearchResult r = space.size() > 0 ? search(m, tr, c, space, so) : SearchResult{};
+    v.evaluated = r.evaluated;
+    if (!r.ranked.empty()) {
+      v.fits = true;
+      // The fastest plan whose exposed traffic the interconnect carries; failing that, the one
+      // that waits least.
+      const Candidate* best_comm = nullptr;
+      for (const Candidate& cand : r.ranked) {
+        const double share = cand.exposed_comm_s / cand.step_s;
+        if (share <= opt.max_comm_share) {
+          v.plan = cand;
+          v.comm_ok = true;
+          break;
+        }
+        if (!best_comm || share < best_comm->exposed_comm_s / best_comm->step_s) best_comm = &cand;
+      }
+      if (!v.comm_ok) {
+        v.plan = *best_comm;
+        v.blocker = Blocker::communication;
+      }
+      v.has_plan = true;
+      v.memory_bytes = v.plan.peak_bytes;
+      v.comm_share = v.plan.exposed_comm_s / v.plan.step_s;
+      const Estimate e = estimate(m, tr, v.plan.plan, c);
+      const CommBreakdown& cb = e.comm;
+      for (const Traffic* t : {&cb.dp_grads, &cb.dp_params, &cb.tp, &cb.pp, &cb.cp, &cb.ep}) {
+        if (t->exposed_s > 0 && t->placement.nodes() > 1) v.crosses_nodes = true;
+      }
+    } else if (r.have_least_memory) {
+      v.has_plan = true;
+      v.plan = r.least_memory;
+      classify_memory(v, m, tr, c);
+    } else {
+      v.blocker = Blocker::no_valid_plan;
+    }
+    out.rungs.push_back(v);
+    if (v.passes()) {
+      out.stop = i;
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace shardplan

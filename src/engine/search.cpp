@@ -1,0 +1,285 @@
+// The plan search: axes declared once, their product enumerated in a fixed order, the costly
+// part of each point (one micro-batch's op list and timings) computed once per (tp, cp, ep,
+// sequence parallel, micro-batch) and shared by every (pp, interleave, ZeRO, recompute) under
+// it, so each point costs one evaluate() of plain arithmetic. Work is split across threads by
+// those groups; results merge in a deterministic order.
+#include "shardplan/search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <numeric>
+#include <queue>
+#include <thread>
+#include <tuple>
+
+#include "shardplan/error.hpp"
+#include "shardplan/memory.hpp"
+#include "shardplan/model.hpp"
+#include "shardplan/step_time.hpp"
+
+namespace shardplan {
+
+const char* to_string(Objective o) {
+  switch (o) {
+    case Objective::time: return "time";
+    case Objective::cost: return "cost";
+    case Objective::throughput: return "throughput";
+  }
+  return "";
+}
+
+Objective parse_objective(const std::string& text, const std::string& field) {
+  if (text == "time") return Objective::time;
+  if (text == "cost") return Objective::cost;
+  if (text == "throughput") return Objective::throughput;
+  throw InputError(field, "'" + text + "' is not one of: time, cost, throughput");
+}
+
+const char* to_string(Reject r) {
+  switch (r) {
+    case Reject::tp_shape: return "tp does not divide heads, KV heads or MLP width";
+    case Reject::tp_node: return "tp spans nodes";
+    case Reject::pp_layers: return "pp x interleave does not divide the layers";
+    case Reject::batch: return "global batch does not split into dp x micro-batch";
+    case Reject::interleave: return "interleaving needs pp > 1 and micro-batches a multiple of pp";
+    case Reject::sequence_parallel: return "sequence parallel needs tp > 1";
+    case Reject::context_parallel: return "cp does not divide the sequence";
+    case Reject::expert_parallel: return "ep does not divide the experts or dp x cp";
+    case Reject::memory: return "does not fit in device memory";
+  }
+  return "";
+}
+
+long long SearchSpace::size() const {
+  return static_cast<long long>(tp.size()) * pp.size() * cp.size() * ep.size() * zero.size() *
+         micro_batch.size() * interleave.size() * recompute.size() * sequence_parallel.size();
+}
+
+namespace {
+
+std::vector<int> divisors(long long n, long long max) {
+  std::vector<int> out;
+  for (long long d = 1; d <= std::min(n, max); ++d) {
+    if (n % d == 0) out.push_back(static_cast<int>(d));
+  }
+  return out;
+}
+
+}  // namespace
+
+SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
+                       const PlanRules& rules) {
+  SearchSpace s;
+  const int tp_max = rules.allow_tp_across_nodes ? c.gpus : c.gpus_per_node;
+  s.tp = divisors(c.gpus, tp_max);
+  s.pp = m.has_architecture() ? divisors(c.gpus, m.layers) : std::vector<int>{1};
+  // Context parallelism pays off only for long sequences (Llama 3 uses it from 128k; Megatron
+  // recommends it past 8k); below that it only adds traffic.
+  s.cp = tr.seq_len >= 8192 ? divisors(c.gpus, std::min(tr.seq_len / 4096, 16)) : std::vector<int>{1};
+  s.ep = m.is_moe() ? divisors(m.experts, m.experts) : std::vector<int>{1};
+  s.zero = {0, 1, 2, 3};
+  s.micro_batch = divisors(tr.global_batch, std::min(tr.global_batch, 64));
+  s.interleave = m.has_architecture() ? divisors(m.layers, 8) : std::vector<int>{1};
+  // Selective recompute redoes the core attention's softmax and dropout; fused (flash)
+  // attention keeps none of those tensors, so there it is the same plan as no recompute.
+  s.recompute = tr.attention == AttentionKind::flash
+                    ? std::vector<Recompute>{Recompute::none, Recompute::full}
+                    : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
+  s.sequence_parallel = {false, true};
+  return s;
+}
+
+bool first_rule_broken(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+                       const ClusterSpec& c, const PlanRules& rules, Reject* reason) {
+  auto fail = [reason](Reject r) {
+    *reason = r;
+    return true;
+  };
+  if (p.sequence_parallel && p.tp == 1) return fail(Reject::sequence_parallel);
+  if (p.tp > c.gpus_per_node && !rules.allow_tp_across_nodes) return fail(Reject::tp_node);
+  if (tr.seq_len % p.cp != 0) return fail(Reject::context_parallel);
+  if (tr.global_batch % (static_cast<long long>(p.dp) * p.micro_batch) != 0) return fail(Reject::batch);
+  if (m.has_architecture()) {
+    if (m.heads % p.tp != 0 || (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) ||
+        m.ffn_hidden % p.tp != 0) {
+      return fail(Reject::tp_shape);
+    }
+    if (m.layers % (p.pp * p.interleave) != 0) return fail(Reject::pp_layers);
+  } else if (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.interleave > 1) {
+    return fail(Reject::tp_shape);
+  }
+  if (p.interleave > 1) {
+    const long long micro = tr.global_batch / (static_cast<long long>(p.dp) * p.micro_batch);
+    if (p.pp == 1 || micro % p.pp != 0) return fail(Reject::interleave);
+  }
+  if (p.ep > 1 && (!m.is_moe() || m.experts % p.ep != 0 || (p.dp * p.cp) % p.ep != 0)) {
+    return fail(Reject::expert_parallel);
+  }
+  return false;
+}
+
+namespace {
+
+using Key = std::tuple<double, int, int, int, int, int, int, int, int, int>;
+
+Key key_of(const Candidate& c) {
+  const ParallelPlan& p = c.plan;
+  return {c.objective, p.tp, p.pp, p.cp, p.ep, p.zero, p.micro_batch, static_cast<int>(p.recompute),
+          p.sequence_parallel ? 1 : 0, p.interleave};
+}
+
+struct Worse {
+  bool operator()(const Candidate& a, const Candidate& b) const { return key_of(a) < key_of(b); }
+};
+
+// One per thread, cache-line aligned so that threads never share a line.
+struct alignas(64) Partial {
+  long long evaluated = 0, modelled = 0, feasible = 0;
+  std::array<long long, kRejectReasons> rejected{};
+  std::priority_queue<Candidate, std::vector<Candidate>, Worse> top;  // worst on top
+  bool have_least = false;
+  Candidate least;
+};
+
+struct Group {
+  int tp, cp, ep, micro_batch;
+  bool sp;
+};
+
+double objective_of(Objective o, const Candidate& c, int gpus) {
+  switch (o) {
+    case Objective::time: return c.step_s;
+    case Objective::cost: return c.step_s * gpus;  // GPU-seconds per step
+    case Objective::throughput: return -c.tokens_per_s;
+  }
+  return c.step_s;
+}
+
+void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
+               const SearchSpace& space, const SearchOptions& opt, Partial& out) {
+  const long long inner = static_cast<long long>(space.pp.size()) * space.interleave.size() *
+                          space.zero.size() * space.recompute.size();
+  bool costed = false;
+  MicroBatchCost cost;
+  MemoryInputs mem;
+  const double tokens = static_cast<double>(tr.global_batch) * tr.seq_len;
+  for (int pp : space.pp) {
+    const long long mp = static_cast<long long>(g.tp) * pp * g.cp;
+    if (c.gpus % mp != 0) {
+      // No data-parallel degree makes these degrees multiply to the GPU count: every point
+      // under this pp is a batch split that cannot exist.
+      const long long n = inner / space.pp.size();
+      out.evaluated += n;
+      out.rejected[static_cast<int>(Reject::batch)] += n;
+      continue;
+    }
+    for (int v : space.interleave) {
+      for (int zero : space.zero) {
+        for (Recompute rc : space.recompute) {
+          ++out.evaluated;
+          ParallelPlan p;
+          p.tp = g.tp;
+          p.cp = g.cp;
+          p.ep = g.ep;
+          p.sequence_parallel = g.sp;
+          p.micro_batch = g.micro_batch;
+          p.pp = pp;
+          p.dp = static_cast<int>(c.gpus / mp);
+          p.interleave = v;
+          p.zero = zero;
+          p.recompute = rc;
+          Reject why;
+          if (first_rule_broken(m, tr, p, c, opt.rules, &why)) {
+            ++out.rejected[static_cast<int>(why)];
+            continue;
+          }
+          if (!costed) {
+            cost = micro_batch_cost(m, tr, p, c);
+            mem = memory_inputs(m, tr, p);
+            costed = true;
+          }
+          ++out.modelled;
+          const Evaluation ev = evaluate(m, tr, p, c, cost, mem);
+          Candidate cand;
+          cand.plan = p;
+          cand.step_s = ev.time.step_s;
+          cand.peak_bytes = ev.peak_bytes;
+          cand.exposed_comm_s = ev.time.exposed_comm_s;
+          cand.tokens_per_s = tokens / ev.time.step_s;
+          cand.objective = objective_of(opt.objective, cand, c.gpus);
+          if (ev.peak_bytes > c.gpu.memory_bytes) {
+            ++out.rejected[static_cast<int>(Reject::memory)];
+            if (!out.have_least || ev.peak_bytes < out.least.peak_bytes ||
+                (ev.peak_bytes == out.least.peak_bytes && key_of(cand) < key_of(out.least))) {
+              out.least = cand;
+              out.have_least = true;
+            }
+            continue;
+          }
+          ++out.feasible;
+          if (static_cast<int>(out.top.size()) < opt.top_k) {
+            out.top.push(cand);
+          } else if (key_of(cand) < key_of(out.top.top())) {
+            out.top.pop();
+            out.top.push(cand);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
+                    const SearchSpace& space, const SearchOptions& opt) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Group> groups;
+  for (int tp : space.tp) {
+    for (int cp : space.cp) {
+      for (int ep : space.ep) {
+        for (bool sp : space.sequence_parallel) {
+          for (int mb : space.micro_batch) groups.push_back({tp, cp, ep, mb, sp});
+        }
+      }
+    }
+  }
+  const int threads = std::max(1, opt.threads > 0 ? opt.threads
+                                                  : static_cast<int>(std::thread::hardware_concurrency()));
+  std::vector<Partial> partials(static_cast<size_t>(threads));
+  std::atomic<size_t> next{0};
+  auto worker = [&](Partial& out) {
+    for (size_t i = next++; i < groups.size(); i = next++) run_group(groups[i], m, tr, c, space, opt, out);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker, std::ref(partials[static_cast<size_t>(t)]));
+  worker(partials[0]);
+  for (auto& t : pool) t.join();
+
+  SearchResult r;
+  std::vector<Candidate> all;
+  for (Partial& p : partials) {
+    r.evaluated += p.evaluated;
+    r.modelled += p.modelled;
+    r.feasible += p.feasible;
+    for (int i = 0; i < kRejectReasons; ++i) r.rejected[i] += p.rejected[i];
+    while (!p.top.empty()) {
+      all.push_back(p.top.top());
+      p.top.pop();
+    }
+    if (p.have_least && (!r.have_least_memory || key_of(p.least) < key_of(r.least_memory))) {
+      r.least_memory = p.least;
+      r.have_least_memory = true;
+    }
+  }
+  std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return key_of(a) < key_of(b); });
+  if (static_cast<int>(all.size()) > opt.top_k) all.resize(static_cast<size_t>(opt.top_k));
+  r.ranked = std::move(all);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace shardplan

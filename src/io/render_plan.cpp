@@ -1,0 +1,108 @@
+// Renderers for `shardplan plan`: the ladder with each rung's reason, the recommended and the
+// fastest plan, the top-K table, and their JSON.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "shardplan/plan.hpp"
+#include "shardplan/render.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan {
+
+std::string rung_reason(const RungVerdict& v, const ClusterSpec& c) {
+  const std::string card = fmt::format("{} {}", format_gib(c.gpu.memory_bytes), c.gpu.name);
+  const std::string wire = v.crosses_nodes ? c.nic.name + " between nodes" : c.intra.name;
+  auto gb = [](double b) { return format_gib(b); };
+  switch (v.blocker) {
+    case Blocker::none:
+      return fmt::format("fits with {} to spare; exposed communication {} of the step over {}",
+                         gb(v.capacity_bytes - v.memory_bytes), format_percent(v.comm_share), wire);
+    case Blocker::no_valid_plan:
+      if (v.rung == Rung::gradient_accumulation) {
+        return "each GPU's share of the global batch is one micro-batch already: nothing to accumulate "
+               "(a larger --global-batch would make room)";
+      }
+      if (v.rung == Rung::single_gpu) return "the global batch does not split evenly over the GPUs";
+      return "no plan of this shape can run here (batch split, node size or divisibility)";
+    case Blocker::gathered_layer:
+      return fmt::format("a layer's gathered weights need {}, {} card", gb(v.need_bytes), card);
+    case Blocker::optimizer_state:
+      return fmt::format("optimizer state needs {}, {} card", gb(v.need_bytes), card);
+    case Blocker::weights:
+      return fmt::format("weights need {}, {} card", gb(v.need_bytes), card);
+    case Blocker::model_states:
+      return fmt::format("weights, gradients and optimizer state need {}, {} card", gb(v.need_bytes), card);
+    case Blocker::activations:
+      return fmt::format("activations need {} at best ({} in all), {} card", gb(v.need_bytes),
+                         gb(v.memory_bytes), card);
+    case Blocker::communication:
+      return fmt::format("fits, but exposed communication is {} of the step over {}",
+                         format_percent(v.comm_share), wire);
+  }
+  return "";
+}
+
+nlohmann::json to_json(const LadderResult& l, const ClusterSpec& c) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const RungVerdict& v : l.rungs) {
+    std::string reason = rung_reason(v, c);
+    if (v.blocker == Blocker::communication) {
+      reason = fmt::format("fits, but exposed communication is {} of the step (limit {})",
+                           format_percent(v.comm_share), format_percent(l.max_comm_share));
+    }
+    a.push_back({{"rung", to_string(v.rung)},
+                 {"fits", v.fits},
+                 {"comm_ok", v.comm_ok},
+                 {"passes", v.passes()},
+                 {"blocker", to_string(v.blocker)},
+                 {"reason", reason},
+                 {"need_bytes", v.need_bytes},
+                 {"memory_bytes", v.memory_bytes},
+                 {"capacity_bytes", v.capacity_bytes},
+                 {"comm_share", v.comm_share},
+                 {"step_s", v.has_plan ? nlohmann::json(v.plan.step_s) : nlohmann::json()},
+                 {"plan", v.has_plan ? to_json(v.plan.plan) : nlohmann::json()},
+                 {"evaluated", v.evaluated}});
+  }
+  return a;
+}
+
+std::string render_ladder(const LadderResult& l, const ClusterSpec& c) {
+  std::string out = fmt::format(
+      "The ladder: stop at the first rung that fits in memory and whose exposed communication is at "
+      "most {} of the step\n",
+      format_percent(l.max_comm_share));
+  Table t({{"rung", Table::Align::left}, {"verdict", Table::Align::left}, {"memory/device"},
+           {"comm share"}, {"step"}, {"reason", Table::Align::left}});
+  for (size_t i = 0; i < l.rungs.size(); ++i) {
+    const RungVerdict& v = l.rungs[i];
+    std::string reason = rung_reason(v, c);
+    if (v.blocker == Blocker::communication) {
+      reason = fmt::format("fits, but exposed communication is {} of the step over {} (limit {})",
+                           format_percent(v.comm_share), v.crosses_nodes ? c.nic.name + " between nodes" : c.intra.name,
+                           format_percent(l.max_comm_share));
+    }
+    t.add_row({to_string(v.rung), v.passes() ? "STOP HERE" : "no",
+               v.has_plan ? format_gib(v.memory_bytes) : "-",
+               v.fits ? format_percent(v.comm_share) : "-", v.fits ? format_seconds(v.plan.step_s) : "-", reason});
+  }
+  out += t.render();
+  if (l.stop < 0) {
+    out += "No rung is comfortable: none fits with communication the interconnect can carry.\n";
+  }
+  return out;
+}
+
+std::string render_ranked(const std::vector<Candidate>& ranked, const ClusterSpec& c) {
+  Table t({{"#"}, {"plan", Table::Align::left}, {"step"}, {"tokens/s"}, {"memory/device"}, {"exposed comm"}});
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    const Candidate& x = ranked[i];
+    t.add_row({std::to_string(i + 1), describe(x.plan), format_seconds(x.step_s), fmt::format("{:.0f}", x.tokens_per_s),
+               fmt::format("{} ({})", format_gib(x.peak_bytes), format_percent(x.peak_bytes / c.gpu.memory_bytes)),
+               format_percent(x.exposed_comm_s / x.step_s)});
+  }
+  return t.render();
+}
+
+}  // namespace shardplan

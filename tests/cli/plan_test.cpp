@@ -1,0 +1,65 @@
+// `shardplan plan` from the command line: the JSON contract, exit statuses and bad input.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+
+using shardplan::test::run_cli;
+
+namespace {
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("plan --json: ladder, recommended, fastest, ranked and search") {
+  const auto r = run_cli("plan --model llama-2-7b --gpu H100-SXM --gpus 8 --global-batch 64 --seq-len 4096 --top 5 --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& ladder = j.at("ladder");
+  REQUIRE(ladder.size() >= 3);
+  CHECK(ladder[0].at("rung") == "single-gpu");
+  CHECK(ladder[0].at("fits") == false);
+  for (const char* k : {"rung", "fits", "reason", "memory_bytes", "comm_share"}) CHECK(ladder[0].contains(k));
+  const std::string stop = j.at("recommended").at("rung");
+  CHECK((stop == "zero-1" || stop == "zero-2"));
+  for (const char* k : {"memory", "time", "throughput", "comm", "plan"}) {
+    CHECK(j.at("recommended").contains(k));
+    CHECK(j.at("fastest").contains(k));
+  }
+  CHECK(j.at("ranked").size() == 5);
+  const auto& s = j.at("search");
+  CHECK(s.at("evaluated").get<long long>() >= s.at("feasible").get<long long>());
+  CHECK(s.at("seconds").get<double>() < 2.0);
+  CHECK(j.at("gap").at("step_ratio").get<double>() >= 1.0);
+}
+
+TEST_CASE("plan table shows every rung's reason and the recommended plan") {
+  const auto r = run_cli("plan --model llama-3.1-70b --gpu H100-SXM --gpus 64");
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.out, "weights need"));
+  CHECK(contains(r.out, "Recommended (zero-3"));
+  CHECK(contains(r.out, "Fastest found"));
+}
+
+TEST_CASE("an impossible request exits 1 and says how close the search came") {
+  const auto r = run_cli("plan --params 1e12 --gpus 2");
+  CHECK(r.status == 1);
+  CHECK(contains(r.out, "No plan fits"));
+  CHECK(contains(r.out, "Closest"));
+  CHECK(contains(r.out, "x the capacity"));
+  const auto j = run_cli("plan --params 1e12 --gpus 2 --json");
+  CHECK(j.status == 1);
+  const auto closest = nlohmann::json::parse(j.out).at("closest");
+  CHECK(closest.at("memory_bytes").get<double>() > closest.at("capacity_bytes").get<double>());
+}
+
+TEST_CASE("plan rejects bad flags naming them") {
+  for (const auto& [args, field] : {std::pair{"plan --model llama-2-7b --objective speed", "--objective"},
+                                    std::pair{"plan --model llama-2-7b --top 0", "--top"},
+                                    std::pair{"plan --model llama-2-7b --max-comm-share 3", "--max-comm-share"},
+                                    std::pair{"plan --gpus 8", "--model"}}) {
+    const auto r = run_cli(args);
+    CAPTURE(std::string(args));
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, field));
+  }
+}

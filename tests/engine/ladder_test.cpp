@@ -1,0 +1,130 @@
+// The decision ladder on the five cases of issue "ladder" and the search's contracts.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "shardplan/ladder.hpp"
+#include "shardplan/memory.hpp"
+#include "shardplan/profiles.hpp"
+#include "shardplan/search.hpp"
+#include "shardplan/step_time.hpp"
+#include "support.hpp"
+
+using namespace shardplan;
+
+namespace {
+
+ClusterSpec gpus_of(const std::string& gpu, int gpus, const std::string& inter = "") {
+  ClusterOptions o;
+  o.gpu = gpu;
+  o.gpus = gpus;
+  o.inter = inter;
+  return build_cluster(o);
+}
+
+Rung stop_of(const ModelSpec& m, const TrainingSpec& t, const ClusterSpec& c) {
+  const LadderResult l = walk_ladder(m, t, c);
+  REQUIRE(l.stop >= 0);
+  return l.rungs[static_cast<size_t>(l.stop)].rung;
+}
+
+}  // namespace
+
+TEST_CASE("gpt3-1.3b on 8 H100s stops at single-gpu") {
+  const ModelSpec m = load_model("gpt3-1.3b");
+  CHECK(stop_of(m, test::training(2048, 16), gpus_of("H100-SXM", 8)) == Rung::single_gpu);
+}
+
+TEST_CASE("llama-2-7b on 8 H100s stops at ZeRO-1 or ZeRO-2, after the model states fail one GPU") {
+  const ModelSpec m = load_model("llama-2-7b");
+  const LadderResult l = walk_ladder(m, test::training(4096, 64), gpus_of("H100-SXM", 8));
+  REQUIRE(l.stop >= 0);
+  const Rung r = l.rungs[static_cast<size_t>(l.stop)].rung;
+  CHECK((r == Rung::zero_1 || r == Rung::zero_2));
+  CHECK(l.rungs[0].blocker == Blocker::model_states);  // 16 B x 6.74e9 = 107.8 GB
+  CHECK(l.rungs[0].need_bytes == doctest::Approx(16 * 6'738'415'616.0).epsilon(0.001));
+}
+
+TEST_CASE("llama-3.1-70b on 64 H100s stops at ZeRO-3: its weights alone exceed a card") {
+  const ModelSpec m = load_model("llama-3.1-70b");
+  const LadderResult l = walk_ladder(m, test::training(8192, 64), gpus_of("H100-SXM", 64));
+  REQUIRE(l.stop >= 0);
+  CHECK(l.rungs[static_cast<size_t>(l.stop)].rung == Rung::zero_3);
+  CHECK(l.rungs[3].blocker == Blocker::weights);  // ZeRO-2 keeps 2 B x 70.6e9 = 141 GB of weights
+}
+
+TEST_CASE("a model whose one layer cannot be gathered stops at tensor-parallel") {
+  // 12 h^2 = 51.5e9 parameters per layer: 103 GB gathered in bf16, more than an 80 GB card.
+  const ModelSpec m = test::gpt(2, 65536, 256);
+  const LadderResult l = walk_ladder(m, test::training(2048, 64), gpus_of("H100-SXM", 64));
+  REQUIRE(l.stop >= 0);
+  CHECK(l.rungs[static_cast<size_t>(l.stop)].rung == Rung::tensor_parallel);
+  CHECK(l.rungs[4].blocker == Blocker::gathered_layer);
+  CHECK(l.rungs[4].need_bytes / 1e9 == doctest::Approx(103.1).epsilon(0.01));
+  CHECK(l.rungs[static_cast<size_t>(l.stop)].plan.plan.tp <= 8);  // inside a node
+}
+
+TEST_CASE("gpt3-175b on 16 nodes of 8 A100s joined by 10 GbE stops at pipeline-parallel") {
+  const ModelSpec m = load_model("gpt3-175b");
+  const LadderResult l = walk_ladder(m, test::training(2048, 128), gpus_of("A100-80GB", 128, "10gbe"));
+  REQUIRE(l.stop >= 0);
+  const RungVerdict& v = l.rungs[static_cast<size_t>(l.stop)];
+  CHECK(v.rung == Rung::pipeline_parallel);
+  CHECK(v.plan.plan.tp <= 8);
+  CHECK(v.plan.plan.pp > 1);
+  // ZeRO-3 and tensor parallel fit but wait on 10 GbE for most of the step.
+  CHECK(l.rungs[4].fits);
+  CHECK(l.rungs[4].blocker == Blocker::communication);
+  CHECK(l.rungs[5].blocker == Blocker::communication);
+}
+
+TEST_CASE("an impossible request finds nothing and reports the closest") {
+  ModelSpec m;
+  m.params_only = 1e12;
+  const ClusterSpec c = gpus_of("H100-SXM", 2);
+  const TrainingSpec t = test::training(4096, 2);
+  const SearchResult r = search(m, t, c, full_space(m, t, c), {});
+  CHECK(r.ranked.empty());
+  REQUIRE(r.have_least_memory);
+  CHECK(r.least_memory.peak_bytes > c.gpu.memory_bytes * 50);
+}
+
+TEST_CASE("the search is deterministic and thread-count independent") {
+  const ModelSpec m = load_model("llama-2-13b");
+  const ClusterSpec c = test::cluster(64, "dgx-h100");
+  const TrainingSpec t = test::training(4096, 256);
+  const SearchSpace space = full_space(m, t, c);
+  SearchOptions one;
+  one.threads = 1;
+  SearchOptions two;
+  two.threads = 2;
+  const SearchResult a = search(m, t, c, space, one);
+  const SearchResult b = search(m, t, c, space, two);
+  CHECK(a.evaluated == space.size());
+  CHECK(a.evaluated == b.evaluated);
+  CHECK(a.feasible == b.feasible);
+  REQUIRE(a.ranked.size() == b.ranked.size());
+  for (size_t i = 0; i < a.ranked.size(); ++i) {
+    CHECK(describe(a.ranked[i].plan) == describe(b.ranked[i].plan));
+    CHECK(a.ranked[i].step_s == b.ranked[i].step_s);
+  }
+  long long rejected = 0;
+  for (long long n : a.rejected) rejected += n;
+  CHECK(a.feasible + rejected == a.evaluated);
+}
+
+TEST_CASE("the search's fast path agrees with estimate() and estimate_memory()") {
+  const ModelSpec m = load_model("llama-3.1-70b");
+  const ClusterSpec c = test::cluster(64, "dgx-h100");
+  const TrainingSpec t = test::training(8192, 128);
+  SearchOptions o;
+  o.top_k = 50;
+  const SearchResult r = search(m, t, c, full_space(m, t, c), o);
+  REQUIRE(r.ranked.size() == 50);
+  for (const Candidate& cand : r.ranked) {
+    const Estimate e = estimate(m, t, cand.plan, c);
+    CAPTURE(describe(cand.plan));
+    CHECK(e.time.step_s == doctest::Approx(cand.step_s));
+    CHECK(e.memory.total_bytes() == doctest::Approx(cand.peak_bytes));
+  }
+}
