@@ -35,7 +35,7 @@ build
 dir=${BUILD_DIR:-build}
 case "${1:-}" in
   run)
-    "$dir/shardplan" memory --model llama-2-7b --cluster dgx-h100 --gpus 8 --zero 1 --global-batch 64
+    "$dir/shardplan" plan --model llama-3.1-70b --cluster dgx-h100 --gpus 64 --global-batch 256
     ;;
   test)
     cd "$dir" && ctest --output-on-failure -j "${JOBS:-$(nproc)}"
