@@ -62,8 +62,12 @@ ModelSpec load_model(const std::string& name_or_path, const std::string& field =
 /// GPT-NeoX, Mixtral fields). `origin` names the file in errors and in ModelSpec::source.
 ModelSpec model_from_hf_config(const std::string& json_text, const std::string& origin);
 
-/// The published-runs file shipped with shardplan (profiles/validation/published-runs.json).
+/// The published-runs file shipped with shardplan (profiles/validation/published-runs.json):
+/// the Megatron-LM papers' runs the A100 efficiencies were fitted on.
 std::string default_published_runs();
+/// Runs the model was not tuned on (profiles/validation/holdout-runs.json): other frameworks
+/// (FSDP, torchtitan, DeepSpeed), GPUs (H100) and precisions (fp8).
+std::string default_holdout_runs();
 
 /// Runs from a published-runs file; the cluster comes from each run's hardware (its GPU preset
 /// and node size) unless `cluster` names one.

@@ -18,7 +18,7 @@ Objective parse_objective(const std::string& text, const std::string& field);
 enum class Reject {
   tp_shape,           // tp does not divide the heads, KV heads or MLP width
   tp_node,            // tp spans nodes (without --allow-tp-across-nodes)
-  pp_layers,          // pp x interleave does not divide the layers
+  pp_layers,          // more stages than layers, or unequal interleaved chunks
   batch,              // global batch does not split into dp x micro-batch
   interleave,         // interleaving needs pp > 1 and micro-batches a multiple of pp
   sequence_parallel,  // sequence parallel without tp
@@ -39,7 +39,7 @@ struct SearchSpace {
 };
 
 /// Every axis at its full range for this model and cluster: tp up to a node (or all GPUs when
-/// allowed), pp and interleave dividing the layers, cp for sequences of 8k and more, ep for
+/// allowed), pp up to the layers (uneven stages allowed) and interleave dividing them, cp for sequences of 8k and more, ep for
 /// mixture-of-experts models, ZeRO 0-3, micro-batches dividing the per-rank batch, all recompute
 /// policies, sequence parallel on and off.
 SearchSpace full_space(const ModelSpec& model, const TrainingSpec& training,

@@ -14,6 +14,8 @@ enum class Metric {
   tflops_per_gpu,       // hardware TFLOP/s per GPU as the source counts them (full recompute)
   layer_fwd_bwd_ms,     // one transformer layer's forward + backward (+ recompute), milliseconds
   activations_gib,      // first-stage transformer-layer activations (analytic references)
+  tokens_per_s_per_gpu,
+  model_tflops_per_gpu, // model FLOPs (PaLM / Korthikanti Eq. 7 convention) per second per GPU
 };
 const char* to_string(Metric m);
 
@@ -27,6 +29,7 @@ struct PublishedRun {
   ParallelPlan plan;
   bool micro_batch_known = true;
   bool interleave_known = true;
+  bool interleaved = false;  // the source says "interleaved" without the degree
   Metric metric = Metric::iteration_time_s;
   double measured = 0;
 };
@@ -41,7 +44,7 @@ struct Prediction {
 
 /// Predicts one run. Where the source omits the micro-batch, the predictor takes the fastest
 /// that fits memory, as the authors would have tuned it; an omitted interleaving is none,
-/// Megatron-LM's default schedule.
+/// Megatron-LM's default schedule, and "interleaved" without a degree takes the fastest degree.
 Prediction predict(const PublishedRun& run);
 
 struct ValidationSummary {

@@ -17,8 +17,9 @@ namespace shardplan::cli {
 
 namespace {
 
-// "korthikanti22-t5-22B-fullrecompute" -> "korthikanti22-t5"
+// "korthikanti22-t5-22B-fullrecompute" -> "korthikanti22-t5"; held-out runs form one group.
 std::string group_of(const std::string& id) {
+  if (id.rfind("holdout: ", 0) == 0) return "held out (not tuned on)";
   const auto first = id.find('-');
   const auto second = first == std::string::npos ? first : id.find('-', first + 1);
   return second == std::string::npos ? id : id.substr(0, second);
@@ -34,16 +35,25 @@ Runner setup_validate(CLI::App& sub) {
     bool json = false;
   };
   auto s = std::make_shared<State>();
-  sub.add_option("file", s->file, "Published-runs JSON (default: the copy shipped in profiles/validation)");
+  sub.add_option("file", s->file,
+                 "Published-runs JSON (default: profiles/validation/published-runs.json, the runs the "
+                 "efficiencies were fitted on, then holdout-runs.json, runs they were not)");
   sub.add_option("--only", s->only, "Only runs whose id starts with this");
   sub.add_option("--cluster", s->cluster.cluster, "Cluster to run every case on (default: each run's hardware)");
   sub.add_flag("--json", s->json, "Print JSON");
   return [s]() {
-    const std::string origin = s->file.empty() ? "profiles/validation/published-runs.json" : s->file;
-    const std::string text = s->file.empty() ? default_published_runs() : read_text_file(s->file, "file");
     ClusterOptions co;
     co.cluster = s->cluster.cluster;
-    const auto runs = load_published_runs(text, origin, co);
+    std::vector<PublishedRun> runs;
+    if (!s->file.empty()) {
+      runs = load_published_runs(read_text_file(s->file, "file"), s->file, co);
+    } else {
+      runs = load_published_runs(default_published_runs(), "profiles/validation/published-runs.json", co);
+      for (PublishedRun& r : load_published_runs(default_holdout_runs(), "profiles/validation/holdout-runs.json", co)) {
+        r.id = "holdout: " + r.id;
+        runs.push_back(std::move(r));
+      }
+    }
     std::map<std::string, std::vector<Prediction>> groups;
     std::vector<std::string> order;
     for (const PublishedRun& run : runs) {

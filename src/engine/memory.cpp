@@ -80,7 +80,7 @@ double layers_in_flight(int layers, const ParallelPlan& p, int micro_batches, in
   if (p.pp == 1) return layers;  // accumulation runs micro-batches one after another
   if (p.interleave == 1) {
     const double in_flight = std::min(p.pp - stage, micro_batches);
-    return in_flight * layers / p.pp;
+    return in_flight * stage_layers(layers, p, stage);
   }
   const double chunks = std::min((p.pp - stage - 1) * 2.0 + (v - 1.0) * p.pp + 1.0,
                                  static_cast<double>(micro_batches) * v);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "shardplan/error.hpp"
+#include "shardplan/plan.hpp"
 
 namespace shardplan {
 namespace {
@@ -85,7 +86,7 @@ DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int sta
   if (m.mlp_bias) one_expert += (mlp_matrices(m) - 1.0) * f + h;
   const double norms = c.layer.norms;
 
-  const int layers_here = m.layers / plan.pp;
+  const int layers_here = stage_layers(m.layers, plan, stage);
   double dense_layer = attention + norms;
   double expert_layer = 0;
   if (m.is_moe()) {

@@ -7,6 +7,15 @@
 
 namespace shardplan {
 
+int stage_layers(int layers, const ParallelPlan& p, int stage) {
+  const int base = layers / p.pp;
+  const int extra = layers % p.pp;
+  if (extra == 0) return base;
+  // Order in which stages take one more layer: the middle ones, then the last, then the first.
+  const int order = stage == 0 ? p.pp - 1 : stage == p.pp - 1 ? p.pp - 2 : stage - 1;
+  return base + (order < extra ? 1 : 0);
+}
+
 int micro_batches_per_step(const TrainingSpec& training, const ParallelPlan& plan) {
   const long long per_step = static_cast<long long>(plan.dp) * plan.micro_batch;
   return per_step > 0 ? static_cast<int>(training.global_batch / per_step) : 0;
@@ -69,10 +78,11 @@ std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
     fail("--tp", fmt::format("tensor parallel {} does not divide the MLP width {}", p.tp,
                              m.ffn_hidden));
   }
-  if (m.layers % (p.pp * p.interleave) != 0) {
-    fail(p.interleave > 1 ? "--interleave" : "--pp",
-         fmt::format("{} layers do not split into pp {} x interleave {} equal chunks", m.layers,
-                     p.pp, p.interleave));
+  if (p.pp > m.layers) {
+    fail("--pp", fmt::format("{} pipeline stages for {} layers; use at most {}", p.pp, m.layers, m.layers));
+  } else if (p.interleave > 1 && m.layers % (p.pp * p.interleave) != 0) {
+    fail("--interleave", fmt::format("{} layers do not split into pp {} x interleave {} equal chunks",
+                                     m.layers, p.pp, p.interleave));
   }
   if (p.interleave > 1) {
     if (p.pp == 1) fail("--interleave", "interleaving needs pipeline parallel (--pp > 1)");

@@ -42,7 +42,7 @@ const char* to_string(Reject r) {
   switch (r) {
     case Reject::tp_shape: return "tp does not divide heads, KV heads or MLP width";
     case Reject::tp_node: return "tp spans nodes";
-    case Reject::pp_layers: return "pp x interleave does not divide the layers";
+    case Reject::pp_layers: return "more stages than layers, or interleaved chunks of unequal size";
     case Reject::batch: return "global batch does not split into dp x micro-batch";
     case Reject::interleave: return "interleaving needs pp > 1 and micro-batches a multiple of pp";
     case Reject::sequence_parallel: return "sequence parallel needs tp > 1";
@@ -107,7 +107,9 @@ bool first_rule_broken(const ModelSpec& m, const TrainingSpec& tr, const Paralle
         m.ffn_hidden % p.tp != 0) {
       return fail(Reject::tp_shape);
     }
-    if (m.layers % (p.pp * p.interleave) != 0) return fail(Reject::pp_layers);
+    if (p.pp > m.layers || (p.interleave > 1 && m.layers % (p.pp * p.interleave) != 0)) {
+      return fail(Reject::pp_layers);
+    }
   } else if (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.interleave > 1) {
     return fail(Reject::tp_shape);
   }

@@ -179,6 +179,7 @@ struct StageCost {
   double pp_s = 0;
   double zero3_s = 0, zero3_exposed_s = 0;
   double params = 0;
+  double layers = 0;
   double total() const { return compute_s + tp_exposed_s + cp_exposed_s + ep_s + pp_s + zero3_exposed_s; }
 };
 
@@ -225,7 +226,8 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
       s.forward_s = s.compute_s / 3.0;
       s.backward_s = s.compute_s - s.forward_s;
     } else {
-      const double layers = static_cast<double>(m.layers) / p.pp;
+      const double layers = stage_layers(m.layers, p, stage);
+      s.layers = layers;
       const BlockTime& l = cost.layer;
       double rec = 0;
       if (p.recompute == Recompute::full) rec = l.forward_s;
@@ -271,7 +273,7 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
       const double ag = collective_time(Collective::all_gather, dev.dense * per.weights, dp, c);
       const double rs = collective_time(Collective::reduce_scatter, dev.dense * per.gradients, dp, c);
       s.zero3_s = 2.0 * ag + rs;
-      const double layers = m.has_architecture() ? static_cast<double>(m.layers) / p.pp : 1.0;
+      const double layers = m.has_architecture() ? stage_layers(m.layers, p, stage) : 1.0;
       s.zero3_exposed_s = tr.overlap_param_gather
                               ? std::max(0.0, ag - s.forward_s) + std::max(0.0, ag + rs - s.backward_s) +
                                     (layers > 1 ? ag / layers : 0.0)
@@ -337,11 +339,11 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
   }
   if (p.cp > 1) {
     set_traffic(comm.cp, Collective::send_recv, cost.cp_layer_bytes,
-                mb * 3.0 * (p.cp - 1) * m.layers / p.pp, placement_of(Parallelism::context, p, c), c);
+                mb * 3.0 * (p.cp - 1) * crit.layers, placement_of(Parallelism::context, p, c), c);
     comm.cp.exposed_s = mb * crit.cp_exposed_s;
   }
   if (p.ep > 1 && cost.ep_layer_bytes > 0) {
-    set_traffic(comm.ep, Collective::all_to_all, cost.ep_layer_bytes, mb * 4.0 * m.layers / p.pp,
+    set_traffic(comm.ep, Collective::all_to_all, cost.ep_layer_bytes, mb * 4.0 * crit.layers,
                 placement_of(Parallelism::expert, p, c), c);
     comm.ep.exposed_s = mb * crit.ep_s;
   }

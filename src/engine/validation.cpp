@@ -18,6 +18,8 @@ const char* to_string(Metric m) {
     case Metric::tflops_per_gpu: return "tflops_per_gpu";
     case Metric::layer_fwd_bwd_ms: return "layer_fwd_bwd_ms";
     case Metric::activations_gib: return "activations_gib";
+    case Metric::tokens_per_s_per_gpu: return "tokens_per_s_per_gpu";
+    case Metric::model_tflops_per_gpu: return "model_tflops_per_gpu";
   }
   return "";
 }
@@ -44,10 +46,14 @@ double predicted_value(const PublishedRun& run, const ParallelPlan& p, bool* fit
       return (cost.layer.forward_s + cost.layer.backward_s + rec + tp) * 1e3;
     }
     case Metric::iteration_time_s:
-    case Metric::tflops_per_gpu: {
+    case Metric::tflops_per_gpu:
+    case Metric::tokens_per_s_per_gpu:
+    case Metric::model_tflops_per_gpu: {
       const Estimate e = estimate(m, tr, p, c);
       *fits = e.memory.fits;
       if (run.metric == Metric::iteration_time_s) return e.time.step_s;
+      if (run.metric == Metric::tokens_per_s_per_gpu) return e.throughput.tokens_per_s / c.gpus;
+      if (run.metric == Metric::model_tflops_per_gpu) return e.throughput.tflops_per_gpu;
       return e.throughput.hardware_flops / (e.time.step_s * c.gpus) / 1e12;
     }
   }
@@ -72,8 +78,13 @@ Prediction predict(const PublishedRun& run) {
                                                  : divisors(per_replica, 16);
   // An unstated interleaving is Megatron-LM's default schedule (plain 1F1B): interleaving needs
   // a flag the papers would have reported.
-  const std::vector<int> interleave{run.interleave_known ? run.plan.interleave : 1};
-  const bool faster_is_smaller = run.metric != Metric::tflops_per_gpu;
+  std::vector<int> interleave{run.interleave_known ? run.plan.interleave : 1};
+  if (run.interleaved) {
+    interleave = divisors(run.model.layers / run.plan.pp, 16);
+    std::erase(interleave, 1);
+  }
+  const bool faster_is_smaller = run.metric == Metric::iteration_time_s ||
+                                 run.metric == Metric::layer_fwd_bwd_ms || run.metric == Metric::activations_gib;
   bool have = false;
   for (int b : micro) {
     for (int v : interleave) {

@@ -386,11 +386,19 @@ ModelSpec load_model(const std::string& name_or_path, const std::string& field) 
   return model_from_json(j, name_or_path);
 }
 
-std::string default_published_runs() {
+namespace {
+
+std::string embedded_text(const std::string& path) {
   for (const EmbeddedFile& f : embedded_profiles()) {
-    if (std::string(f.path) == "validation/published-runs.json") return f.text;
+    if (path == f.path) return f.text;
   }
-  SHARDPLAN_CHECK(false, "published-runs.json is not embedded");
+  SHARDPLAN_CHECK(false, "a validation file is not embedded");
 }
+
+}  // namespace
+
+std::string default_published_runs() { return embedded_text("validation/published-runs.json"); }
+
+std::string default_holdout_runs() { return embedded_text("validation/holdout-runs.json"); }
 
 }  // namespace shardplan

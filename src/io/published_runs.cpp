@@ -15,6 +15,14 @@ int int_or(const nlohmann::json& j, const char* key, int fallback) {
   return j.contains(key) && j.at(key).is_number() ? j.at(key).get<int>() : fallback;
 }
 
+bool flag_or(const nlohmann::json& j, const char* key, bool fallback) {
+  return j.contains(key) && j.at(key).is_boolean() ? j.at(key).get<bool>() : fallback;
+}
+
+std::string string_or(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j.at(key).is_string() ? j.at(key).get<std::string>() : std::string();
+}
+
 // "A100-SXM4-80GB (312 TFLOP/s ...)" -> the GPU preset whose name or alias is the first word.
 std::string gpu_preset_of(const std::string& hardware, const std::string& where) {
   const std::string first = hardware.substr(0, hardware.find(' '));
@@ -56,12 +64,29 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
     m.seq_len = m.max_positions = int_or(mo, "seq_len", 2048);
     if (mo.contains("mlp") && mo.at("mlp").is_string()) m.mlp = parse_mlp(mo.at("mlp"), where + ": mlp");
     if (mo.contains("norm") && mo.at("norm").is_string()) m.norm = parse_norm(mo.at("norm"), where + ": norm");
+    if (mo.contains("positions") && mo.at("positions").is_string()) {
+      m.positions = parse_positions(mo.at("positions"), where + ": positions");
+    }
+    // GPT conventions (Megatron-LM's papers) unless the run says otherwise.
+    m.tied_embeddings = flag_or(mo, "tied_embeddings", true);
+    m.qkv_bias = flag_or(mo, "qkv_bias", true);
+    m.out_bias = flag_or(mo, "out_bias", true);
+    m.mlp_bias = flag_or(mo, "mlp_bias", true);
+    m.dropout = flag_or(mo, "dropout", true);
     check_architecture(m, where);
 
     const auto& hw = r.at("hardware");
     ClusterOptions co = cluster_override;
     co.gpus = int_or(hw, "gpus_total", 1);
-    if (co.cluster.empty() && co.gpu.empty()) co.gpu = gpu_preset_of(hw.value("gpu", std::string()), where);
+    if (co.cluster.empty() && co.gpu.empty()) {
+      // A run may name its cluster preset, or its GPU preset and links; else the GPU is read
+      // from the hardware description and comes with its reference node's links.
+      co.cluster = string_or(hw, "cluster");
+      co.gpu = co.cluster.empty() ? gpu_preset_of(hw.value("gpu", std::string()), where) : "";
+      co.intra = string_or(hw, "intra");
+      co.inter = string_or(hw, "inter");
+      co.nics_per_node = int_or(hw, "nics_per_node", 0);
+    }
     if (co.gpus_per_node == 0) co.gpus_per_node = int_or(hw, "gpus_per_node", 8);
     run.cluster = build_cluster(co);
 
@@ -75,6 +100,7 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
     run.micro_batch_known = pl.contains("micro_batch") && pl.at("micro_batch").is_number();
     p.micro_batch = int_or(pl, "micro_batch", 1);
     run.interleave_known = p.pp == 1 || (pl.contains("interleave") && pl.at("interleave").is_number());
+    run.interleaved = p.pp > 1 && string_or(pl, "interleave") == "interleaved";
     p.interleave = int_or(pl, "interleave", 1);
     if (pl.contains("recompute") && pl.at("recompute").is_string()) {
       p.recompute = parse_recompute(pl.at("recompute"), where + ": recompute");
@@ -91,7 +117,13 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
                                           : Precision::fp16;
 
     const auto& me = r.at("measured");
-    if (me.contains("iteration_time_s")) {
+    if (me.contains("tokens_per_s_per_gpu")) {
+      run.metric = Metric::tokens_per_s_per_gpu;
+      run.measured = me.at("tokens_per_s_per_gpu");
+    } else if (me.contains("model_tflops_per_gpu")) {
+      run.metric = Metric::model_tflops_per_gpu;
+      run.measured = me.at("model_tflops_per_gpu");
+    } else if (me.contains("iteration_time_s")) {
       run.metric = Metric::iteration_time_s;
       run.measured = me.at("iteration_time_s");
     } else if (me.contains("tflops_per_gpu")) {

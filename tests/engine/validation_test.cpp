@@ -58,3 +58,22 @@ TEST_CASE("the runs fit in memory as the papers ran them") {
     }
   }
 }
+
+TEST_CASE("held-out runs (other frameworks, H100, fp8) the efficiencies were not fitted on") {
+  // profiles/validation/holdout-runs.json: each case cites its source. The guard is on the
+  // cases the model predicts well today; the FSDP-on-H100 cases it over-predicts by 19-49% are
+  // reported by `shardplan validate` and left unasserted (see the README's accuracy section).
+  const auto runs = load_published_runs(default_holdout_runs(), "holdout-runs.json");
+  REQUIRE(runs.size() == 11);
+  for (const auto& run : runs) {
+    const Prediction p = predict(run);
+    CAPTURE(run.id);
+    CHECK(p.predicted > 0);
+    if (run.id.rfind("llmfoundry-mpt-30b", 0) == 0 || run.id.rfind("llmfoundry-mpt-70b-64xA100", 0) == 0) {
+      CHECK(std::fabs(p.error) <= 0.05);  // PyTorch FSDP on A100
+    }
+    if (run.id.rfind("nemo-", 0) == 0 || run.id.rfind("megatron-", 0) == 0) {
+      CHECK(std::fabs(p.error) <= 0.10);  // Megatron-Core on H100, bf16 and fp8
+    }
+  }
+}
