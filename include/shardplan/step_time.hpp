@@ -46,6 +46,7 @@ struct MicroBatchCost {
   double ep_layer_s = 0;            // dispatch + combine all-to-alls of one layer's forward
   double ep_layer_bytes = 0;
   double pp_bytes = 0;              // one stage boundary's activation, per GPU
+  double forward_model_flops = 0;   // one forward pass over the global batch (model FLOPs)
 };
 MicroBatchCost micro_batch_cost(const ModelSpec& model, const TrainingSpec& training,
                                 const ParallelPlan& plan, const ClusterSpec& cluster);

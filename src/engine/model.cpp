@@ -65,13 +65,13 @@ ParamCounts count_params(const ModelSpec& m) {
 
 DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int stage) {
   DeviceParams d;
-  const ParamCounts c = count_params(m);
   if (!m.has_architecture()) {
     // Without an architecture, tensor and pipeline parallelism split the count evenly.
-    d.dense = c.total / (static_cast<double>(plan.tp) * plan.pp);
+    d.dense = m.params_only / (static_cast<double>(plan.tp) * plan.pp);
     d.largest_layer = d.dense;
     return d;
   }
+  // The search calls this millions of times: only the pieces needed, no full count.
   SHARDPLAN_CHECK(stage >= 0 && stage < plan.pp, "stage out of range");
   const double t = plan.tp;
   const double h = m.hidden;
@@ -84,13 +84,13 @@ DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int sta
   const double f = m.ffn_hidden / t;
   double one_expert = mlp_matrices(m) * h * f;
   if (m.mlp_bias) one_expert += (mlp_matrices(m) - 1.0) * f + h;
-  const double norms = c.layer.norms;
+  const double norms = 2.0 * norm_params(m);
 
   const int layers_here = stage_layers(m.layers, plan, stage);
   double dense_layer = attention + norms;
   double expert_layer = 0;
   if (m.is_moe()) {
-    dense_layer += c.layer.router;
+    dense_layer += h * m.experts;  // the router, replicated
     expert_layer = one_expert * m.experts / plan.ep;
   } else {
     dense_layer += one_expert;
@@ -103,9 +103,9 @@ DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int sta
   const bool last = stage == plan.pp - 1;
   // Vocabulary-parallel embedding and LM head (Megatron-LM VocabParallelEmbedding).
   const double table = static_cast<double>(m.vocab) * h / t;
-  if (first) d.dense += table + c.positions;
+  if (first) d.dense += table + (m.positions == PositionKind::learned ? static_cast<double>(m.max_positions) * h : 0);
   if (last) {
-    d.dense += c.final_norm;
+    d.dense += norm_params(m);
     if (!m.tied_embeddings || plan.pp > 1) d.dense += table;
   }
   return d;

@@ -124,6 +124,7 @@ double tp_backward_s(const TpTraffic& t, const Placement& g, const ClusterSpec& 
 MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
                                 const ClusterSpec& c) {
   MicroBatchCost cost;
+  cost.forward_model_flops = forward_model_flops(m, tr.global_batch, tr.seq_len);
   if (!m.has_architecture()) return cost;
   const MicroBatchWork w = describe_micro_batch(m, tr, p);
   const MathDtype dtype = math_dtype(tr.precision);
@@ -212,7 +213,7 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
   const double peak = peak_of(c.gpu, dtype);
   const Placement dp = placement_of(Parallelism::data, p, c);
   const double replicas = static_cast<double>(p.dp) * p.cp;
-  ev.model_flops = 3.0 * forward_model_flops(m, tr.global_batch, tr.seq_len);
+  ev.model_flops = 3.0 * cost.forward_model_flops;
   ev.hardware_flops = ev.model_flops;
 
   auto stage_cost = [&](int stage) {
@@ -362,7 +363,7 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
   if (m.has_architecture()) {
     const double recomputed =
         p.recompute == Recompute::full
-            ? forward_model_flops(m, tr.global_batch, tr.seq_len) -
+            ? cost.forward_model_flops -
                   2.0 * tr.global_batch * tr.seq_len * static_cast<double>(m.hidden) * m.vocab
         : p.recompute == Recompute::selective
             ? 4.0 * tr.global_batch * m.layers * static_cast<double>(tr.seq_len) * tr.seq_len *
