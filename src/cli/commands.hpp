@@ -21,5 +21,6 @@ Runner setup_memory(CLI::App& sub);
 Runner setup_comm(CLI::App& sub);
 Runner setup_estimate(CLI::App& sub);
 Runner setup_validate(CLI::App& sub);
+Runner setup_runbook(CLI::App& sub);
 
 }  // namespace shardplan::cli
