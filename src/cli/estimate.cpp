@@ -37,10 +37,7 @@ Runner setup_estimate(CLI::App& sub) {
     const Estimate e = estimate(in.model, in.training, in.plan, in.cluster);
     if (o->json) {
       nlohmann::json j = to_json(e, in.plan, in.training, in.cluster);
-      j["model"] = to_json(in.model);
-      j["cluster"] = to_json(in.cluster);
-      j["plan"] = to_json(in.plan);
-      j["training"] = to_json(in.training);
+      add_inputs_json(j, in);
       print_json(j);
     } else {
       std::cout << describe_inputs(in) << render_memory_table(e.memory, in.plan) << "\n"

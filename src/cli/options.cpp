@@ -312,6 +312,13 @@ std::string describe_inputs(const Inputs& in) {
                      micro_batches_per_step(tr, in.plan) == 1 ? "" : "es");
 }
 
+void add_inputs_json(nlohmann::json& j, const Inputs& in) {
+  j["model"] = to_json(in.model);
+  j["cluster"] = to_json(in.cluster);
+  j["plan"] = to_json(in.plan);
+  j["training"] = to_json(in.training);
+}
+
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
 
 }  // namespace shardplan::cli

@@ -62,6 +62,10 @@ Inputs resolve_timed_inputs(const PlanningOptions& o);
 /// The model / cluster / plan / training lines that head a command's table.
 std::string describe_inputs(const Inputs& in);
 
+/// Adds the "model", "cluster", "plan" and "training" objects every --json output carries (and
+/// that `emit --plan` reads back).
+void add_inputs_json(nlohmann::json& j, const Inputs& in);
+
 /// Writes text to stdout, or JSON with a trailing newline.
 void print_json(const nlohmann::json& j);
 

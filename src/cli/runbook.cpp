@@ -21,10 +21,7 @@ Runner setup_runbook(CLI::App& sub) {
     const Runbook r = plan_runbook(in.model, in.training, in.plan, in.cluster, e, options.options);
     if (o->json) {
       nlohmann::json j = to_json(r, options, in.training);
-      j["model"] = to_json(in.model);
-      j["cluster"] = to_json(in.cluster);
-      j["plan"] = to_json(in.plan);
-      j["training"] = to_json(in.training);
+      add_inputs_json(j, in);
       print_json(j);
     } else {
       std::cout << describe_inputs(in) << render_runbook(r, options, in.training, in.cluster);

@@ -39,10 +39,7 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
                   "has no YAML key (accelerate's NCCL default is 600 s)",
                   s.timeout_minutes),
       fmt::format("create the optimizer the plan assumed ({})", to_string(in.training.optimizer)),
-      fmt::format("log tokens/s every step (predicted {:.0f}); flag a straggler when the median over {} steps drops "
-                  "{:.0f}% below the run's",
-                  in.estimate.throughput.tokens_per_s, in.runbook.straggler_window_steps,
-                  in.runbook.straggler_drop * 100),
+      emit::straggler_note(in),
   };
   if (p.tp > 1) n.push_back("tensor parallelism uses the model's tp_plan (transformers models that define one)");
   if (p.recompute == Recompute::selective) {

@@ -136,6 +136,13 @@ void finish_meta(EmitMeta& meta, const EmitInputs& in, const std::string& what) 
   meta.header = std::move(h);
 }
 
+std::string straggler_note(const EmitInputs& in) {
+  return fmt::format("log tokens/s every step (predicted {:.0f}); flag a straggler when the median over {} steps drops "
+                     "{:.0f}% below the run's",
+                     in.estimate.throughput.tokens_per_s, in.runbook.straggler_window_steps,
+                     in.runbook.straggler_drop * 100);
+}
+
 std::string comment_block(const std::vector<std::string>& lines) {
   std::string out;
   for (const auto& l : lines) out += l.empty() ? "#\n" : "# " + l + "\n";

@@ -26,6 +26,9 @@ std::vector<PlanProblem> common_problems(const EmitInputs& in);
 /// runbook figures, then provenance, the script's duties and the launch command.
 void finish_meta(EmitMeta& meta, const EmitInputs& in, const std::string& what);
 
+/// "log tokens/s every step (predicted N); flag a straggler when ...": the runbook's threshold.
+std::string straggler_note(const EmitInputs& in);
+
 /// Lines as a "# " comment block.
 std::string comment_block(const std::vector<std::string>& lines);
 

@@ -51,10 +51,7 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
                           "directories",
                           s.keep_last));
   n.push_back(fmt::format("seed Python, NumPy and torch with {} before deepspeed.initialize", s.seed));
-  n.push_back(fmt::format("log tokens/s every step (predicted {:.0f}); flag a straggler when the median over {} steps "
-                          "drops {:.0f}% below the run's",
-                          in.estimate.throughput.tokens_per_s, in.runbook.straggler_window_steps,
-                          in.runbook.straggler_drop * 100));
+  n.push_back(emit::straggler_note(in));
   return n;
 }
 

@@ -197,10 +197,7 @@ MegatronScript emit_megatron(const EmitInputs& in) {
                   "node 0 prunes older complete iter_* directories below",
                   in.settings.keep_last),
       "the vocabulary comes from the tokenizer, padded to a multiple of 128 x tp (--make-vocab-size-divisible-by)",
-      fmt::format("watch tokens/s per step (predicted {:.0f}); flag a straggler when the median over {} steps drops "
-                  "{:.0f}% below the run's",
-                  in.estimate.throughput.tokens_per_s, in.runbook.straggler_window_steps,
-                  in.runbook.straggler_drop * 100),
+      emit::straggler_note(in),
   };
   if (multi) {
     s.meta.launch = {fmt::format("on each of the {} nodes: NODE_RANK=<0..{}> MASTER_ADDR=<node 0> bash megatron.sh", c.nodes(),

@@ -5,12 +5,13 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "support.hpp"
 
+using shardplan::test::make_temp_dir;
+using shardplan::test::read_file;
 using shardplan::test::run_cli;
+using shardplan::test::write_file;
 
 namespace {
 
@@ -19,21 +20,6 @@ const std::string kGpt3 =
     "--zero 1 --recompute full";
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-std::string temp_dir() {
-  char dir[] = "/tmp/shardplan-cli-emit-XXXXXX";
-  REQUIRE(mkdtemp(dir) != nullptr);
-  return dir;
-}
-
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 double step_s(const std::string& flags) {
   const auto r = run_cli("estimate " + flags + " --json");
@@ -66,10 +52,10 @@ TEST_CASE("emit --checkpoint-interval auto uses the runbook's Young interval") {
 }
 
 TEST_CASE("emit --plan FILE: an estimate --json file gives the same config as the flags") {
-  const std::string dir = temp_dir();
+  const std::string dir = make_temp_dir();
   const auto est = run_cli("estimate " + kGpt3 + " --json");
   REQUIRE(est.status == 0);
-  write(dir + "/plan.json", est.out);
+  write_file(dir + "/plan.json", est.out);
   const auto from_file = run_cli("emit --format torchtitan --zero 2 --plan " + dir + "/plan.json");
   CHECK(from_file.status == 2);  // planning flags and --plan together
   CHECK(contains(from_file.err, "--zero"));
@@ -87,7 +73,7 @@ TEST_CASE("emit --plan FILE: an estimate --json file gives the same config as th
 }
 
 TEST_CASE("emit --plan FILE from plan --json: the recommended plan, or --pick fastest") {
-  const std::string dir = temp_dir();
+  const std::string dir = make_temp_dir();
   const auto zero1 = nlohmann::json::parse(run_cli("estimate " + kGpt3 + " --json").out);
   std::string zero0_flags = kGpt3;
   zero0_flags.replace(zero0_flags.find("--zero 1"), 8, "--zero 0");
@@ -98,7 +84,7 @@ TEST_CASE("emit --plan FILE from plan --json: the recommended plan, or --pick fa
     plan["fastest"][key] = zero0[key];
   }
   plan["recommended"]["rung"] = "pipeline parallel";
-  write(dir + "/plan.json", plan.dump());
+  write_file(dir + "/plan.json", plan.dump());
   const auto rec = run_cli("emit --format deepspeed --plan " + dir + "/plan.json");
   REQUIRE(rec.status == 0);
   CHECK(nlohmann::json::parse(rec.out).at("zero_optimization").at("stage") == 1);
@@ -109,25 +95,25 @@ TEST_CASE("emit --plan FILE from plan --json: the recommended plan, or --pick fa
 }
 
 TEST_CASE("emit -o FILE replaces the file whole, and leaves it alone on failure") {
-  const std::string dir = temp_dir();
+  const std::string dir = make_temp_dir();
   const std::string out = dir + "/ds_config.json";
-  write(out, "previous\n");
+  write_file(out, "previous\n");
   const auto ok = run_cli("emit --format deepspeed -o " + out + " " + kGpt3);
   REQUIRE(ok.status == 0);
   CHECK(ok.out.empty());
   CHECK(contains(ok.err, "wrote " + out));
-  const std::string written = slurp(out);
+  const std::string written = read_file(out);
   CHECK(nlohmann::json::parse(written).at("train_batch_size") == 1536);
   const auto bad = run_cli("emit --format accelerate -o " + out + " " + kGpt3);
   CHECK(bad.status == 2);
-  CHECK(slurp(out) == written);
+  CHECK(read_file(out) == written);
   CHECK(std::system(("test $(ls -A " + dir + " | wc -l) -eq 1").c_str()) == 0);  // no temporary left
 }
 
 TEST_CASE("emit refuses what a launcher cannot run, and bad input, naming the field") {
-  const std::string dir = temp_dir();
-  write(dir + "/broken.json", "{\"model\": ");
-  write(dir + "/typo.json", [] {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/broken.json", "{\"model\": ");
+  write_file(dir + "/typo.json", [] {
     auto j = nlohmann::json::parse(run_cli("estimate " + kGpt3 + " --json").out);
     j["plan"]["pipline"] = 8;
     return j.dump();
@@ -155,11 +141,7 @@ TEST_CASE("emit refuses what a launcher cannot run, and bad input, naming the fi
       {"emit --format deepspeed --seed -3 " + kGpt3, "--seed", ""},
   };
   for (const Case& c : cases) {
-    CAPTURE(c.args);
-    const auto r = run_cli(c.args);
-    CHECK(r.status == 2);
-    CHECK(contains(r.err, c.field));
-    CHECK(contains(r.err, c.reason));
-    CHECK(r.out.empty());
+    shardplan::test::check_refused(c.args, c.field);
+    shardplan::test::check_refused(c.args, c.reason);
   }
 }

@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -47,33 +46,20 @@ bool has_field(const std::vector<PlanProblem>& problems, const std::string& fiel
   return false;
 }
 
-std::string temp_path(const std::string& name) {
-  char dir[] = "/tmp/shardplan-emit-XXXXXX";
-  REQUIRE(mkdtemp(dir) != nullptr);
-  return std::string(dir) + "/" + name;
-}
-
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string temp_path(const std::string& name) { return test::make_temp_dir() + "/" + name; }
 
 // pretrain_gpt.py's arguments as the script passes them: runs the script with a stand-in
 // torchrun on PATH that prints one argument per line.
 std::map<std::string, std::string> megatron_args(const std::string& script, std::vector<std::string>* order = nullptr) {
   const std::string path = temp_path("megatron.sh");
   const std::string dir = path.substr(0, path.rfind('/'));
-  write(path, script);
-  write(dir + "/torchrun", "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"$OUT\"\n");
+  test::write_file(path, script);
+  test::write_file(dir + "/torchrun", "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"$OUT\"\n");
   const std::string cmd = "chmod +x " + dir + "/torchrun && bash -n " + path + " && cd " + dir + " && PATH=" + dir +
                           ":$PATH OUT=" + dir + "/args NODE_RANK=1 MASTER_ADDR=10.0.0.1 CHECKPOINT_DIR=/ckpt "
                           "DATA_PATH=/data/c4 TOKENIZER_MODEL=gpt2 TRAIN_ITERS=1000 bash " + path;
   REQUIRE(std::system(cmd.c_str()) == 0);
-  std::istringstream lines(slurp(dir + "/args"));
+  std::istringstream lines(test::read_file(dir + "/args"));
   std::map<std::string, std::string> args;
   std::string line, flag;
   while (std::getline(lines, line)) {
@@ -306,7 +292,7 @@ TEST_CASE("Megatron-LM keep-last: the pruner keeps the newest complete checkpoin
   std::string setup = "mkdir -p " + dir;
   for (int it : {100, 200, 300, 400, 500}) setup += fmt::format(" && mkdir {}/iter_{:07d}", dir, it);
   setup += " && echo 400 > " + dir + "/latest_checkpointed_iteration.txt";  // 500 is being written
-  write(dir + ".sh", script.substr(begin, end + 3 - begin) + "prune_checkpoints\n");
+  test::write_file(dir + ".sh", script.substr(begin, end + 3 - begin) + "prune_checkpoints\n");
   REQUIRE(std::system((setup + " && CHECKPOINT_DIR=" + dir + " KEEP_LAST=3 bash " + dir + ".sh").c_str()) == 0);
   std::string left;
   for (int it : {100, 200, 300, 400, 500}) {
@@ -349,7 +335,7 @@ TEST_CASE("golden files") {
     CAPTURE(c.file);
     const std::string path = std::string(SHARDPLAN_TEST_DATA) + "/emit/" + c.file;
     const std::string text = emit_text(c.format, c.in);
-    if (update) write(path, text);
-    CHECK(text == slurp(path));
+    if (update) test::write_file(path, text);
+    CHECK(text == test::read_file(path));
   }
 }

@@ -14,12 +14,6 @@ using namespace shardplan;
 
 namespace {
 
-ModelSpec params_only(double n) {
-  ModelSpec m;
-  m.params_only = n;
-  return m;
-}
-
 ParallelPlan zero_plan(int dp, int zero) {
   ParallelPlan p = test::plan(dp, 1, 1);
   p.zero = zero;
@@ -37,7 +31,7 @@ TEST_CASE("a 7B mixed-precision Adam checkpoint is 7e9 x 14 bytes plus small sta
   // 14 = 2 (bf16 weights) + 4 (fp32 master) + 4 (momentum) + 4 (variance); gradients are not
   // saved. BLOOM's README: "8 bytes for fp32 optim, 4+2 bytes for weights (fp32+bf16) - total
   // 14 bytes per param", validated with du.
-  const ModelSpec m = params_only(7e9);
+  const ModelSpec m = test::params_only(7e9);
   const TrainingSpec t = test::training(4096, 64);
   const ClusterSpec c = test::cluster(8, "dgx-h100");
   const double small = kSmallStateBytesPerRank * 8;
@@ -65,7 +59,7 @@ TEST_CASE("a 7B mixed-precision Adam checkpoint is 7e9 x 14 bytes plus small sta
 TEST_CASE("fp32 training checkpoints 4 B weights + 8 B Adam moments") {
   TrainingSpec t = test::training(4096, 8);
   t.precision = Precision::fp32;
-  const Runbook r = runbook_of(params_only(1e9), t, zero_plan(8, 1), test::cluster(8, "dgx-h100"));
+  const Runbook r = runbook_of(test::params_only(1e9), t, zero_plan(8, 1), test::cluster(8, "dgx-h100"));
   CHECK(r.checkpoint.bytes_per_param() == 12.0);
 }
 
@@ -88,7 +82,7 @@ TEST_CASE("tensor and pipeline parallel shard the checkpoint; the total counts i
 }
 
 TEST_CASE("write time: the busiest node or the aggregate bandwidth, whichever is slower") {
-  const ModelSpec m = params_only(7e9);
+  const ModelSpec m = test::params_only(7e9);
   const TrainingSpec t = test::training(4096, 64);
   const ClusterSpec c = test::cluster(64, "dgx-h100");  // 8 nodes
   RunbookOptions o;
@@ -116,7 +110,7 @@ TEST_CASE("Young's interval is sqrt(2 C M); Daly's reproduces the captions of hi
   CHECK(daly_interval_s(3600, 1200) == 1200);  // C >= 2M: checkpoint once per MTBF
 
   // The runbook uses the checkpoint's own write time and the cluster's MTBF.
-  const Runbook r = runbook_of(params_only(7e9), test::training(4096, 512), zero_plan(512, 1),
+  const Runbook r = runbook_of(test::params_only(7e9), test::training(4096, 512), zero_plan(512, 1),
                                test::cluster(512, "dgx-h100"));
   const CheckpointPlan& k = r.checkpoint;
   CHECK(k.interval_s == doctest::Approx(std::sqrt(2.0 * k.write_s * r.failures.mtbf_s)));
@@ -134,7 +128,7 @@ TEST_CASE("goodput = 1 / (1 + C/T + (T/2 + R)/M), best at Young's interval") {
 }
 
 TEST_CASE("goodput falls as the cluster grows") {
-  const ModelSpec m = params_only(7e9);
+  const ModelSpec m = test::params_only(7e9);
   double previous = 1;
   for (int gpus : {8, 64, 512, 4096, 32768}) {
     CAPTURE(gpus);
@@ -159,7 +153,7 @@ TEST_CASE("Llama 3 405B on 16,384 GPUs: interruptions per day within 10% of the 
 }
 
 TEST_CASE("disk for keep-last-K, restart cost, timeout, straggler window and time to train") {
-  const ModelSpec m = params_only(7e9);
+  const ModelSpec m = test::params_only(7e9);
   TrainingSpec t = test::training(4096, 64);
   t.tokens = 1e12;
   RunbookOptions o;
