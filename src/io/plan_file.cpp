@@ -179,6 +179,11 @@ PlanFile read_plan_file(const std::string& text, const std::string& origin, Plan
     f.where = origin;
   } else {
     const char* key = pick == PlanPick::fastest ? "fastest" : "recommended";
+    if (j.contains(key) && j.at(key).is_null()) {
+      throw InputError(origin + ": " + key, pick == PlanPick::fastest
+                                                ? "is null: the search found no plan that fits"
+                                                : "is null: no rung of the ladder fits; --pick fastest, or re-plan");
+    }
     if (!j.contains(key) || !j.at(key).is_object()) {
       throw InputError(origin + ": " + key, "missing; expected \"plan\" (estimate --json) or \"recommended\" and "
                                             "\"fastest\" (plan --json)");

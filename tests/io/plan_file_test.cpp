@@ -101,6 +101,9 @@ TEST_CASE("a plan --json file: recommended by default, fastest on request") {
   CHECK(f.plan.zero == 0);
   CHECK(f.where == "plan.json: fastest");
   CHECK(error_field(w.json, PlanPick::fastest) == "--pick");  // an estimate file has one plan
+  j["recommended"] = nullptr;  // plan --json when no rung fits
+  CHECK(error_field(j) == "plan.json: recommended");
+  CHECK(read_plan_file(j.dump(), "plan.json", PlanPick::fastest).plan.zero == 0);
 }
 
 TEST_CASE("bad plan files are errors naming the field") {
