@@ -4,10 +4,10 @@
 // from. Emitters are pure: inputs in, a document object out; text is written at the edge.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 #include <yaml-cpp/yaml.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -43,7 +43,8 @@ struct LongRunSettings {
 
 /// Settings from the runbook: its interval (Young's, the default, or the given one, as the
 /// runbook was asked), its keep-last-K and collective timeout, and the seed.
-LongRunSettings long_run_settings(const Runbook& runbook, IntervalChoice choice, int seed, bool seed_given);
+LongRunSettings long_run_settings(const Runbook& runbook, IntervalChoice choice, int seed,
+                                  bool seed_given);
 
 /// Everything an emitter reads.
 struct EmitInputs {

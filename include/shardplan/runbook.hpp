@@ -49,21 +49,21 @@ inline constexpr double kTimeoutHeadroom = 3;
 
 // Straggler flag: a sustained drop in tokens/s below the run's median. 5% sits above the 1-2%
 // diurnal throughput variation Llama 3 reports as normal (Sec. 3.3.4) and below the ~10% slower
-// hosts MegaScale (Jiang et al. 2024) removed as stragglers. "Sustained": the median over the steps of the
-// last kStragglerWindowS (at least kStragglerMinSteps steps), so one slow step (a checkpoint, an
-// eval) does not trip it.
+// hosts MegaScale (Jiang et al. 2024) removed as stragglers. "Sustained": the median over the steps
+// of the last kStragglerWindowS (at least kStragglerMinSteps steps), so one slow step (a
+// checkpoint, an eval) does not trip it.
 inline constexpr double kStragglerDrop = 0.05;
 inline constexpr double kStragglerWindowS = 600;
 inline constexpr int kStragglerMinSteps = 10;
 
 struct RunbookOptions {
   double storage_bytes_per_s = kDefaultStorageBytesPerSPerNode;
-  bool storage_aggregate = false;       // storage_bytes_per_s is the whole cluster's, not a node's
+  bool storage_aggregate = false;  // storage_bytes_per_s is the whole cluster's, not a node's
   int keep_last = kDefaultKeepLast;
-  double disk_bytes = 0;                // 0 = not given
+  double disk_bytes = 0;  // 0 = not given
   double failures_per_gpu_hour = kDefaultFailuresPerGpuHour;
-  double restart_s = 0;                 // whole restart; 0 = kDefaultRestartFixedS + checkpoint read
-  double checkpoint_interval_s = 0;     // 0 = Young's interval
+  double restart_s = 0;              // whole restart; 0 = kDefaultRestartFixedS + checkpoint read
+  double checkpoint_interval_s = 0;  // 0 = Young's interval
 };
 
 /// What one checkpoint holds and how long it takes to write and read back.
@@ -78,34 +78,34 @@ struct CheckpointPlan {
   double optimizer_bytes_per_param = 0;  // fp32 master + optimizer moments (StateBytes::optimizer)
   double bytes_per_param() const { return weight_bytes_per_param + optimizer_bytes_per_param; }
   double params = 0;
-  double small_state_bytes = 0;     // kSmallStateBytesPerRank x every rank
-  double total_bytes = 0;           // the whole model state once + small state
-  double bytes_per_rank = 0;        // the heaviest writer: data-parallel rank 0 of its stage
-  int writing_ranks = 0;            // ranks that write weights or optimizer state
-  double node_write_bytes = 0;      // the busiest node's writes (its ranks in Megatron's order)
-  double read_bytes_per_rank = 0;   // the heaviest reader on restart
-  double read_total_bytes = 0;      // every rank's reads (replicas read the same files)
+  double small_state_bytes = 0;    // kSmallStateBytesPerRank x every rank
+  double total_bytes = 0;          // the whole model state once + small state
+  double bytes_per_rank = 0;       // the heaviest writer: data-parallel rank 0 of its stage
+  int writing_ranks = 0;           // ranks that write weights or optimizer state
+  double node_write_bytes = 0;     // the busiest node's writes (its ranks in Megatron's order)
+  double read_bytes_per_rank = 0;  // the heaviest reader on restart
+  double read_total_bytes = 0;     // every rank's reads (replicas read the same files)
   double node_read_bytes = 0;
   // storage
   double node_bytes_per_s = 0;
   double aggregate_bytes_per_s = 0;
-  double write_s = 0;               // max(busiest node / node bandwidth, total / aggregate)
+  double write_s = 0;  // max(busiest node / node bandwidth, total / aggregate)
   bool write_aggregate_bound = false;
-  double read_s = 0;                // likewise for what every rank reads back
+  double read_s = 0;  // likewise for what every rank reads back
   // interval
-  double young_interval_s = 0;      // sqrt(2 x write_s x mtbf_s), Young 1974
-  double daly_interval_s = 0;       // Daly 2006's higher-order estimate, for comparison
-  double interval_s = 0;            // the chosen interval (given, or Young's)
+  double young_interval_s = 0;  // sqrt(2 x write_s x mtbf_s), Young 1974
+  double daly_interval_s = 0;   // Daly 2006's higher-order estimate, for comparison
+  double interval_s = 0;        // the chosen interval (given, or Young's)
   bool interval_given = false;
   int interval_steps = 0;           // max(1, round(interval_s / step_s))
   double effective_interval_s = 0;  // interval_steps x step_s: checkpoints fall between steps
   // retention
   int keep_last = 0;
-  double disk_bytes = 0;            // (keep_last + 1) x total_bytes: the next one is written before
-                                    // the oldest is deleted (torchtitan keeps >= 2 for that reason)
-  double disk_capacity_bytes = 0;   // 0 = not given
+  double disk_bytes = 0;           // (keep_last + 1) x total_bytes: the next one is written before
+                                   // the oldest is deleted (torchtitan keeps >= 2 for that reason)
+  double disk_capacity_bytes = 0;  // 0 = not given
   bool disk_fits = true;
-  int covered_steps = 0;            // keep_last x interval_steps: how far back a rollback can go
+  long long covered_steps = 0;  // keep_last x interval_steps: how far back a rollback can go
 };
 
 struct FailureModel {
@@ -128,15 +128,15 @@ struct Runbook {
   double failure_overhead = 0;     // (T/2 + R) / M
   // time to train the --tokens budget with failures counted (0 when no budget is given)
   double tokens = 0;
-  double compute_s = 0;            // steps x step_s, failure-free
-  double wall_s = 0;               // compute_s / goodput
-  double expected_failures = 0;    // wall_s / mtbf_s
+  double compute_s = 0;          // steps x step_s, failure-free
+  double wall_s = 0;             // compute_s / goodput
+  double expected_failures = 0;  // wall_s / mtbf_s
   // operations
-  double longest_wait_s = 0;       // max(step, checkpoint write, checkpoint read)
-  double collective_timeout_s = 0; // max(kMinCollectiveTimeoutS, 3 x longest wait), whole minutes
+  double longest_wait_s = 0;        // max(step, checkpoint write, checkpoint read)
+  double collective_timeout_s = 0;  // max(kMinCollectiveTimeoutS, 3 x longest wait), whole minutes
   double straggler_drop = kStragglerDrop;
   int straggler_window_steps = 0;
-  bool first_order_valid = true;   // false when T/2 + R approaches the MTBF (goodput < 50%)
+  bool first_order_valid = true;  // false when T/2 + R approaches the MTBF (goodput < 50%)
 };
 
 /// Young (1974), "A first order approximation to the optimum checkpoint interval", CACM 17(9):

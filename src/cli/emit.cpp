@@ -1,5 +1,7 @@
 // `shardplan emit`: a launcher config for one plan (given by flags or by a plan file), with the
 // runbook's long-run settings, to stdout or atomically to -o FILE.
+#include "shardplan/emit.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "runbook_options.hpp"
-#include "shardplan/emit.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
 #include "shardplan/plan_file.hpp"
@@ -28,13 +29,15 @@ struct EmitFlags {
 void refuse_planning_flags(const CLI::App& sub) {
   static const std::set<std::string> groups = {"Model", "Training", "Cluster", "Plan"};
   for (const CLI::Option* opt : sub.get_options()) {
-    if (opt->count() == 0 || groups.count(opt->get_group()) == 0 || opt->get_name() == "--tokens") continue;
+    if (opt->count() == 0 || groups.count(opt->get_group()) == 0 || opt->get_name() == "--tokens")
+      continue;
     throw InputError(opt->get_name(), "the plan comes from --plan FILE; drop " + opt->get_name() +
                                           " or describe the plan with flags instead of --plan");
   }
 }
 
-Inputs plan_from_file(const EmitFlags& e, const PlanningOptions& o, std::string& source, double& file_step_s) {
+Inputs plan_from_file(const EmitFlags& e, const PlanningOptions& o, std::string& source,
+                      double& file_step_s) {
   PlanPick pick = PlanPick::recommended;
   if (e.pick == "fastest") {
     pick = PlanPick::fastest;
@@ -50,8 +53,10 @@ Inputs plan_from_file(const EmitFlags& e, const PlanningOptions& o, std::string&
 }
 
 void throw_problems(LauncherFormat format, const std::vector<PlanProblem>& problems) {
-  std::string message = fmt::format("{} cannot run this plan: {}", to_string(format), problems.front().message);
-  for (size_t i = 1; i < problems.size(); ++i) message += fmt::format("; also {}: {}", problems[i].field, problems[i].message);
+  std::string message =
+      fmt::format("{} cannot run this plan: {}", to_string(format), problems.front().message);
+  for (size_t i = 1; i < problems.size(); ++i)
+    message += fmt::format("; also {}: {}", problems[i].field, problems[i].message);
   throw InputError(problems.front().field, message);
 }
 
@@ -64,13 +69,21 @@ Runner setup_emit(CLI::App& sub) {
   add_cluster_options(sub, *o);
   add_plan_options(sub, *o);
   auto e = std::make_shared<EmitFlags>();
-  sub.add_option("--format", e->format, "deepspeed | megatron | torchtitan | accelerate")->required()->group("Emit");
-  sub.add_option("--plan", e->plan_file, "A plan file from `shardplan estimate --json` or `plan --json`")->group("Emit");
-  sub.add_option("--pick", e->pick, "With a `plan --json` file: recommended (default) or fastest")->group("Emit");
-  sub.add_option("-o,--output", e->output, "Write to FILE (replaced atomically) instead of stdout")->group("Emit");
-  sub.add_option("--seed", e->seed, "Random seed recorded in the config (default 1234)")->group("Emit");
+  sub.add_option("--format", e->format, "deepspeed | megatron | torchtitan | accelerate")
+      ->required()
+      ->group("Emit");
+  sub.add_option("--plan", e->plan_file,
+                 "A plan file from `shardplan estimate --json` or `plan --json`")
+      ->group("Emit");
+  sub.add_option("--pick", e->pick, "With a `plan --json` file: recommended (default) or fastest")
+      ->group("Emit");
+  sub.add_option("-o,--output", e->output, "Write to FILE (replaced atomically) instead of stdout")
+      ->group("Emit");
+  sub.add_option("--seed", e->seed, "Random seed recorded in the config (default 1234)")
+      ->group("Emit");
   auto f = std::make_shared<RunbookFlags>();
-  add_runbook_options(sub, *f, "Checkpoint every DURATION (default 30min), or auto: the runbook's Young interval");
+  add_runbook_options(
+      sub, *f, "Checkpoint every DURATION (default 30min), or auto: the runbook's Young interval");
   CLI::App* app = &sub;
   return [o, e, f, app]() {
     const LauncherFormat format = parse_launcher_format(e->format, "--format");
@@ -81,13 +94,15 @@ Runner setup_emit(CLI::App& sub) {
       refuse_planning_flags(*app);
       in = plan_from_file(*e, *o, source, file_step_s);
     } else {
-      if (!e->pick.empty()) throw InputError("--pick", "chooses a plan in a --plan FILE; give --plan too");
+      if (!e->pick.empty())
+        throw InputError("--pick", "chooses a plan in a --plan FILE; give --plan too");
       in = resolve_timed_inputs(*o);
     }
     const bool seed_given = !e->seed.empty();
-    const int seed = seed_given ? static_cast<int>(std::min<long long>(parse_positive_int(e->seed, "--seed"), 2147483647))
+    const int seed = seed_given ? static_cast<int>(std::min<long long>(
+                                      parse_positive_int(e->seed, "--seed"), 2147483647))
                                 : kDefaultSeed;
-    const IntervalChoice choice = f->checkpoint_interval.empty()  ? IntervalChoice::default_interval
+    const IntervalChoice choice = f->checkpoint_interval.empty() ? IntervalChoice::default_interval
                                   : f->checkpoint_interval == "auto" ? IntervalChoice::young
                                                                      : IntervalChoice::given;
     const RunbookInputs options = resolve_runbook_flags(*f, kDefaultCheckpointIntervalS);
@@ -95,22 +110,26 @@ Runner setup_emit(CLI::App& sub) {
     EmitInputs ei{in.model, in.cluster, in.training, in.plan, {}, {}, {}, source};
     ei.estimate = estimate(in.model, in.training, in.plan, in.cluster);
     if (file_step_s > 0 && std::fabs(file_step_s - ei.estimate.time.step_s) > 0.01 * file_step_s) {
-      std::fprintf(stderr, "shardplan: warning: %s predicted a %.3f s step; this build predicts %.3f s and uses it\n",
+      std::fprintf(stderr,
+                   "shardplan: warning: %s predicted a %.3f s step; this build predicts %.3f s and "
+                   "uses it\n",
                    source.c_str(), file_step_s, ei.estimate.time.step_s);
     }
-    ei.runbook = plan_runbook(in.model, in.training, in.plan, in.cluster, ei.estimate, options.options);
+    ei.runbook =
+        plan_runbook(in.model, in.training, in.plan, in.cluster, ei.estimate, options.options);
     ei.settings = long_run_settings(ei.runbook, choice, seed, seed_given);
     const auto problems = launcher_problems(format, ei);
     if (!problems.empty()) throw_problems(format, problems);
-    for (const auto& w : runbook_warnings(ei.runbook)) std::fprintf(stderr, "shardplan: warning: %s\n", w.c_str());
+    for (const auto& w : runbook_warnings(ei.runbook))
+      std::fprintf(stderr, "shardplan: warning: %s\n", w.c_str());
 
     const std::string text = emit_text(format, ei);
     if (e->output.empty()) {
       std::cout << text;
     } else {
       write_file_atomically(e->output, text, "--output");
-      std::fprintf(stderr, "shardplan: wrote %s (%s, checkpoint every %d steps)\n", e->output.c_str(),
-                   to_string(format), ei.settings.checkpoint_interval_steps);
+      std::fprintf(stderr, "shardplan: wrote %s (%s, checkpoint every %d steps)\n",
+                   e->output.c_str(), to_string(format), ei.settings.checkpoint_interval_steps);
     }
     return 0;
   };

@@ -13,7 +13,8 @@ namespace shardplan::cli {
 Runner setup_runbook(CLI::App& sub) {
   auto o = add_planning_options(sub);
   auto f = std::make_shared<RunbookFlags>();
-  add_runbook_options(sub, *f, "Checkpoint every DURATION (e.g. 30min), or auto: Young's interval (default)");
+  add_runbook_options(
+      sub, *f, "Checkpoint every DURATION (e.g. 30min), or auto: Young's interval (default)");
   return [o, f]() {
     const Inputs in = resolve_timed_inputs(*o);
     const RunbookInputs options = resolve_runbook_flags(*f, 0);

@@ -13,18 +13,23 @@
 namespace shardplan::cli {
 
 void add_runbook_options(CLI::App& app, RunbookFlags& f, const std::string& interval_help) {
-  app.add_option("--storage-bw", f.storage_bw, "Checkpoint storage write bandwidth per node, e.g. 2GB/s (default 1GB/s)")
+  app.add_option("--storage-bw", f.storage_bw,
+                 "Checkpoint storage write bandwidth per node, e.g. 2GB/s (default 1GB/s)")
       ->group("Long run");
-  app.add_flag("--storage-aggregate", f.storage_aggregate, "--storage-bw is the whole cluster's, not a node's")
+  app.add_flag("--storage-aggregate", f.storage_aggregate,
+               "--storage-bw is the whole cluster's, not a node's")
       ->group("Long run");
   app.add_option("--keep-last", f.keep_last, "Checkpoints to keep (default 3)")->group("Long run");
-  app.add_option("--disk", f.disk, "Checkpoint disk capacity, e.g. 50TB: warn when keep-last does not fit")
+  app.add_option("--disk", f.disk,
+                 "Checkpoint disk capacity, e.g. 50TB: warn when keep-last does not fit")
       ->group("Long run");
-  app.add_option("--failure-rate", f.failure_rate,
-                 "Job interruptions per GPU-hour (2e-5 or 2e-5/gpu-hour) or per GPU-day (4.8e-4/gpu-day); "
-                 "default from Llama 3 405B")
+  app.add_option(
+         "--failure-rate", f.failure_rate,
+         "Job interruptions per GPU-hour (2e-5 or 2e-5/gpu-hour) or per GPU-day (4.8e-4/gpu-day); "
+         "default from Llama 3 405B")
       ->group("Long run");
-  app.add_option("--restart-cost", f.restart_cost, "Whole restart, e.g. 15min (default 10 min + checkpoint read)")
+  app.add_option("--restart-cost", f.restart_cost,
+                 "Whole restart, e.g. 15min (default 10 min + checkpoint read)")
       ->group("Long run");
   app.add_option("--checkpoint-interval", f.checkpoint_interval, interval_help)->group("Long run");
 }
@@ -35,7 +40,8 @@ double parse_failure_rate(const std::string& text, const std::string& field) {
   std::string unit;
   if (slash != std::string::npos) {
     for (char c : text.substr(slash + 1)) {
-      if (c != ' ' && c != '-' && c != '_') unit.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+      if (c != ' ' && c != '-' && c != '_')
+        unit.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
     }
   }
   double per_hour = 0;
@@ -44,7 +50,8 @@ double parse_failure_rate(const std::string& text, const std::string& field) {
   } else if (unit == "gpuday" || unit == "gpud") {
     per_hour = value / 24.0;
   } else {
-    throw InputError(field, "'" + text + "' has an unknown unit; use e.g. 2e-5/gpu-hour or 4.8e-4/gpu-day");
+    throw InputError(
+        field, "'" + text + "' has an unknown unit; use e.g. 2e-5/gpu-hour or 4.8e-4/gpu-day");
   }
   if (per_hour > 1) throw InputError(field, "'" + text + "' is more than one failure per GPU-hour");
   return per_hour;
@@ -62,12 +69,14 @@ RunbookInputs resolve_runbook_flags(const RunbookFlags& f, double default_interv
   in.keep_last_given = !f.keep_last.empty();
   if (in.keep_last_given) {
     const long long k = parse_positive_int(f.keep_last, "--keep-last");
-    if (k > 1000) throw InputError("--keep-last", fmt::format("{} checkpoints is too many; at most 1000", k));
+    if (k > 1000)
+      throw InputError("--keep-last", fmt::format("{} checkpoints is too many; at most 1000", k));
     o.keep_last = static_cast<int>(k);
   }
   if (!f.disk.empty()) o.disk_bytes = parse_bytes(f.disk, "--disk");
   in.failure_rate_given = !f.failure_rate.empty();
-  if (in.failure_rate_given) o.failures_per_gpu_hour = parse_failure_rate(f.failure_rate, "--failure-rate");
+  if (in.failure_rate_given)
+    o.failures_per_gpu_hour = parse_failure_rate(f.failure_rate, "--failure-rate");
   if (!f.restart_cost.empty()) o.restart_s = parse_duration(f.restart_cost, "--restart-cost");
   std::string interval = f.checkpoint_interval;
   std::transform(interval.begin(), interval.end(), interval.begin(),

@@ -20,7 +20,8 @@ double young_interval_s(double checkpoint_s, double mtbf_s) {
 double daly_interval_s(double checkpoint_s, double mtbf_s) {
   if (checkpoint_s >= 2.0 * mtbf_s) return mtbf_s;
   const double x = checkpoint_s / (2.0 * mtbf_s);
-  return young_interval_s(checkpoint_s, mtbf_s) * (1.0 + std::sqrt(x) / 3.0 + x / 9.0) - checkpoint_s;
+  return young_interval_s(checkpoint_s, mtbf_s) * (1.0 + std::sqrt(x) / 3.0 + x / 9.0) -
+         checkpoint_s;
 }
 
 double goodput(double interval_s, double checkpoint_s, double mtbf_s, double restart_s) {
@@ -89,12 +90,14 @@ CheckpointPlan size_checkpoint(const ModelSpec& m, const TrainingSpec& tr, const
 
   const int nodes = c.nodes();
   k.node_bytes_per_s = o.storage_aggregate ? o.storage_bytes_per_s / nodes : o.storage_bytes_per_s;
-  k.aggregate_bytes_per_s = o.storage_aggregate ? o.storage_bytes_per_s : o.storage_bytes_per_s * nodes;
+  k.aggregate_bytes_per_s =
+      o.storage_aggregate ? o.storage_bytes_per_s : o.storage_bytes_per_s * nodes;
   const double node_write_s = k.node_write_bytes / k.node_bytes_per_s;
   const double aggregate_write_s = k.total_bytes / k.aggregate_bytes_per_s;
   k.write_s = std::max(node_write_s, aggregate_write_s);
   k.write_aggregate_bound = aggregate_write_s > node_write_s;
-  k.read_s = std::max(k.node_read_bytes / k.node_bytes_per_s, k.read_total_bytes / k.aggregate_bytes_per_s);
+  k.read_s = std::max(k.node_read_bytes / k.node_bytes_per_s,
+                      k.read_total_bytes / k.aggregate_bytes_per_s);
 
   k.keep_last = o.keep_last;
   k.disk_bytes = (o.keep_last + 1.0) * k.total_bytes;
@@ -109,7 +112,8 @@ Runbook plan_runbook(const ModelSpec& m, const TrainingSpec& tr, const ParallelP
                      const ClusterSpec& c, const Estimate& e, const RunbookOptions& o) {
   SHARDPLAN_CHECK(o.storage_bytes_per_s > 0 && o.failures_per_gpu_hour > 0 && o.keep_last >= 1,
                   "runbook options are validated by the caller");
-  SHARDPLAN_CHECK(!e.memory.stages.empty() && e.time.step_s > 0, "the estimate must be of a valid plan");
+  SHARDPLAN_CHECK(!e.memory.stages.empty() && e.time.step_s > 0,
+                  "the estimate must be of a valid plan");
   Runbook r;
   r.step_s = e.time.step_s;
   r.tokens_per_s = e.throughput.tokens_per_s;
@@ -127,9 +131,10 @@ Runbook plan_runbook(const ModelSpec& m, const TrainingSpec& tr, const ParallelP
   k.daly_interval_s = daly_interval_s(k.write_s, f.mtbf_s);
   k.interval_given = o.checkpoint_interval_s > 0;
   k.interval_s = k.interval_given ? o.checkpoint_interval_s : k.young_interval_s;
-  k.interval_steps = std::max(1, static_cast<int>(std::lround(k.interval_s / r.step_s)));
+  k.interval_steps =
+      static_cast<int>(std::clamp(std::llround(k.interval_s / r.step_s), 1LL, 1LL << 30));
   k.effective_interval_s = k.interval_steps * r.step_s;
-  k.covered_steps = k.keep_last * k.interval_steps;
+  k.covered_steps = static_cast<long long>(k.keep_last) * k.interval_steps;
 
   const double t = k.effective_interval_s;
   r.checkpoint_overhead = k.write_s / t;
@@ -147,8 +152,8 @@ Runbook plan_runbook(const ModelSpec& m, const TrainingSpec& tr, const ParallelP
   // Ranks that write nothing wait in the next collective for the writers, and a restarted job's
   // first collective waits for the slowest reader: a timeout must outlast both, and a step.
   r.longest_wait_s = std::max({r.step_s, k.write_s, k.read_s});
-  r.collective_timeout_s =
-      std::max(kMinCollectiveTimeoutS, 60.0 * std::ceil(kTimeoutHeadroom * r.longest_wait_s / 60.0));
+  r.collective_timeout_s = std::max(kMinCollectiveTimeoutS,
+                                    60.0 * std::ceil(kTimeoutHeadroom * r.longest_wait_s / 60.0));
   r.straggler_window_steps =
       std::max(kStragglerMinSteps, static_cast<int>(std::ceil(kStragglerWindowS / r.step_s)));
   return r;

@@ -14,12 +14,14 @@
 
 namespace shardplan {
 
-void write_file_atomically(const std::string& path, const std::string& text, const std::string& field) {
+void write_file_atomically(const std::string& path, const std::string& text,
+                           const std::string& field) {
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   if (name.empty()) throw InputError(field, "'" + path + "' names a directory, not a file");
-  std::string pattern = (slash == std::string::npos ? std::string() : dir) + "." + name + ".tmp-XXXXXX";
+  std::string pattern =
+      (slash == std::string::npos ? std::string() : dir) + "." + name + ".tmp-XXXXXX";
   std::vector<char> temp(pattern.begin(), pattern.end());
   temp.push_back('\0');
   const int fd = mkstemp(temp.data());
@@ -28,7 +30,8 @@ void write_file_atomically(const std::string& path, const std::string& text, con
     const int saved = errno;
     close(fd);
     std::remove(temp.data());
-    throw InputError(field, std::string("cannot ") + what + " " + path + ": " + std::strerror(saved));
+    throw InputError(field,
+                     std::string("cannot ") + what + " " + path + ": " + std::strerror(saved));
   };
   size_t written = 0;
   while (written < text.size()) {

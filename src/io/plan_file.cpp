@@ -16,7 +16,9 @@
 namespace shardplan {
 namespace {
 
-bool same(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
+bool same(double a, double b) {
+  return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
+}
 
 ModelSpec read_model(StrictObject o) {
   ModelSpec m;
@@ -52,9 +54,10 @@ ModelSpec read_model(StrictObject o) {
   check_architecture(m, o.where());
   const double counted = count_params(m).total;
   if (!same(counted, params)) {
-    throw InputError(o.field("params"), fmt::format("{:.0f} does not match the architecture's {:.0f} parameters; "
-                                                    "the file was edited or written by another version",
-                                                    params, counted));
+    throw InputError(o.field("params"),
+                     fmt::format("{:.0f} does not match the architecture's {:.0f} parameters; "
+                                 "the file was edited or written by another version",
+                                 params, counted));
   }
   return m;
 }
@@ -80,23 +83,28 @@ ClusterSpec read_cluster(StrictObject o) {
   const std::string gpu_name = g.string("name");
   g.string("source");  // the profile is loaded again below, by name or from the probe's file
   // A probe-calibrated GPU lives in the cluster profile the probe wrote; a preset by its name.
-  c.gpu = g.boolean("calibrated") ? load_cluster(c.source, o.field("source")).gpu : load_gpu(gpu_name, g.field("name"));
+  c.gpu = g.boolean("calibrated") ? load_cluster(c.source, o.field("source")).gpu
+                                  : load_gpu(gpu_name, g.field("name"));
   if (!same(g.number("memory_bytes"), c.gpu.memory_bytes)) {
-    throw InputError(g.field("memory_bytes"), fmt::format("differs from {}'s {:.0f} bytes in {}", c.gpu.name,
-                                                          c.gpu.memory_bytes, c.gpu.source));
+    throw InputError(g.field("memory_bytes"),
+                     fmt::format("differs from {}'s {:.0f} bytes in {}", c.gpu.name,
+                                 c.gpu.memory_bytes, c.gpu.source));
   }
   if (!same(g.number("peak_bf16_flops"), c.gpu.peak_flops[static_cast<int>(MathDtype::bf16)])) {
-    throw InputError(g.field("peak_bf16_flops"), fmt::format("differs from {}'s profile {}", c.gpu.name, c.gpu.source));
+    throw InputError(g.field("peak_bf16_flops"),
+                     fmt::format("differs from {}'s profile {}", c.gpu.name, c.gpu.source));
   }
   g.number("hbm_bytes_per_s");
   g.finish();
   c.gpus = o.integer("gpus");
   c.gpus_per_node = o.integer("gpus_per_node");
   if (c.gpus < 1 || c.gpus_per_node < 1 || c.gpus_per_node > c.gpus) {
-    throw InputError(o.field("gpus_per_node"), fmt::format("{} GPUs per node of {} GPUs is not a cluster",
-                                                           c.gpus_per_node, c.gpus));
+    throw InputError(
+        o.field("gpus_per_node"),
+        fmt::format("{} GPUs per node of {} GPUs is not a cluster", c.gpus_per_node, c.gpus));
   }
-  if (o.integer("nodes") != c.nodes()) throw InputError(o.field("nodes"), fmt::format("should be {}", c.nodes()));
+  if (o.integer("nodes") != c.nodes())
+    throw InputError(o.field("nodes"), fmt::format("should be {}", c.nodes()));
   c.intra = read_link(o.object("intra"));
   c.nic = read_link(o.object("nic"));
   c.nics_per_node = o.integer("nics_per_node");
@@ -104,7 +112,8 @@ ClusterSpec read_cluster(StrictObject o) {
   share_nics(c);
   const LinkSpec inter = read_link(o.object("inter_per_gpu"));
   if (!same(inter.busbw_bytes_per_s, c.inter.busbw_bytes_per_s)) {
-    throw InputError(o.field("inter_per_gpu"), "is not the NIC's bandwidth shared by the node's GPUs");
+    throw InputError(o.field("inter_per_gpu"),
+                     "is not the NIC's bandwidth shared by the node's GPUs");
   }
   o.finish();
   return c;
@@ -117,13 +126,15 @@ TrainingSpec read_training(StrictObject o) {
   t.attention = parse_attention(o.string("attention"), o.field("attention"));
   t.seq_len = o.integer("seq_len");
   t.global_batch = o.integer("global_batch");
-  if (t.seq_len < 1 || t.global_batch < 1) throw InputError(o.field("global_batch"), "seq_len and global_batch must be >= 1");
+  if (t.seq_len < 1 || t.global_batch < 1)
+    throw InputError(o.field("global_batch"), "seq_len and global_batch must be >= 1");
   t.fp32_grads = o.boolean("fp32_grads");
   t.overlap_grad_reduce = o.boolean("overlap_grad_reduce");
   t.overlap_param_gather = o.boolean("overlap_param_gather");
   t.tp_comm_overlap = o.boolean("tp_comm_overlap");
   t.fragmentation = o.number("fragmentation");
-  if (!(t.fragmentation >= 0 && t.fragmentation <= 1)) throw InputError(o.field("fragmentation"), "must be between 0 and 1");
+  if (!(t.fragmentation >= 0 && t.fragmentation <= 1))
+    throw InputError(o.field("fragmentation"), "must be between 0 and 1");
   if (o.has("tokens")) t.tokens = o.positive("tokens");
   if (o.has("gpu_hour_cost")) t.gpu_hour_cost = o.positive("gpu_hour_cost");
   o.finish();
@@ -164,29 +175,35 @@ double step_time(const nlohmann::json& parent, const std::string& where) {
 
 PlanFile read_plan_file(const std::string& text, const std::string& origin, PlanPick pick) {
   const nlohmann::json j = parse_json(text, origin);
-  if (!j.is_object()) throw InputError(origin, "a plan file is a JSON object (from `shardplan estimate --json`)");
+  if (!j.is_object())
+    throw InputError(origin, "a plan file is a JSON object (from `shardplan estimate --json`)");
   for (const char* key : {"model", "cluster", "training"}) {
     if (!j.contains(key)) {
-      throw InputError(origin + ": " + key, "missing; write the file with `shardplan estimate --json` or `plan --json`");
+      throw InputError(origin + ": " + key,
+                       "missing; write the file with `shardplan estimate --json` or `plan --json`");
     }
   }
   PlanFile f;
   const nlohmann::json* chosen = &j;
   if (j.contains("plan")) {
     if (pick == PlanPick::fastest) {
-      throw InputError("--pick", origin + " holds one plan (estimate --json); --pick chooses in a `plan --json` file");
+      throw InputError(
+          "--pick",
+          origin + " holds one plan (estimate --json); --pick chooses in a `plan --json` file");
     }
     f.where = origin;
   } else {
     const char* key = pick == PlanPick::fastest ? "fastest" : "recommended";
     if (j.contains(key) && j.at(key).is_null()) {
-      throw InputError(origin + ": " + key, pick == PlanPick::fastest
-                                                ? "is null: the search found no plan that fits"
-                                                : "is null: no rung of the ladder fits; --pick fastest, or re-plan");
+      throw InputError(origin + ": " + key,
+                       pick == PlanPick::fastest
+                           ? "is null: the search found no plan that fits"
+                           : "is null: no rung of the ladder fits; --pick fastest, or re-plan");
     }
     if (!j.contains(key) || !j.at(key).is_object()) {
-      throw InputError(origin + ": " + key, "missing; expected \"plan\" (estimate --json) or \"recommended\" and "
-                                            "\"fastest\" (plan --json)");
+      throw InputError(origin + ": " + key,
+                       "missing; expected \"plan\" (estimate --json) or \"recommended\" and "
+                       "\"fastest\" (plan --json)");
     }
     chosen = &j.at(key);
     f.where = origin + ": " + key;
@@ -199,13 +216,15 @@ PlanFile read_plan_file(const std::string& text, const std::string& origin, Plan
   f.plan = read_plan(StrictObject(chosen->at("plan"), plan_where));
   f.step_s = step_time(*chosen, f.where);
   if (f.plan.gpus() != f.cluster.gpus) {
-    throw InputError(plan_where + ": gpus", fmt::format("the plan uses {} GPUs but the cluster has {}", f.plan.gpus(),
-                                                        f.cluster.gpus));
+    throw InputError(
+        plan_where + ": gpus",
+        fmt::format("the plan uses {} GPUs but the cluster has {}", f.plan.gpus(), f.cluster.gpus));
   }
   PlanRules rules;
   rules.allow_tp_across_nodes = true;  // the plan was made with whatever the user allowed
   const auto problems = check_plan(f.model, f.training, f.plan, f.cluster, rules);
-  if (!problems.empty()) throw InputError(plan_where + " (" + problems.front().field + ")", problems.front().message);
+  if (!problems.empty())
+    throw InputError(plan_where + " (" + problems.front().field + ")", problems.front().message);
   return f;
 }
 

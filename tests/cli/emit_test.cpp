@@ -1,10 +1,10 @@
 // `shardplan emit` from the command line: plans by flags or by file, the estimate's step time
 // and the runbook's interval in the output, -o written atomically, and bad input.
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "support.hpp"
 
@@ -16,10 +16,13 @@ using shardplan::test::write_file;
 namespace {
 
 const std::string kGpt3 =
-    "--model gpt3-175b --cluster dgx-a100 --gpus 1024 --tp 8 --pp 8 --global-batch 1536 --micro-batch 1 "
+    "--model gpt3-175b --cluster dgx-a100 --gpus 1024 --tp 8 --pp 8 --global-batch 1536 "
+    "--micro-batch 1 "
     "--zero 1 --recompute full";
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 double step_s(const std::string& flags) {
   const auto r = run_cli("estimate " + flags + " --json");
@@ -35,7 +38,8 @@ TEST_CASE("emit --format deepspeed: 30-minute checkpoints in steps of the estima
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j.at("train_batch_size") == 1536);
   CHECK(j.at("gradient_accumulation_steps") == 96);
-  CHECK(j.at("_shardplan").at("long_run").at("checkpoint_interval_steps") == std::lround(1800 / step_s(kGpt3)));
+  CHECK(j.at("_shardplan").at("long_run").at("checkpoint_interval_steps") ==
+        std::lround(1800 / step_s(kGpt3)));
 }
 
 TEST_CASE("emit --checkpoint-interval auto uses the runbook's Young interval") {
@@ -46,8 +50,10 @@ TEST_CASE("emit --checkpoint-interval auto uses the runbook's Young interval") {
   REQUIRE(r.status == 0);
   CHECK(contains(r.out, "  --save-interval " + std::to_string(young_steps) + "\n"));
   CHECK(contains(r.out, "the runbook's Young interval"));
-  const auto given = run_cli("emit --format megatron --checkpoint-interval 2h --keep-last 5 " + kGpt3);
-  CHECK(contains(given.out, "  --save-interval " + std::to_string(std::lround(7200 / step_s(kGpt3))) + "\n"));
+  const auto given =
+      run_cli("emit --format megatron --checkpoint-interval 2h --keep-last 5 " + kGpt3);
+  CHECK(contains(given.out,
+                 "  --save-interval " + std::to_string(std::lround(7200 / step_s(kGpt3))) + "\n"));
   CHECK(contains(given.out, "KEEP_LAST=\"5\""));
 }
 
@@ -78,7 +84,8 @@ TEST_CASE("emit --plan FILE from plan --json: the recommended plan, or --pick fa
   std::string zero0_flags = kGpt3;
   zero0_flags.replace(zero0_flags.find("--zero 1"), 8, "--zero 0");
   const auto zero0 = nlohmann::json::parse(run_cli("estimate " + zero0_flags + " --json").out);
-  nlohmann::json plan = {{"model", zero1["model"]}, {"cluster", zero1["cluster"]}, {"training", zero1["training"]}};
+  nlohmann::json plan = {
+      {"model", zero1["model"]}, {"cluster", zero1["cluster"]}, {"training", zero1["training"]}};
   for (const char* key : {"plan", "time", "throughput", "memory", "comm"}) {
     plan["recommended"][key] = zero1[key];
     plan["fastest"][key] = zero0[key];
@@ -107,7 +114,8 @@ TEST_CASE("emit -o FILE replaces the file whole, and leaves it alone on failure"
   const auto bad = run_cli("emit --format accelerate -o " + out + " " + kGpt3);
   CHECK(bad.status == 2);
   CHECK(read_file(out) == written);
-  CHECK(std::system(("test $(ls -A " + dir + " | wc -l) -eq 1").c_str()) == 0);  // no temporary left
+  CHECK(std::system(("test $(ls -A " + dir + " | wc -l) -eq 1").c_str()) ==
+        0);  // no temporary left
 }
 
 TEST_CASE("emit refuses what a launcher cannot run, and bad input, naming the field") {
@@ -129,7 +137,8 @@ TEST_CASE("emit refuses what a launcher cannot run, and bad input, naming the fi
   };
   const Case cases[] = {
       {"emit --format megatron " + zero3, "--zero", "pipeline"},
-      {"emit --format deepspeed " + zero2, "--zero", "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"},
+      {"emit --format deepspeed " + zero2, "--zero",
+       "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"},
       {"emit --format accelerate " + kGpt3, "--pp", "no pipeline parallelism"},
       {"emit --format torchtitan " + kGpt3, "--zero", "no ZeRO-1"},
       {"emit --format slurm " + kGpt3, "--format", "deepspeed, megatron, torchtitan or accelerate"},

@@ -1,16 +1,18 @@
 // `shardplan runbook` from the command line: the JSON contract, the cited figures, warnings and
 // bad input.
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "support.hpp"
 
 using shardplan::test::run_cli;
 
 namespace {
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 }  // namespace
 
 TEST_CASE("runbook --json: checkpoint, failures and goodput keys; 7B = 7e9 x 14 B + small state") {
@@ -18,7 +20,8 @@ TEST_CASE("runbook --json: checkpoint, failures and goodput keys; 7B = 7e9 x 14 
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
   const auto& k = j.at("checkpoint");
-  for (const char* key : {"bytes_per_rank", "total_bytes", "write_s", "interval_s", "keep_last", "disk_bytes"}) {
+  for (const char* key :
+       {"bytes_per_rank", "total_bytes", "write_s", "interval_s", "keep_last", "disk_bytes"}) {
     CHECK(k.contains(key));
   }
   for (const char* key : {"per_day", "mtbf_s"}) CHECK(j.at("failures").contains(key));
@@ -34,8 +37,9 @@ TEST_CASE("runbook --json: checkpoint, failures and goodput keys; 7B = 7e9 x 14 
 }
 
 TEST_CASE("runbook: Llama 3 405B on 16,384 H100s predicts the paper's 7.76 interruptions a day") {
-  const auto r = run_cli("runbook --model llama-3.1-405b --cluster dgx-h100 --gpus 16384 --tp 8 --pp 2 --zero 1 "
-                         "--recompute full --global-batch 2048 --json");
+  const auto r = run_cli(
+      "runbook --model llama-3.1-405b --cluster dgx-h100 --gpus 16384 --tp 8 --pp 2 --zero 1 "
+      "--recompute full --global-batch 2048 --json");
   REQUIRE(r.status == 0);
   const double per_day = nlohmann::json::parse(r.out).at("failures").at("per_day");
   CHECK(std::fabs(per_day - 419.0 / 54.0) / (419.0 / 54.0) < 0.10);
@@ -62,8 +66,9 @@ TEST_CASE("runbook prints defaults as assumptions with their sources, and given 
   CHECK(contains(d.out, "BLOOM wrote 2.3 TB"));
   CHECK(contains(d.out, "loss spike"));
   CHECK(contains(d.out, "collective timeout"));
-  const auto g = run_cli("runbook --params 7e9 --gpus 64 --zero 3 --failure-rate 4.8e-4/gpu-day --storage-bw 8TB/s "
-                         "--storage-aggregate --restart-cost 5min --checkpoint-interval 30min --json");
+  const auto g = run_cli(
+      "runbook --params 7e9 --gpus 64 --zero 3 --failure-rate 4.8e-4/gpu-day --storage-bw 8TB/s "
+      "--storage-aggregate --restart-cost 5min --checkpoint-interval 30min --json");
   REQUIRE(g.status == 0);
   const auto j = nlohmann::json::parse(g.out);
   CHECK(j.at("failures").at("per_gpu_hour").get<double>() == doctest::Approx(2e-5));

@@ -1,12 +1,13 @@
 // Long-run runbook: checkpoint sizes under each sharding, Young's interval, goodput, and the
 // Llama 3 interruption rate the defaults come from.
+#include "shardplan/runbook.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 
 #include "shardplan/model.hpp"
 #include "shardplan/profiles.hpp"
-#include "shardplan/runbook.hpp"
 #include "shardplan/step_time.hpp"
 #include "support.hpp"
 
@@ -20,8 +21,8 @@ ParallelPlan zero_plan(int dp, int zero) {
   return p;
 }
 
-Runbook runbook_of(const ModelSpec& m, const TrainingSpec& t, const ParallelPlan& p, const ClusterSpec& c,
-                   const RunbookOptions& o = {}) {
+Runbook runbook_of(const ModelSpec& m, const TrainingSpec& t, const ParallelPlan& p,
+                   const ClusterSpec& c, const RunbookOptions& o = {}) {
   return plan_runbook(m, t, p, c, estimate(m, t, p, c), o);
 }
 
@@ -59,7 +60,8 @@ TEST_CASE("a 7B mixed-precision Adam checkpoint is 7e9 x 14 bytes plus small sta
 TEST_CASE("fp32 training checkpoints 4 B weights + 8 B Adam moments") {
   TrainingSpec t = test::training(4096, 8);
   t.precision = Precision::fp32;
-  const Runbook r = runbook_of(test::params_only(1e9), t, zero_plan(8, 1), test::cluster(8, "dgx-h100"));
+  const Runbook r =
+      runbook_of(test::params_only(1e9), t, zero_plan(8, 1), test::cluster(8, "dgx-h100"));
   CHECK(r.checkpoint.bytes_per_param() == 12.0);
 }
 
@@ -98,7 +100,8 @@ TEST_CASE("write time: the busiest node or the aggregate bandwidth, whichever is
   // The same bandwidth given for the whole cluster.
   o.storage_bytes_per_s = 16e9;
   o.storage_aggregate = true;
-  CHECK(runbook_of(m, t, zero_plan(64, 0), c, o).checkpoint.write_s == doctest::Approx(z0.checkpoint.write_s));
+  CHECK(runbook_of(m, t, zero_plan(64, 0), c, o).checkpoint.write_s ==
+        doctest::Approx(z0.checkpoint.write_s));
 }
 
 TEST_CASE("Young's interval is sqrt(2 C M); Daly's reproduces the captions of his paper") {
@@ -132,7 +135,8 @@ TEST_CASE("goodput falls as the cluster grows") {
   double previous = 1;
   for (int gpus : {8, 64, 512, 4096, 32768}) {
     CAPTURE(gpus);
-    const Runbook r = runbook_of(m, test::training(4096, gpus), zero_plan(gpus, 1), test::cluster(gpus, "dgx-h100"));
+    const Runbook r = runbook_of(m, test::training(4096, gpus), zero_plan(gpus, 1),
+                                 test::cluster(gpus, "dgx-h100"));
     CHECK(r.goodput < previous);
     CHECK(r.goodput > 0);
     previous = r.goodput;

@@ -1,10 +1,11 @@
 // Plan files: what estimate --json (and plan --json) write reads back into the same specs, and
 // anything else is an error that names the field.
+#include "shardplan/plan_file.hpp"
+
 #include <doctest/doctest.h>
 
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
-#include "shardplan/plan_file.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/render.hpp"
 #include "shardplan/step_time.hpp"
@@ -22,7 +23,8 @@ struct Written {
   nlohmann::json json;  // as `shardplan estimate --json` prints it
 };
 
-Written estimate_file(const ModelSpec& m, TrainingSpec t, const ParallelPlan& p, const ClusterSpec& c) {
+Written estimate_file(const ModelSpec& m, TrainingSpec t, const ParallelPlan& p,
+                      const ClusterSpec& c) {
   const Estimate e = estimate(m, t, p, c);
   nlohmann::json j = to_json(e, p, t, c);
   j["model"] = to_json(m);
@@ -67,7 +69,8 @@ TEST_CASE("an estimate --json file reads back into the same specs") {
   CHECK(f.cluster.gpu.name == "A100-80GB");
   CHECK(count_params(f.model).total == count_params(w.model).total);
   // Same specs, same prediction.
-  CHECK(estimate(f.model, f.training, f.plan, f.cluster).time.step_s == doctest::Approx(f.step_s).epsilon(1e-12));
+  CHECK(estimate(f.model, f.training, f.plan, f.cluster).time.step_s ==
+        doctest::Approx(f.step_s).epsilon(1e-12));
 }
 
 TEST_CASE("typed bandwidths, --params models and tokens survive the round trip") {
@@ -90,9 +93,13 @@ TEST_CASE("typed bandwidths, --params models and tokens survive the round trip")
 
 TEST_CASE("a plan --json file: recommended by default, fastest on request") {
   const Written w = gpt3_file();
-  nlohmann::json j = {{"model", w.json["model"]}, {"cluster", w.json["cluster"]}, {"training", w.json["training"]},
-                      {"ladder", nlohmann::json::array()}, {"search", nlohmann::json::object()}};
-  j["recommended"] = {{"plan", w.json["plan"]}, {"time", w.json["time"]}, {"rung", "pipeline parallel"}};
+  nlohmann::json j = {{"model", w.json["model"]},
+                      {"cluster", w.json["cluster"]},
+                      {"training", w.json["training"]},
+                      {"ladder", nlohmann::json::array()},
+                      {"search", nlohmann::json::object()}};
+  j["recommended"] = {
+      {"plan", w.json["plan"]}, {"time", w.json["time"]}, {"rung", "pipeline parallel"}};
   ParallelPlan fast = w.plan;
   fast.zero = 0;
   j["fastest"] = {{"plan", to_json(fast)}, {"time", w.json["time"]}};
@@ -101,7 +108,7 @@ TEST_CASE("a plan --json file: recommended by default, fastest on request") {
   CHECK(f.plan.zero == 0);
   CHECK(f.where == "plan.json: fastest");
   CHECK(error_field(w.json, PlanPick::fastest) == "--pick");  // an estimate file has one plan
-  j["recommended"] = nullptr;  // plan --json when no rung fits
+  j["recommended"] = nullptr;                                 // plan --json when no rung fits
   CHECK(error_field(j) == "plan.json: recommended");
   CHECK(read_plan_file(j.dump(), "plan.json", PlanPick::fastest).plan.zero == 0);
 }
@@ -115,19 +122,22 @@ TEST_CASE("bad plan files are errors naming the field") {
   };
   CHECK(error_field(with([](auto& j) { j.erase("cluster"); })) == "plan.json: cluster");
   CHECK(error_field(with([](auto& j) { j.erase("plan"); })) == "plan.json: recommended");
-  CHECK(error_field(with([](auto& j) { j["plan"]["tp_degree"] = 8; })) == "plan.json: plan: tp_degree");
+  CHECK(error_field(with([](auto& j) { j["plan"]["tp_degree"] = 8; })) ==
+        "plan.json: plan: tp_degree");
   CHECK(error_field(with([](auto& j) { j["plan"].erase("zero"); })) == "plan.json: plan: zero");
   CHECK(error_field(with([](auto& j) { j["plan"]["dp"] = "16"; })) == "plan.json: plan: dp");
   CHECK(error_field(with([](auto& j) { j["plan"]["gpus"] = 512; })) == "plan.json: plan: gpus");
-  CHECK(error_field(with([](auto& j) { j["model"]["params"] = 1.75e11; })) == "plan.json: model: params");
+  CHECK(error_field(with([](auto& j) { j["model"]["params"] = 1.75e11; })) ==
+        "plan.json: model: params");
   CHECK(error_field(with([](auto& j) { j["model"]["mlp"] = "relu"; })) == "plan.json: model: mlp");
-  CHECK(error_field(with([](auto& j) { j["cluster"]["gpu"]["name"] = "Z100"; })) == "plan.json: cluster: gpu: name");
-  CHECK(error_field(with([](auto& j) { j["training"]["precision"] = "bf17"; })) == "plan.json: training: precision");
+  CHECK(error_field(with([](auto& j) { j["cluster"]["gpu"]["name"] = "Z100"; })) ==
+        "plan.json: cluster: gpu: name");
+  CHECK(error_field(with([](auto& j) { j["training"]["precision"] = "bf17"; })) ==
+        "plan.json: training: precision");
   CHECK(error_field(with([](auto& j) { j["time"]["step_s"] = -1; })) == "plan.json: time.step_s");
   // A plan that cannot run: 1536 sequences do not split over dp 16 x micro-batch 5.
-  CHECK(error_field(with([](auto& j) {
-          j["plan"]["micro_batch"] = 5;
-        })).find("plan.json: plan") == 0);
+  CHECK(error_field(with([](auto& j) { j["plan"]["micro_batch"] = 5; })).find("plan.json: plan") ==
+        0);
   CHECK_THROWS_AS(read_plan_file("{not json", "plan.json", PlanPick::recommended), InputError);
   CHECK_THROWS_AS(read_plan_file("[1, 2]", "plan.json", PlanPick::recommended), InputError);
 }
