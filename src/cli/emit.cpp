@@ -15,6 +15,7 @@
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
 #include "shardplan/plan_file.hpp"
+#include "shardplan/render.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan::cli {
@@ -114,6 +115,16 @@ Runner setup_emit(CLI::App& sub) {
                    "shardplan: warning: %s predicted a %.3f s step; this build predicts %.3f s and "
                    "uses it\n",
                    source.c_str(), file_step_s, ei.estimate.time.step_s);
+    }
+    const MemoryBreakdown& memory = ei.estimate.memory;
+    if (!memory.fits) {
+      // DESIGN.md: exit 1 = does not fit. A config that runs out of memory wastes the cluster.
+      std::fprintf(stderr,
+                   "shardplan: error: the plan needs %s per device of %s (stage %d); no config "
+                   "written (`shardplan estimate` shows where the memory goes)\n",
+                   format_gib(memory.total_bytes()).c_str(),
+                   format_gib(memory.capacity_bytes).c_str(), memory.worst_stage);
+      return 1;
     }
     ei.runbook =
         plan_runbook(in.model, in.training, in.plan, in.cluster, ei.estimate, options.options);

@@ -38,10 +38,15 @@ TEST_CASE("runbook --json: checkpoint, failures and goodput keys; 7B = 7e9 x 14 
 
 TEST_CASE("runbook: Llama 3 405B on 16,384 H100s predicts the paper's 7.76 interruptions a day") {
   const auto r = run_cli(
-      "runbook --model llama-3.1-405b --cluster dgx-h100 --gpus 16384 --tp 8 --pp 2 --zero 1 "
+      "runbook --model llama-3.1-405b --cluster dgx-h100 --gpus 16384 --tp 8 --pp 2 --zero 3 "
       "--recompute full --global-batch 2048 --json");
   REQUIRE(r.status == 0);
-  const double per_day = nlohmann::json::parse(r.out).at("failures").at("per_day");
+  CHECK(r.err.empty());  // the plan fits
+  const auto j = nlohmann::json::parse(r.out);
+  const double per_day = j.at("failures").at("per_day");
+  // Llama 3 reports "higher than 90% effective training time" on this cluster (Sec. 3.3.4); with
+  // the default storage bandwidth and restart cost the first-order model agrees.
+  CHECK(j.at("goodput").get<double>() > 0.90);
   CHECK(std::fabs(per_day - 419.0 / 54.0) / (419.0 / 54.0) < 0.10);
 }
 

@@ -147,7 +147,7 @@ TEST_CASE("Llama 3 405B on 16,384 GPUs: interruptions per day within 10% of the 
   // Dubey et al. 2024, Sec. 3.3.4: 419 unexpected interruptions in a 54-day snapshot = 7.76/day.
   const ModelSpec m = load_model("llama-3.1-405b");
   ParallelPlan p = test::plan(1024, 8, 2);  // 126 layers split evenly only for pp 2 (of 2^k)
-  p.zero = 1;
+  p.zero = 3;
   p.recompute = Recompute::full;
   const Runbook r = runbook_of(m, test::training(8192, 2048), p, test::cluster(16384, "dgx-h100"));
   const double paper = 419.0 / 54.0;
