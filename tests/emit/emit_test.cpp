@@ -114,7 +114,7 @@ TEST_CASE("GPT-3 175B, tp 8 x pp 8 x dp 16: DeepSpeed JSON parses back with the 
   CHECK(j.at("pipeline").at("activation_checkpoint_interval") == 1);
   const std::string launch = j.at("_shardplan").at("launch").dump();
   CHECK(launch.find("--num_nodes 128 --num_gpus 8") != std::string::npos);
-  CHECK(launch.find("DEEPSPEED_TIMEOUT=10") != std::string::npos);
+  CHECK(launch.find("DEEPSPEED_TIMEOUT=10 >> .deepspeed_env") != std::string::npos);
 }
 
 TEST_CASE("GPT-3 175B: the Megatron-LM script passes pretrain_gpt.py the plan's numbers") {
