@@ -27,6 +27,18 @@ struct CliResult {
 };
 CliResult run_cli(const std::string& args);
 
+/// Runs `shardplan ARGS` and checks it is refused as bad input: exit status 2, `needle` (the
+/// field, or the reason) in stderr, nothing on stdout.
+void check_refused(const std::string& args, const std::string& needle);
+
+/// A model known only by its parameter count (--params).
+ModelSpec params_only(double params);
+
+/// A fresh directory under /tmp; file helpers for tests that write and read files.
+std::string make_temp_dir();
+void write_file(const std::string& path, const std::string& text);
+std::string read_file(const std::string& path);
+
 /// Relative error |a - b| / |b|.
 double rel_err(double a, double b);
 

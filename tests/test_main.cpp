@@ -50,14 +50,26 @@ TrainingSpec training(int seq_len, int global_batch) {
   return t;
 }
 
-namespace {
-std::string slurp(const std::string& path) {
+std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
 }
-}  // namespace
+
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+std::string make_temp_dir() {
+  char dir[] = "/tmp/shardplan-test-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  return dir;
+}
+
+ModelSpec params_only(double params) {
+  ModelSpec m;
+  m.params_only = params;
+  return m;
+}
 
 CliResult run_cli(const std::string& args) {
   char out_path[] = "/tmp/shardplan-cli-out-XXXXXX";
@@ -70,11 +82,19 @@ CliResult run_cli(const std::string& args) {
   const int raw = std::system(cmd.c_str());
   CliResult r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
+  r.out = read_file(out_path);
+  r.err = read_file(err_path);
   std::remove(out_path);
   std::remove(err_path);
   return r;
+}
+
+void check_refused(const std::string& args, const std::string& needle) {
+  CAPTURE(args);
+  const CliResult r = run_cli(args);
+  CHECK(r.status == 2);
+  CHECK(r.err.find(needle) != std::string::npos);
+  CHECK(r.out.empty());
 }
 
 double rel_err(double a, double b) { return std::fabs(a - b) / std::fabs(b); }

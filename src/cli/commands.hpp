@@ -22,5 +22,7 @@ Runner setup_comm(CLI::App& sub);
 Runner setup_estimate(CLI::App& sub);
 Runner setup_plan(CLI::App& sub);
 Runner setup_validate(CLI::App& sub);
+Runner setup_runbook(CLI::App& sub);
+Runner setup_emit(CLI::App& sub);
 
 }  // namespace shardplan::cli

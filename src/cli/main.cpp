@@ -18,6 +18,8 @@ const std::vector<Command>& command_table() {
       {"memory", "Per-device memory of one plan: weights, gradients, optimizer, activations", setup_memory},
       {"comm", "What each parallelism sends per step, how long it takes and how much is exposed", setup_comm},
       {"estimate", "Memory, communication and step time of one plan: tokens/s, MFU, time to train", setup_estimate},
+      {"runbook", "Long runs: checkpoint size and interval, failures, goodput, and what to do", setup_runbook},
+      {"emit", "A launcher config (DeepSpeed, Megatron-LM, torchtitan, accelerate) for a plan", setup_emit},
       {"validate", "Predict published training runs and report the error per case", setup_validate},
       {"list", "List presets: models, gpus, links, clusters", setup_list},
   };

@@ -111,6 +111,16 @@ void add_json_option(CLI::App& app, PlanningOptions& o) {
   app.add_flag("--json", o.json, "Print JSON instead of a table");
 }
 
+std::shared_ptr<PlanningOptions> add_planning_options(CLI::App& app) {
+  auto o = std::make_shared<PlanningOptions>();
+  add_model_options(app, *o);
+  add_training_options(app, *o);
+  add_cluster_options(app, *o);
+  add_plan_options(app, *o);
+  add_json_option(app, *o);
+  return o;
+}
+
 ModelSpec resolve_model(const PlanningOptions& o) {
   ModelSpec m;
   if (!o.model.empty() && !o.params.empty()) {
@@ -280,6 +290,33 @@ Inputs resolve_inputs(const PlanningOptions& o) {
   const auto problems = check_plan(in.model, in.training, p, in.cluster, rules);
   if (!problems.empty()) throw InputError(problems.front().field, problems.front().message);
   return in;
+}
+
+Inputs resolve_timed_inputs(const PlanningOptions& o) {
+  Inputs in = resolve_inputs(o);
+  if (!in.model.has_architecture() && (in.plan.tp > 1 || in.plan.pp > 1 || in.plan.cp > 1)) {
+    throw InputError(in.plan.tp > 1 ? "--tp" : in.plan.pp > 1 ? "--pp" : "--cp",
+                     "tensor, pipeline and context parallel traffic depend on the layer shapes; give "
+                     "--model or --layers/--hidden/--heads instead of --params");
+  }
+  return in;
+}
+
+std::string describe_inputs(const Inputs& in) {
+  const TrainingSpec& tr = in.training;
+  return fmt::format("model    {}\ncluster  {}\nplan     {}\ntraining {}, {}, sequence {}, global batch {} "
+                     "({} micro-batch{} per step)\n\n",
+                     describe_model(in.model), describe_cluster(in.cluster), describe(in.plan),
+                     tr.precision == Precision::fp32 ? "fp32" : std::string(to_string(tr.precision)) + " mixed precision",
+                     to_string(tr.optimizer), tr.seq_len, tr.global_batch, micro_batches_per_step(tr, in.plan),
+                     micro_batches_per_step(tr, in.plan) == 1 ? "" : "es");
+}
+
+void add_inputs_json(nlohmann::json& j, const Inputs& in) {
+  j["model"] = to_json(in.model);
+  j["cluster"] = to_json(in.cluster);
+  j["plan"] = to_json(in.plan);
+  j["training"] = to_json(in.training);
 }
 
 void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }

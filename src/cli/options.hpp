@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string>
 
 #include "shardplan/profiles.hpp"
@@ -37,6 +38,9 @@ void add_training_options(CLI::App& app, PlanningOptions& o);
 void add_cluster_options(CLI::App& app, PlanningOptions& o);
 void add_plan_options(CLI::App& app, PlanningOptions& o);
 void add_json_option(CLI::App& app, PlanningOptions& o);
+/// Model, training, cluster, plan and --json flags on `app`; the options live as long as the
+/// returned pointer (the subcommand's runner keeps it).
+std::shared_ptr<PlanningOptions> add_planning_options(CLI::App& app);
 
 struct Inputs {
   ModelSpec model;
@@ -51,6 +55,16 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& model);
 /// Model, cluster, training and the one plan the flags describe; InputError (exit 2) when the
 /// plan cannot run, naming the flag to change.
 Inputs resolve_inputs(const PlanningOptions& o);
+/// resolve_inputs for commands that time a step: tensor, pipeline and context parallel need the
+/// layer shapes, so a --params model cannot use them.
+Inputs resolve_timed_inputs(const PlanningOptions& o);
+
+/// The model / cluster / plan / training lines that head a command's table.
+std::string describe_inputs(const Inputs& in);
+
+/// Adds the "model", "cluster", "plan" and "training" objects every --json output carries (and
+/// that `emit --plan` reads back).
+void add_inputs_json(nlohmann::json& j, const Inputs& in);
 
 /// Writes text to stdout, or JSON with a trailing newline.
 void print_json(const nlohmann::json& j);

@@ -30,6 +30,7 @@ nlohmann::json link_json(const LinkSpec& l) {
 
 nlohmann::json to_json(const ClusterSpec& c) {
   return {{"name", c.name},
+          {"source", c.source},
           {"gpu", {{"name", c.gpu.name}, {"memory_bytes", c.gpu.memory_bytes},
                    {"peak_bf16_flops", c.gpu.peak_flops[static_cast<int>(MathDtype::bf16)]},
                    {"hbm_bytes_per_s", c.gpu.hbm_bytes_per_s}, {"calibrated", c.gpu.calibrated},

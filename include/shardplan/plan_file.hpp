@@ -1,0 +1,31 @@
+// Reading a plan back from the JSON that `estimate --json` or `plan --json` wrote, so a plan
+// made before provisioning can become a launcher config without retyping its flags.
+#pragma once
+
+#include <string>
+
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+/// Which plan of a `plan --json` file: the ladder's recommendation or the search's fastest.
+enum class PlanPick { recommended, fastest };
+
+struct PlanFile {
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingSpec training;
+  ParallelPlan plan;
+  double step_s = 0;  // the file's predicted step time (time.step_s); 0 when absent
+  std::string where;  // "plan.json: recommended", for messages and provenance
+};
+
+/// Reconstructs the specs from the text of a plan file: top-level "model", "cluster",
+/// "training", and either "plan" (+ "time"), as `estimate --json` writes, or "recommended" /
+/// "fastest" objects each holding "plan" and "time", as `plan --json` writes. The objects are
+/// read strictly: a missing, mistyped or unknown key is an InputError naming it (e.g.
+/// "plan.json: cluster.gpu: name"); the plan must pass check_plan. Other top-level sections
+/// (memory, comm, ladder ...) are outputs and are not read.
+PlanFile read_plan_file(const std::string& text, const std::string& origin, PlanPick pick);
+
+}  // namespace shardplan

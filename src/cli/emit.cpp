@@ -1,0 +1,149 @@
+// `shardplan emit`: a launcher config for one plan (given by flags or by a plan file), with the
+// runbook's long-run settings, to stdout or atomically to -o FILE.
+#include "shardplan/emit.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <set>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "runbook_options.hpp"
+#include "shardplan/error.hpp"
+#include "shardplan/files.hpp"
+#include "shardplan/plan_file.hpp"
+#include "shardplan/render.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan::cli {
+namespace {
+
+struct EmitFlags {
+  std::string format, plan_file, pick, output, seed;
+};
+
+// With --plan the plan comes from the file; a planning flag beside it would be silently ignored,
+// so it is an error (--tokens only sets the run's length and is allowed).
+void refuse_planning_flags(const CLI::App& sub) {
+  static const std::set<std::string> groups = {"Model", "Training", "Cluster", "Plan"};
+  for (const CLI::Option* opt : sub.get_options()) {
+    if (opt->count() == 0 || groups.count(opt->get_group()) == 0 || opt->get_name() == "--tokens")
+      continue;
+    throw InputError(opt->get_name(), "the plan comes from --plan FILE; drop " + opt->get_name() +
+                                          " or describe the plan with flags instead of --plan");
+  }
+}
+
+Inputs plan_from_file(const EmitFlags& e, const PlanningOptions& o, std::string& source,
+                      double& file_step_s) {
+  PlanPick pick = PlanPick::recommended;
+  if (e.pick == "fastest") {
+    pick = PlanPick::fastest;
+  } else if (!e.pick.empty() && e.pick != "recommended") {
+    throw InputError("--pick", "'" + e.pick + "' is not a choice; use recommended or fastest");
+  }
+  const PlanFile f = read_plan_file(read_text_file(e.plan_file, "--plan"), e.plan_file, pick);
+  Inputs in{f.model, f.cluster, f.training, f.plan};
+  if (!o.tokens.empty()) in.training.tokens = parse_count(o.tokens, "--tokens");
+  source = f.where;
+  file_step_s = f.step_s;
+  return in;
+}
+
+void throw_problems(LauncherFormat format, const std::vector<PlanProblem>& problems) {
+  std::string message =
+      fmt::format("{} cannot run this plan: {}", to_string(format), problems.front().message);
+  for (size_t i = 1; i < problems.size(); ++i)
+    message += fmt::format("; also {}: {}", problems[i].field, problems[i].message);
+  throw InputError(problems.front().field, message);
+}
+
+}  // namespace
+
+Runner setup_emit(CLI::App& sub) {
+  auto o = std::make_shared<PlanningOptions>();
+  add_model_options(sub, *o);
+  add_training_options(sub, *o);
+  add_cluster_options(sub, *o);
+  add_plan_options(sub, *o);
+  auto e = std::make_shared<EmitFlags>();
+  sub.add_option("--format", e->format, "deepspeed | megatron | torchtitan | accelerate")
+      ->required()
+      ->group("Emit");
+  sub.add_option("--plan", e->plan_file,
+                 "A plan file from `shardplan estimate --json` or `plan --json`")
+      ->group("Emit");
+  sub.add_option("--pick", e->pick, "With a `plan --json` file: recommended (default) or fastest")
+      ->group("Emit");
+  sub.add_option("-o,--output", e->output, "Write to FILE (replaced atomically) instead of stdout")
+      ->group("Emit");
+  sub.add_option("--seed", e->seed, "Random seed recorded in the config (default 1234)")
+      ->group("Emit");
+  auto f = std::make_shared<RunbookFlags>();
+  add_runbook_options(
+      sub, *f, "Checkpoint every DURATION (default 30min), or auto: the runbook's Young interval");
+  CLI::App* app = &sub;
+  return [o, e, f, app]() {
+    const LauncherFormat format = parse_launcher_format(e->format, "--format");
+    std::string source = "flags";
+    double file_step_s = 0;
+    Inputs in;
+    if (!e->plan_file.empty()) {
+      refuse_planning_flags(*app);
+      in = plan_from_file(*e, *o, source, file_step_s);
+    } else {
+      if (!e->pick.empty())
+        throw InputError("--pick", "chooses a plan in a --plan FILE; give --plan too");
+      in = resolve_timed_inputs(*o);
+    }
+    const bool seed_given = !e->seed.empty();
+    const int seed = seed_given ? static_cast<int>(std::min<long long>(
+                                      parse_positive_int(e->seed, "--seed"), 2147483647))
+                                : kDefaultSeed;
+    const IntervalChoice choice = f->checkpoint_interval.empty() ? IntervalChoice::default_interval
+                                  : f->checkpoint_interval == "auto" ? IntervalChoice::young
+                                                                     : IntervalChoice::given;
+    const RunbookInputs options = resolve_runbook_flags(*f, kDefaultCheckpointIntervalS);
+
+    EmitInputs ei{in.model, in.cluster, in.training, in.plan, {}, {}, {}, source};
+    ei.estimate = estimate(in.model, in.training, in.plan, in.cluster);
+    if (file_step_s > 0 && std::fabs(file_step_s - ei.estimate.time.step_s) > 0.01 * file_step_s) {
+      std::fprintf(stderr,
+                   "shardplan: warning: %s predicted a %.3f s step; this build predicts %.3f s and "
+                   "uses it\n",
+                   source.c_str(), file_step_s, ei.estimate.time.step_s);
+    }
+    const MemoryBreakdown& memory = ei.estimate.memory;
+    if (!memory.fits) {
+      // DESIGN.md: exit 1 = does not fit. A config that runs out of memory wastes the cluster.
+      std::fprintf(stderr,
+                   "shardplan: error: the plan needs %s per device of %s (stage %d); no config "
+                   "written (`shardplan estimate` shows where the memory goes)\n",
+                   format_gib(memory.total_bytes()).c_str(),
+                   format_gib(memory.capacity_bytes).c_str(), memory.worst_stage);
+      return 1;
+    }
+    ei.runbook =
+        plan_runbook(in.model, in.training, in.plan, in.cluster, ei.estimate, options.options);
+    ei.settings = long_run_settings(ei.runbook, choice, seed, seed_given);
+    const auto problems = launcher_problems(format, ei);
+    if (!problems.empty()) throw_problems(format, problems);
+    for (const auto& w : runbook_warnings(ei.runbook))
+      std::fprintf(stderr, "shardplan: warning: %s\n", w.c_str());
+
+    const std::string text = emit_text(format, ei);
+    if (e->output.empty()) {
+      std::cout << text;
+    } else {
+      write_file_atomically(e->output, text, "--output");
+      std::fprintf(stderr, "shardplan: wrote %s (%s, checkpoint every %d steps)\n",
+                   e->output.c_str(), to_string(format), ei.settings.checkpoint_interval_steps);
+    }
+    return 0;
+  };
+}
+
+}  // namespace shardplan::cli

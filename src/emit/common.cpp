@@ -1,0 +1,219 @@
+// What every launcher format shares: the long-run settings from the runbook, the batch identity,
+// the provenance of the plan's numbers, the comment header, and dispatch by format.
+#include "common.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "shardplan/error.hpp"
+#include "shardplan/render.hpp"
+
+namespace shardplan {
+
+const char* to_string(LauncherFormat f) {
+  switch (f) {
+    case LauncherFormat::deepspeed:
+      return "deepspeed";
+    case LauncherFormat::megatron:
+      return "megatron";
+    case LauncherFormat::torchtitan:
+      return "torchtitan";
+    case LauncherFormat::accelerate:
+      return "accelerate";
+  }
+  return "?";
+}
+
+LauncherFormat parse_launcher_format(const std::string& text, const std::string& field) {
+  for (LauncherFormat f : {LauncherFormat::deepspeed, LauncherFormat::megatron,
+                           LauncherFormat::torchtitan, LauncherFormat::accelerate}) {
+    if (text == to_string(f)) return f;
+  }
+  throw InputError(
+      field,
+      "'" + text + "' is not a launcher format; use deepspeed, megatron, torchtitan or accelerate");
+}
+
+LongRunSettings long_run_settings(const Runbook& r, IntervalChoice choice, int seed,
+                                  bool seed_given) {
+  LongRunSettings s;
+  const CheckpointPlan& k = r.checkpoint;
+  s.checkpoint_interval_steps = k.interval_steps;
+  s.checkpoint_interval_s = k.interval_s;
+  switch (choice) {
+    case IntervalChoice::default_interval:
+      s.interval_source =
+          "default 30 min (the seed: checkpoint on time, not epochs; --checkpoint-interval auto "
+          "for the runbook's Young interval, " +
+          format_seconds(k.young_interval_s) + ")";
+      break;
+    case IntervalChoice::young:
+      s.interval_source = fmt::format("the runbook's Young interval sqrt(2 x write {} x MTBF {})",
+                                      format_seconds(k.write_s), format_seconds(r.failures.mtbf_s));
+      break;
+    case IntervalChoice::given:
+      s.interval_source = "--checkpoint-interval";
+      break;
+  }
+  s.keep_last = k.keep_last;
+  s.timeout_minutes = static_cast<int>(std::lround(r.collective_timeout_s / 60));
+  s.seed = seed;
+  s.seed_source = seed_given ? "--seed" : "default 1234 (Megatron-LM's --seed default)";
+  return s;
+}
+
+int accumulation_steps(const EmitInputs& in) {
+  return micro_batches_per_step(in.training, in.plan);
+}
+
+namespace emit {
+
+std::string plan_origin(const EmitInputs& in) {
+  return "plan from " + in.plan_source;
+}
+
+std::vector<Provenance> common_provenance(const EmitInputs& in) {
+  const ParallelPlan& p = in.plan;
+  const LongRunSettings& s = in.settings;
+  const std::string from = plan_origin(in);
+  std::vector<Provenance> v = {
+      {"data-parallel degree", std::to_string(p.dp), from},
+      {"tensor-parallel degree", std::to_string(p.tp), from},
+      {"pipeline-parallel degree", std::to_string(p.pp), from},
+  };
+  if (p.cp > 1) v.push_back({"context-parallel degree", std::to_string(p.cp), from});
+  if (p.ep > 1)
+    v.push_back(
+        {"expert-parallel degree", std::to_string(p.ep), from + " (carved out of data parallel)"});
+  v.push_back({"GPUs",
+               fmt::format("{} = {} nodes x {}", in.cluster.gpus, in.cluster.nodes(),
+                           in.cluster.gpus_per_node),
+               fmt::format("dp x tp x pp x cp = {} x {} x {} x {}", p.dp, p.tp, p.pp, p.cp)});
+  v.push_back({"micro-batch", std::to_string(p.micro_batch), from});
+  v.push_back({"global batch", std::to_string(in.training.global_batch),
+               in.plan_source == "flags" ? "training (--global-batch)"
+                                         : "training from " + in.plan_source});
+  v.push_back({"gradient accumulation", std::to_string(accumulation_steps(in)),
+               fmt::format("global {} / (micro-batch {} x data parallel {})",
+                           in.training.global_batch, p.micro_batch, p.dp)});
+  v.push_back({"checkpoint interval", fmt::format("{} steps", s.checkpoint_interval_steps),
+               fmt::format("round({} / predicted step {} (estimate)); interval: {}",
+                           format_seconds(s.checkpoint_interval_s),
+                           format_seconds(in.estimate.time.step_s), s.interval_source)});
+  v.push_back({"keep last", std::to_string(s.keep_last),
+               "runbook (--keep-last; the seed: keep the last few)"});
+  v.push_back({"collective timeout", fmt::format("{} min", s.timeout_minutes),
+               fmt::format("runbook: max(10 min, 3 x longest wait {})",
+                           format_seconds(in.runbook.longest_wait_s))});
+  v.push_back({"seed", std::to_string(s.seed), s.seed_source});
+  return v;
+}
+
+std::optional<long long> train_steps(const EmitInputs& in) {
+  if (in.training.tokens <= 0) return std::nullopt;
+  return static_cast<long long>(std::ceil(
+      in.training.tokens / (static_cast<double>(in.training.global_batch) * in.training.seq_len)));
+}
+
+std::vector<PlanProblem> common_problems(const EmitInputs& in) {
+  std::vector<PlanProblem> out;
+  if (in.cluster.gpus % in.cluster.gpus_per_node != 0) {
+    out.push_back(
+        {"--gpus",
+         fmt::format("{} GPUs do not fill whole nodes of {}: launchers start the same number "
+                     "of processes on every node",
+                     in.cluster.gpus, in.cluster.gpus_per_node)});
+  }
+  return out;
+}
+
+std::string summary_line(const EmitInputs& in) {
+  const Estimate& e = in.estimate;
+  const CheckpointPlan& k = in.runbook.checkpoint;
+  return fmt::format(
+      "predicted step {}, {:.0f} tokens/s, MFU {} (estimate); checkpoint {}, blocking write {}; "
+      "goodput {} (runbook)",
+      format_seconds(e.time.step_s), e.throughput.tokens_per_s, format_percent(e.throughput.mfu),
+      format_bytes(k.total_bytes), format_seconds(k.write_s), format_percent(in.runbook.goodput));
+}
+
+void finish_meta(EmitMeta& meta, const EmitInputs& in, const std::string& what) {
+  const ParallelPlan& p = in.plan;
+  std::vector<std::string> h = {
+      fmt::format("{} for {} on {}, written by shardplan", what, in.model.name,
+                  describe_cluster(in.cluster)),
+      fmt::format("plan: {} ({})", describe(p), plan_origin(in)),
+      fmt::format("batch: global {} = micro-batch {} x accumulation {} x data parallel {}; GPUs {} "
+                  "= dp {} x tp {} x "
+                  "pp {} x cp {}",
+                  in.training.global_batch, p.micro_batch, accumulation_steps(in), p.dp,
+                  in.cluster.gpus, p.dp, p.tp, p.pp, p.cp),
+      summary_line(in),
+      "",
+      "where each number comes from:",
+  };
+  for (const Provenance& x : meta.provenance)
+    h.push_back(fmt::format("  {} = {}: {}", x.setting, x.value, x.source));
+  if (!meta.notes.empty()) {
+    h.push_back("outside the config:");
+    for (const auto& n : meta.notes) h.push_back("  - " + n);
+  }
+  h.push_back("launch:");
+  for (const auto& l : meta.launch) h.push_back("  " + l);
+  meta.header = std::move(h);
+}
+
+std::string straggler_note(const EmitInputs& in) {
+  return fmt::format(
+      "log tokens/s every step (predicted {:.0f}); flag a straggler when the median over {} steps "
+      "drops "
+      "{:.0f}% below the run's",
+      in.estimate.throughput.tokens_per_s, in.runbook.straggler_window_steps,
+      in.runbook.straggler_drop * 100);
+}
+
+std::string comment_block(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l.empty() ? "#\n" : "# " + l + "\n";
+  return out;
+}
+
+std::string torchrun_rendezvous(const EmitInputs& in) {
+  return fmt::format("--nnodes {} --nproc_per_node {}", in.cluster.nodes(),
+                     in.cluster.gpus_per_node);
+}
+
+}  // namespace emit
+
+std::vector<PlanProblem> launcher_problems(LauncherFormat f, const EmitInputs& in) {
+  switch (f) {
+    case LauncherFormat::deepspeed:
+      return deepspeed_problems(in);
+    case LauncherFormat::megatron:
+      return megatron_problems(in);
+    case LauncherFormat::torchtitan:
+      return torchtitan_problems(in);
+    case LauncherFormat::accelerate:
+      return accelerate_problems(in);
+  }
+  return {};
+}
+
+std::string emit_text(LauncherFormat f, const EmitInputs& in) {
+  SHARDPLAN_CHECK(launcher_problems(f, in).empty(),
+                  "emit_text needs a plan the launcher can express");
+  switch (f) {
+    case LauncherFormat::deepspeed:
+      return write_deepspeed(emit_deepspeed(in));
+    case LauncherFormat::megatron:
+      return write_megatron(emit_megatron(in));
+    case LauncherFormat::torchtitan:
+      return write_torchtitan(emit_torchtitan(in));
+    case LauncherFormat::accelerate:
+      return write_accelerate(emit_accelerate(in));
+  }
+  return {};
+}
+
+}  // namespace shardplan

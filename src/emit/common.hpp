@@ -1,0 +1,38 @@
+// Helpers the launcher emitters share (not part of the public emit.hpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardplan/emit.hpp"
+
+namespace shardplan::emit {
+
+/// "plan from flags" / "plan from plan.json: recommended".
+std::string plan_origin(const EmitInputs& in);
+
+/// Provenance of what every format carries: degrees, GPUs, batch identity, checkpoint interval,
+/// keep-last-K, collective timeout, seed.
+std::vector<Provenance> common_provenance(const EmitInputs& in);
+
+/// Optimizer steps to train --tokens: ceil(tokens / (global batch x sequence)); none without it.
+std::optional<long long> train_steps(const EmitInputs& in);
+
+/// Rules every launcher shares (whole nodes).
+std::vector<PlanProblem> common_problems(const EmitInputs& in);
+
+/// Fills meta.header: what the document is, the plan, the batch identity, the estimate and
+/// runbook figures, then provenance, the script's duties and the launch command.
+void finish_meta(EmitMeta& meta, const EmitInputs& in, const std::string& what);
+
+/// "log tokens/s every step (predicted N); flag a straggler when ...": the runbook's threshold.
+std::string straggler_note(const EmitInputs& in);
+
+/// Lines as a "# " comment block.
+std::string comment_block(const std::vector<std::string>& lines);
+
+/// "--nnodes N --nproc_per_node G" for torchrun.
+std::string torchrun_rendezvous(const EmitInputs& in);
+
+}  // namespace shardplan::emit

@@ -1,0 +1,227 @@
+// DeepSpeed config JSON (deepspeedai/DeepSpeed master, v0.19.x). Keys and checks read from
+// deepspeed/runtime/config.py, zero/config.py, pipe/engine.py, launcher/runner.py.
+#include <fmt/format.h>
+
+#include "common.hpp"
+#include "shardplan/render.hpp"
+
+namespace shardplan {
+namespace {
+
+std::string topology(const ParallelPlan& p) {
+  return p.tp > 1 ? fmt::format("PipeModelDataParallelTopology(num_pp={}, num_mp={}, num_dp={})",
+                                p.pp, p.tp, p.dp)
+                  : fmt::format("PipeDataParallelTopology(num_pp={}, num_dp={})", p.pp, p.dp);
+}
+
+std::vector<std::string> script_duties(const EmitInputs& in) {
+  const ParallelPlan& p = in.plan;
+  const LongRunSettings& s = in.settings;
+  std::vector<std::string> n;
+  if (p.pp > 1) {
+    n.push_back(fmt::format(
+        "build the model as deepspeed.pipe.PipelineModule(layers, topology={}){} and call "
+        "engine.train_batch() once per step (it runs the {} micro-batches): the JSON holds no "
+        "pipeline or tensor degree",
+        topology(p), p.tp > 1 ? " with tensor-parallel layers (as Megatron-DeepSpeed)" : "",
+        accumulation_steps(in)));
+    if (p.sequence_parallel)
+      n.push_back(
+          "shard the tensor-parallel layers' norms and dropout along the sequence "
+          "(sequence parallel, Megatron-DeepSpeed --sequence-parallel)");
+  }
+  if (p.tp > 1 && p.pp == 1) {
+    n.push_back(fmt::format(
+        "train_batch_size is left out: without an mpu DeepSpeed checks it against the whole world "
+        "({} ranks, runtime/config.py), but the {} tensor-parallel ranks share each micro-batch, "
+        "so "
+        "the global batch is {}",
+        in.cluster.gpus, p.tp, in.training.global_batch));
+    if (p.zero == 3)
+      n.push_back("AutoTP with ZeRO-3 needs a recent DeepSpeed (v0.16.4 asserted ZeRO stage <= 2)");
+  }
+  if (p.recompute == Recompute::full && p.pp == 1) {
+    n.push_back(
+        "recompute every transformer layer: wrap each in deepspeed.checkpointing.checkpoint (or "
+        "model.gradient_checkpointing_enable() for a Hugging Face model)");
+  } else if (p.recompute == Recompute::selective) {
+    n.push_back(
+        "selective recompute has no DeepSpeed key: use flash attention, which keeps no s x s "
+        "scores (the "
+        "term selective recompute removes, Korthikanti et al. 2022)");
+  }
+  n.push_back(fmt::format(
+      "create the optimizer the plan assumed ({}) in the script: the config has no optimizer "
+      "section",
+      to_string(in.training.optimizer)));
+  n.push_back(fmt::format(
+      "every {} steps call engine.save_checkpoint(dir, tag=f\"global_step{{step}}\", "
+      "client_state=...) "
+      "with the seed, the data loader's position and the RNG states in client_state (the engine "
+      "saves model and optimizer shards, none of those); at start call engine.load_checkpoint(dir)",
+      s.checkpoint_interval_steps));
+  n.push_back(fmt::format(
+      "DeepSpeed has no keep-last key: after each save delete all but the newest {} global_step* "
+      "directories",
+      s.keep_last));
+  n.push_back(
+      fmt::format("seed Python, NumPy and torch with {} before deepspeed.initialize", s.seed));
+  n.push_back(emit::straggler_note(in));
+  return n;
+}
+
+std::vector<std::string> launch_lines(const EmitInputs& in) {
+  const int nodes = in.cluster.nodes();
+  const int timeout = in.settings.timeout_minutes;
+  if (nodes == 1) {
+    // One node: the runner launches locally and inherits the environment (launcher/runner.py).
+    return {
+        fmt::format("DEEPSPEED_TIMEOUT={} deepspeed --num_gpus {} train.py --deepspeed "
+                    "--deepspeed_config ds_config.json   # timeout in minutes",
+                    timeout, in.cluster.gpus_per_node)};
+  }
+  // Several nodes: only .deepspeed_env (in ~ or .) and a few prefixes reach the other nodes.
+  return {fmt::format("echo DEEPSPEED_TIMEOUT={} >> .deepspeed_env   # minutes; the runner exports "
+                      ".deepspeed_env to every node (launcher/runner.py)",
+                      timeout),
+          fmt::format("deepspeed --hostfile hostfile --num_nodes {} --num_gpus {} train.py "
+                      "--deepspeed --deepspeed_config ds_config.json",
+                      nodes, in.cluster.gpus_per_node),
+          fmt::format("# hostfile: {} lines such as 'node001 slots={}'", nodes,
+                      in.cluster.gpus_per_node)};
+}
+
+}  // namespace
+
+std::vector<PlanProblem> deepspeed_problems(const EmitInputs& in) {
+  std::vector<PlanProblem> out = emit::common_problems(in);
+  const ParallelPlan& p = in.plan;
+  if (p.pp > 1 && p.zero >= 2) {
+    out.push_back(
+        {"--zero",
+         fmt::format(
+             "DeepSpeed's pipeline engine asserts \"ZeRO-2 and ZeRO-3 are incompatible with "
+             "pipeline parallelism\" (runtime/pipe/engine.py); ZeRO-{} with pp {} cannot "
+             "run: use --zero 0 or 1, or no --pp",
+             p.zero, p.pp)});
+  }
+  if (p.interleave > 1) {
+    out.push_back(
+        {"--interleave", "DeepSpeed's PipelineEngine has no interleaved (virtual-stage) schedule"});
+  }
+  if (p.cp > 1) {
+    out.push_back(
+        {"--cp",
+         "DeepSpeed has no ring-attention context parallelism; its Ulysses sequence parallelism "
+         "(sequence_parallel_size) splits heads, with different traffic and memory"});
+  }
+  if (p.ep > 1) {
+    out.push_back({"--ep",
+                   "DeepSpeed sets expert parallelism in the model code "
+                   "(deepspeed.moe.layer.MoE(ep_size=...)), "
+                   "not in its config; use --format megatron or torchtitan"});
+  }
+  if (p.tp > 1 && p.pp == 1 && p.sequence_parallel) {
+    out.push_back({"--sequence-parallel",
+                   "DeepSpeed AutoTP (tensor_parallel.autotp_size) has no Megatron-style "
+                   "sequence parallelism, which the plan's activation memory assumed; re-plan "
+                   "without --sequence-parallel"});
+  }
+  if (in.training.precision == Precision::fp8) {
+    out.push_back({"--precision",
+                   "the DeepSpeed config has no fp8 training key (fp8 GEMMs come from Transformer "
+                   "Engine in the model); re-plan with --precision bf16 or use --format megatron"});
+  }
+  return out;
+}
+
+DeepSpeedConfig emit_deepspeed(const EmitInputs& in) {
+  const ParallelPlan& p = in.plan;
+  const TrainingSpec& tr = in.training;
+  const bool autotp = p.tp > 1 && p.pp == 1;
+  DeepSpeedConfig c;
+  nlohmann::json& j = c.config;
+  std::vector<Provenance>& why = c.meta.provenance;
+  why = emit::common_provenance(in);
+  if (!autotp) {
+    j["train_batch_size"] = tr.global_batch;
+    why.push_back({"train_batch_size", std::to_string(tr.global_batch),
+                   p.pp > 1
+                       ? "global batch; the pipeline engine asserts it = micro x accumulation x "
+                         "data-parallel size"
+                       : "global batch; DeepSpeed asserts it = micro x accumulation x world size"});
+  }
+  j["train_micro_batch_size_per_gpu"] = p.micro_batch;
+  j["gradient_accumulation_steps"] = accumulation_steps(in);
+  j["zero_optimization"] = {{"stage", p.zero}};
+  if (p.zero >= 1) j["zero_optimization"]["overlap_comm"] = tr.overlap_grad_reduce;
+  why.push_back(
+      {"zero_optimization.stage", std::to_string(p.zero), emit::plan_origin(in) + " (ZeRO stage)"});
+  if (tr.precision == Precision::bf16) j["bf16"] = {{"enabled", true}};
+  if (tr.precision == Precision::fp16) j["fp16"] = {{"enabled", true}};
+  if (tr.precision != Precision::fp32) {
+    why.push_back(
+        {std::string(to_string(tr.precision)) + ".enabled", "true", "training precision"});
+  }
+  j["gradient_clipping"] = 1.0;
+  why.push_back({"gradient_clipping", "1.0",
+                 "written out: DeepSpeed's default went from 0 (off) to 1.0 in v0.19.3"});
+  j["steps_per_print"] = 1;
+  why.push_back({"steps_per_print", "1", "the seed: log throughput per step"});
+  j["checkpoint"] = {{"tag_validation", "Fail"}};
+  why.push_back({"checkpoint.tag_validation", "Fail",
+                 "a checkpoint tag that differs across ranks stops the run"});
+  if (autotp) {
+    j["tensor_parallel"] = {{"autotp_size", p.tp}};
+    why.push_back(
+        {"tensor_parallel.autotp_size", std::to_string(p.tp), emit::plan_origin(in) + " (AutoTP)"});
+  }
+  if (p.pp > 1 && p.recompute == Recompute::full) {
+    j["pipeline"] = {{"activation_checkpoint_interval", 1}};
+    why.push_back(
+        {"pipeline.activation_checkpoint_interval", "1", "plan: full recompute of every layer"});
+  }
+  c.meta.notes = script_duties(in);
+  c.meta.launch = launch_lines(in);
+  emit::finish_meta(c.meta, in, "DeepSpeed config");
+
+  // JSON has no comments: DeepSpeed reads top-level keys by name (runtime/config.py) and ignores
+  // others, so the provenance travels in one extra top-level object.
+  nlohmann::json provenance = nlohmann::json::array();
+  for (const Provenance& x : why)
+    provenance.push_back({{"setting", x.setting}, {"value", x.value}, {"source", x.source}});
+  j["_shardplan"] = {
+      {"about", "written by shardplan; DeepSpeed ignores unknown top-level keys"},
+      {"plan",
+       {{"dp", p.dp},
+        {"tp", p.tp},
+        {"pp", p.pp},
+        {"cp", p.cp},
+        {"ep", p.ep},
+        {"zero", p.zero},
+        {"micro_batch", p.micro_batch},
+        {"global_batch", tr.global_batch},
+        {"gradient_accumulation_steps", accumulation_steps(in)},
+        {"recompute", to_string(p.recompute)},
+        {"sequence_parallel", p.sequence_parallel},
+        {"gpus", in.cluster.gpus},
+        {"nodes", in.cluster.nodes()},
+        {"gpus_per_node", in.cluster.gpus_per_node}}},
+      {"long_run",
+       {{"checkpoint_interval_steps", in.settings.checkpoint_interval_steps},
+        {"checkpoint_interval_s", in.settings.checkpoint_interval_s},
+        {"keep_last", in.settings.keep_last},
+        {"timeout_minutes", in.settings.timeout_minutes},
+        {"seed", in.settings.seed}}},
+      {"summary", std::vector<std::string>(c.meta.header.begin(), c.meta.header.begin() + 4)},
+      {"provenance", provenance},
+      {"script", c.meta.notes},
+      {"launch", c.meta.launch}};
+  return c;
+}
+
+std::string write_deepspeed(const DeepSpeedConfig& c) {
+  return c.config.dump(2) + "\n";
+}
+
+}  // namespace shardplan

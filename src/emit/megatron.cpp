@@ -1,0 +1,322 @@
+// Megatron-LM pretrain_gpt.py arguments as a bash script (NVIDIA/Megatron-LM main, core 0.19/0.20).
+// Flag names read from megatron/training/arguments.py and the dataclasses it generates flags from
+// (training/config/*.py, core/transformer/transformer_config.py, core/model_parallel_config.py).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "common.hpp"
+#include "shardplan/render.hpp"
+
+namespace shardplan {
+namespace {
+
+class Args {
+ public:
+  explicit Args(MegatronScript& s) : s_(s) {}
+  Args& add(std::string flag, std::string value = "") {
+    s_.args.push_back({std::move(flag), std::move(value), false});
+    return *this;
+  }
+  Args& add(std::string flag, long long value) {
+    return add(std::move(flag), std::to_string(value));
+  }
+  Args& shell(std::string flag, std::string variable) {
+    s_.args.push_back({std::move(flag), "$" + variable, true});
+    return *this;
+  }
+
+ private:
+  MegatronScript& s_;
+};
+
+bool fsdp(const ParallelPlan& p) {
+  return p.zero >= 2;
+}
+
+void parallel_args(Args& a, const EmitInputs& in) {
+  const ParallelPlan& p = in.plan;
+  a.add("--tensor-model-parallel-size", p.tp).add("--pipeline-model-parallel-size", p.pp);
+  if (p.interleave > 1)
+    a.add("--num-layers-per-virtual-pipeline-stage", in.model.layers / (p.pp * p.interleave));
+  if (p.cp > 1) a.add("--context-parallel-size", p.cp);
+  if (p.ep > 1) a.add("--expert-model-parallel-size", p.ep);
+  if (p.sequence_parallel) a.add("--sequence-parallel");
+  if (p.zero == 1) a.add("--use-distributed-optimizer");
+  if (fsdp(p)) {
+    a.add("--use-megatron-fsdp")
+        .add("--data-parallel-sharding-strategy",
+             p.zero == 3 ? "optim_grads_params" : "optim_grads");
+  }
+  if (in.training.overlap_grad_reduce && p.dp > 1) {
+    a.add("--overlap-grad-reduce");
+    // validate_args: --overlap-param-gather needs a sharded optimizer and --overlap-grad-reduce.
+    if (p.zero >= 1 && in.training.overlap_param_gather) a.add("--overlap-param-gather");
+  }
+  if (in.training.tp_comm_overlap && p.sequence_parallel) a.add("--tp-comm-overlap");
+}
+
+void model_args(Args& a, const EmitInputs& in) {
+  const ModelSpec& m = in.model;
+  a.add("--num-layers", m.layers)
+      .add("--hidden-size", m.hidden)
+      .add("--num-attention-heads", m.heads);
+  a.add("--ffn-hidden-size", m.ffn_hidden);
+  if (m.kv_heads != m.heads) a.add("--group-query-attention").add("--num-query-groups", m.kv_heads);
+  if (m.head_dim * m.heads != m.hidden) a.add("--kv-channels", m.head_dim);
+  a.add("--seq-length", in.training.seq_len)
+      .add("--max-position-embeddings", std::max(m.max_positions, in.training.seq_len));
+  if (m.mlp == MlpKind::swiglu) a.add("--swiglu");
+  a.add("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
+  a.add("--position-embedding-type",
+        m.positions == PositionKind::rotary ? "rope" : "learned_absolute");
+  if (!m.tied_embeddings) a.add("--untie-embeddings-and-output-weights");
+  if (!(m.qkv_bias && m.out_bias && m.mlp_bias)) {
+    a.add("--disable-bias-linear");
+    if (m.qkv_bias) a.add("--add-qkv-bias");
+  }
+  if (!m.dropout) a.add("--attention-dropout", "0").add("--hidden-dropout", "0");
+  if (m.is_moe()) a.add("--num-experts", m.experts).add("--moe-router-topk", m.experts_per_token);
+  a.add("--attention-backend", in.training.attention == AttentionKind::flash ? "flash" : "unfused");
+}
+
+void training_args(Args& a, const EmitInputs& in) {
+  const ParallelPlan& p = in.plan;
+  const TrainingSpec& tr = in.training;
+  a.add("--micro-batch-size", p.micro_batch).add("--global-batch-size", tr.global_batch);
+  if (const auto steps = emit::train_steps(in)) {
+    a.add("--train-iters", *steps);
+  } else {
+    a.shell("--train-iters", "TRAIN_ITERS");
+  }
+  switch (tr.precision) {
+    case Precision::bf16:
+      a.add("--bf16");
+      break;
+    case Precision::fp16:
+      a.add("--fp16");
+      break;
+    case Precision::fp8:
+      a.add("--bf16").add("--fp8-format", "hybrid");
+      break;
+    case Precision::fp32:
+      break;
+  }
+  // Megatron-LM keeps fp32 main gradients for bf16 unless told otherwise (arguments.py).
+  if ((tr.precision == Precision::bf16 || tr.precision == Precision::fp8) && !tr.fp32_grads)
+    a.add("--grad-reduce-in-bf16");
+  if (p.recompute == Recompute::full) {
+    a.add("--recompute-granularity", "full")
+        .add("--recompute-method", "uniform")
+        .add("--recompute-num-layers", 1);
+  } else if (p.recompute == Recompute::selective) {
+    a.add("--recompute-granularity", "selective");
+  }
+  a.add("--optimizer", tr.optimizer == OptimizerKind::sgd_momentum ? "sgd" : "adam");
+}
+
+void long_run_args(Args& a, const EmitInputs& in) {
+  const LongRunSettings& s = in.settings;
+  a.shell("--save", "CHECKPOINT_DIR").shell("--load", "CHECKPOINT_DIR");
+  a.add("--save-interval", s.checkpoint_interval_steps);
+  a.add("--ckpt-format", fsdp(in.plan) ? "fsdp_dtensor" : "torch_dist");
+  a.add("--distributed-timeout-minutes", s.timeout_minutes);
+  a.add("--seed", s.seed);
+  a.add("--dataloader-type", "single");
+  a.add("--exit-signal-handler");
+  a.add("--log-interval", 1).add("--log-throughput");
+  a.shell("--data-path", "DATA_PATH");
+  a.add("--tokenizer-type", "HuggingFaceTokenizer").shell("--tokenizer-model", "TOKENIZER_MODEL");
+}
+
+void provenance(MegatronScript& s, const EmitInputs& in) {
+  const ParallelPlan& p = in.plan;
+  auto& why = s.meta.provenance;
+  why = emit::common_provenance(in);
+  const char* zero =
+      p.zero == 0   ? "data parallel with replicated optimizer (no flag)"
+      : p.zero == 1 ? "--use-distributed-optimizer"
+      : p.zero == 2 ? "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads"
+                    : "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params";
+  why.push_back({fmt::format("ZeRO-{}", p.zero), zero,
+                 "Megatron-LM's equivalent (megatron_fsdp.md: no_shard / optim "
+                 "/ optim_grads / optim_grads_params = ZeRO-0..3)"});
+  why.push_back({"--save-interval", std::to_string(in.settings.checkpoint_interval_steps),
+                 "checkpoint interval; optimizer and RNG states are saved by default "
+                 "(--no-save-optim, --no-save-rng "
+                 "not given)"});
+  why.push_back({"--dataloader-type single", "resumable",
+                 "restarts at the checkpoint's consumed_train_samples"});
+  why.push_back(
+      {"--log-interval 1 --log-throughput", "every step", "the seed: log throughput per step"});
+  why.push_back(
+      {"--exit-signal-handler", "on", "saves a checkpoint and exits on SIGTERM (preemption)"});
+  if (!in.training.fp32_grads && in.training.precision != Precision::fp32 &&
+      in.training.precision != Precision::fp16) {
+    why.push_back({"--grad-reduce-in-bf16", "on",
+                   "the plan's 2 B/param gradients (--fp32-grads for Megatron's fp32 "
+                   "main gradients, 18 B/param)"});
+  }
+  if (const auto steps = emit::train_steps(in)) {
+    why.push_back({"--train-iters", std::to_string(*steps),
+                   fmt::format("ceil({} tokens / ({} x {}))", format_count(in.training.tokens),
+                               in.training.global_batch, in.training.seq_len)});
+  }
+}
+
+}  // namespace
+
+std::vector<PlanProblem> megatron_problems(const EmitInputs& in) {
+  std::vector<PlanProblem> out = emit::common_problems(in);
+  const ParallelPlan& p = in.plan;
+  const ModelSpec& m = in.model;
+  if (!m.has_architecture()) {
+    out.push_back(
+        {"--model",
+         "pretrain_gpt.py needs the layer shapes; give --model or --layers/--hidden/--heads"});
+    return out;
+  }
+  if (fsdp(p) && p.pp > 1) {
+    out.push_back(
+        {"--zero",
+         fmt::format(
+             "Megatron-LM shards gradients and weights (ZeRO-{}) only with Megatron-FSDP or "
+             "torch FSDP2; FSDP2 asserts pipeline size 1 and Megatron-FSDP documents no "
+             "pipeline support: use --zero 1 (--use-distributed-optimizer) with --pp {}",
+             p.zero, p.pp)});
+  }
+  if (m.mlp == MlpKind::geglu)
+    out.push_back({"--mlp", "pretrain_gpt.py has no GeGLU MLP (only --swiglu and --quick-geglu)"});
+  if (m.positions == PositionKind::alibi)
+    out.push_back({"--model", "pretrain_gpt.py has no ALiBi position embedding"});
+  const bool all_biases = m.qkv_bias && m.out_bias && m.mlp_bias;
+  if (!all_biases && (m.out_bias || m.mlp_bias)) {
+    out.push_back(
+        {"--model", "Megatron-LM biases are all on, all off, or only on QKV (--add-qkv-bias)"});
+  }
+  if (in.training.optimizer == OptimizerKind::adafactor ||
+      in.training.optimizer == OptimizerKind::adam_8bit) {
+    out.push_back(
+        {"--optimizer", fmt::format("Megatron-LM's --optimizer has no {}; use adamw or sgd",
+                                    to_string(in.training.optimizer))});
+  }
+  return out;
+}
+
+MegatronScript emit_megatron(const EmitInputs& in) {
+  MegatronScript s;
+  const ClusterSpec& c = in.cluster;
+  const bool multi = c.nodes() > 1;
+  s.variables = {
+      {"NNODES", std::to_string(c.nodes())},
+      {"GPUS_PER_NODE", std::to_string(c.gpus_per_node)},
+      {"NODE_RANK", "${NODE_RANK:-${SLURM_NODEID:-0}}"},
+      {"MASTER_ADDR", multi ? "${MASTER_ADDR:?set MASTER_ADDR to the address of node 0}"
+                            : "${MASTER_ADDR:-127.0.0.1}"},
+      {"MASTER_PORT", "${MASTER_PORT:-29500}"},
+      {"CHECKPOINT_DIR", "${CHECKPOINT_DIR:?set CHECKPOINT_DIR to shared storage}"},
+      {"DATA_PATH", "${DATA_PATH:?set DATA_PATH to the Megatron .bin/.idx prefix}"},
+      {"TOKENIZER_MODEL",
+       "${TOKENIZER_MODEL:?set TOKENIZER_MODEL to a Hugging Face tokenizer name or path}"},
+      {"KEEP_LAST", std::to_string(in.settings.keep_last)},
+  };
+  if (!emit::train_steps(in)) {
+    s.variables.push_back(
+        {"TRAIN_ITERS", "${TRAIN_ITERS:?set TRAIN_ITERS (or pass --tokens to shardplan emit)}"});
+  }
+  // Megatron-LM's examples set it for tensor-parallel overlap; Megatron-FSDP asserts it is not 1.
+  if (!fsdp(in.plan)) s.exports.push_back({"CUDA_DEVICE_MAX_CONNECTIONS", "1"});
+  Args a(s);
+  parallel_args(a, in);
+  model_args(a, in);
+  training_args(a, in);
+  long_run_args(a, in);
+  provenance(s, in);
+  s.meta.notes = {
+      fmt::format("keep the last {} checkpoints: Megatron-LM has no flag for it (most_recent_k is "
+                  "not a CLI argument), so "
+                  "node 0 prunes older complete iter_* directories below",
+                  in.settings.keep_last),
+      "the vocabulary comes from the tokenizer, padded to a multiple of 128 x tp "
+      "(--make-vocab-size-divisible-by)",
+      emit::straggler_note(in),
+  };
+  if (multi) {
+    s.meta.launch = {
+        fmt::format(
+            "on each of the {} nodes: NODE_RANK=<0..{}> MASTER_ADDR=<node 0> bash megatron.sh",
+            c.nodes(), c.nodes() - 1),
+        fmt::format(
+            "or under SLURM: srun --nodes={} --ntasks-per-node=1 bash megatron.sh (NODE_RANK from "
+            "SLURM_NODEID)",
+            c.nodes())};
+  } else {
+    s.meta.launch = {"bash megatron.sh"};
+  }
+  s.meta.launch.push_back(
+      "(the script runs torchrun " + emit::torchrun_rendezvous(in) +
+      " --node_rank $NODE_RANK --master_addr $MASTER_ADDR --master_port $MASTER_PORT "
+      "pretrain_gpt.py; set CHECKPOINT_DIR, DATA_PATH and TOKENIZER_MODEL)");
+  emit::finish_meta(s.meta, in, "Megatron-LM pretrain_gpt.py");
+  return s;
+}
+
+namespace {
+
+// A literal that needs no quotes in bash, or single quotes around it.
+std::string shell_word(const std::string& v) {
+  for (char ch : v) {
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) ||
+          std::string("._,:/+-=").find(ch) != std::string::npos)) {
+      std::string q = "'";
+      for (char x : v) q += x == '\'' ? std::string("'\\''") : std::string(1, x);
+      return q + "'";
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string write_megatron(const MegatronScript& s) {
+  std::string out =
+      "#!/usr/bin/env bash\n" + emit::comment_block(s.meta.header) + "set -euo pipefail\n\n";
+  for (const auto& [name, value] : s.variables) out += fmt::format("{}=\"{}\"\n", name, value);
+  for (const auto& [name, value] : s.exports)
+    out += fmt::format("export {}={}\n", name, shell_word(value));
+  out += "\nMEGATRON_ARGS=(\n";
+  for (const MegatronArg& a : s.args) {
+    if (a.value.empty()) {
+      out += fmt::format("  {}\n", a.flag);
+    } else {
+      out += fmt::format("  {} {}\n", a.flag,
+                         a.shell ? fmt::format("\"{}\"", a.value) : shell_word(a.value));
+    }
+  }
+  out +=
+      ")\n\n"
+      "# Keep the newest $KEEP_LAST complete checkpoints (Megatron-LM has no flag for it); the one "
+      "being\n"
+      "# written is newer than latest_checkpointed_iteration.txt and is never touched.\n"
+      "prune_checkpoints() {\n"
+      "  local latest\n"
+      "  latest=$(cat \"$CHECKPOINT_DIR/latest_checkpointed_iteration.txt\" 2>/dev/null) || return "
+      "0\n"
+      "  find \"$CHECKPOINT_DIR\" -maxdepth 1 -name 'iter_*' | sort \\\n"
+      "    | awk -v last=\"$(printf '%s/iter_%07d' \"$CHECKPOINT_DIR\" \"$latest\")\" '$0 <= last' "
+      "\\\n"
+      "    | head -n -\"$KEEP_LAST\" | xargs -r rm -rf\n"
+      "}\n"
+      "if [ \"$NODE_RANK\" = 0 ]; then\n"
+      "  (while sleep 300; do prune_checkpoints; done) &\n"
+      "  pruner=$!\n"
+      "  trap 'kill \"$pruner\" 2>/dev/null' EXIT\n"
+      "fi\n\n"
+      "torchrun --nnodes \"$NNODES\" --nproc_per_node \"$GPUS_PER_NODE\" --node_rank "
+      "\"$NODE_RANK\" \\\n"
+      "  --master_addr \"$MASTER_ADDR\" --master_port \"$MASTER_PORT\" \\\n"
+      "  pretrain_gpt.py \"${MEGATRON_ARGS[@]}\"\n";
+  return out;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,250 @@
+// torchtitan job TOML for v0.2.2, the last release that reads TOML (main replaced it with Python
+// configs). Keys read from torchtitan/config/job_config.py @ v0.2.2; batch and mesh rules from
+// train.py, distributed/parallel_dims.py and distributed/pipeline_parallel.py.
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "common.hpp"
+#include "shardplan/render.hpp"
+
+namespace shardplan {
+namespace {
+
+// torchtitan's llama3 flavors (models/llama3/__init__.py @ v0.2.2), by shape.
+std::string llama3_flavor(const ModelSpec& m) {
+  const bool llama = m.mlp == MlpKind::swiglu && m.norm == NormKind::rmsnorm &&
+                     m.positions == PositionKind::rotary && !m.tied_embeddings &&
+                     m.vocab == 128256 && m.kv_heads == 8;
+  if (!llama) return "";
+  if (m.layers == 32 && m.hidden == 4096 && m.heads == 32) return "8B";
+  if (m.layers == 80 && m.hidden == 8192 && m.heads == 64) return "70B";
+  if (m.layers == 126 && m.hidden == 16384 && m.heads == 128) return "405B";
+  return "";
+}
+
+// Local batch per data-parallel rank and step: with a pipeline it holds all the step's
+// micro-batches (n_microbatches = local / pipeline_parallel_microbatch_size), without one a
+// single micro-batch that gradient accumulation repeats.
+int local_batch(const EmitInputs& in) {
+  return in.plan.pp > 1 ? in.plan.micro_batch * accumulation_steps(in) : in.plan.micro_batch;
+}
+
+const char* ac_mode(Recompute r) {
+  switch (r) {
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
+  }
+  return "none";
+}
+
+toml::table parallelism(const EmitInputs& in, std::vector<Provenance>& why) {
+  const ParallelPlan& p = in.plan;
+  const bool shard = p.zero >= 2;
+  toml::table t{{"data_parallel_replicate_degree", shard ? 1 : p.dp},
+                {"data_parallel_shard_degree", shard ? p.dp : 1},
+                {"tensor_parallel_degree", p.tp},
+                {"pipeline_parallel_degree", p.pp},
+                {"context_parallel_degree", p.cp},
+                {"expert_parallel_degree", p.ep}};
+  if (shard) {
+    // "default" reshards only without a pipeline (llama3/infra/parallelize.py): say it outright.
+    t.insert("fsdp_reshard_after_forward", p.zero == 3 ? "always" : "never");
+    why.push_back(
+        {"parallelism.fsdp_reshard_after_forward", p.zero == 3 ? "always" : "never",
+         fmt::format("ZeRO-{}: FSDP2 shards weights, gradients and optimizer state over dp {}; {}",
+                     p.zero, p.dp,
+                     p.zero == 3 ? "weights are re-gathered for backward"
+                                 : "weights stay gathered from "
+                                   "forward to backward")});
+  } else {
+    why.push_back({"parallelism.data_parallel_replicate_degree", std::to_string(p.dp),
+                   "ZeRO-0: plain DDP replicas"});
+  }
+  if (p.pp > 1) {
+    // Even stages, embedding and head counted as no layers: the split the plan assumed.
+    const int per_stage = in.model.layers / (p.pp * p.interleave);
+    t.insert("pipeline_parallel_microbatch_size", p.micro_batch);
+    t.insert("pipeline_parallel_schedule", p.interleave > 1 ? "Interleaved1F1B" : "1F1B");
+    t.insert("pipeline_parallel_layers_per_stage", per_stage);
+    t.insert("pipeline_parallel_first_stage_less_layers", 0);
+    t.insert("pipeline_parallel_last_stage_less_layers", 0);
+    why.push_back(
+        {"parallelism.pipeline_parallel_layers_per_stage", std::to_string(per_stage),
+         fmt::format(
+             "{} layers / (pp {} x interleave {}), first/last stage not lightened, as planned",
+             in.model.layers, p.pp, p.interleave)});
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<PlanProblem> torchtitan_problems(const EmitInputs& in) {
+  std::vector<PlanProblem> out = emit::common_problems(in);
+  const ParallelPlan& p = in.plan;
+  if (!in.model.has_architecture()) {
+    out.push_back(
+        {"--model",
+         "torchtitan builds the model from its shapes; give --model or --layers/--hidden/--heads"});
+    return out;
+  }
+  if (p.zero == 1) {
+    out.push_back(
+        {"--zero",
+         "torchtitan has no ZeRO-1: FSDP2 shards weights, gradients and optimizer state together; "
+         "use --zero 2 (fsdp_reshard_after_forward = never) or 3, or --format megatron/deepspeed"});
+  }
+  if (p.zero == 0 && (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1)) {
+    out.push_back(
+        {"--zero",
+         "torchtitan's plain DDP (replicate only) refuses other parallelisms (\"DDP has not "
+         "supported > 1D parallelism\", llama3/infra/parallelize.py): use --zero 2 or 3"});
+  }
+  if (in.training.precision == Precision::fp16) {
+    out.push_back({"--precision",
+                   "torchtitan's training.mixed_precision_param is bfloat16 or float32; use bf16"});
+  }
+  if (in.training.optimizer != OptimizerKind::adamw) {
+    out.push_back(
+        {"--optimizer", "torchtitan v0.2.2 builds Adam and AdamW only (components/optimizer.py)"});
+  }
+  if (in.settings.keep_last == 1) {
+    out.push_back(
+        {"--keep-last",
+         "torchtitan rejects keep_latest_k = 1 (\"We need to maintain at least 2 checkpoint "
+         "replicas, as the last one may be in the process of being saved\"); use 2 or more"});
+  }
+  return out;
+}
+
+TorchtitanConfig emit_torchtitan(const EmitInputs& in) {
+  const ParallelPlan& p = in.plan;
+  const TrainingSpec& tr = in.training;
+  const LongRunSettings& s = in.settings;
+  TorchtitanConfig c;
+  std::vector<Provenance>& why = c.meta.provenance;
+  std::vector<std::string>& notes = c.meta.notes;
+  why = emit::common_provenance(in);
+
+  const std::string flavor = llama3_flavor(in.model);
+  toml::table model{{"name", flavor.empty() ? in.model.name : "llama3"},
+                    {"flavor", flavor.empty() ? in.model.name : flavor}};
+  if (tr.precision == Precision::fp8)
+    model.insert("converters", toml::array{"quantize.linear.float8"});
+  if (flavor.empty()) {
+    notes.push_back(fmt::format(
+        "register a TrainSpec named '{}' with a flavor of that name ({} layers, dim {}, {} heads, "
+        "{} KV heads, MLP {}, vocab {}): torchtitan builds models from its registry",
+        in.model.name, in.model.layers, in.model.hidden, in.model.heads, in.model.kv_heads,
+        in.model.ffn_hidden, in.model.vocab));
+  }
+
+  toml::table training{
+      {"local_batch_size", local_batch(in)},
+      {"global_batch_size", tr.global_batch},
+      {"seq_len", tr.seq_len},
+      {"max_norm", 1.0},
+      {"mixed_precision_param", tr.precision == Precision::fp32 ? "float32" : "bfloat16"}};
+  why.push_back(
+      {"training.local_batch_size", std::to_string(local_batch(in)),
+       p.pp > 1
+           ? fmt::format(
+                 "micro-batch {} x {} pipeline micro-batches; torchtitan's accumulation is then "
+                 "global / (local x dp) = 1",
+                 p.micro_batch, accumulation_steps(in))
+           : fmt::format("micro-batch; torchtitan accumulates global / (local x dp) = {} times",
+                         accumulation_steps(in))});
+  if (const auto steps = emit::train_steps(in)) {
+    training.insert("steps", *steps);
+    why.push_back(
+        {"training.steps", std::to_string(*steps), "ceil(--tokens / (global batch x sequence))"});
+  } else {
+    notes.push_back("set training.steps (no --tokens given; torchtitan's default is 10000)");
+  }
+  notes.push_back(
+      "set training.dataset and dataset_path: torchtitan's stateful loader saves its position in "
+      "each "
+      "checkpoint, so a resumed run continues the data order");
+
+  toml::table checkpoint{{"enable", true},
+                         {"folder", "checkpoint"},
+                         {"interval", s.checkpoint_interval_steps},
+                         {"keep_latest_k", s.keep_last},
+                         {"last_save_model_only", false},
+                         {"async_mode", "disabled"}};
+  why.push_back({"checkpoint.last_save_model_only", "false",
+                 "the final save keeps the optimizer so the run can resume "
+                 "(the v0.2.2 default true saves weights only)"});
+  why.push_back({"checkpoint.async_mode", "disabled",
+                 "blocking saves, as the runbook timed them; \"async\" hides most "
+                 "of the write"});
+  notes.push_back(
+      "torchtitan keeps fp32 parameters (no separate bf16 copy): its checkpoints are ~12 B/param "
+      "where the "
+      "runbook sized 14");
+
+  toml::table activation{{"mode", ac_mode(p.recompute)}};
+  if (p.recompute == Recompute::selective) {
+    activation.insert("selective_ac_option", "op");
+    why.push_back({"activation_checkpoint.selective_ac_option", "op",
+                   "per-op selective recompute, the nearest to recomputing attention only"});
+  }
+  if (p.tp > 1 && !p.sequence_parallel) {
+    notes.push_back(
+        "torchtitan's tensor parallelism always shards norms along the sequence (sequence "
+        "parallel), which "
+        "uses less activation memory than the plan assumed");
+  }
+
+  // init_timeout_seconds covers start-up and the first step (checkpoint load);
+  // train_timeout_seconds every collective after it.
+  const int timeout_s = s.timeout_minutes * 60;
+  toml::table comm{{"init_timeout_seconds", std::max(300, timeout_s)},
+                   {"train_timeout_seconds", timeout_s}};
+  why.push_back({"comm.train_timeout_seconds", std::to_string(timeout_s),
+                 "the runbook's collective timeout (torchtitan's default 100 s is shorter than a "
+                 "checkpoint write)"});
+
+  c.config = toml::table{{"job", toml::table{{"dump_folder", "./outputs"},
+                                             {"description", in.model.name + ": " + describe(p)}}},
+                         {"model", model},
+                         {"optimizer", toml::table{{"name", "AdamW"}}},
+                         {"training", training},
+                         {"parallelism", parallelism(in, why)},
+                         {"checkpoint", checkpoint},
+                         {"activation_checkpoint", activation},
+                         {"comm", comm},
+                         {"metrics", toml::table{{"log_freq", 1}}},
+                         {"debug", toml::table{{"seed", s.seed}}}};
+  why.push_back({"metrics.log_freq", "1", "the seed: log throughput per step"});
+
+  const int nodes = in.cluster.nodes();
+  c.meta.launch = {"pip install torchtitan==0.2.2   # TOML job configs end with v0.2.2"};
+  if (nodes > 1) {
+    c.meta.launch.push_back(
+        fmt::format("srun --nodes={} --ntasks-per-node=1 torchrun {} --rdzv_id 101 --rdzv_backend "
+                    "c10d --rdzv_endpoint \"$head_node_ip:29500\" -m torchtitan.train "
+                    "--job.config_file torchtitan.toml",
+                    nodes, emit::torchrun_rendezvous(in)));
+  } else {
+    c.meta.launch.push_back(
+        fmt::format("torchrun --nproc_per_node {} --rdzv_backend c10d --rdzv_endpoint localhost:0 "
+                    "-m torchtitan.train --job.config_file torchtitan.toml",
+                    in.cluster.gpus_per_node));
+  }
+  emit::finish_meta(c.meta, in, "torchtitan v0.2.2 job config");
+  return c;
+}
+
+std::string write_torchtitan(const TorchtitanConfig& c) {
+  std::ostringstream out;
+  out << emit::comment_block(c.meta.header) << "\n" << c.config << "\n";
+  return out.str();
+}
+
+}  // namespace shardplan
