@@ -18,5 +18,6 @@ struct Command {
 
 Runner setup_list(CLI::App& sub);
 Runner setup_memory(CLI::App& sub);
+Runner setup_probe(CLI::App& sub);
 
 }  // namespace shardplan::cli

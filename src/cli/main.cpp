@@ -16,6 +16,7 @@ const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
       {"memory", "Per-device memory of one plan: weights, gradients, optimizer, activations", setup_memory},
       {"list", "List presets: models, gpus, links, clusters", setup_list},
+      {"probe", "Measure this cluster (NCCL/cuBLASLt or MPI/BLAS) and write a calibrated profile", setup_probe},
   };
   return table;
 }
