@@ -1,6 +1,7 @@
 // The watchdog every wait goes through, and the single-process control plane. A probe that
 // loses a peer reports host:file:line, the operation and the silent ranks, then exits 3.
 #include <fmt/format.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@ namespace shardplan::probe {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr auto kSpin = std::chrono::microseconds(100);
 
 const char* base_name(const char* path) {
   const char* slash = std::strrchr(path, '/');
@@ -56,6 +58,7 @@ std::unique_ptr<Control> make_local_control() { return std::make_unique<LocalCon
 
 Watchdog::Watchdog(Control& control, double timeout_s) : control_(control), timeout_s_(timeout_s) {
   control_.attach(this);
+  prctl(PR_SET_TIMERSLACK, 1UL);  // sleeps of microseconds, not the default 50 us slack
 }
 
 Watchdog::~Watchdog() { control_.attach(nullptr); }
@@ -77,10 +80,20 @@ std::string Watchdog::who() const {
 
 void Watchdog::wait(const std::function<bool()>& done, const std::string& what, const char* file,
                     int line, const std::function<std::string()>& describe) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration<double>(timeout_s_);
   while (!done()) {
     control_.service();
-    if (Clock::now() <= deadline) continue;
+    const auto now = Clock::now();
+    // Spin for short operations (their times stay exact); then poll at 1/50 of the time waited
+    // so far (at most 1 ms), which bounds the timing error at 2% and leaves the CPU to the
+    // kernel: a process spinning on every core starves the network stack it waits for (on a
+    // 2-core machine, TCP between namespaces went from 4 ms to 0.3 ms per 1 KiB message).
+    const auto waited = now - start;
+    if (waited > kSpin) {
+      std::this_thread::sleep_for(std::min<Clock::duration>(waited / 50, std::chrono::milliseconds(1)));
+    }
+    if (now <= deadline) continue;
     const std::string known = describe ? describe() : "";
     fire(what, file, line,
          fmt::format("no progress for {} s (--timeout-s){}", timeout_s_,
