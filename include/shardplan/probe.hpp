@@ -290,8 +290,9 @@ std::unique_ptr<Reporter> make_tee_reporter(std::vector<std::unique_ptr<Reporter
 
 // ---- fit -----------------------------------------------------------------------------------
 
-/// t = latency + S x bus factor / busbw, fitted by least squares on relative error (every size
-/// counts alike, small ones for the latency, large ones for the bandwidth).
+/// t = latency + S x bus factor / busbw: busbw from the least-squares slope over the largest
+/// sizes (within 16x of the largest), latency from every size with that slope fixed, weighted by
+/// 1/t^2 so the small sizes decide it; the residual is the RMS relative error over all sizes.
 struct LinkFit {
   double latency_s = 0;          // the whole collective's fixed cost
   double step_latency_s = 0;     // per ring step (latency / info(c).latency_steps(n))

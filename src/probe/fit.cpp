@@ -1,5 +1,5 @@
-// From measurements to figures: latency and bus bandwidth per tier and collective (least
-// squares on the nccl-tests time model), the GEMM efficiency curve, and stragglers.
+// From measurements to figures: latency and bus bandwidth per tier and collective (the
+// nccl-tests time model fitted by least squares), the GEMM efficiency curve, and stragglers.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,50 +11,47 @@
 namespace shardplan::probe {
 
 LinkFit fit_link(Collective c, int ranks, std::span<const SizeTime> points) {
-  // t = a + x / B with x = S x bus factor (the bytes each rank moves, in busbw terms).
-  // Weights 1/t^2 minimise the relative error, so 8 B and 1 GiB count alike.
+  // t = a + x / B with x = S x bus factor (the bytes each rank moves, in busbw terms). Each
+  // parameter is estimated where it shows: B from the slope over the largest sizes, where nccl-
+  // tests' busbw is read (small sizes can beat the line rate, e.g. inside a shaper's burst);
+  // a from every size with the slope fixed, weighted by 1/t^2 so the small sizes decide it.
   const double factor = info(c).bus_factor(ranks);
-  double sw = 0, sx = 0, sxx = 0, st = 0, sxt = 0, best_busbw = 0, fastest = 0;
-  int used = 0;
+  std::vector<std::pair<double, double>> xt;  // (x, t)
   for (const SizeTime& p : points) {
-    if (!(p.seconds > 0) || !(p.bytes > 0)) continue;
-    const double x = p.bytes * factor, t = p.seconds, w = 1 / (t * t);
-    sw += w;
-    sx += w * x;
-    sxx += w * x * x;
-    st += w * t;
-    sxt += w * x * t;
-    best_busbw = std::max(best_busbw, x / t);
-    fastest = used == 0 ? t : std::min(fastest, t);
-    ++used;
+    if (p.seconds > 0 && p.bytes > 0) xt.emplace_back(p.bytes * factor, p.seconds);
   }
   LinkFit fit;
-  fit.points = used;
-  if (used == 0) return fit;
-  double a = 0, b = 0;  // b = 1 / B
-  const double det = sw * sxx - sx * sx;
-  if (used >= 2 && det > 0) {
-    a = (sxx * st - sx * sxt) / det;
-    b = (sw * sxt - sx * st) / det;
+  fit.points = static_cast<int>(xt.size());
+  if (xt.empty()) return fit;
+  double largest = 0;
+  for (const auto& [x, t] : xt) largest = std::max(largest, x);
+  // Least squares slope over sizes within 16x of the largest (the top five of a doubling sweep).
+  double n = 0, sx = 0, st = 0, sxx = 0, sxt = 0, best_busbw = 0;
+  for (const auto& [x, t] : xt) {
+    if (x < largest / 16) continue;
+    n += 1;
+    sx += x;
+    st += t;
+    sxx += x * x;
+    sxt += x * t;
+    best_busbw = std::max(best_busbw, x / t);
   }
-  if (a < 0 && sxx > 0) {  // no negative latency: fit the slope through the origin
-    a = 0;
-    b = sxt / sxx;
+  const double var = n * sxx - sx * sx;
+  double b = var > 0 ? (n * sxt - sx * st) / var : 0;  // seconds per byte = 1 / B
+  if (!(b > 0)) b = 1 / best_busbw;  // times that do not grow with size: the best observed
+  double sw = 0, swr = 0;
+  for (const auto& [x, t] : xt) {
+    const double w = 1 / (t * t);
+    sw += w;
+    swr += w * (t - b * x);
   }
-  if (!(b > 0)) {  // times that do not grow with size (noise, or one point): best observed
-    a = used >= 2 ? fastest : 0;
-    b = 1 / best_busbw;
-  }
+  const double a = std::max(0.0, swr / sw);
   fit.latency_s = a;
   fit.step_latency_s = a / info(c).latency_steps(ranks);
   fit.busbw_bytes_per_s = 1 / b;
   double sum_sq = 0;
-  for (const SizeTime& p : points) {
-    if (!(p.seconds > 0) || !(p.bytes > 0)) continue;
-    const double predicted = a + p.bytes * factor * b;
-    sum_sq += std::pow((predicted - p.seconds) / p.seconds, 2);
-  }
-  fit.residual = std::sqrt(sum_sq / used);
+  for (const auto& [x, t] : xt) sum_sq += std::pow((a + b * x - t) / t, 2);
+  fit.residual = std::sqrt(sum_sq / static_cast<double>(xt.size()));
   return fit;
 }
 
