@@ -24,8 +24,11 @@ struct CliResult {
   int status = -1;
   std::string out;
   std::string err;
+  double seconds = 0;  // wall time
 };
 CliResult run_cli(const std::string& args);
+/// Runs a shell command line (for example mpirun ... shardplan ...) the same way.
+CliResult run_command(const std::string& command);
 
 /// Relative error |a - b| / |b|.
 double rel_err(double a, double b);

@@ -239,7 +239,7 @@ Prepared prepare(const ProbeOptions& o) {
 
 int run_probe_command(const ProbeOptions& o) {
   Prepared p = prepare(o);
-  if (!o.model.model.empty() || !o.model.layers.empty()) {
+  if (!o.model.model.empty() || !o.model.params.empty() || !o.model.layers.empty()) {
     p.plan.gemms = model_shapes(o.model, p.model_dtype);  // validated before the launch
   }
   probe::Launch launch = probe::start_backend(o.backend, p.plan.settings);
