@@ -15,9 +15,6 @@
 namespace shardplan::probe {
 namespace {
 
-constexpr int kPingTag = 1;
-constexpr int kPongTag = 2;
-
 std::string host_name() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
@@ -110,17 +107,25 @@ void MpiControl::barrier(const std::string& what) {
   wait(&request, 1, what, __FILE__, __LINE__);
 }
 
-void MpiControl::service() {
-  for (;;) {
-    int flag = 0;
-    MPI_Status status;
-    MPI_Iprobe(MPI_ANY_SOURCE, kPingTag, ping_, &flag, &status);
-    if (!flag) return;
-    int from = 0;
-    MPI_Recv(&from, 1, MPI_INT, status.MPI_SOURCE, kPingTag, ping_, MPI_STATUS_IGNORE);
+// Takes one pending roll-call message with `tag`, answering a ping with a pong; the sender's
+// rank, or -1 when none is pending.
+int MpiControl::take(int tag) {
+  int flag = 0;
+  MPI_Status status;
+  MPI_Iprobe(MPI_ANY_SOURCE, tag, ping_, &flag, &status);
+  if (!flag) return -1;
+  int from = 0;
+  MPI_Recv(&from, 1, MPI_INT, status.MPI_SOURCE, tag, ping_, MPI_STATUS_IGNORE);
+  if (tag == kPingTag) {
     MPI_Request request;
     MPI_Isend(&pong_, 1, MPI_INT, status.MPI_SOURCE, kPongTag, ping_, &request);
     MPI_Request_free(&request);
+  }
+  return status.MPI_SOURCE;
+}
+
+void MpiControl::service() {
+  while (take(kPingTag) >= 0) {
   }
 }
 
@@ -134,19 +139,10 @@ std::vector<int> MpiControl::roll_call(double grace_s) {
   std::set<int> alive{rank_};
   const double deadline = MPI_Wtime() + grace_s;
   while (MPI_Wtime() < deadline && static_cast<int>(alive.size()) < size_) {
+    // A pong answers our ping; a ping means that peer timed out too: alive either way.
     for (int tag : {kPongTag, kPingTag}) {
-      int flag = 0;
-      MPI_Status status;
-      MPI_Iprobe(MPI_ANY_SOURCE, tag, ping_, &flag, &status);
-      if (!flag) continue;
-      int from = 0;
-      MPI_Recv(&from, 1, MPI_INT, status.MPI_SOURCE, tag, ping_, MPI_STATUS_IGNORE);
-      alive.insert(status.MPI_SOURCE);  // a peer that asks is alive too
-      if (tag == kPingTag) {
-        MPI_Request request;
-        MPI_Isend(&pong_, 1, MPI_INT, status.MPI_SOURCE, kPongTag, ping_, &request);
-        MPI_Request_free(&request);
-      }
+      const int from = take(tag);
+      if (from >= 0) alive.insert(from);
     }
   }
   return {alive.begin(), alive.end()};

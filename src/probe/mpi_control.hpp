@@ -32,6 +32,10 @@ class MpiControl final : public Control {
   void wait(MPI_Request* requests, int count, const std::string& what, const char* file, int line);
 
  private:
+  static constexpr int kPingTag = 1;
+  static constexpr int kPongTag = 2;
+  int take(int tag);
+
   int rank_ = 0, size_ = 1, node_ = 0, local_index_ = 0;
   std::string host_;
   MPI_Comm world_ = MPI_COMM_NULL;    // for the back-end's groups

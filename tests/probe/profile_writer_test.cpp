@@ -112,6 +112,17 @@ Results two_nodes() {
   return r;
 }
 
+// One node of two CPU ranks, as the mpi back-end measures it: the intra tier's all-reduce only.
+Results one_node_of_two() {
+  Results r;
+  r.backend = "mpi";
+  r.ranks = layout(1, 2, "AMD EPYC", 0);
+  r.groups = plan_groups(r.ranks);
+  r.plan.collectives = {Collective::all_reduce};
+  add_rows(r, r.groups[0], Collective::all_reduce, {5e-6, 3e9});
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("a two-node profile round-trips through load_cluster with the measured figures") {
@@ -178,12 +189,7 @@ TEST_CASE("a two-node profile round-trips through load_cluster with the measured
 }
 
 TEST_CASE("one node on CPUs: the inter link stays the preset's, the CPU GEMMs stay out of the GPU") {
-  Results r;
-  r.backend = "mpi";
-  r.ranks = layout(1, 2, "AMD EPYC", 0);
-  r.groups = plan_groups(r.ranks);
-  r.plan.collectives = {Collective::all_reduce};
-  add_rows(r, r.groups[0], Collective::all_reduce, {5e-6, 3e9});
+  Results r = one_node_of_two();
   r.gemms = {gemm_row(512, MathDtype::fp32, 50e9)};
   const FitResult fit = fit_results(r, load_gpu("A100-80GB"));
   CHECK(fit.gemm_curve.empty());
@@ -211,11 +217,7 @@ TEST_CASE("one node on CPUs: the inter link stays the preset's, the CPU GEMMs st
 }
 
 TEST_CASE("starting from a cluster preset: its GPU, inter link and NIC ratio") {
-  Results r;
-  r.backend = "mpi";
-  r.ranks = layout(1, 2, "CPU", 0);
-  r.groups = plan_groups(r.ranks);
-  add_rows(r, r.groups[0], Collective::all_reduce, {5e-6, 3e9});
+  const Results r = one_node_of_two();
   const FitResult fit = fit_results(r, load_gpu("H100-SXM"));
   ProfileInputs in = inputs("", "dgx-a100");
   const nlohmann::json profile = build_profile(r, fit, in);
