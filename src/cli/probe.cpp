@@ -245,7 +245,7 @@ int run_probe_command(const ProbeOptions& o) {
   probe::Launch launch = probe::start_backend(o.backend, p.plan.settings);
   probe::Backend& backend = *launch.backend;
   const bool lead = launch.control->process() == 0;
-  if (lead && !launch.note.empty()) std::fprintf(stderr, "probe: %s\n", launch.note.c_str());
+  if (!launch.note.empty()) p.plan.notes.push_back(launch.note);  // the table and the profile
 
   // Defaults that depend on the hardware.
   const bool gpu = backend.measures_gpu();
