@@ -23,6 +23,13 @@ namespace {
 
 using nlohmann::json;
 
+// How fit_link() turns rows into figures (probe.hpp), for the profile's sources.
+constexpr const char* kFitMethod =
+    "t = latency + S x bus factor / busbw (S and bus factors as nccl-tests' PERFORMANCE.md "
+    "defines them) on each size's median iteration averaged over ranks: busbw from the "
+    "least-squares slope over the sizes within 16x of the largest, latency from every size "
+    "with that slope fixed (weights 1/t^2)";
+
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -115,9 +122,7 @@ json measured_link(const TierFit& tier, const Results& r, const std::string& wha
         {"latency_us", fmt::format("measured: {} fitted latency divided by its ring steps; {}",
                                    generic_name, where)},
         {"collective_busbw_gb_per_s",
-         "measured: per collective, least squares of t = latency + S x bus factor / busbw on "
-         "relative error over the median iterations, S and bus factor as nccl-tests' "
-         "PERFORMANCE.md defines them; " + where}}}};
+         "measured: per collective, " + std::string(kFitMethod) + "; " + where}}}};
 }
 
 json time_json(const TimeStats& t) {
@@ -229,9 +234,7 @@ json fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, bool c
                        {"time_us", round_to(s.seconds * 1e6, 3)},
                        {"median_us", round_to(s.median_s * 1e6, 3)}, {"ratio", round_to(s.ratio, 3)}});
   }
-  return {{"model", "t = latency + S x bus_factor(n) / busbw per tier and collective, weighted "
-                    "least squares (weights 1/t^2) on each size's median iteration (averaged "
-                    "over ranks); S and bus factors as in nccl-tests"},
+  return {{"model", kFitMethod},
           {"tiers", tiers},
           {"skipped_tiers", skipped},
           {"gemm", gemm},

@@ -162,7 +162,7 @@ std::unique_ptr<Reporter> make_tee_reporter(std::vector<std::unique_ptr<Reporter
 
 std::string render_summary(const Results& r, const FitResult& fit, const GpuSpec& gpu) {
   std::string out = "#\n# Fit: t = latency + S x bus factor / busbw per tier and collective "
-                    "(least squares on the median iterations)\n";
+                    "(busbw: slope over the largest sizes; median iterations)\n";
   out += fmt::format("#  {:<6} {:<15} {:>12} {:>13} {:>12} {:>9}\n", "tier", "collective",
                      "latency(us)", "per-step(us)", "busbw(GB/s)", "residual");
   for (const TierFit& t : fit.tiers) {
