@@ -5,12 +5,11 @@
 // doc/PERFORMANCE.md through the shared collectives table.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,7 +37,7 @@ struct RankInfo {
   int node = 0;        // 0 .. nodes-1, in order of the nodes' first ranks
   int local_rank = 0;  // position inside its node
   std::string host;
-  std::string device;  // GPU name, or the CPU model for the MPI back-end
+  std::string device;              // GPU name, or the CPU model for the MPI back-end
   double device_memory_bytes = 0;  // the GPU's memory as the driver reports it; 0 on a CPU
 };
 
@@ -116,7 +115,7 @@ class Control {
   virtual ~Control() = default;
   virtual int process() const = 0;
   virtual int processes() const = 0;
-  virtual int node() const = 0;        // this process's node, 0 .. nodes-1
+  virtual int node() const = 0;         // this process's node, 0 .. nodes-1
   virtual int local_index() const = 0;  // this process's position inside its node
   virtual std::string host() const = 0;
   /// Every process's `mine`, in process order.
@@ -342,12 +341,12 @@ FitResult fit_results(const Results& results, const GpuSpec& gpu);
 
 /// What the profile starts from and what the user stated.
 struct ProfileInputs {
-  std::string gpu;          // --gpu NAME|FILE ("" = from --cluster, the device, or H100-SXM)
-  std::string cluster;      // --cluster NAME|FILE to start from ("" = none)
-  int gpus_per_node = 0;    // --gpus-per-node (0 = measured)
-  int nics_per_node = 0;    // --nics-per-node (0 = preset or fitted)
+  std::string gpu;        // --gpu NAME|FILE ("" = from --cluster, the device, or H100-SXM)
+  std::string cluster;    // --cluster NAME|FILE to start from ("" = none)
+  int gpus_per_node = 0;  // --gpus-per-node (0 = measured)
+  int nics_per_node = 0;  // --nics-per-node (0 = preset or fitted)
   std::string command_line;
-  std::string date_utc;     // ISO-8601, e.g. 2025-01-31T12:00:00Z
+  std::string date_utc;  // ISO-8601, e.g. 2025-01-31T12:00:00Z
 };
 
 /// The GPU the profile starts from: --gpu, else the --cluster preset's, else H100-SXM.

@@ -74,7 +74,8 @@ MathDtype parse_dtype(const std::string& text) {
     if (text == to_string(static_cast<MathDtype>(i))) return static_cast<MathDtype>(i);
   }
   throw InputError("--gemm-dtypes", fmt::format("'{}' is not a data type; use fp8, bf16, fp16, "
-                                                "tf32, fp32 or fp64", text));
+                                                "tf32, fp32 or fp64",
+                                                text));
 }
 
 // "4096" (square) or "8192x4096x1024" (m x n x k).
@@ -152,32 +153,42 @@ std::string host_name() {
 
 void add_probe_options(CLI::App& sub, ProbeOptions& o) {
   sub.add_option("--backend", o.backend, "auto | nccl | mpi (auto: nccl when a GPU is usable)");
-  sub.add_option("--out", o.out, "The calibrated cluster profile to write (default "
-                                 "probe-<host>-<yyyymmdd>.json)");
+  sub.add_option("--out", o.out,
+                 "The calibrated cluster profile to write (default "
+                 "probe-<host>-<yyyymmdd>.json)");
   sub.add_option("--min-bytes", o.min_bytes, "Smallest collective size S (default 8)");
-  sub.add_option("--max-bytes", o.max_bytes, "Largest collective size S, doubling from "
-                                             "--min-bytes (default 1GiB on GPUs, 64MiB on CPUs)");
+  sub.add_option("--max-bytes", o.max_bytes,
+                 "Largest collective size S, doubling from "
+                 "--min-bytes (default 1GiB on GPUs, 64MiB on CPUs)");
   sub.add_option("--iters", o.iters, "Timed iterations per size (default 20)");
   sub.add_option("--warmup", o.warmup, "Warm-up iterations per size (default 5)");
-  sub.add_option("--timeout-s", o.timeout_s, "Watchdog: longest wait for any one operation before "
-                                             "the probe names the silent rank and exits 3 "
-                                             "(default 60)");
-  sub.add_option("--collectives", o.collectives, "Comma-separated: all_reduce, all_gather, "
-                                                 "reduce_scatter, all_to_all, send_recv, broadcast");
-  sub.add_option("--gemm-sizes", o.gemm_sizes, "GEMM sweep: N (square) or MxNxK, comma-separated, "
-                                               "or none (default 512..16384 on GPUs, 128..1024 "
-                                               "on CPUs)");
-  sub.add_option("--gemm-dtypes", o.gemm_dtypes, "GEMM data types for the sweep (default: "
-                                                 "fp8,bf16,fp16,tf32 the GPU has; fp32,fp64 on "
-                                                 "CPUs)");
-  sub.add_option("--gpu", o.gpu, "The GPU preset or file the profile carries (peak, memory; default "
-                                 "matched from the device name, H100-SXM for the mpi back-end)");
-  sub.add_option("--cluster", o.cluster, "A cluster preset or file to start from (GPU, node size, "
-                                         "links for tiers not measured)");
-  sub.add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node the profile states (default: "
-                                                     "the ranks per node measured)");
-  sub.add_option("--nics-per-node", o.nics_per_node, "Scale-out NICs per node (default: fitted "
-                                                     "from the world measurement, or the preset)");
+  sub.add_option("--timeout-s", o.timeout_s,
+                 "Watchdog: longest wait for any one operation before "
+                 "the probe names the silent rank and exits 3 "
+                 "(default 60)");
+  sub.add_option("--collectives", o.collectives,
+                 "Comma-separated: all_reduce, all_gather, "
+                 "reduce_scatter, all_to_all, send_recv, broadcast");
+  sub.add_option("--gemm-sizes", o.gemm_sizes,
+                 "GEMM sweep: N (square) or MxNxK, comma-separated, "
+                 "or none (default 512..16384 on GPUs, 128..1024 "
+                 "on CPUs)");
+  sub.add_option("--gemm-dtypes", o.gemm_dtypes,
+                 "GEMM data types for the sweep (default: "
+                 "fp8,bf16,fp16,tf32 the GPU has; fp32,fp64 on "
+                 "CPUs)");
+  sub.add_option("--gpu", o.gpu,
+                 "The GPU preset or file the profile carries (peak, memory; default "
+                 "matched from the device name, H100-SXM for the mpi back-end)");
+  sub.add_option("--cluster", o.cluster,
+                 "A cluster preset or file to start from (GPU, node size, "
+                 "links for tiers not measured)");
+  sub.add_option("--gpus-per-node", o.gpus_per_node,
+                 "GPUs per node the profile states (default: "
+                 "the ranks per node measured)");
+  sub.add_option("--nics-per-node", o.nics_per_node,
+                 "Scale-out NICs per node (default: fitted "
+                 "from the world measurement, or the preset)");
   sub.add_flag("--json", o.json, "Print the profile JSON on stdout instead of the table");
   sub.add_option("--debug-hang-rank", o.debug_hang_rank, "Tests: this rank stops responding")
       ->group("");  // hidden
@@ -188,8 +199,9 @@ void add_probe_options(CLI::App& sub, ProbeOptions& o) {
       ->group("Model");
   sub.add_option("--tp", o.model.tp, "Tensor-parallel degree for --model's GEMM shapes")
       ->group("Model");
-  sub.add_option("--precision", o.model.precision, "bf16 | fp16 | fp8 | fp32: the dtype of "
-                                                   "--model's GEMMs (default bf16)")
+  sub.add_option("--precision", o.model.precision,
+                 "bf16 | fp16 | fp8 | fp32: the dtype of "
+                 "--model's GEMMs (default bf16)")
       ->group("Model");
 }
 
@@ -209,14 +221,16 @@ Prepared prepare(const ProbeOptions& o) {
   s.warmup = o.warmup == "0" ? 0 : as_int(o.warmup, "--warmup", 100000);
   s.timeout_s = parse_duration(o.timeout_s, "--timeout-s");
   if (!(s.timeout_s >= 0.1 && s.timeout_s <= 86400)) {
-    throw InputError("--timeout-s", fmt::format("'{}' must be between 0.1 s and one day", o.timeout_s));
+    throw InputError("--timeout-s",
+                     fmt::format("'{}' must be between 0.1 s and one day", o.timeout_s));
   }
   s.debug_hang_rank = o.debug_hang_rank;
   p.plan.min_bytes = as_bytes(o.min_bytes, "--min-bytes");
   p.max_given = !o.max_bytes.empty();
   if (p.max_given) p.plan.max_bytes = as_bytes(o.max_bytes, "--max-bytes");
   if (p.max_given && p.plan.max_bytes < p.plan.min_bytes) {
-    throw InputError("--max-bytes", fmt::format("{} is below --min-bytes {}", o.max_bytes, o.min_bytes));
+    throw InputError("--max-bytes",
+                     fmt::format("{} is below --min-bytes {}", o.max_bytes, o.min_bytes));
   }
   for (const auto& name : split_list(o.collectives)) {
     p.plan.collectives.push_back(parse_collective(name.c_str(), "--collectives"));
@@ -256,25 +270,26 @@ int run_probe_command(const ProbeOptions& o) {
     if (!gpu) g.dtype = MathDtype::fp32;  // the CPU runs the model's shapes in fp32
   }
   const std::string sizes = !o.gemm_sizes.empty() ? o.gemm_sizes
-                            : gpu ? "512,1024,2048,4096,8192,16384"
-                                  : "128,256,512,1024";
+                            : gpu                 ? "512,1024,2048,4096,8192,16384"
+                                                  : "128,256,512,1024";
   for (const auto& g : sweep_shapes(sizes, dtypes)) p.plan.gemms.push_back(g);
   if (p.inputs.gpu.empty() && p.inputs.cluster.empty()) {
     const std::string device = backend.ranks().front().device;
     p.inputs.gpu = gpu ? probe::gpu_preset_for_device(device) : "H100-SXM";
     if (p.inputs.gpu.empty()) {
-      throw InputError("--gpu", fmt::format("the device '{}' matches no GPU preset; pass --gpu NAME "
-                                            "(see `shardplan list gpus`) or a GPU profile file "
-                                            "with its peak TFLOP/s",
-                                            device));
+      throw InputError("--gpu",
+                       fmt::format("the device '{}' matches no GPU preset; pass --gpu NAME "
+                                   "(see `shardplan list gpus`) or a GPU profile file "
+                                   "with its peak TFLOP/s",
+                                   device));
     }
   }
   const GpuSpec gpu_spec = probe::profile_gpu(p.inputs);
-  const std::string out_path = !o.out.empty() ? o.out
-                               : fmt::format("probe-{}-{}.json", host_name(),
-                                             p.inputs.date_utc.substr(0, 4) +
-                                                 p.inputs.date_utc.substr(5, 2) +
-                                                 p.inputs.date_utc.substr(8, 2));
+  const std::string out_path =
+      !o.out.empty() ? o.out
+                     : fmt::format("probe-{}-{}.json", host_name(),
+                                   p.inputs.date_utc.substr(0, 4) + p.inputs.date_utc.substr(5, 2) +
+                                       p.inputs.date_utc.substr(8, 2));
 
   std::unique_ptr<probe::Reporter> reporter = std::make_unique<probe::Reporter>();
   if (lead) {
@@ -284,10 +299,11 @@ int run_probe_command(const ProbeOptions& o) {
     reporter = probe::make_tee_reporter(std::move(parts));
   }
   if (!gpu) {
-    p.plan.notes.push_back(fmt::format("the {} back-end measures CPU GEMMs: they go into the "
-                                       "profile's measurements and fit only, never into the {} "
-                                       "efficiency curve",
-                                       backend.name(), gpu_spec.name));
+    p.plan.notes.push_back(
+        fmt::format("the {} back-end measures CPU GEMMs: they go into the "
+                    "profile's measurements and fit only, never into the {} "
+                    "efficiency curve",
+                    backend.name(), gpu_spec.name));
   }
   const probe::Results results =
       probe::run_probe(backend, *launch.control, *launch.watchdog, p.plan, *reporter);
@@ -299,8 +315,10 @@ int run_probe_command(const ProbeOptions& o) {
   const std::string summary = probe::render_summary(results, fit, gpu_spec);
   if (!o.json) std::fputs(summary.c_str(), stdout);
   if (status != 0) {
-    std::fprintf(stderr, "probe: %zu wrong element(s): the correctness check failed, so no "
-                 "profile was written\n", results.wrong());
+    std::fprintf(stderr,
+                 "probe: %zu wrong element(s): the correctness check failed, so no "
+                 "profile was written\n",
+                 results.wrong());
     return status;
   }
   probe::write_file_atomically(out_path, profile.dump(2) + "\n", "--out");

@@ -40,8 +40,10 @@ constexpr int kWindow = 64;
 class MpiBackend final : public Backend {
  public:
   MpiBackend(MpiControl& control, Watchdog& watchdog) : control_(control), watchdog_(watchdog) {
-    const nlohmann::json mine = {{"host", control.host()}, {"node", control.node()},
-                                 {"local", control.local_index()}, {"device", cpu_model()}};
+    const nlohmann::json mine = {{"host", control.host()},
+                                 {"node", control.node()},
+                                 {"local", control.local_index()},
+                                 {"device", cpu_model()}};
     const auto all = control.allgather(mine.dump(), "sharing the rank list");
     int local_ranks = 0;
     for (size_t p = 0; p < all.size(); ++p) {
@@ -69,9 +71,15 @@ class MpiBackend final : public Backend {
     }
   }
 
-  const char* name() const override { return "mpi"; }
-  const std::vector<RankInfo>& ranks() const override { return ranks_; }
-  std::vector<int> local_ranks() const override { return {control_.process()}; }
+  const char* name() const override {
+    return "mpi";
+  }
+  const std::vector<RankInfo>& ranks() const override {
+    return ranks_;
+  }
+  std::vector<int> local_ranks() const override {
+    return {control_.process()};
+  }
 
   void open(Tier tier) override {
     const RankInfo& me = ranks_[control_.process()];
@@ -100,8 +108,9 @@ class MpiBackend final : public Backend {
     send_.resize(std::max<size_t>(shape.send_count, 1));
     recv_.assign(std::max<size_t>(shape.recv_count, 1), kPoison);
     fill_send(shape, me, send_);
-    const std::string what = fmt::format("MPI {} of {} B ({} tier, rank {} of {})",
-                                         info(shape.kind).name, shape.bytes, to_string(tier), me, n);
+    const std::string what =
+        fmt::format("MPI {} of {} B ({} tier, rank {} of {})", info(shape.kind).name, shape.bytes,
+                    to_string(tier), me, n);
     RankTiming timing;
     timing.rank = control_.process();
     const bool network = tier != Tier::intra;
@@ -119,8 +128,12 @@ class MpiBackend final : public Backend {
   bool supports(MathDtype dtype) const override {
     return dtype == MathDtype::fp32 || dtype == MathDtype::fp64;
   }
-  std::vector<MathDtype> gemm_dtypes() const override { return {MathDtype::fp32, MathDtype::fp64}; }
-  bool measures_gpu() const override { return false; }
+  std::vector<MathDtype> gemm_dtypes() const override {
+    return {MathDtype::fp32, MathDtype::fp64};
+  }
+  bool measures_gpu() const override {
+    return false;
+  }
 
   std::vector<RankTiming> gemm(const GemmShape& s, int warmup, int iters) override {
     return s.dtype == MathDtype::fp64 ? gemm_typed<double>(s, warmup, iters)
@@ -173,7 +186,8 @@ class MpiBackend final : public Backend {
 
   // nccl-tests' send/recv (to rank + 1, from rank - 1) as pieces of `piece` floats, kWindow in
   // flight each way. Same source, tag and communicator: MPI matches the pieces in order.
-  void stream(MPI_Comm comm, size_t total, int to, int from, size_t piece, const std::string& what) {
+  void stream(MPI_Comm comm, size_t total, int to, int from, size_t piece,
+              const std::string& what) {
     const size_t pieces = (total + piece - 1) / piece;
     const int window = static_cast<int>(std::min<size_t>(kWindow, pieces));
     std::vector<MPI_Request> receives(window, MPI_REQUEST_NULL), sends(window, MPI_REQUEST_NULL);
@@ -228,8 +242,8 @@ class MpiBackend final : public Backend {
     };
     RankTiming timing;
     timing.rank = control_.process();
-    timing.detail = fmt::format("cblas_{}gemm, {} thread(s)", sizeof(T) == 8 ? 'd' : 's',
-                                blas_threads_);
+    timing.detail =
+        fmt::format("cblas_{}gemm, {} thread(s)", sizeof(T) == 8 ? 'd' : 's', blas_threads_);
     for (int i = 0; i < warmup; ++i) call();
     for (int i = 0; i < iters; ++i) {
       const auto start = std::chrono::steady_clock::now();

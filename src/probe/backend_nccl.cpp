@@ -28,9 +28,10 @@ std::string cuda_unavailable() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    return fmt::format("no usable NVIDIA GPU: cudaGetDeviceCount returned {} ({}); this needs an "
-                       "NVIDIA GPU and its driver (libcuda.so.1)",
-                       cudaGetErrorName(e), cudaGetErrorString(e));
+    return fmt::format(
+        "no usable NVIDIA GPU: cudaGetDeviceCount returned {} ({}); this needs an "
+        "NVIDIA GPU and its driver (libcuda.so.1)",
+        cudaGetErrorName(e), cudaGetErrorString(e));
   }
   if (count == 0) return "no GPU: cudaGetDeviceCount found 0 devices (check CUDA_VISIBLE_DEVICES)";
   return "";
@@ -43,7 +44,7 @@ std::string version_of(int code, int major_div) {
 // One GPU this process drives, with its communicators and buffers.
 struct Device {
   int rank = 0;
-  int index = 0;  // CUDA device
+  int index = 0;               // CUDA device
   int compute_capability = 0;  // 90 for sm_90
   cudaStream_t stream = nullptr;
   void* send = nullptr;
@@ -65,9 +66,10 @@ class NcclBackend final : public Backend {
     } else {
       // One GPU per process: the process's place on its node picks the GPU.
       if (control.local_index() >= count) {
-        throw InputError("--backend", fmt::format("{} has {} GPU(s) but at least {} processes; start "
-                                                  "one process per GPU",
-                                                  control.host(), count, control.local_index() + 1));
+        throw InputError("--backend",
+                         fmt::format("{} has {} GPU(s) but at least {} processes; start "
+                                     "one process per GPU",
+                                     control.host(), count, control.local_index() + 1));
       }
       add_device(control.local_index(), control.process());
     }
@@ -118,7 +120,8 @@ class NcclBackend final : public Backend {
     const int t = static_cast<int>(tier);
     // Each group's rank 0 makes the unique id; every process learns all ids at once.
     nlohmann::json mine = nlohmann::json::object();
-    std::vector<std::pair<Device*, std::pair<std::string, int>>> members;  // (device, (group, size))
+    std::vector<std::pair<Device*, std::pair<std::string, int>>>
+        members;  // (device, (group, size))
     for (Device& d : devices_) {
       const auto [group, rank_in_group, size] = place(tier, d.rank);
       if (group.empty()) continue;
@@ -131,8 +134,8 @@ class NcclBackend final : public Backend {
       }
     }
     std::map<std::string, std::string> ids;
-    for (const auto& text : control_.allgather(hex(mine), fmt::format("NCCL ids for the {} tier",
-                                                                      to_string(tier)))) {
+    for (const auto& text :
+         control_.allgather(hex(mine), fmt::format("NCCL ids for the {} tier", to_string(tier)))) {
       for (const auto& [group, id] : unhex(text).items()) ids[group] = id.get<std::string>();
     }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -159,8 +162,8 @@ class NcclBackend final : public Backend {
       if (d.comm[t] != nullptr) members.push_back(&d);
     }
     if (members.empty()) return {};
-    const std::string what = fmt::format("NCCL {} of {} B ({} tier)", info(s.kind).name, s.bytes,
-                                         to_string(tier));
+    const std::string what =
+        fmt::format("NCCL {} of {} B ({} tier)", info(s.kind).name, s.bytes, to_string(tier));
     const size_t need = std::max(s.send_count, s.recv_count) * sizeof(float);
     std::vector<float> host(std::max(s.send_count, s.recv_count));
     // Copies on the member's own stream, so the collective after them waits for them (a plain
@@ -185,13 +188,15 @@ class NcclBackend final : public Backend {
       SHARDPLAN_CUDA(watchdog_, cudaMemcpy(host.data(), members[i]->recv,
                                            s.recv_count * sizeof(float), cudaMemcpyDeviceToHost));
       out[i].rank = members[i]->rank;
-      out[i].wrong = count_wrong(s, members[i]->group_rank[t], std::span(host.data(), s.recv_count));
+      out[i].wrong =
+          count_wrong(s, members[i]->group_rank[t], std::span(host.data(), s.recv_count));
     }
     for (int i = 0; i < settings.warmup; ++i) launch(members, t, s, what);
     synchronize(members, t, what + ", warm-up");
     // Timed: an event after every iteration on every stream, as nccl-tests times the loop.
     std::deque<Timeline> timelines;
-    for (Device* d : members) timelines.emplace_back(watchdog_, d->index, d->stream, settings.iters);
+    for (Device* d : members)
+      timelines.emplace_back(watchdog_, d->index, d->stream, settings.iters);
     for (Timeline& line : timelines) line.mark(0);
     for (int it = 1; it <= settings.iters; ++it) {
       launch(members, t, s, what);
@@ -222,7 +227,8 @@ class NcclBackend final : public Backend {
 
   std::vector<RankTiming> gemm(const GemmShape& s, int warmup, int iters) override {
     std::vector<GemmGpu> gpus;
-    for (const Device& d : devices_) gpus.push_back({d.rank, d.index, d.stream, d.compute_capability});
+    for (const Device& d : devices_)
+      gpus.push_back({d.rank, d.index, d.stream, d.compute_capability});
     return gemm_.run(gpus, s, warmup, iters);
   }
 
@@ -249,19 +255,19 @@ class NcclBackend final : public Backend {
     const RankInfo& me = ranks_[rank];
     int index = 0, size = 0;
     for (const RankInfo& r : ranks_) {
-      const bool same = tier == Tier::world  ? true
+      const bool same = tier == Tier::world   ? true
                         : tier == Tier::intra ? r.node == me.node
                                               : r.local_rank == 0;
       if (!same) continue;
-      const bool before = tier == Tier::intra ? r.local_rank < me.local_rank
+      const bool before = tier == Tier::intra   ? r.local_rank < me.local_rank
                           : tier == Tier::inter ? r.node < me.node
                                                 : r.rank < me.rank;
       index += before;
       ++size;
     }
     if (tier == Tier::inter && me.local_rank != 0) return {"", 0, 0};
-    const std::string group = tier == Tier::intra ? fmt::format("intra-{}", me.node)
-                                                  : std::string(to_string(tier));
+    const std::string group =
+        tier == Tier::intra ? fmt::format("intra-{}", me.node) : std::string(to_string(tier));
     return {group, index, size};
   }
 
@@ -305,14 +311,17 @@ class NcclBackend final : public Backend {
   void share_rank_list() {
     nlohmann::json mine = nlohmann::json::array();
     for (size_t i = 0; i < devices_.size(); ++i) {
-      mine.push_back({{"rank", devices_[i].rank}, {"device", device_names_[i].first},
-                      {"memory", device_names_[i].second}, {"local", i}});
+      mine.push_back({{"rank", devices_[i].rank},
+                      {"device", device_names_[i].first},
+                      {"memory", device_names_[i].second},
+                      {"local", i}});
     }
-    const auto all = control_.allgather(
-        nlohmann::json{{"host", control_.host()}, {"node", control_.node()},
-                       {"local", control_.local_index()}, {"ranks", mine}}
-            .dump(),
-        "sharing the rank list");
+    const auto all = control_.allgather(nlohmann::json{{"host", control_.host()},
+                                                       {"node", control_.node()},
+                                                       {"local", control_.local_index()},
+                                                       {"ranks", mine}}
+                                            .dump(),
+                                        "sharing the rank list");
     for (size_t p = 0; p < all.size(); ++p) {
       const auto j = nlohmann::json::parse(all[p]);
       for (const auto& r : j.at("ranks")) {
@@ -419,9 +428,10 @@ class NcclBackend final : public Backend {
       list += std::to_string(members[i]->rank);
     }
     if (finished.empty()) return "";
-    return fmt::format("local ranks still waiting: {}; finished: {} (a rank that finished while "
-                       "its peers wait did not take part)",
-                       running, finished);
+    return fmt::format(
+        "local ranks still waiting: {}; finished: {} (a rank that finished while "
+        "its peers wait did not take part)",
+        running, finished);
   }
 
   void synchronize(const std::vector<Device*>& members, int t, const std::string& what) {
@@ -457,7 +467,8 @@ class NcclBackend final : public Backend {
 
   void nccl(ncclResult_t r, ncclComm_t comm, const char* call, const char* file, int line) {
     if (r == ncclSuccess || r == ncclInProgress) return;
-    std::string detail = fmt::format("NCCL error {} ({})", static_cast<int>(r), ncclGetErrorString(r));
+    std::string detail =
+        fmt::format("NCCL error {} ({})", static_cast<int>(r), ncclGetErrorString(r));
     const char* last = ncclGetLastError(comm);
     if (last != nullptr && *last != '\0') detail += fmt::format(": {}", last);
     watchdog_.fire(call, file, line, detail);

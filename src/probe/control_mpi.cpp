@@ -164,6 +164,8 @@ std::string MpiControl::library() const {
   return cut == std::string::npos ? s : s.substr(0, cut);
 }
 
-std::unique_ptr<Control> make_mpi_control() { return std::make_unique<MpiControl>(); }
+std::unique_ptr<Control> make_mpi_control() {
+  return std::make_unique<MpiControl>();
+}
 
 }  // namespace shardplan::probe

@@ -100,7 +100,8 @@ namespace {
 // The data type whose peak the curve is against: bf16, the training default (as the presets'
 // curves are), else the first measured type the GPU has a peak for.
 MathDtype curve_dtype(const Results& results, const GpuSpec& gpu) {
-  std::vector<MathDtype> order = {MathDtype::bf16, MathDtype::fp16, MathDtype::fp8, MathDtype::tf32};
+  std::vector<MathDtype> order = {MathDtype::bf16, MathDtype::fp16, MathDtype::fp8,
+                                  MathDtype::tf32};
   for (MathDtype d : order) {
     if (gpu.peak_flops[static_cast<int>(d)] <= 0) continue;
     for (const GemmRow& g : results.gemms) {
@@ -140,9 +141,9 @@ FitResult fit_results(const Results& results, const GpuSpec& gpu) {
     if (!tier.collectives.empty()) out.tiers.push_back(tier);
   }
   for (const GemmRow& g : results.gemms) {
-    const auto flagged = find_stragglers(fmt::format("GEMM {}x{}x{} {}", g.shape.m, g.shape.n,
-                                                     g.shape.k, to_string(g.shape.dtype)),
-                                         g.rank_s, results.ranks);
+    const auto flagged = find_stragglers(
+        fmt::format("GEMM {}x{}x{} {}", g.shape.m, g.shape.n, g.shape.k, to_string(g.shape.dtype)),
+        g.rank_s, results.ranks);
     out.stragglers.insert(out.stragglers.end(), flagged.begin(), flagged.end());
   }
   if (!results.gemm_on_gpu) return out;  // a CPU's GEMMs say nothing about the GPU's curve

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -18,9 +18,12 @@ namespace shardplan::probe {
 
 const char* to_string(Tier t) {
   switch (t) {
-    case Tier::intra: return "intra";
-    case Tier::inter: return "inter";
-    case Tier::world: return "world";
+    case Tier::intra:
+      return "intra";
+    case Tier::inter:
+      return "inter";
+    case Tier::world:
+      return "world";
   }
   return "";
 }
@@ -39,8 +42,10 @@ std::vector<GroupInfo> plan_groups(const std::vector<RankInfo>& ranks) {
   GroupInfo intra{Tier::intra, largest, largest, nodes, ""};
   if (largest < 2) intra.skipped = "one rank per node: nothing to measure inside a node";
   if (largest != smallest) {
-    intra.skipped = fmt::format("nodes hold {} to {} ranks; the probe needs the same number on "
-                                "every node", smallest, largest);
+    intra.skipped = fmt::format(
+        "nodes hold {} to {} ranks; the probe needs the same number on "
+        "every node",
+        smallest, largest);
   }
   GroupInfo inter{Tier::inter, nodes, 1, 1, ""};
   if (nodes < 2) inter.skipped = "a single node: no inter-node link to measure";
@@ -57,8 +62,8 @@ CollectiveShape shape_of(Collective c, size_t bytes, int ranks) {
   s.ranks = std::max(ranks, 1);
   const size_t n = static_cast<size_t>(s.ranks);
   // Buffers that are split into one chunk per rank hold a whole number of elements per rank.
-  const bool chunked = c == Collective::all_gather || c == Collective::reduce_scatter ||
-                       c == Collective::all_to_all;
+  const bool chunked =
+      c == Collective::all_gather || c == Collective::reduce_scatter || c == Collective::all_to_all;
   const size_t unit = sizeof(float) * (chunked ? n : 1);
   s.bytes = bytes / unit * unit;
   const size_t count = s.bytes / sizeof(float);
@@ -193,9 +198,12 @@ double median(std::vector<double> v) {
 std::string encode(const std::vector<RankTiming>& timings) {
   nlohmann::json a = nlohmann::json::array();
   for (const RankTiming& t : timings) {
-    a.push_back({{"rank", t.rank}, {"s", mean(t.iteration_s)}, {"median", median(t.iteration_s)},
+    a.push_back({{"rank", t.rank},
+                 {"s", mean(t.iteration_s)},
+                 {"median", median(t.iteration_s)},
                  {"wrong", t.wrong},
-                 {"detail", t.detail}, {"ran", !t.iteration_s.empty()}});
+                 {"detail", t.detail},
+                 {"ran", !t.iteration_s.empty()}});
   }
   return a.dump();
 }
@@ -216,7 +224,8 @@ Gathered gather(Control& control, const std::vector<RankTiming>& mine, const std
       g.rank_s.emplace_back(t.at("rank").get<int>(), t.at("s").get<double>());
       median_sum += t.at("median").get<double>();
       g.wrong += t.at("wrong").get<size_t>();
-      if (g.detail.empty() || !t.at("ran").get<bool>()) g.detail = t.at("detail").get<std::string>();
+      if (g.detail.empty() || !t.at("ran").get<bool>())
+        g.detail = t.at("detail").get<std::string>();
       g.ran = g.ran && t.at("ran").get<bool>();
     }
   }
@@ -292,8 +301,8 @@ class Run {
       if (shape.bytes == 0 || shape.bytes == last_bytes) continue;
       last_bytes = shape.bytes;
       maybe_hang();
-      const std::string what = fmt::format("{} {} B on the {} tier", info(c).name, shape.bytes,
-                                           to_string(g.tier));
+      const std::string what =
+          fmt::format("{} {} B on the {} tier", info(c).name, shape.bytes, to_string(g.tier));
       const auto mine = backend_.collective(g.tier, shape, plan_.settings);
       const Gathered all = gather(control_, mine, what);
       CollectiveRow row;
@@ -318,8 +327,8 @@ class Run {
                        shape.k, to_string(shape.dtype)));
       return;
     }
-    const std::string what = fmt::format("GEMM {}x{}x{} {}", shape.m, shape.n, shape.k,
-                                         to_string(shape.dtype));
+    const std::string what =
+        fmt::format("GEMM {}x{}x{} {}", shape.m, shape.n, shape.k, to_string(shape.dtype));
     // One warm-up and one timed run size the measurement to the time budget.
     const Gathered first = gather(control_, backend_.gemm(shape, 1, 1), what);
     if (!first.ran) {
@@ -327,8 +336,8 @@ class Run {
       return;
     }
     const double slowest = std::max(first.time.max_s, 1e-9);
-    const int iters = std::clamp(static_cast<int>(plan_.gemm_budget_s / slowest), 1,
-                                 plan_.settings.iters);
+    const int iters =
+        std::clamp(static_cast<int>(plan_.gemm_budget_s / slowest), 1, plan_.settings.iters);
     const Gathered all = gather(control_, backend_.gemm(shape, 0, iters), what);
     GemmRow row;
     row.shape = shape;

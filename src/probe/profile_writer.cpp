@@ -70,8 +70,10 @@ json preset_link(const json& value, const std::string& field, const std::string&
               {"gb_per_s", l.bytes_per_s / kGB},
               {"busbw_gb_per_s", l.busbw_bytes_per_s / kGB},
               {"latency_us", 0},
-              {"sources", {{"gb_per_s", "typed as " + name}, {"busbw_gb_per_s", "typed as " + name},
-                           {"latency_us", "typed bandwidth: no latency term"}}}};
+              {"sources",
+               {{"gb_per_s", "typed as " + name},
+                {"busbw_gb_per_s", "typed as " + name},
+                {"latency_us", "typed bandwidth: no latency term"}}}};
     }
   }
   for (auto& [key, text] : link["sources"].items()) {
@@ -82,9 +84,8 @@ json preset_link(const json& value, const std::string& field, const std::string&
 }
 
 std::string sizes_text(const Results& r) {
-  return fmt::format("sizes {} B to {} B, {} timed iterations after {} warm-up",
-                     r.plan.min_bytes, r.plan.max_bytes, r.plan.settings.iters,
-                     r.plan.settings.warmup);
+  return fmt::format("sizes {} B to {} B, {} timed iterations after {} warm-up", r.plan.min_bytes,
+                     r.plan.max_bytes, r.plan.settings.iters, r.plan.settings.warmup);
 }
 
 // A tier the probe measured, as a link object.
@@ -101,40 +102,43 @@ json measured_link(const TierFit& tier, const Results& r, const std::string& wha
     best = std::max(best, fit.busbw_bytes_per_s);
   }
   const double link_bw = send_recv ? send_recv->busbw_bytes_per_s : best;
-  const std::string where = fmt::format("shardplan probe ({}) on {} ranks, {} per node, {}",
-                                        r.backend, tier.group.ranks, tier.group.ranks_per_node,
-                                        sizes_text(r));
-  return {
-      {"name", fmt::format("measured-{}", to_string(tier.group.tier))},
-      {"description", fmt::format("{} measured by {}", what, where)},
-      {"gb_per_s", round_to(link_bw / kGB, 6)},
-      {"busbw_gb_per_s", round_to(generic->busbw_bytes_per_s / kGB, 6)},
-      {"latency_us", round_to(generic->step_latency_s * 1e6, 3)},
-      {"measured", true},
-      {"collective_busbw_gb_per_s", per},
-      {"sources",
-       {{"gb_per_s", send_recv ? "measured: send_recv bus bandwidth (one direction, = algbw), "
-                                 "fitted asymptote; " + where
-                               : "measured: the highest fitted bus bandwidth of any collective "
-                                 "(send_recv was not run); " + where},
-        {"busbw_gb_per_s",
-         fmt::format("measured: {} bus bandwidth, fitted asymptote; {}", generic_name, where)},
-        {"latency_us", fmt::format("measured: {} fitted latency divided by its ring steps; {}",
-                                   generic_name, where)},
-        {"collective_busbw_gb_per_s",
-         "measured: per collective, " + std::string(kFitMethod) + "; " + where}}}};
+  const std::string where =
+      fmt::format("shardplan probe ({}) on {} ranks, {} per node, {}", r.backend, tier.group.ranks,
+                  tier.group.ranks_per_node, sizes_text(r));
+  return {{"name", fmt::format("measured-{}", to_string(tier.group.tier))},
+          {"description", fmt::format("{} measured by {}", what, where)},
+          {"gb_per_s", round_to(link_bw / kGB, 6)},
+          {"busbw_gb_per_s", round_to(generic->busbw_bytes_per_s / kGB, 6)},
+          {"latency_us", round_to(generic->step_latency_s * 1e6, 3)},
+          {"measured", true},
+          {"collective_busbw_gb_per_s", per},
+          {"sources",
+           {{"gb_per_s", send_recv ? "measured: send_recv bus bandwidth (one direction, = algbw), "
+                                     "fitted asymptote; " +
+                                         where
+                                   : "measured: the highest fitted bus bandwidth of any collective "
+                                     "(send_recv was not run); " +
+                                         where},
+            {"busbw_gb_per_s",
+             fmt::format("measured: {} bus bandwidth, fitted asymptote; {}", generic_name, where)},
+            {"latency_us", fmt::format("measured: {} fitted latency divided by its ring steps; {}",
+                                       generic_name, where)},
+            {"collective_busbw_gb_per_s",
+             "measured: per collective, " + std::string(kFitMethod) + "; " + where}}}};
 }
 
 json time_json(const TimeStats& t) {
-  return {{"min", round_to(t.min_s * 1e6, 3)}, {"avg", round_to(t.avg_s * 1e6, 3)},
-          {"max", round_to(t.max_s * 1e6, 3)}, {"median", round_to(t.median_s * 1e6, 3)}};
+  return {{"min", round_to(t.min_s * 1e6, 3)},
+          {"avg", round_to(t.avg_s * 1e6, 3)},
+          {"max", round_to(t.max_s * 1e6, 3)},
+          {"median", round_to(t.median_s * 1e6, 3)}};
 }
 
 json measurements_json(const Results& r) {
   json rows = json::array();
   for (const CollectiveRow& row : r.rows) {
-    const bool reduces = row.shape.kind == Collective::all_reduce ||
-                         row.shape.kind == Collective::reduce_scatter;
+    const bool reduces =
+        row.shape.kind == Collective::all_reduce || row.shape.kind == Collective::reduce_scatter;
     rows.push_back({{"tier", to_string(row.group.tier)},
                     {"ranks", row.group.ranks},
                     {"ranks_per_node", row.group.ranks_per_node},
@@ -189,11 +193,12 @@ json fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, bool c
     if (!g.skipped.empty()) skipped[to_string(g.tier)] = g.skipped;
   }
   json curve = json::array();
-  for (const EfficiencyPoint& p : fit.gemm_curve) curve.push_back({p.flops, round_to(p.efficiency, 4)});
+  for (const EfficiencyPoint& p : fit.gemm_curve)
+    curve.push_back({p.flops, round_to(p.efficiency, 4)});
   json achieved = json::array();
   for (const GemmRow& g : r.gemms) {
-    achieved.push_back({g.shape.flops(), round_to(g.flops_per_s / kTera, 6),
-                        to_string(g.shape.dtype)});
+    achieved.push_back(
+        {g.shape.flops(), round_to(g.flops_per_s / kTera, 6), to_string(g.shape.dtype)});
   }
   json gemm = {{"device", r.gemm_on_gpu ? "gpu" : "cpu"},
                {"achieved_tflop_per_s", achieved},
@@ -204,18 +209,22 @@ json fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, bool c
     gemm["curve"] = curve;
     gemm["note"] = "efficiency = achieved / the GPU profile's dense peak; the best shape per size";
   } else {
-    gemm["note"] = "measured on the CPU (the mpi back-end's BLAS): kept here and out of the GPU "
-                   "profile's gemm_efficiency curve, which stays the preset's";
+    gemm["note"] =
+        "measured on the CPU (the mpi back-end's BLAS): kept here and out of the GPU "
+        "profile's gemm_efficiency curve, which stays the preset's";
   }
   // Per rank: each GEMM and each collective's largest size.
   std::map<int, json> per_rank;
   for (const RankInfo& rank : r.ranks) {
-    per_rank[rank.rank] = {{"rank", rank.rank}, {"host", rank.host}, {"device", rank.device},
-                           {"gemm_us", json::object()}, {"link_us", json::object()}};
+    per_rank[rank.rank] = {{"rank", rank.rank},
+                           {"host", rank.host},
+                           {"device", rank.device},
+                           {"gemm_us", json::object()},
+                           {"link_us", json::object()}};
   }
   for (const GemmRow& g : r.gemms) {
-    const std::string key = fmt::format("{}x{}x{} {}", g.shape.m, g.shape.n, g.shape.k,
-                                        to_string(g.shape.dtype));
+    const std::string key =
+        fmt::format("{}x{}x{} {}", g.shape.m, g.shape.n, g.shape.k, to_string(g.shape.dtype));
     for (const auto& [rank, s] : g.rank_s) per_rank[rank]["gemm_us"][key] = round_to(s * 1e6, 3);
   }
   std::map<std::string, const CollectiveRow*> largest;
@@ -230,9 +239,12 @@ json fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, bool c
   for (auto& [rank, j] : per_rank) ranks.push_back(j);
   json flagged = json::array();
   for (const Straggler& s : fit.stragglers) {
-    flagged.push_back({{"what", s.what}, {"rank", s.rank}, {"host", s.host},
+    flagged.push_back({{"what", s.what},
+                       {"rank", s.rank},
+                       {"host", s.host},
                        {"time_us", round_to(s.seconds * 1e6, 3)},
-                       {"median_us", round_to(s.median_s * 1e6, 3)}, {"ratio", round_to(s.ratio, 3)}});
+                       {"median_us", round_to(s.median_s * 1e6, 3)},
+                       {"ratio", round_to(s.ratio, 3)}});
   }
   return {{"model", kFitMethod},
           {"tiers", tiers},
@@ -256,8 +268,12 @@ json provenance_json(const Results& r, const ProfileInputs& in) {
     if (std::find(devices.begin(), devices.end(), rank.device) == devices.end()) {
       devices.push_back(rank.device);
     }
-    ranks.push_back({{"rank", rank.rank}, {"process", rank.process}, {"host", rank.host},
-                     {"node", rank.node}, {"local_rank", rank.local_rank}, {"device", rank.device}});
+    ranks.push_back({{"rank", rank.rank},
+                     {"process", rank.process},
+                     {"host", rank.host},
+                     {"node", rank.node},
+                     {"local_rank", rank.local_rank},
+                     {"device", rank.device}});
   }
   json collectives = json::array();
   for (Collective c : r.plan.collectives) collectives.push_back(info(c).name);
@@ -312,8 +328,8 @@ std::string gpu_preset_for_device(const std::string& device) {
 }
 
 json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& in) {
-  const json cluster = in.cluster.empty() ? json() : parse_profile(ProfileKind::cluster, in.cluster,
-                                                                   "--cluster");
+  const json cluster =
+      in.cluster.empty() ? json() : parse_profile(ProfileKind::cluster, in.cluster, "--cluster");
   json gpu = base_gpu(in, cluster);
   const GpuSpec gpu_spec = profile_gpu(in);
   std::set<std::string> hosts;
@@ -326,7 +342,8 @@ json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& 
   const bool curve_applied = r.gemm_on_gpu && !fit.gemm_curve.empty();
   if (curve_applied) {
     json curve = json::array();
-    for (const EfficiencyPoint& p : fit.gemm_curve) curve.push_back({p.flops, round_to(p.efficiency, 4)});
+    for (const EfficiencyPoint& p : fit.gemm_curve)
+      curve.push_back({p.flops, round_to(p.efficiency, 4)});
     gpu["gemm_efficiency"] = curve;
     gpu["calibrated"] = true;
     gpu["sources"]["gemm_efficiency"] = fmt::format(
@@ -338,13 +355,15 @@ json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& 
   }
   if (r.gemm_on_gpu && !r.ranks.empty() && r.ranks.front().device_memory_bytes > 0) {
     gpu["memory_gib"] = round_to(r.ranks.front().device_memory_bytes / kGiB, 3);
-    gpu["sources"]["memory_gib"] = fmt::format("measured: cudaGetDeviceProperties totalGlobalMem "
-                                               "of {} on {}",
-                                               r.ranks.front().device, host_list);
+    gpu["sources"]["memory_gib"] = fmt::format(
+        "measured: cudaGetDeviceProperties totalGlobalMem "
+        "of {} on {}",
+        r.ranks.front().device, host_list);
   }
   gpu["description"] = fmt::format("{}{}", gpu.value("description", gpu.value("name", "")),
                                    curve_applied ? "; GEMM curve and memory measured by shardplan "
-                                                   "probe on " + host_list
+                                                   "probe on " +
+                                                       host_list
                                                  : "");
 
   json profile;
@@ -375,13 +394,16 @@ json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& 
   const TierFit* intra = fit.find(Tier::intra);
   const TierFit* inter = fit.find(Tier::inter);
   const TierFit* world = fit.find(Tier::world);
-  profile["intra"] = intra ? measured_link(*intra, r, "the link inside a node, per GPU")
-                           : preset_link(cluster.is_null() ? gpu.at("intra_link") : cluster.at("intra"),
-                                         "intra", skipped(Tier::intra));
-  profile["inter"] = inter ? measured_link(*inter, r, "one NIC: the inter-node link with one rank "
-                                                      "per node")
-                           : preset_link(cluster.is_null() ? gpu.at("inter_link") : cluster.at("inter"),
-                                         "inter", skipped(Tier::inter));
+  profile["intra"] =
+      intra ? measured_link(*intra, r, "the link inside a node, per GPU")
+            : preset_link(cluster.is_null() ? gpu.at("intra_link") : cluster.at("intra"), "intra",
+                          skipped(Tier::intra));
+  profile["inter"] =
+      inter ? measured_link(*inter, r,
+                            "one NIC: the inter-node link with one rank "
+                            "per node")
+            : preset_link(cluster.is_null() ? gpu.at("inter_link") : cluster.at("inter"), "inter",
+                          skipped(Tier::inter));
 
   // NICs per node: the flag, a fit of the world measurement, or the preset's convention.
   int nics = 0;
@@ -397,15 +419,19 @@ json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& 
     const double n = inter->find(Collective::all_reduce)->busbw_bytes_per_s;
     const int k = world->group.ranks_per_node;
     if (w < 0.9 * i) {
-      nics = std::clamp(static_cast<int>(std::lround(w * gpus_per_node / (k * n))), 1, gpus_per_node);
-      nics_source = fmt::format("fitted: the world all_reduce reached {:.3g} GB/s with {} ranks per "
-                                "node and {:.3g} GB/s per NIC, so min(intra, k x nic x nics / "
-                                "gpus_per_node) gives {} NIC(s)",
-                                w / kGB, k, n / kGB, nics);
+      nics =
+          std::clamp(static_cast<int>(std::lround(w * gpus_per_node / (k * n))), 1, gpus_per_node);
+      nics_source = fmt::format(
+          "fitted: the world all_reduce reached {:.3g} GB/s with {} ranks per "
+          "node and {:.3g} GB/s per NIC, so min(intra, k x nic x nics / "
+          "gpus_per_node) gives {} NIC(s)",
+          w / kGB, k, n / kGB, nics);
     } else {
-      nics_source = fmt::format("the world all_reduce ({:.3g} GB/s) ran at the intra tier's speed "
-                                "({:.3g} GB/s): the NICs were not the bottleneck, so it cannot "
-                                "count them; ", w / kGB, i / kGB);
+      nics_source = fmt::format(
+          "the world all_reduce ({:.3g} GB/s) ran at the intra tier's speed "
+          "({:.3g} GB/s): the NICs were not the bottleneck, so it cannot "
+          "count them; ",
+          w / kGB, i / kGB);
     }
   }
   if (nics == 0) {
@@ -414,9 +440,10 @@ json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& 
       const int preset_gpus = cluster.at("gpus_per_node").get<int>();
       nics = std::max(1, static_cast<int>(std::lround(static_cast<double>(preset_nics) *
                                                       gpus_per_node / preset_gpus)));
-      nics_source += fmt::format("cluster preset {}: {} NIC(s) for {} GPUs, scaled to {} GPU(s) "
-                                 "per node", cluster.value("name", in.cluster), preset_nics,
-                                 preset_gpus, gpus_per_node);
+      nics_source += fmt::format(
+          "cluster preset {}: {} NIC(s) for {} GPUs, scaled to {} GPU(s) "
+          "per node",
+          cluster.value("name", in.cluster), preset_nics, preset_gpus, gpus_per_node);
     } else {
       const std::string inter_name = gpu.value("inter_link", "");
       json link;
@@ -442,13 +469,15 @@ json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& 
 void write_file_atomically(const std::string& path, const std::string& text,
                            const std::string& field) {
   const size_t slash = path.rfind('/');
-  const std::string folder = slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
+  const std::string folder =
+      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
   std::string temp = path + ".tmp-XXXXXX";
   std::vector<char> name(temp.begin(), temp.end());
   name.push_back('\0');
   const int fd = mkstemp(name.data());
   if (fd < 0) {
-    throw InputError(field, fmt::format("cannot create a file in '{}': {}", folder, std::strerror(errno)));
+    throw InputError(field,
+                     fmt::format("cannot create a file in '{}': {}", folder, std::strerror(errno)));
   }
   temp = name.data();
   size_t written = 0;

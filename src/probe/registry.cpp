@@ -46,7 +46,8 @@ const NcclPlugin& nccl_plugin() {
       p.error = fmt::format("cannot load the nccl back-end ({}): {}", path, dlerror());
       return p;
     }
-    p.unavailable = reinterpret_cast<const char* (*)()>(dlsym(handle, "shardplan_nccl_unavailable"));
+    p.unavailable =
+        reinterpret_cast<const char* (*)()>(dlsym(handle, "shardplan_nccl_unavailable"));
     p.make = reinterpret_cast<Backend* (*)(Control*, Watchdog*)>(
         dlsym(handle, "shardplan_make_nccl_backend"));
     if (p.unavailable == nullptr || p.make == nullptr) {
@@ -99,14 +100,16 @@ std::string nccl_reason() {
 
 Launch start_backend(const std::string& name, const Settings& settings) {
   if (name != "auto" && name != "nccl" && name != "mpi") {
-    throw InputError("--backend", fmt::format("'{}' is not a back-end; use auto, nccl or mpi", name));
+    throw InputError("--backend",
+                     fmt::format("'{}' is not a back-end; use auto, nccl or mpi", name));
   }
   Launch launch;
   std::string chosen = name;
   if (name == "auto") {
     const std::string why = nccl_reason();
     chosen = why.empty() ? "nccl" : "mpi";
-    if (!why.empty()) launch.note = fmt::format("--backend auto: nccl cannot run ({}); using mpi", why);
+    if (!why.empty())
+      launch.note = fmt::format("--backend auto: nccl cannot run ({}); using mpi", why);
   }
   if (chosen == "nccl") {
 #if SHARDPLAN_HAVE_NCCL
@@ -118,9 +121,10 @@ Launch start_backend(const std::string& name, const Settings& settings) {
     launch.control = launched_by_mpi() ? make_mpi_control() : make_local_control();
 #else
     if (launched_by_mpi()) {
-      throw InputError("--backend nccl", "started by mpirun/srun, but this binary has no MPI to "
-                                         "share NCCL ids; rebuild with MPI or start one process "
-                                         "that drives every local GPU");
+      throw InputError("--backend nccl",
+                       "started by mpirun/srun, but this binary has no MPI to "
+                       "share NCCL ids; rebuild with MPI or start one process "
+                       "that drives every local GPU");
     }
     launch.control = make_local_control();
 #endif
@@ -139,7 +143,8 @@ Launch start_backend(const std::string& name, const Settings& settings) {
 #else
   if (name == "auto") {
     throw InputError("--backend", fmt::format("no back-end can run here: {}; and the mpi "
-                                              "back-end is not built", nccl_reason()));
+                                              "back-end is not built",
+                                              nccl_reason()));
   }
   not_built("mpi");
 #endif

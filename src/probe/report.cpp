@@ -21,11 +21,13 @@ class TableReporter final : public Reporter {
 
   void start(const std::string& backend, const std::vector<RankInfo>& ranks,
              const SweepPlan& plan) override {
-    fmt::print(out_, "# shardplan probe: back-end {}, {} rank(s); nccl-tests definitions "
-                     "(doc/PERFORMANCE.md), out-of-place\n", backend, ranks.size());
+    fmt::print(out_,
+               "# shardplan probe: back-end {}, {} rank(s); nccl-tests definitions "
+               "(doc/PERFORMANCE.md), out-of-place\n",
+               backend, ranks.size());
     for (const RankInfo& r : ranks) {
-      fmt::print(out_, "#  Rank {:>3} Node {:>3} Local {:>2} on {:>16}  device {}\n", r.rank, r.node,
-                 r.local_rank, r.host, r.device);
+      fmt::print(out_, "#  Rank {:>3} Node {:>3} Local {:>2} on {:>16}  device {}\n", r.rank,
+                 r.node, r.local_rank, r.host, r.device);
     }
     fmt::print(out_, "# type float; warm-up {}, timed iterations {}; watchdog {} s per operation\n",
                plan.settings.warmup, plan.settings.iters, plan.settings.timeout_s);
@@ -33,8 +35,9 @@ class TableReporter final : public Reporter {
   }
 
   void section(const GroupInfo& g, Collective c) override {
-    fmt::print(out_, "#\n# {} ({}) on the {} tier: {} ranks, {} per node, {} group(s) at once; "
-                     "size = {}\n#\n",
+    fmt::print(out_,
+               "#\n# {} ({}) on the {} tier: {} ranks, {} per node, {} group(s) at once; "
+               "size = {}\n#\n",
                info(c).name, info(c).nccl_tests, to_string(g.tier), g.ranks, g.ranks_per_node,
                g.groups, info(c).size_meaning);
     fmt::print(out_, "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}  {:>6}\n", "size",
@@ -68,12 +71,13 @@ class TableReporter final : public Reporter {
   void gemm_row(const GemmRow& g) override {
     if (!gemm_header_) {
       gemm_header_ = true;
-      fmt::print(out_, "#\n# GEMM D = A^T B of m x n x k on every rank at once; TFLOP/s = 2mnk / "
-                       "the average time across ranks\n#\n");
+      fmt::print(out_,
+                 "#\n# GEMM D = A^T B of m x n x k on every rank at once; TFLOP/s = 2mnk / "
+                 "the average time across ranks\n#\n");
       fmt::print(out_, "#{:>8}  {:>8}  {:>8}  {:>6}  {:>11}  {:>9}  {:>6}  {}\n", "m", "n", "k",
                  "dtype", "time", "TFLOP/s", "#wrong", "call, shape");
-      fmt::print(out_, "#{:>8}  {:>8}  {:>8}  {:>6}  {:>11}  {:>9}  {:>6}\n", "", "", "", "", "(us)",
-                 "", "");
+      fmt::print(out_, "#{:>8}  {:>8}  {:>8}  {:>6}  {:>11}  {:>9}  {:>6}\n", "", "", "", "",
+                 "(us)", "", "");
     }
     fmt::print(out_, "{:>9}  {:>8}  {:>8}  {:>6}  {:>11.2f}  {:>9.3f}  {:>6}  {}, {}\n", g.shape.m,
                g.shape.n, g.shape.k, to_string(g.shape.dtype), g.time.avg_s * 1e6,
@@ -96,8 +100,9 @@ class ProgressReporter final : public Reporter {
              const SweepPlan& plan) override {
     size_t sizes = 0;
     for (size_t b = plan.min_bytes; b <= plan.max_bytes; b *= 2) ++sizes;
-    fmt::print(out_, "probe: {} back-end, {} rank(s): {} collective(s) x up to {} sizes per tier, "
-                     "{} GEMM shape(s)\n",
+    fmt::print(out_,
+               "probe: {} back-end, {} rank(s): {} collective(s) x up to {} sizes per tier, "
+               "{} GEMM shape(s)\n",
                backend, ranks.size(), plan.collectives.size(), sizes, plan.gemms.size());
     std::fflush(out_);
   }
@@ -161,8 +166,9 @@ std::unique_ptr<Reporter> make_tee_reporter(std::vector<std::unique_ptr<Reporter
 }
 
 std::string render_summary(const Results& r, const FitResult& fit, const GpuSpec& gpu) {
-  std::string out = "#\n# Fit: t = latency + S x bus factor / busbw per tier and collective "
-                    "(busbw: slope over the largest sizes; median iterations)\n";
+  std::string out =
+      "#\n# Fit: t = latency + S x bus factor / busbw per tier and collective "
+      "(busbw: slope over the largest sizes; median iterations)\n";
   out += fmt::format("#  {:<6} {:<15} {:>12} {:>13} {:>12} {:>9}\n", "tier", "collective",
                      "latency(us)", "per-step(us)", "busbw(GB/s)", "residual");
   for (const TierFit& t : fit.tiers) {
@@ -173,22 +179,24 @@ std::string render_summary(const Results& r, const FitResult& fit, const GpuSpec
     }
   }
   for (const GroupInfo& g : r.groups) {
-    if (!g.skipped.empty()) out += fmt::format("#  {}: not measured ({})\n", to_string(g.tier), g.skipped);
+    if (!g.skipped.empty())
+      out += fmt::format("#  {}: not measured ({})\n", to_string(g.tier), g.skipped);
   }
   // The best GEMM per data type.
   for (MathDtype d : {MathDtype::fp8, MathDtype::bf16, MathDtype::fp16, MathDtype::tf32,
                       MathDtype::fp32, MathDtype::fp64}) {
     const GemmRow* best = nullptr;
     for (const GemmRow& g : r.gemms) {
-      if (g.shape.dtype == d && g.wrong == 0 && (!best || g.flops_per_s > best->flops_per_s)) best = &g;
+      if (g.shape.dtype == d && g.wrong == 0 && (!best || g.flops_per_s > best->flops_per_s))
+        best = &g;
     }
     if (!best) continue;
     const double peak = gpu.peak_flops[static_cast<int>(d)];
     out += fmt::format("# GEMM best {} {:.3f} TFLOP/s at {}x{}x{}", to_string(d),
                        best->flops_per_s / kTera, best->shape.m, best->shape.n, best->shape.k);
     if (r.gemm_on_gpu && peak > 0) {
-      out += fmt::format(" = {:.1f}% of the {} dense peak {:.1f} TFLOP/s", 100 * best->flops_per_s / peak,
-                         gpu.name, peak / kTera);
+      out += fmt::format(" = {:.1f}% of the {} dense peak {:.1f} TFLOP/s",
+                         100 * best->flops_per_s / peak, gpu.name, peak / kTera);
     } else if (!r.gemm_on_gpu) {
       out += " (CPU; kept out of the GPU profile's efficiency curve)";
     }
@@ -201,7 +209,8 @@ std::string render_summary(const Results& r, const FitResult& fit, const GpuSpec
     }
     out += "\n";
   }
-  out += fmt::format("# Stragglers (time > {:.2f} x the median across ranks):", kStragglerThreshold);
+  out +=
+      fmt::format("# Stragglers (time > {:.2f} x the median across ranks):", kStragglerThreshold);
   if (fit.stragglers.empty()) out += " none";
   out += "\n";
   for (const Straggler& s : fit.stragglers) {

@@ -34,10 +34,18 @@ std::vector<std::vector<float>> emulate(const CollectiveShape& s,
         case Collective::reduce_scatter:
           for (int q = 0; q < n; ++q) out += send[q][r * s.recv_count + i];
           break;
-        case Collective::all_gather: out = send[i / chunk][i % chunk]; break;
-        case Collective::all_to_all: out = send[i / chunk][r * chunk + i % chunk]; break;
-        case Collective::send_recv: out = send[(r + n - 1) % n][i]; break;
-        case Collective::broadcast: out = send[0][i]; break;
+        case Collective::all_gather:
+          out = send[i / chunk][i % chunk];
+          break;
+        case Collective::all_to_all:
+          out = send[i / chunk][r * chunk + i % chunk];
+          break;
+        case Collective::send_recv:
+          out = send[(r + n - 1) % n][i];
+          break;
+        case Collective::broadcast:
+          out = send[0][i];
+          break;
       }
     }
   }
@@ -146,7 +154,8 @@ TEST_CASE("the GEMM check: exact results pass, a 2% error fails") {
   auto exact = [&](long i, long j) {
     double sum = 0;
     for (long l = 0; l < s.k; ++l) {
-      sum += kGemmValues[gemm_input_code(0, l + i * s.k)] * kGemmValues[gemm_input_code(1, l + j * s.k)];
+      sum += kGemmValues[gemm_input_code(0, l + i * s.k)] *
+             kGemmValues[gemm_input_code(1, l + j * s.k)];
     }
     return sum;
   };

@@ -1,10 +1,9 @@
 // Prints the JSON value at a dotted path (numbers as numbers, strings bare), for shell tests:
 //   json_get FILE fit.tiers.inter.collectives.send_recv.busbw_gb_per_s
 // `-` reads stdin. Exit 1 when the path is missing.
-#include <nlohmann/json.hpp>
-
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 int main(int argc, char** argv) {
@@ -27,8 +26,8 @@ int main(int argc, char** argv) {
   const nlohmann::json* at = &j;
   std::stringstream path(argv[2]);
   for (std::string key; std::getline(path, key, '.');) {
-    if (at->is_array() && !key.empty() && key.find_first_not_of("0123456789") == std::string::npos &&
-        std::stoul(key) < at->size()) {
+    if (at->is_array() && !key.empty() &&
+        key.find_first_not_of("0123456789") == std::string::npos && std::stoul(key) < at->size()) {
       at = &(*at)[std::stoul(key)];
     } else if (at->is_object() && at->contains(key)) {
       at = &(*at)[key];

@@ -2,11 +2,11 @@
 // profile it wrote), with a rank that stops responding, with the nccl back-end on a machine
 // without a GPU, and with bad flags.
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -19,7 +19,9 @@ using shardplan::test::run_command;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 std::string temp_path(const char* stem) {
   std::string path = std::string("/tmp/shardplan-") + stem + "-XXXXXX";
@@ -30,7 +32,9 @@ std::string temp_path(const char* stem) {
   return std::string(name.data()) + ".json";
 }
 
-bool exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+bool exists(const std::string& path) {
+  return access(path.c_str(), F_OK) == 0;
+}
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -78,7 +82,8 @@ TEST_CASE("mpirun -np 2 probe --backend mpi: nccl-tests table, a profile, and a 
 
   // The table: nccl-tests' names and units lines, '#' before every non-data line, nine columns.
   const std::regex heading(R"(^# (\w+) \(\w+_perf\) on the .*)");
-  const std::regex names(R"(^#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong\s*$)");
+  const std::regex names(
+      R"(^#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong\s*$)");
   const std::regex units(R"(^#\s+\(B\)\s+\(elements\)\s+\(us\)\s+\(GB/s\)\s+\(GB/s\)\s*$)");
   int name_lines = 0, unit_lines = 0, data = 0;
   std::string section;
@@ -108,7 +113,7 @@ TEST_CASE("mpirun -np 2 probe --backend mpi: nccl-tests table, a profile, and a 
   }
   CHECK(name_lines == 5);  // five collectives on the one tier a single node has
   CHECK(unit_lines == 5);
-  CHECK(data == 22);       // 1 KiB .. 1 MiB: 11 sizes, two sections checked
+  CHECK(data == 22);  // 1 KiB .. 1 MiB: 11 sizes, two sections checked
   CHECK(contains(r.out, "# Out of bounds values : 0 OK"));
   CHECK(contains(r.out, "# Avg bus bandwidth    : "));
   CHECK(contains(r.out, "# GEMM best fp32"));
@@ -130,7 +135,7 @@ TEST_CASE("mpirun -np 2 probe --backend mpi: nccl-tests table, a profile, and a 
     CHECK(g.at("tflop_per_s").get<double>() > 0);
     CHECK(g.at("correct") == true);
   }
-  CHECK(model_gemms >= 4);  // qkv, output, mlp up, mlp down, lm head
+  CHECK(model_gemms >= 4);                              // qkv, output, mlp up, mlp down, lm head
   CHECK_FALSE(p.at("gpu").value("calibrated", false));  // CPU GEMMs never calibrate the GPU
   const auto& prov = p.at("provenance");
   CHECK(prov.at("backend") == "mpi");
@@ -169,7 +174,8 @@ TEST_CASE("a rank that stops responding: exit 3 within the timeout plus a few se
   CHECK(contains(r.err, "rank 1 on host " + host_name()));
   CHECK(contains(r.err, "did not answer"));
   // host:file:line of the wait that gave up, and the operation.
-  CHECK(std::regex_search(r.err, std::regex(host_name() + R"(:backend_mpi\.cpp:\d+: rank 0: no progress for 3 s)")));
+  CHECK(std::regex_search(
+      r.err, std::regex(host_name() + R"(:backend_mpi\.cpp:\d+: rank 0: no progress for 3 s)")));
   CHECK(contains(r.err, "all_reduce"));
   CHECK_FALSE(exists(out));
 }
@@ -185,7 +191,8 @@ TEST_CASE("--backend auto without a GPU says why and probes with MPI (one proces
   CHECK(contains(r.out, "one rank per node"));  // nothing to measure between ranks
   const auto p = read_json(out);
   CHECK_FALSE(p.at("intra").value("measured", false));  // the preset's link, not measured
-  CHECK(contains(p.at("intra").at("sources").at("busbw_gb_per_s").get<std::string>(), "not measured"));
+  CHECK(contains(p.at("intra").at("sources").at("busbw_gb_per_s").get<std::string>(),
+                 "not measured"));
   CHECK(p.at("measurements").at("gemm").size() == 2);  // fp32 and fp64
   std::remove(out.c_str());
 }

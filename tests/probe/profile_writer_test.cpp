@@ -1,12 +1,12 @@
 // The calibrated profile: synthetic measurements of known links go through the fit and the
 // writer, load back through load_cluster, and the planner's placement model reproduces them.
-#include <doctest/doctest.h>
 #include <dirent.h>
-#include <nlohmann/json.hpp>
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -137,7 +137,7 @@ TEST_CASE("a two-node profile round-trips through load_cluster with the measured
   CHECK(c.gpus_per_node == 4);
   CHECK(c.intra.measured);
   CHECK(c.intra.busbw_bytes_per_s == doctest::Approx(300e9).epsilon(1e-5));
-  CHECK(c.intra.bytes_per_s == doctest::Approx(350e9).epsilon(1e-5));  // send/recv, one direction
+  CHECK(c.intra.bytes_per_s == doctest::Approx(350e9).epsilon(1e-5));    // send/recv, one direction
   CHECK(c.intra.latency_s == doctest::Approx(20e-6 / 6).epsilon(1e-3));  // 2(n-1) ring steps
   CHECK(c.nic.measured);
   CHECK(c.nic.busbw_bytes_per_s == doctest::Approx(40e9).epsilon(1e-5));
@@ -152,9 +152,12 @@ TEST_CASE("a two-node profile round-trips through load_cluster with the measured
   // The planner reproduces what was measured.
   ClusterSpec sixteen = c;
   sixteen.gpus = 8;
-  CHECK(placement_busbw(Collective::all_reduce, {8, 4}, sixteen) == doctest::Approx(80e9).epsilon(1e-5));
-  CHECK(placement_busbw(Collective::all_reduce, {4, 4}, sixteen) == doctest::Approx(300e9).epsilon(1e-5));
-  CHECK(placement_busbw(Collective::all_reduce, {2, 1}, sixteen) == doctest::Approx(20e9).epsilon(1e-5));
+  CHECK(placement_busbw(Collective::all_reduce, {8, 4}, sixteen) ==
+        doctest::Approx(80e9).epsilon(1e-5));
+  CHECK(placement_busbw(Collective::all_reduce, {4, 4}, sixteen) ==
+        doctest::Approx(300e9).epsilon(1e-5));
+  CHECK(placement_busbw(Collective::all_reduce, {2, 1}, sixteen) ==
+        doctest::Approx(20e9).epsilon(1e-5));
 
   // The GPU: memory and a bf16 curve measured, marked calibrated.
   CHECK(c.gpu.calibrated);
@@ -169,11 +172,17 @@ TEST_CASE("a two-node profile round-trips through load_cluster with the measured
   CHECK(profile.at("measurements").at("collectives").size() == r.rows.size());
   CHECK(profile.at("measurements").at("gemm").size() == 3);
   const auto& row = profile.at("measurements").at("collectives").at(0);
-  for (const char* key : {"count", "type", "time_us", "algbw_gb_per_s", "busbw_gb_per_s", "correct"}) {
+  for (const char* key :
+       {"count", "type", "time_us", "algbw_gb_per_s", "busbw_gb_per_s", "correct"}) {
     CHECK(row.contains(key));
   }
-  CHECK(profile.at("fit").at("tiers").at("inter").at("collectives").at("all_reduce")
-            .at("busbw_gb_per_s").get<double>() == doctest::Approx(40.0).epsilon(1e-5));
+  CHECK(profile.at("fit")
+            .at("tiers")
+            .at("inter")
+            .at("collectives")
+            .at("all_reduce")
+            .at("busbw_gb_per_s")
+            .get<double>() == doctest::Approx(40.0).epsilon(1e-5));
   const auto& stragglers = profile.at("fit").at("stragglers");
   CHECK(stragglers.at("threshold").get<double>() == doctest::Approx(1.2));
   REQUIRE(stragglers.at("flagged").size() == 1);
@@ -188,7 +197,8 @@ TEST_CASE("a two-node profile round-trips through load_cluster with the measured
   std::remove(path.c_str());
 }
 
-TEST_CASE("one node on CPUs: the inter link stays the preset's, the CPU GEMMs stay out of the GPU") {
+TEST_CASE(
+    "one node on CPUs: the inter link stays the preset's, the CPU GEMMs stay out of the GPU") {
   Results r = one_node_of_two();
   r.gemms = {gemm_row(512, MathDtype::fp32, 50e9)};
   const FitResult fit = fit_results(r, load_gpu("A100-80GB"));
@@ -200,7 +210,8 @@ TEST_CASE("one node on CPUs: the inter link stays the preset's, the CPU GEMMs st
   const GpuSpec preset = load_gpu("A100-80GB");
   CHECK_FALSE(c.gpu.calibrated);
   REQUIRE(c.gpu.gemm_efficiency.size() == preset.gemm_efficiency.size());
-  CHECK(c.gpu.gemm_efficiency.back().efficiency == doctest::Approx(preset.gemm_efficiency.back().efficiency));
+  CHECK(c.gpu.gemm_efficiency.back().efficiency ==
+        doctest::Approx(preset.gemm_efficiency.back().efficiency));
   CHECK(c.gpu.memory_bytes == doctest::Approx(preset.memory_bytes));
   CHECK(c.intra.measured);
   CHECK(c.intra.busbw_bytes_per_s == doctest::Approx(3e9).epsilon(1e-5));
@@ -211,7 +222,8 @@ TEST_CASE("one node on CPUs: the inter link stays the preset's, the CPU GEMMs st
   const std::string why = profile.at("inter").at("sources").at("busbw_gb_per_s").get<std::string>();
   CHECK(why.find("not measured (a single node") == 0);
   CHECK(profile.at("fit").at("gemm").at("applied_to_gpu_profile") == false);
-  CHECK(profile.at("fit").at("gemm").at("note").get<std::string>().find("CPU") != std::string::npos);
+  CHECK(profile.at("fit").at("gemm").at("note").get<std::string>().find("CPU") !=
+        std::string::npos);
   CHECK(profile.at("fit").at("skipped_tiers").contains("inter"));
   std::remove(path.c_str());
 }
