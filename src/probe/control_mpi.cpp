@@ -97,6 +97,7 @@ std::vector<std::string> MpiControl::allgather(const std::string& mine, const st
                   MPI_CHAR, control_, &request);
   wait(&request, 1, op, __FILE__, __LINE__);
   std::vector<std::string> out;
+  out.reserve(size_);
   for (int p = 0; p < size_; ++p) out.emplace_back(all.data() + offsets[p], lengths[p]);
   return out;
 }

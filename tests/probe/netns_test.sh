@@ -4,7 +4,7 @@
 # MPI takes them for one node); Open MPI reaches the second through an `ip netns exec` agent
 # instead of ssh. The probe's inter-node bandwidth must come out within 25% of 125 MB/s and the
 # planner must load it. Exit 77 (ctest SKIP_RETURN_CODE) only when namespaces cannot be made.
-#   netns_test.sh SHARDPLAN JSON_GET [MPIRUN]
+#   netns_test.sh SHARDPLAN JSON_GET [MPIRUN]      (KEEP_PROFILE=FILE keeps the profile it wrote)
 set -euo pipefail
 shardplan=$1
 json_get=$2
@@ -35,6 +35,7 @@ cleanup() {
 trap cleanup EXIT
 [ -n "${KEEP_PROFILE:-}" ] && trap 'cp "$profile" "$KEEP_PROFILE" 2>/dev/null; cleanup' EXIT
 
+unshare --uts true 2>"$work/netns.err" || skip "unshare --uts failed: $(cat "$work/netns.err")"
 ip netns add "$ns1" 2>"$work/netns.err" || skip "ip netns add failed: $(cat "$work/netns.err")"
 ip netns add "$ns2" 2>"$work/netns.err" || skip "ip netns add failed: $(cat "$work/netns.err")"
 # From here on, anything that fails is a failure.
