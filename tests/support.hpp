@@ -24,8 +24,11 @@ struct CliResult {
   int status = -1;
   std::string out;
   std::string err;
+  double seconds = 0;  // wall time
 };
 CliResult run_cli(const std::string& args);
+/// Runs a shell command line (for example mpirun ... shardplan ...) the same way.
+CliResult run_command(const std::string& command);
 
 /// Runs `shardplan ARGS` and checks it is refused as bad input: exit status 2, `needle` (the
 /// field, or the reason) in stderr, nothing on stdout.

@@ -2,6 +2,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -72,15 +73,21 @@ ModelSpec params_only(double params) {
 }
 
 CliResult run_cli(const std::string& args) {
+  return run_command(std::string(SHARDPLAN_BINARY) + " " + args);
+}
+
+CliResult run_command(const std::string& command) {
   char out_path[] = "/tmp/shardplan-cli-out-XXXXXX";
   char err_path[] = "/tmp/shardplan-cli-err-XXXXXX";
   const int out_fd = mkstemp(out_path);
   const int err_fd = mkstemp(err_path);
   close(out_fd);
   close(err_fd);
-  const std::string cmd = std::string(SHARDPLAN_BINARY) + " " + args + " >" + out_path + " 2>" + err_path;
+  const std::string cmd = command + " >" + out_path + " 2>" + err_path;
+  const auto start = std::chrono::steady_clock::now();
   const int raw = std::system(cmd.c_str());
   CliResult r;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   r.out = read_file(out_path);
   r.err = read_file(err_path);

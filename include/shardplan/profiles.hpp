@@ -39,6 +39,12 @@ LinkSpec load_link(const std::string& name_or_bandwidth, const std::string& fiel
 /// wrote. `gpus` is left at the preset's node size; the caller sets the total.
 ClusterSpec load_cluster(const std::string& name_or_path, const std::string& field = "--cluster");
 
+/// A GPU, link or cluster profile's JSON text (preset name or file) and where it came from, for
+/// tools that write profiles of their own: `shardplan probe` starts from a preset's JSON and
+/// replaces what it measured. InputError naming `field` for an unknown name or unreadable file.
+std::pair<std::string, std::string> profile_text(ProfileKind kind, const std::string& name_or_path,
+                                                 const std::string& field);
+
 /// How the user described the cluster: a preset or file, and flags that override it.
 struct ClusterOptions {
   std::string cluster;  // --cluster NAME|FILE

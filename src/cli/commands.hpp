@@ -24,5 +24,6 @@ Runner setup_plan(CLI::App& sub);
 Runner setup_validate(CLI::App& sub);
 Runner setup_runbook(CLI::App& sub);
 Runner setup_emit(CLI::App& sub);
+Runner setup_probe(CLI::App& sub);
 
 }  // namespace shardplan::cli

@@ -22,6 +22,7 @@ const std::vector<Command>& command_table() {
       {"emit", "A launcher config (DeepSpeed, Megatron-LM, torchtitan, accelerate) for a plan", setup_emit},
       {"validate", "Predict published training runs and report the error per case", setup_validate},
       {"list", "List presets: models, gpus, links, clusters", setup_list},
+      {"probe", "Measure this cluster (NCCL/cuBLASLt or MPI/BLAS) and write a calibrated profile", setup_probe},
   };
   return table;
 }

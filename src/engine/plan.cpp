@@ -45,7 +45,10 @@ std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
                              "<= {} or pass --allow-tp-across-nodes",
                              p.tp, c.gpus_per_node, c.gpus_per_node));
   }
-  if (c.gpu.peak_flops[static_cast<int>(math_dtype(tr.precision))] <= 0) {
+  // A GPU without this dtype's tensor cores (fp8 on an A100); a cluster with no GPU profile at all
+  // (the probe checking a model's shapes) has nothing to say about precision.
+  const bool has_gpu = c.gpu.peak_flops[static_cast<int>(MathDtype::bf16)] > 0;
+  if (has_gpu && c.gpu.peak_flops[static_cast<int>(math_dtype(tr.precision))] <= 0) {
     fail("--precision", fmt::format("{} has no {} tensor cores; use bf16 or fp16", c.gpu.name,
                                     to_string(tr.precision)));
   }

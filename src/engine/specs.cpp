@@ -116,6 +116,7 @@ void share_nics(ClusterSpec& c) {
   c.inter = c.nic;
   c.inter.bytes_per_s *= share;
   c.inter.busbw_bytes_per_s *= share;
+  for (double& measured : c.inter.collective_busbw) measured *= share;  // a probe's, per NIC
 }
 
 MathDtype math_dtype(Precision p) {

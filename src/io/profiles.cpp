@@ -241,6 +241,12 @@ GpuSpec load_gpu(const std::string& name_or_path, const std::string& field) {
   return gpu_from_json(json, where);
 }
 
+std::pair<std::string, std::string> profile_text(ProfileKind kind, const std::string& name_or_path,
+                                                 const std::string& field) {
+  auto [json, where] = resolve(kind, name_or_path, field);
+  return {json.dump(2), where};
+}
+
 LinkSpec load_link(const std::string& name_or_bandwidth, const std::string& field) {
   return resolve_link(nlohmann::json(name_or_bandwidth), field).link;
 }

@@ -1,0 +1,344 @@
+// `shardplan probe`: measures this cluster's collectives and GEMMs (NCCL + cuBLASLt on GPUs, or
+// MPI + OpenBLAS on CPUs) and writes a calibrated cluster profile for `--cluster FILE`.
+// Exit status: 0 ok, 1 a correctness check failed (no profile written), 2 bad input or no
+// GPU / back-end here, 3 a peer stopped responding (the watchdog's report names it).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "shardplan/error.hpp"
+#include "shardplan/layer.hpp"
+#include "shardplan/plan.hpp"
+#include "shardplan/probe.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan::cli {
+namespace {
+
+using probe::GemmShape;
+
+struct ProbeOptions {
+  PlanningOptions model;  // --model and its overrides, --seq-len, --micro-batch, --tp, --precision
+  std::string backend = "auto";
+  std::string out;
+  std::string min_bytes = "8";
+  std::string max_bytes;
+  std::string iters = "20";
+  std::string warmup = "5";
+  std::string timeout_s = "60";
+  std::string collectives = "all_reduce,all_gather,reduce_scatter,all_to_all,send_recv";
+  std::string gemm_sizes;
+  std::string gemm_dtypes;
+  std::string gpu, cluster, gpus_per_node, nics_per_node;
+  bool json = false;
+  int debug_hang_rank = -1;
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+int as_int(const std::string& text, const std::string& field, long long max) {
+  const long long v = parse_positive_int(text, field);
+  if (v > max) throw InputError(field, fmt::format("{} is too large; at most {}", text, max));
+  return static_cast<int>(v);
+}
+
+size_t as_bytes(const std::string& text, const std::string& field) {
+  const double b = parse_bytes(text, field);
+  if (b < 1 || b > 4.0 * kGiB) {
+    throw InputError(field, fmt::format("'{}' must be between 1 B and 4 GiB", text));
+  }
+  return static_cast<size_t>(b);
+}
+
+MathDtype parse_dtype(const std::string& text) {
+  for (int i = 0; i < kMathDtypes; ++i) {
+    if (text == to_string(static_cast<MathDtype>(i))) return static_cast<MathDtype>(i);
+  }
+  throw InputError("--gemm-dtypes", fmt::format("'{}' is not a data type; use fp8, bf16, fp16, "
+                                                "tf32, fp32 or fp64",
+                                                text));
+}
+
+// "4096" (square) or "8192x4096x1024" (m x n x k).
+std::vector<GemmShape> sweep_shapes(const std::string& text, const std::vector<MathDtype>& dtypes) {
+  std::vector<GemmShape> out;
+  if (text == "none") return out;
+  for (const auto& item : split_list(text)) {
+    std::vector<long> dims;
+    std::stringstream in(item);
+    std::string part;
+    while (std::getline(in, part, 'x')) dims.push_back(as_int(part, "--gemm-sizes", 1 << 20));
+    if (dims.size() == 1) dims = {dims[0], dims[0], dims[0]};
+    if (dims.size() != 3) {
+      throw InputError("--gemm-sizes", fmt::format("'{}' is neither N (square) nor MxNxK", item));
+    }
+    for (MathDtype d : dtypes) out.push_back({dims[0], dims[1], dims[2], d, "sweep"});
+  }
+  return out;
+}
+
+// The GEMMs of one micro-batch of the model (describe_micro_batch), as the planner sees them.
+std::vector<GemmShape> model_shapes(const PlanningOptions& o, MathDtype dtype) {
+  const ModelSpec model = resolve_model(o);
+  if (!model.has_architecture()) {
+    throw InputError("--model", "GEMM shapes need an architecture; --params gives only a count");
+  }
+  TrainingSpec training = resolve_training(o, model);
+  ParallelPlan plan;
+  plan.tp = o.tp.empty() ? 1 : as_int(o.tp, "--tp", 1024);
+  plan.micro_batch = o.micro_batch.empty() ? 1 : as_int(o.micro_batch, "--micro-batch", 1 << 20);
+  training.global_batch = plan.micro_batch;
+  ClusterSpec one_replica;
+  one_replica.gpus = one_replica.gpus_per_node = plan.tp;
+  const auto problems = check_plan(model, training, plan, one_replica);
+  if (!problems.empty()) throw InputError(problems.front().field, problems.front().message);
+  const MicroBatchWork work = describe_micro_batch(model, training, plan);
+  std::vector<GemmShape> out;
+  for (const Block* block : {&work.layer, &work.head}) {
+    for (const Op& op : block->ops) {
+      if (op.kind != OpKind::gemm) continue;
+      GemmShape s{static_cast<long>(op.m), static_cast<long>(op.n), static_cast<long>(op.k), dtype,
+                  fmt::format("{} {}{}", model.name, op.name,
+                              op.batch > 1 ? fmt::format(" (one of {:.0f})", op.batch) : "")};
+      const bool seen = std::any_of(out.begin(), out.end(), [&](const GemmShape& g) {
+        return g.m == s.m && g.n == s.n && g.k == s.k;
+      });
+      if (!seen && s.m > 0 && s.n > 0 && s.k > 0) out.push_back(s);
+    }
+  }
+  return out;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::replace(all.begin(), all.end(), '\0', ' ');
+  while (!all.empty() && all.back() == ' ') all.pop_back();
+  return all;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+void add_probe_options(CLI::App& sub, ProbeOptions& o) {
+  sub.add_option("--backend", o.backend, "auto | nccl | mpi (auto: nccl when a GPU is usable)");
+  sub.add_option("--out", o.out,
+                 "The calibrated cluster profile to write (default "
+                 "probe-<host>-<yyyymmdd>.json)");
+  sub.add_option("--min-bytes", o.min_bytes, "Smallest collective size S (default 8)");
+  sub.add_option("--max-bytes", o.max_bytes,
+                 "Largest collective size S, doubling from "
+                 "--min-bytes (default 1GiB on GPUs, 64MiB on CPUs)");
+  sub.add_option("--iters", o.iters, "Timed iterations per size (default 20)");
+  sub.add_option("--warmup", o.warmup, "Warm-up iterations per size (default 5)");
+  sub.add_option("--timeout-s", o.timeout_s,
+                 "Watchdog: longest wait for any one operation before "
+                 "the probe names the silent rank and exits 3 "
+                 "(default 60)");
+  sub.add_option("--collectives", o.collectives,
+                 "Comma-separated: all_reduce, all_gather, "
+                 "reduce_scatter, all_to_all, send_recv, broadcast");
+  sub.add_option("--gemm-sizes", o.gemm_sizes,
+                 "GEMM sweep: N (square) or MxNxK, comma-separated, "
+                 "or none (default 512..16384 on GPUs, 128..1024 "
+                 "on CPUs)");
+  sub.add_option("--gemm-dtypes", o.gemm_dtypes,
+                 "GEMM data types for the sweep (default: "
+                 "fp8,bf16,fp16,tf32 the GPU has; fp32,fp64 on "
+                 "CPUs)");
+  sub.add_option("--gpu", o.gpu,
+                 "The GPU preset or file the profile carries (peak, memory; default "
+                 "matched from the device name, H100-SXM for the mpi back-end)");
+  sub.add_option("--cluster", o.cluster,
+                 "A cluster preset or file to start from (GPU, node size, "
+                 "links for tiers not measured)");
+  sub.add_option("--gpus-per-node", o.gpus_per_node,
+                 "GPUs per node the profile states (default: "
+                 "the ranks per node measured)");
+  sub.add_option("--nics-per-node", o.nics_per_node,
+                 "Scale-out NICs per node (default: fitted "
+                 "from the world measurement, or the preset)");
+  sub.add_flag("--json", o.json, "Print the profile JSON on stdout instead of the table");
+  sub.add_option("--debug-hang-rank", o.debug_hang_rank, "Tests: this rank stops responding")
+      ->group("");  // hidden
+  add_model_options(sub, o.model);
+  sub.add_option("--seq-len", o.model.seq_len, "Sequence length for --model's GEMM shapes")
+      ->group("Model");
+  sub.add_option("--micro-batch", o.model.micro_batch, "Micro-batch for --model's GEMM shapes")
+      ->group("Model");
+  sub.add_option("--tp", o.model.tp, "Tensor-parallel degree for --model's GEMM shapes")
+      ->group("Model");
+  sub.add_option("--precision", o.model.precision,
+                 "bf16 | fp16 | fp8 | fp32: the dtype of "
+                 "--model's GEMMs (default bf16)")
+      ->group("Model");
+}
+
+struct Prepared {
+  probe::SweepPlan plan;
+  probe::ProfileInputs inputs;
+  bool max_given = false;
+  std::vector<MathDtype> dtypes;  // empty: the back-end's
+  MathDtype model_dtype = MathDtype::bf16;
+};
+
+// Everything that can be checked before any process starts talking to another.
+Prepared prepare(const ProbeOptions& o) {
+  Prepared p;
+  probe::Settings& s = p.plan.settings;
+  s.iters = as_int(o.iters, "--iters", 100000);
+  s.warmup = o.warmup == "0" ? 0 : as_int(o.warmup, "--warmup", 100000);
+  s.timeout_s = parse_duration(o.timeout_s, "--timeout-s");
+  if (!(s.timeout_s >= 0.1 && s.timeout_s <= 86400)) {
+    throw InputError("--timeout-s",
+                     fmt::format("'{}' must be between 0.1 s and one day", o.timeout_s));
+  }
+  s.debug_hang_rank = o.debug_hang_rank;
+  p.plan.min_bytes = as_bytes(o.min_bytes, "--min-bytes");
+  p.max_given = !o.max_bytes.empty();
+  if (p.max_given) p.plan.max_bytes = as_bytes(o.max_bytes, "--max-bytes");
+  if (p.max_given && p.plan.max_bytes < p.plan.min_bytes) {
+    throw InputError("--max-bytes",
+                     fmt::format("{} is below --min-bytes {}", o.max_bytes, o.min_bytes));
+  }
+  for (const auto& name : split_list(o.collectives)) {
+    p.plan.collectives.push_back(parse_collective(name.c_str(), "--collectives"));
+  }
+  for (const auto& name : split_list(o.gemm_dtypes)) p.dtypes.push_back(parse_dtype(name));
+  if (!o.model.precision.empty()) {
+    p.model_dtype = math_dtype(parse_precision(o.model.precision, "--precision"));
+  }
+  probe::ProfileInputs& in = p.inputs;
+  in.gpu = o.gpu;
+  in.cluster = o.cluster;
+  if (!o.cluster.empty()) load_cluster(o.cluster, "--cluster");
+  if (!o.gpu.empty()) load_gpu(o.gpu, "--gpu");
+  in.gpus_per_node = o.gpus_per_node.empty() ? 0 : as_int(o.gpus_per_node, "--gpus-per-node", 1024);
+  in.nics_per_node = o.nics_per_node.empty() ? 0 : as_int(o.nics_per_node, "--nics-per-node", 1024);
+  in.command_line = command_line();
+  in.date_utc = utc_now();
+  return p;
+}
+
+int run_probe_command(const ProbeOptions& o) {
+  Prepared p = prepare(o);
+  if (!o.model.model.empty() || !o.model.params.empty() || !o.model.layers.empty()) {
+    p.plan.gemms = model_shapes(o.model, p.model_dtype);  // validated before the launch
+  }
+  probe::Launch launch = probe::start_backend(o.backend, p.plan.settings);
+  probe::Backend& backend = *launch.backend;
+  const bool lead = launch.control->process() == 0;
+  if (!launch.note.empty()) p.plan.notes.push_back(launch.note);  // the table and the profile
+
+  // Defaults that depend on the hardware.
+  const bool gpu = backend.measures_gpu();
+  if (!p.max_given) p.plan.max_bytes = gpu ? (1ull << 30) : (64ull << 20);
+  p.plan.max_bytes = std::max(p.plan.max_bytes, p.plan.min_bytes);
+  std::vector<MathDtype> dtypes = p.dtypes.empty() ? backend.gemm_dtypes() : p.dtypes;
+  for (auto& g : p.plan.gemms) {
+    if (!gpu) g.dtype = MathDtype::fp32;  // the CPU runs the model's shapes in fp32
+  }
+  const std::string sizes = !o.gemm_sizes.empty() ? o.gemm_sizes
+                            : gpu                 ? "512,1024,2048,4096,8192,16384"
+                                                  : "128,256,512,1024";
+  for (const auto& g : sweep_shapes(sizes, dtypes)) p.plan.gemms.push_back(g);
+  if (p.inputs.gpu.empty() && p.inputs.cluster.empty()) {
+    const std::string device = backend.ranks().front().device;
+    p.inputs.gpu = gpu ? probe::gpu_preset_for_device(device) : "H100-SXM";
+    if (p.inputs.gpu.empty()) {
+      throw InputError("--gpu",
+                       fmt::format("the device '{}' matches no GPU preset; pass --gpu NAME "
+                                   "(see `shardplan list gpus`) or a GPU profile file "
+                                   "with its peak TFLOP/s",
+                                   device));
+    }
+  }
+  const GpuSpec gpu_spec = probe::profile_gpu(p.inputs);
+  const std::string out_path =
+      !o.out.empty() ? o.out
+                     : fmt::format("probe-{}-{}.json", host_name(),
+                                   p.inputs.date_utc.substr(0, 4) + p.inputs.date_utc.substr(5, 2) +
+                                       p.inputs.date_utc.substr(8, 2));
+
+  std::unique_ptr<probe::Reporter> reporter = std::make_unique<probe::Reporter>();
+  if (lead) {
+    std::vector<std::unique_ptr<probe::Reporter>> parts;
+    if (!o.json) parts.push_back(probe::make_table_reporter(stdout));
+    parts.push_back(probe::make_progress_reporter(stderr));
+    reporter = probe::make_tee_reporter(std::move(parts));
+  }
+  if (!gpu) {
+    p.plan.notes.push_back(
+        fmt::format("the {} back-end measures CPU GEMMs: they go into the "
+                    "profile's measurements and fit only, never into the {} "
+                    "efficiency curve",
+                    backend.name(), gpu_spec.name));
+  }
+  const probe::Results results =
+      probe::run_probe(backend, *launch.control, *launch.watchdog, p.plan, *reporter);
+  const int status = results.wrong() == 0 ? 0 : 1;
+  if (!lead) return status;
+
+  const probe::FitResult fit = probe::fit_results(results, gpu_spec);
+  const nlohmann::json profile = probe::build_profile(results, fit, p.inputs);
+  const std::string summary = probe::render_summary(results, fit, gpu_spec);
+  if (!o.json) std::fputs(summary.c_str(), stdout);
+  if (status != 0) {
+    std::fprintf(stderr,
+                 "probe: %zu wrong element(s): the correctness check failed, so no "
+                 "profile was written\n",
+                 results.wrong());
+    return status;
+  }
+  probe::write_file_atomically(out_path, profile.dump(2) + "\n", "--out");
+  load_cluster(out_path, "--out");  // what was written must plan: fail loudly if not
+  if (o.json) {
+    print_json(profile);
+  } else {
+    std::printf("# Calibrated cluster profile: %s (plan with --cluster %s)\n", out_path.c_str(),
+                out_path.c_str());
+  }
+  std::fprintf(stderr, "probe: wrote %s\n", out_path.c_str());
+  return status;
+}
+
+}  // namespace
+
+Runner setup_probe(CLI::App& sub) {
+  auto o = std::make_shared<ProbeOptions>();
+  add_probe_options(sub, *o);
+  return [o]() { return run_probe_command(*o); };
+}
+
+}  // namespace shardplan::cli

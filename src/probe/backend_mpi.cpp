@@ -1,0 +1,274 @@
+// The MPI back-end: Open MPI's non-blocking collectives between processes (one rank each) and
+// OpenBLAS sgemm/dgemm for the GEMM sweep. A CPU stand-in for NCCL where there is no GPU; its
+// GEMMs describe the CPU, never the GPU profile's efficiency curve.
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "backends.hpp"
+#include "mpi_control.hpp"
+#include "shardplan/error.hpp"
+
+namespace shardplan::probe {
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "CPU";
+}
+
+// Send/recv between nodes streams its message as eager-sized pieces (32 KiB, under Open MPI's
+// 64 KiB TCP eager limit), 64 in flight each way. One large message needs rendezvous control
+// messages that queue behind the other direction's bulk data on the same TCP connection: through
+// a tbf-shaped 1 Gbit/s veth pair one 32 MiB message per direction moved at 59 MB/s, the same
+// bytes as 32 KiB pieces at 105-117 MB/s (line rate 125 MB/s). Inside a node shared memory
+// moves one message best (single copy), so it stays whole there.
+constexpr size_t kPieceCount = 8192;  // floats: 32 KiB
+constexpr int kWindow = 64;
+
+class MpiBackend final : public Backend {
+ public:
+  MpiBackend(MpiControl& control, Watchdog& watchdog) : control_(control), watchdog_(watchdog) {
+    const nlohmann::json mine = {{"host", control.host()},
+                                 {"node", control.node()},
+                                 {"local", control.local_index()},
+                                 {"device", cpu_model()}};
+    const auto all = control.allgather(mine.dump(), "sharing the rank list");
+    int local_ranks = 0;
+    for (size_t p = 0; p < all.size(); ++p) {
+      const auto j = nlohmann::json::parse(all[p]);
+      RankInfo r;
+      r.rank = r.process = static_cast<int>(p);
+      r.node = j.at("node").get<int>();
+      r.local_rank = j.at("local").get<int>();
+      r.host = j.at("host").get<std::string>();
+      r.device = j.at("device").get<std::string>();
+      local_ranks += r.node == control.node();
+      ranks_.push_back(r);
+    }
+    // The ranks of a node share its cores: one BLAS thread per core and rank.
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    blas_threads_ = std::max(1, cores / std::max(1, local_ranks));
+#ifdef OPENBLAS_VERSION
+    openblas_set_num_threads(blas_threads_);
+#endif
+  }
+
+  ~MpiBackend() override {
+    for (MPI_Comm& c : comms_) {
+      if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+    }
+  }
+
+  const char* name() const override {
+    return "mpi";
+  }
+  const std::vector<RankInfo>& ranks() const override {
+    return ranks_;
+  }
+  std::vector<int> local_ranks() const override {
+    return {control_.process()};
+  }
+
+  void open(Tier tier) override {
+    const RankInfo& me = ranks_[control_.process()];
+    int color = 0, key = me.rank;
+    if (tier == Tier::intra) {
+      color = me.node;
+      key = me.local_rank;
+    } else if (tier == Tier::inter) {
+      color = me.local_rank == 0 ? 0 : MPI_UNDEFINED;
+      key = me.node;
+    }
+    // MPI has no non-blocking split; the guard ends the probe if a peer never arrives.
+    Watchdog::Guard guard(watchdog_, fmt::format("MPI_Comm_split for the {} tier", to_string(tier)),
+                          __FILE__, __LINE__);
+    MPI_Comm_split(control_.world(), color, key, &comms_[static_cast<int>(tier)]);
+  }
+
+  std::vector<RankTiming> collective(Tier tier, const CollectiveShape& shape,
+                                     const Settings& settings) override {
+    MPI_Comm comm = comms_[static_cast<int>(tier)];
+    if (comm == MPI_COMM_NULL) return {};
+    int me = 0, n = 1;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    SHARDPLAN_CHECK(n == shape.ranks, "group size differs from the planned shape");
+    send_.resize(std::max<size_t>(shape.send_count, 1));
+    recv_.assign(std::max<size_t>(shape.recv_count, 1), kPoison);
+    fill_send(shape, me, send_);
+    const std::string what =
+        fmt::format("MPI {} of {} B ({} tier, rank {} of {})", info(shape.kind).name, shape.bytes,
+                    to_string(tier), me, n);
+    RankTiming timing;
+    timing.rank = control_.process();
+    const bool network = tier != Tier::intra;
+    run(comm, shape, me, n, network, what + ", correctness run");
+    timing.wrong = count_wrong(shape, me, recv_);
+    for (int i = 0; i < settings.warmup; ++i) run(comm, shape, me, n, network, what + ", warm-up");
+    for (int i = 0; i < settings.iters; ++i) {
+      const double start = MPI_Wtime();
+      run(comm, shape, me, n, network, what);
+      timing.iteration_s.push_back(MPI_Wtime() - start);
+    }
+    return {timing};
+  }
+
+  bool supports(MathDtype dtype) const override {
+    return dtype == MathDtype::fp32 || dtype == MathDtype::fp64;
+  }
+  std::vector<MathDtype> gemm_dtypes() const override {
+    return {MathDtype::fp32, MathDtype::fp64};
+  }
+  bool measures_gpu() const override {
+    return false;
+  }
+
+  std::vector<RankTiming> gemm(const GemmShape& s, int warmup, int iters) override {
+    return s.dtype == MathDtype::fp64 ? gemm_typed<double>(s, warmup, iters)
+                                      : gemm_typed<float>(s, warmup, iters);
+  }
+
+  nlohmann::json libraries() const override {
+    nlohmann::json j = {{"mpi", control_.library()}, {"blas_threads_per_rank", blas_threads_}};
+#ifdef OPENBLAS_VERSION
+    j["blas"] = std::string(openblas_get_config());
+#else
+    j["blas"] = "CBLAS";
+#endif
+    return j;
+  }
+
+ private:
+  // One collective, started non-blocking and waited for under the watchdog.
+  void run(MPI_Comm comm, const CollectiveShape& s, int me, int n, bool network,
+           const std::string& what) {
+    float* send = send_.data();
+    float* recv = recv_.data();
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int count = static_cast<int>(s.send_count);
+    switch (s.kind) {
+      case Collective::all_reduce:
+        MPI_Iallreduce(send, recv, count, MPI_FLOAT, MPI_SUM, comm, &request);
+        break;
+      case Collective::all_gather:
+        MPI_Iallgather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, comm, &request);
+        break;
+      case Collective::reduce_scatter:
+        MPI_Ireduce_scatter_block(send, recv, static_cast<int>(s.recv_count), MPI_FLOAT, MPI_SUM,
+                                  comm, &request);
+        break;
+      case Collective::all_to_all:
+        MPI_Ialltoall(send, count / n, MPI_FLOAT, recv, count / n, MPI_FLOAT, comm, &request);
+        break;
+      case Collective::broadcast:
+        if (me == 0) std::copy(send, send + s.send_count, recv);
+        MPI_Ibcast(recv, count, MPI_FLOAT, 0, comm, &request);
+        break;
+      case Collective::send_recv:
+        stream(comm, s.send_count, (me + 1) % n, (me + n - 1) % n,
+               network ? kPieceCount : s.send_count, what);
+        return;
+    }
+    control_.wait(&request, 1, what, __FILE__, __LINE__);
+  }
+
+  // nccl-tests' send/recv (to rank + 1, from rank - 1) as pieces of `piece` floats, kWindow in
+  // flight each way. Same source, tag and communicator: MPI matches the pieces in order.
+  void stream(MPI_Comm comm, size_t total, int to, int from, size_t piece,
+              const std::string& what) {
+    const size_t pieces = (total + piece - 1) / piece;
+    const int window = static_cast<int>(std::min<size_t>(kWindow, pieces));
+    std::vector<MPI_Request> receives(window, MPI_REQUEST_NULL), sends(window, MPI_REQUEST_NULL);
+    size_t next_receive = 0, next_send = 0, received = 0, sent = 0;
+    auto post = [&](bool receive, int slot) {
+      size_t& next = receive ? next_receive : next_send;
+      if (next == pieces) return;
+      const size_t at = next++ * piece;
+      const int len = static_cast<int>(std::min(piece, total - at));
+      if (receive) {
+        MPI_Irecv(recv_.data() + at, len, MPI_FLOAT, from, 0, comm, &receives[slot]);
+      } else {
+        MPI_Isend(send_.data() + at, len, MPI_FLOAT, to, 0, comm, &sends[slot]);
+      }
+    };
+    for (int slot = 0; slot < window; ++slot) post(true, slot);
+    for (int slot = 0; slot < window; ++slot) post(false, slot);
+    std::vector<int> finished(window);
+    auto progress = [&](std::vector<MPI_Request>& requests, bool receive, size_t& done) {
+      int count = 0;
+      MPI_Testsome(window, requests.data(), &count, finished.data(), MPI_STATUSES_IGNORE);
+      if (count == MPI_UNDEFINED) return;  // every slot idle
+      for (int i = 0; i < count; ++i) {
+        ++done;
+        post(receive, finished[i]);
+      }
+    };
+    watchdog_.wait(
+        [&] {
+          progress(receives, true, received);
+          progress(sends, false, sent);
+          return received == pieces && sent == pieces;
+        },
+        what, __FILE__, __LINE__);
+  }
+
+  template <typename T>
+  std::vector<RankTiming> gemm_typed(const GemmShape& s, int warmup, int iters) {
+    const size_t m = s.m, n = s.n, k = s.k;
+    std::vector<T> a(k * m), b(k * n), d(m * n);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = kGemmValues[gemm_input_code(0, i)];
+    for (size_t i = 0; i < b.size(); ++i) b[i] = kGemmValues[gemm_input_code(1, i)];
+    // D (m x n) = A^T B with A stored k x m: the TN layout the GPU back-end uses.
+    auto call = [&] {
+      if constexpr (sizeof(T) == 8) {
+        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, s.m, s.n, s.k, 1.0, a.data(), s.k,
+                    b.data(), s.k, 0.0, d.data(), s.m);
+      } else {
+        cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, a.data(), s.k,
+                    b.data(), s.k, 0.0f, d.data(), s.m);
+      }
+    };
+    RankTiming timing;
+    timing.rank = control_.process();
+    timing.detail =
+        fmt::format("cblas_{}gemm, {} thread(s)", sizeof(T) == 8 ? 'd' : 's', blas_threads_);
+    for (int i = 0; i < warmup; ++i) call();
+    for (int i = 0; i < iters; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      call();
+      timing.iteration_s.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    for (const auto& [i, j] : gemm_check_points(s)) {
+      timing.wrong += !gemm_output_ok(s, i, j, d[static_cast<size_t>(i + j * s.m)]);
+    }
+    return {timing};
+  }
+
+  MpiControl& control_;
+  Watchdog& watchdog_;
+  std::vector<RankInfo> ranks_;
+  MPI_Comm comms_[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
+  std::vector<float> send_, recv_;
+  int blas_threads_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_mpi_backend(Control& mpi_control, Watchdog& watchdog) {
+  return std::make_unique<MpiBackend>(static_cast<MpiControl&>(mpi_control), watchdog);
+}
+
+}  // namespace shardplan::probe

@@ -1,0 +1,25 @@
+// The back-ends' factories, for the registry: each is compiled only when its libraries are
+// found, and only registry.cpp asks which ones are (the one place with #if).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "shardplan/probe.hpp"
+
+namespace shardplan::probe {
+
+// MPI (control_mpi.cpp, backend_mpi.cpp): Open MPI collectives and OpenBLAS GEMMs.
+bool launched_by_mpi();
+std::unique_ptr<Control> make_mpi_control();
+std::unique_ptr<Backend> make_mpi_backend(Control& mpi_control, Watchdog& watchdog);
+
+// NCCL (backend_nccl.cpp, the plug-in libshardplan_nccl.so): CUDA runtime, NCCL and cuBLASLt,
+// one rank per GPU. The registry reaches it through two C entry points:
+//   const char* shardplan_nccl_unavailable();  // why it cannot run here, or ""
+//   Backend* shardplan_make_nccl_backend(Control*, Watchdog*);
+/// Why NCCL cannot run here (no driver, no GPU, the plug-in or libnccl missing), or "".
+std::string nccl_unavailable();
+std::unique_ptr<Backend> make_nccl_backend(Control& control, Watchdog& watchdog);
+
+}  // namespace shardplan::probe

@@ -1,0 +1,370 @@
+// The generic harness: which groups to measure, the data every rank sends and the check of what
+// it receives, the size sweep with warm-up and timed iterations, and min/avg/max across ranks.
+// Back-ends only move bytes and run GEMMs; every number is defined here and in collectives.hpp.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <numeric>
+
+#include "shardplan/error.hpp"
+#include "shardplan/probe.hpp"
+
+namespace shardplan::probe {
+
+const char* to_string(Tier t) {
+  switch (t) {
+    case Tier::intra:
+      return "intra";
+    case Tier::inter:
+      return "inter";
+    case Tier::world:
+      return "world";
+  }
+  return "";
+}
+
+std::vector<GroupInfo> plan_groups(const std::vector<RankInfo>& ranks) {
+  std::map<int, int> per_node;
+  for (const RankInfo& r : ranks) ++per_node[r.node];
+  const int nodes = static_cast<int>(per_node.size());
+  int largest = 0, smallest = 1 << 30;
+  for (const auto& [node, count] : per_node) {
+    largest = std::max(largest, count);
+    smallest = std::min(smallest, count);
+  }
+  const int total = static_cast<int>(ranks.size());
+
+  GroupInfo intra{Tier::intra, largest, largest, nodes, ""};
+  if (largest < 2) intra.skipped = "one rank per node: nothing to measure inside a node";
+  if (largest != smallest) {
+    intra.skipped = fmt::format(
+        "nodes hold {} to {} ranks; the probe needs the same number on "
+        "every node",
+        smallest, largest);
+  }
+  GroupInfo inter{Tier::inter, nodes, 1, 1, ""};
+  if (nodes < 2) inter.skipped = "a single node: no inter-node link to measure";
+  GroupInfo world{Tier::world, total, largest, 1, ""};
+  if (nodes < 2) world.skipped = "a single node: the world is the intra tier";
+  if (nodes >= 2 && largest == 1) world.skipped = "one rank per node: the world is the inter tier";
+  if (nodes >= 2 && largest != smallest) world.skipped = intra.skipped;
+  return {intra, inter, world};
+}
+
+CollectiveShape shape_of(Collective c, size_t bytes, int ranks) {
+  CollectiveShape s;
+  s.kind = c;
+  s.ranks = std::max(ranks, 1);
+  const size_t n = static_cast<size_t>(s.ranks);
+  // Buffers that are split into one chunk per rank hold a whole number of elements per rank.
+  const bool chunked =
+      c == Collective::all_gather || c == Collective::reduce_scatter || c == Collective::all_to_all;
+  const size_t unit = sizeof(float) * (chunked ? n : 1);
+  s.bytes = bytes / unit * unit;
+  const size_t count = s.bytes / sizeof(float);
+  s.send_count = s.recv_count = count;
+  if (c == Collective::all_gather) s.send_count = count / n;
+  if (c == Collective::reduce_scatter) s.recv_count = count / n;
+  return s;
+}
+
+namespace {
+
+// Rank r's element i: a small integer, so sums over ranks are exact in float.
+constexpr size_t kPatternPeriod = 509;
+float pattern(size_t rank, size_t index) {
+  return static_cast<float>((rank * 131 + index * 7) % kPatternPeriod);
+}
+
+// sum over ranks of pattern(q, i), tabulated by i mod the period.
+std::vector<float> rank_sums(int ranks) {
+  std::vector<float> sums(kPatternPeriod, 0.0f);
+  for (size_t i = 0; i < kPatternPeriod; ++i) {
+    for (int q = 0; q < ranks; ++q) sums[i] += pattern(q, i);
+  }
+  return sums;
+}
+
+}  // namespace
+
+void fill_send(const CollectiveShape& s, int rank, std::span<float> send) {
+  SHARDPLAN_CHECK(send.size() >= s.send_count, "send buffer smaller than the shape");
+  size_t v = (static_cast<size_t>(rank) * 131) % kPatternPeriod;
+  for (size_t i = 0; i < s.send_count; ++i) {
+    send[i] = static_cast<float>(v);
+    v += 7;
+    if (v >= kPatternPeriod) v -= kPatternPeriod;
+  }
+}
+
+size_t count_wrong(const CollectiveShape& s, int rank, std::span<const float> recv) {
+  SHARDPLAN_CHECK(recv.size() >= s.recv_count, "receive buffer smaller than the shape");
+  const int n = s.ranks;
+  const size_t r = static_cast<size_t>(rank);
+  size_t wrong = 0;
+  switch (s.kind) {
+    case Collective::all_reduce: {
+      const auto sums = rank_sums(n);
+      for (size_t i = 0; i < s.recv_count; ++i) wrong += recv[i] != sums[i % kPatternPeriod];
+      break;
+    }
+    case Collective::reduce_scatter: {
+      const auto sums = rank_sums(n);
+      const size_t offset = r * s.recv_count;
+      for (size_t i = 0; i < s.recv_count; ++i) {
+        wrong += recv[i] != sums[(offset + i) % kPatternPeriod];
+      }
+      break;
+    }
+    case Collective::all_gather: {
+      const size_t chunk = s.recv_count / n;
+      for (size_t i = 0; i < s.recv_count; ++i) wrong += recv[i] != pattern(i / chunk, i % chunk);
+      break;
+    }
+    case Collective::all_to_all: {
+      // Block j of rank r's output is block r of rank j's input.
+      const size_t chunk = s.recv_count / n;
+      for (size_t i = 0; i < s.recv_count; ++i) {
+        wrong += recv[i] != pattern(i / chunk, r * chunk + i % chunk);
+      }
+      break;
+    }
+    case Collective::send_recv: {
+      // nccl-tests' sendrecv: every rank sends to rank + 1 and receives from rank - 1.
+      const size_t from = (r + n - 1) % n;
+      for (size_t i = 0; i < s.recv_count; ++i) wrong += recv[i] != pattern(from, i);
+      break;
+    }
+    case Collective::broadcast: {
+      for (size_t i = 0; i < s.recv_count; ++i) wrong += recv[i] != pattern(0, i);
+      break;
+    }
+  }
+  return wrong;
+}
+
+int gemm_input_code(int matrix, size_t index) {
+  // A 64-bit mix (splitmix64's finaliser) so the values look random to the hardware.
+  uint64_t x = index * 2 + static_cast<uint64_t>(matrix) + 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return static_cast<int>((x ^ (x >> 31)) % 5);
+}
+
+std::vector<std::pair<long, long>> gemm_check_points(const GemmShape& s) {
+  std::vector<std::pair<long, long>> points = {
+      {0, 0}, {s.m - 1, s.n - 1}, {s.m - 1, 0}, {0, s.n - 1}, {s.m / 2, s.n / 3}};
+  for (long t = 1; t <= 3; ++t) points.emplace_back(s.m * t / 4, s.n * (4 - t) / 4);
+  return points;
+}
+
+bool gemm_output_ok(const GemmShape& s, long i, long j, double value) {
+  double exact = 0, magnitude = 0;
+  for (long l = 0; l < s.k; ++l) {
+    const double a = kGemmValues[gemm_input_code(0, static_cast<size_t>(l + i * s.k))];
+    const double b = kGemmValues[gemm_input_code(1, static_cast<size_t>(l + j * s.k))];
+    exact += a * b;
+    magnitude += std::fabs(a * b);
+  }
+  return std::fabs(value - exact) <= 0.01 * magnitude + 1e-6;
+}
+
+size_t Results::wrong() const {
+  size_t total = 0;
+  for (const auto& r : rows) total += r.wrong;
+  for (const auto& g : gemms) total += g.wrong;
+  return total;
+}
+
+namespace {
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+// One process's timings as text for the control plane, and all processes' back.
+std::string encode(const std::vector<RankTiming>& timings) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const RankTiming& t : timings) {
+    a.push_back({{"rank", t.rank},
+                 {"s", mean(t.iteration_s)},
+                 {"median", median(t.iteration_s)},
+                 {"wrong", t.wrong},
+                 {"detail", t.detail},
+                 {"ran", !t.iteration_s.empty()}});
+  }
+  return a.dump();
+}
+
+struct Gathered {
+  std::vector<std::pair<int, double>> rank_s;
+  size_t wrong = 0;
+  std::string detail;
+  TimeStats time;
+  bool ran = true;  // false when a rank could not run it (no kernel for a GEMM shape)
+};
+
+Gathered gather(Control& control, const std::vector<RankTiming>& mine, const std::string& what) {
+  Gathered g;
+  double median_sum = 0;
+  for (const std::string& text : control.allgather(encode(mine), what)) {
+    for (const auto& t : nlohmann::json::parse(text)) {
+      g.rank_s.emplace_back(t.at("rank").get<int>(), t.at("s").get<double>());
+      median_sum += t.at("median").get<double>();
+      g.wrong += t.at("wrong").get<size_t>();
+      if (g.detail.empty() || !t.at("ran").get<bool>())
+        g.detail = t.at("detail").get<std::string>();
+      g.ran = g.ran && t.at("ran").get<bool>();
+    }
+  }
+  std::sort(g.rank_s.begin(), g.rank_s.end());
+  if (!g.rank_s.empty()) {
+    g.time.min_s = g.time.max_s = g.rank_s.front().second;
+    double sum = 0;
+    for (const auto& [rank, s] : g.rank_s) {
+      g.time.min_s = std::min(g.time.min_s, s);
+      g.time.max_s = std::max(g.time.max_s, s);
+      sum += s;
+    }
+    g.time.avg_s = sum / static_cast<double>(g.rank_s.size());
+    g.time.median_s = median_sum / static_cast<double>(g.rank_s.size());
+  }
+  return g;
+}
+
+// The harness's state for one run.
+class Run {
+ public:
+  Run(Backend& b, Control& c, Watchdog& w, const SweepPlan& p, Reporter& r)
+      : backend_(b), control_(c), watchdog_(w), plan_(p), reporter_(r) {}
+
+  Results go() {
+    results_.backend = backend_.name();
+    results_.plan = plan_;
+    results_.ranks = backend_.ranks();
+    results_.groups = plan_groups(results_.ranks);
+    results_.libraries = backend_.libraries();
+    results_.gemm_on_gpu = backend_.measures_gpu();
+    watchdog_.set_local_ranks(backend_.local_ranks(), results_.ranks);
+    if (lead()) reporter_.start(results_.backend, results_.ranks, plan_);
+    for (const std::string& text : plan_.notes) note(text);
+    for (const GroupInfo& g : results_.groups) {
+      if (!g.skipped.empty()) {
+        note(fmt::format("{} tier not measured: {}", to_string(g.tier), g.skipped));
+        continue;
+      }
+      backend_.open(g.tier);
+      for (Collective c : plan_.collectives) sweep(g, c);
+    }
+    for (const GemmShape& shape : plan_.gemms) gemm(shape);
+    return std::move(results_);
+  }
+
+ private:
+  bool lead() const { return control_.process() == 0; }
+
+  void note(const std::string& text) {
+    results_.notes.push_back(text);
+    if (lead()) reporter_.note(text);
+  }
+
+  void maybe_hang() {
+    const int r = plan_.settings.debug_hang_rank;
+    if (r < 0 || hang_checked_) return;
+    hang_checked_ = true;
+    const auto local = backend_.local_ranks();
+    if (std::find(local.begin(), local.end(), r) == local.end()) return;
+    std::fprintf(stderr, "probe: %s rank %d: --debug-hang-rank: this rank stops responding now\n",
+                 control_.host().c_str(), r);
+    std::fflush(stderr);
+    if (!backend_.hang(r)) std::raise(SIGSTOP);
+  }
+
+  void sweep(const GroupInfo& g, Collective c) {
+    if (lead()) reporter_.section(g, c);
+    const size_t first = results_.rows.size();
+    size_t last_bytes = 0;
+    for (size_t bytes = plan_.min_bytes; bytes <= plan_.max_bytes; bytes *= 2) {
+      const CollectiveShape shape = shape_of(c, bytes, g.ranks);
+      if (shape.bytes == 0 || shape.bytes == last_bytes) continue;
+      last_bytes = shape.bytes;
+      maybe_hang();
+      const std::string what =
+          fmt::format("{} {} B on the {} tier", info(c).name, shape.bytes, to_string(g.tier));
+      const auto mine = backend_.collective(g.tier, shape, plan_.settings);
+      const Gathered all = gather(control_, mine, what);
+      CollectiveRow row;
+      row.group = g;
+      row.shape = shape;
+      row.time = all.time;
+      row.algbw_bytes_per_s = algbw(static_cast<double>(shape.bytes), all.time.avg_s);
+      row.busbw_bytes_per_s = busbw(c, g.ranks, static_cast<double>(shape.bytes), all.time.avg_s);
+      row.wrong = all.wrong;
+      row.rank_s = all.rank_s;
+      results_.rows.push_back(row);
+      if (lead()) reporter_.row(row);
+    }
+    if (lead()) {
+      reporter_.section_end(g, c, std::span<const CollectiveRow>(results_.rows).subspan(first));
+    }
+  }
+
+  void gemm(const GemmShape& shape) {
+    if (!backend_.supports(shape.dtype)) {
+      note(fmt::format("GEMM {}x{}x{} {}: not supported by this device; skipped", shape.m, shape.n,
+                       shape.k, to_string(shape.dtype)));
+      return;
+    }
+    const std::string what =
+        fmt::format("GEMM {}x{}x{} {}", shape.m, shape.n, shape.k, to_string(shape.dtype));
+    // One warm-up and one timed run size the measurement to the time budget.
+    const Gathered first = gather(control_, backend_.gemm(shape, 1, 1), what);
+    if (!first.ran) {
+      note(fmt::format("{}: {}; skipped", what, first.detail));
+      return;
+    }
+    const double slowest = std::max(first.time.max_s, 1e-9);
+    const int iters =
+        std::clamp(static_cast<int>(plan_.gemm_budget_s / slowest), 1, plan_.settings.iters);
+    const Gathered all = gather(control_, backend_.gemm(shape, 0, iters), what);
+    GemmRow row;
+    row.shape = shape;
+    row.time = all.time;
+    row.flops_per_s = all.time.avg_s > 0 ? shape.flops() / all.time.avg_s : 0;
+    row.wrong = all.wrong + first.wrong;
+    row.iters = iters;
+    row.detail = all.detail;
+    row.rank_s = all.rank_s;
+    results_.gemms.push_back(row);
+    if (lead()) reporter_.gemm_row(row);
+  }
+
+  Backend& backend_;
+  Control& control_;
+  Watchdog& watchdog_;
+  const SweepPlan& plan_;
+  Reporter& reporter_;
+  Results results_;
+  bool hang_checked_ = false;
+};
+
+}  // namespace
+
+Results run_probe(Backend& backend, Control& control, Watchdog& watchdog, const SweepPlan& plan,
+                  Reporter& reporter) {
+  return Run(backend, control, watchdog, plan, reporter).go();
+}
+
+}  // namespace shardplan::probe

@@ -1,0 +1,225 @@
+// Reporters: the nccl-tests-style table on stdout (grep/awk friendly: '#' before every line that
+// is not data, fixed columns) and progress lines on stderr, both fed by the harness as results
+// arrive; and the summary of the fit that closes the table.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "shardplan/probe.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan::probe {
+namespace {
+
+const char* redop_of(Collective c) {
+  return c == Collective::all_reduce || c == Collective::reduce_scatter ? "sum" : "none";
+}
+
+class TableReporter final : public Reporter {
+ public:
+  explicit TableReporter(std::FILE* out) : out_(out) {}
+
+  void start(const std::string& backend, const std::vector<RankInfo>& ranks,
+             const SweepPlan& plan) override {
+    fmt::print(out_,
+               "# shardplan probe: back-end {}, {} rank(s); nccl-tests definitions "
+               "(doc/PERFORMANCE.md), out-of-place\n",
+               backend, ranks.size());
+    for (const RankInfo& r : ranks) {
+      fmt::print(out_, "#  Rank {:>3} Node {:>3} Local {:>2} on {:>16}  device {}\n", r.rank,
+                 r.node, r.local_rank, r.host, r.device);
+    }
+    fmt::print(out_, "# type float; warm-up {}, timed iterations {}; watchdog {} s per operation\n",
+               plan.settings.warmup, plan.settings.iters, plan.settings.timeout_s);
+    std::fflush(out_);
+  }
+
+  void section(const GroupInfo& g, Collective c) override {
+    fmt::print(out_,
+               "#\n# {} ({}) on the {} tier: {} ranks, {} per node, {} group(s) at once; "
+               "size = {}\n#\n",
+               info(c).name, info(c).nccl_tests, to_string(g.tier), g.ranks, g.ranks_per_node,
+               g.groups, info(c).size_meaning);
+    fmt::print(out_, "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}  {:>6}\n", "size",
+               "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong");
+    fmt::print(out_, "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}  {:>6}\n", "(B)",
+               "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+  }
+
+  void row(const CollectiveRow& r) override {
+    const Collective c = r.shape.kind;
+    fmt::print(out_, "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9.2f}  {:>7.2f}  {:>7.2f}  {:>6}\n",
+               r.shape.bytes, r.shape.count(), "float", redop_of(c),
+               c == Collective::broadcast ? 0 : -1, r.time.avg_s * 1e6, r.algbw_bytes_per_s / kGB,
+               r.busbw_bytes_per_s / kGB, r.wrong);
+    std::fflush(out_);
+  }
+
+  void section_end(const GroupInfo&, Collective, std::span<const CollectiveRow> rows) override {
+    size_t wrong = 0;
+    double sum = 0;
+    for (const CollectiveRow& r : rows) {
+      wrong += r.wrong;
+      sum += r.busbw_bytes_per_s / kGB;
+    }
+    fmt::print(out_, "# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "FAILED");
+    fmt::print(out_, "# Avg bus bandwidth    : {:.4f}\n",
+               rows.empty() ? 0.0 : sum / static_cast<double>(rows.size()));
+    std::fflush(out_);
+  }
+
+  void gemm_row(const GemmRow& g) override {
+    if (!gemm_header_) {
+      gemm_header_ = true;
+      fmt::print(out_,
+                 "#\n# GEMM D = A^T B of m x n x k on every rank at once; TFLOP/s = 2mnk / "
+                 "the average time across ranks\n#\n");
+      fmt::print(out_, "#{:>8}  {:>8}  {:>8}  {:>6}  {:>11}  {:>9}  {:>6}  {}\n", "m", "n", "k",
+                 "dtype", "time", "TFLOP/s", "#wrong", "call, shape");
+      fmt::print(out_, "#{:>8}  {:>8}  {:>8}  {:>6}  {:>11}  {:>9}  {:>6}\n", "", "", "", "",
+                 "(us)", "", "");
+    }
+    fmt::print(out_, "{:>9}  {:>8}  {:>8}  {:>6}  {:>11.2f}  {:>9.3f}  {:>6}  {}, {}\n", g.shape.m,
+               g.shape.n, g.shape.k, to_string(g.shape.dtype), g.time.avg_s * 1e6,
+               g.flops_per_s / kTera, g.wrong, g.detail, g.shape.label);
+    std::fflush(out_);
+  }
+
+  void note(const std::string& text) override { fmt::print(out_, "# note: {}\n", text); }
+
+ private:
+  std::FILE* out_;
+  bool gemm_header_ = false;
+};
+
+class ProgressReporter final : public Reporter {
+ public:
+  explicit ProgressReporter(std::FILE* out) : out_(out) {}
+
+  void start(const std::string& backend, const std::vector<RankInfo>& ranks,
+             const SweepPlan& plan) override {
+    size_t sizes = 0;
+    for (size_t b = plan.min_bytes; b <= plan.max_bytes; b *= 2) ++sizes;
+    fmt::print(out_,
+               "probe: {} back-end, {} rank(s): {} collective(s) x up to {} sizes per tier, "
+               "{} GEMM shape(s)\n",
+               backend, ranks.size(), plan.collectives.size(), sizes, plan.gemms.size());
+    std::fflush(out_);
+  }
+  void row(const CollectiveRow& r) override {
+    fmt::print(out_, "probe: {} {} {} B: {:.1f} us, busbw {:.3f} GB/s{}\n", to_string(r.group.tier),
+               info(r.shape.kind).name, r.shape.bytes, r.time.avg_s * 1e6,
+               r.busbw_bytes_per_s / kGB, r.wrong ? fmt::format(", {} WRONG", r.wrong) : "");
+    std::fflush(out_);
+  }
+  void gemm_row(const GemmRow& g) override {
+    fmt::print(out_, "probe: GEMM {}x{}x{} {}: {:.3f} TFLOP/s{}\n", g.shape.m, g.shape.n, g.shape.k,
+               to_string(g.shape.dtype), g.flops_per_s / kTera,
+               g.wrong ? fmt::format(", {} WRONG", g.wrong) : "");
+    std::fflush(out_);
+  }
+  void note(const std::string& text) override {
+    fmt::print(out_, "probe: note: {}\n", text);
+    std::fflush(out_);
+  }
+
+ private:
+  std::FILE* out_;
+};
+
+class TeeReporter final : public Reporter {
+ public:
+  explicit TeeReporter(std::vector<std::unique_ptr<Reporter>> parts) : parts_(std::move(parts)) {}
+  void start(const std::string& b, const std::vector<RankInfo>& r, const SweepPlan& p) override {
+    for (auto& x : parts_) x->start(b, r, p);
+  }
+  void section(const GroupInfo& g, Collective c) override {
+    for (auto& x : parts_) x->section(g, c);
+  }
+  void row(const CollectiveRow& r) override {
+    for (auto& x : parts_) x->row(r);
+  }
+  void section_end(const GroupInfo& g, Collective c, std::span<const CollectiveRow> rows) override {
+    for (auto& x : parts_) x->section_end(g, c, rows);
+  }
+  void gemm_row(const GemmRow& g) override {
+    for (auto& x : parts_) x->gemm_row(g);
+  }
+  void note(const std::string& text) override {
+    for (auto& x : parts_) x->note(text);
+  }
+
+ private:
+  std::vector<std::unique_ptr<Reporter>> parts_;
+};
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_table_reporter(std::FILE* out) {
+  return std::make_unique<TableReporter>(out);
+}
+std::unique_ptr<Reporter> make_progress_reporter(std::FILE* out) {
+  return std::make_unique<ProgressReporter>(out);
+}
+std::unique_ptr<Reporter> make_tee_reporter(std::vector<std::unique_ptr<Reporter>> parts) {
+  return std::make_unique<TeeReporter>(std::move(parts));
+}
+
+std::string render_summary(const Results& r, const FitResult& fit, const GpuSpec& gpu) {
+  std::string out =
+      "#\n# Fit: t = latency + S x bus factor / busbw per tier and collective "
+      "(busbw: slope over the largest sizes; median iterations)\n";
+  out += fmt::format("#  {:<6} {:<15} {:>12} {:>13} {:>12} {:>9}\n", "tier", "collective",
+                     "latency(us)", "per-step(us)", "busbw(GB/s)", "residual");
+  for (const TierFit& t : fit.tiers) {
+    for (const auto& [c, f] : t.collectives) {
+      out += fmt::format("#  {:<6} {:<15} {:>12.2f} {:>13.2f} {:>12.4f} {:>8.1f}%\n",
+                         to_string(t.group.tier), info(c).name, f.latency_s * 1e6,
+                         f.step_latency_s * 1e6, f.busbw_bytes_per_s / kGB, f.residual * 100);
+    }
+  }
+  for (const GroupInfo& g : r.groups) {
+    if (!g.skipped.empty())
+      out += fmt::format("#  {}: not measured ({})\n", to_string(g.tier), g.skipped);
+  }
+  // The best GEMM per data type.
+  for (MathDtype d : {MathDtype::fp8, MathDtype::bf16, MathDtype::fp16, MathDtype::tf32,
+                      MathDtype::fp32, MathDtype::fp64}) {
+    const GemmRow* best = nullptr;
+    for (const GemmRow& g : r.gemms) {
+      if (g.shape.dtype == d && g.wrong == 0 && (!best || g.flops_per_s > best->flops_per_s))
+        best = &g;
+    }
+    if (!best) continue;
+    const double peak = gpu.peak_flops[static_cast<int>(d)];
+    out += fmt::format("# GEMM best {} {:.3f} TFLOP/s at {}x{}x{}", to_string(d),
+                       best->flops_per_s / kTera, best->shape.m, best->shape.n, best->shape.k);
+    if (r.gemm_on_gpu && peak > 0) {
+      out += fmt::format(" = {:.1f}% of the {} dense peak {:.1f} TFLOP/s",
+                         100 * best->flops_per_s / peak, gpu.name, peak / kTera);
+    } else if (!r.gemm_on_gpu) {
+      out += " (CPU; kept out of the GPU profile's efficiency curve)";
+    }
+    out += "\n";
+  }
+  if (!fit.gemm_curve.empty()) {
+    out += fmt::format("# GEMM efficiency curve ({} vs peak):", to_string(fit.curve_dtype));
+    for (const EfficiencyPoint& p : fit.gemm_curve) {
+      out += fmt::format(" [{:.3g}, {:.3f}]", p.flops, p.efficiency);
+    }
+    out += "\n";
+  }
+  out +=
+      fmt::format("# Stragglers (time > {:.2f} x the median across ranks):", kStragglerThreshold);
+  if (fit.stragglers.empty()) out += " none";
+  out += "\n";
+  for (const Straggler& s : fit.stragglers) {
+    out += fmt::format("#   rank {} on {}: {} took {:.1f} us, {:.2f} x the median {:.1f} us\n",
+                       s.rank, s.host, s.what, s.seconds * 1e6, s.ratio, s.median_s * 1e6);
+  }
+  const size_t wrong = r.wrong();
+  out += fmt::format("# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "FAILED");
+  return out;
+}
+
+}  // namespace shardplan::probe

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Two "nodes" on one machine (DESIGN.md, Testing): two network namespaces joined by a veth pair
+# shaped to 1 Gbit/s each way with tc tbf, each with its own hostname (a UTS namespace, or Open
+# MPI takes them for one node); Open MPI reaches the second through an `ip netns exec` agent
+# instead of ssh. The probe's inter-node bandwidth must come out within 25% of 125 MB/s and the
+# planner must load it. Exit 77 (ctest SKIP_RETURN_CODE) only when namespaces cannot be made.
+#   netns_test.sh SHARDPLAN JSON_GET [MPIRUN]      (KEEP_PROFILE=FILE keeps the profile it wrote)
+set -euo pipefail
+shardplan=$1
+json_get=$2
+mpirun=${3:-mpirun}
+shaped_gb_per_s=0.125  # 1 Gbit/s
+tolerance=0.25
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || skip "not root: cannot create network namespaces"
+command -v ip >/dev/null || skip "no ip command (iproute2)"
+
+# Names and a subnet of this run's own, all inside namespaces this script makes.
+tag=sp$$
+octet=$(($$ % 200 + 20))
+subnet=10.251.$octet.0/24
+ip1=10.251.$octet.1
+ip2=10.251.$octet.2
+ns1=${tag}a
+ns2=${tag}b
+work=$(mktemp -d /tmp/shardplan-netns-XXXXXX)
+cleanup() {
+  ip netns del "$ns1" 2>/dev/null || true  # deleting a namespace deletes its veth end too
+  ip netns del "$ns2" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+[ -n "${KEEP_PROFILE:-}" ] && trap 'cp "$profile" "$KEEP_PROFILE" 2>/dev/null; cleanup' EXIT
+
+unshare --uts true 2>"$work/netns.err" || skip "unshare --uts failed: $(cat "$work/netns.err")"
+ip netns add "$ns1" 2>"$work/netns.err" || skip "ip netns add failed: $(cat "$work/netns.err")"
+ip netns add "$ns2" 2>"$work/netns.err" || skip "ip netns add failed: $(cat "$work/netns.err")"
+# From here on, anything that fails is a failure.
+ip link add "${tag}x" type veth peer name "${tag}y"
+ip link set "${tag}x" netns "$ns1"
+ip link set "${tag}y" netns "$ns2"
+ip -n "$ns1" addr add "$ip1/24" dev "${tag}x"
+ip -n "$ns2" addr add "$ip2/24" dev "${tag}y"
+ip -n "$ns1" link set lo up
+ip -n "$ns2" link set lo up
+ip -n "$ns1" link set "${tag}x" up
+ip -n "$ns2" link set "${tag}y" up
+tc -n "$ns1" qdisc add dev "${tag}x" root tbf rate 1gbit burst 256kb latency 50ms
+tc -n "$ns2" qdisc add dev "${tag}y" root tbf rate 1gbit burst 256kb latency 50ms
+
+# Open MPI's launcher agent: "agent HOST command..." runs the command in that host's namespace.
+cat >"$work/agent" <<EOF
+#!/bin/sh
+host=\$1
+shift
+case "\$host" in
+  $ip1) ns=$ns1 ;;
+  $ip2) ns=$ns2 ;;
+  *) echo "agent: unknown host \$host" >&2; exit 1 ;;
+esac
+exec ip netns exec "\$ns" unshare --uts sh -c "hostname \$ns; \$*"
+EOF
+chmod +x "$work/agent"
+
+profile=$work/profile.json
+probe="$shardplan probe --backend mpi --out $profile --collectives send_recv,all_reduce \
+  --min-bytes 64KiB --max-bytes 8MiB --iters 6 --warmup 2 --gemm-sizes none --timeout-s 30"
+launch="timeout -k 5 100 $mpirun --allow-run-as-root --oversubscribe -H $ip1:1,$ip2:1 -np 2 \
+  --mca plm_rsh_agent $work/agent --mca btl tcp,self --bind-to none \
+  --mca btl_tcp_if_include $subnet --mca oob_tcp_if_include $subnet $probe"
+start=$(date +%s)
+if ! ip netns exec "$ns1" unshare --uts sh -c "hostname $ns1; $launch" >"$work/out" 2>"$work/err"; then
+  cat "$work/err" >&2
+  fail "the probe across the two namespaces failed"
+fi
+echo "probe across two namespaces took $(($(date +%s) - start)) s"
+grep -E '^#  (inter|intra|world) ' "$work/out" || true
+
+get() { "$json_get" "$@"; }
+within() {  # within VALUE: |VALUE - shaped| <= tolerance x shaped
+  awk -v x="$1" -v r="$shaped_gb_per_s" -v t="$tolerance" 'BEGIN { exit !(x >= r * (1 - t) && x <= r * (1 + t)) }'
+}
+same() {  # same A B: equal to 1e-6 relative
+  awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-6 * (b < 0 ? -b : b)) }'
+}
+
+# Two hosts, one rank each: the inter tier was measured, nothing inside a node.
+[ "$(get "$profile" provenance.hosts.0)" = "$ns1" ] || fail "rank 0 is not on $ns1"
+[ "$(get "$profile" provenance.hosts.1)" = "$ns2" ] || fail "rank 1 is not on $ns2"
+[ "$(get "$profile" fit.tiers.inter.ranks)" = 2 ] || fail "no inter-node tier in the fit"
+get "$profile" fit.skipped_tiers.intra >/dev/null || fail "the intra tier should be skipped"
+
+send_recv=$(get "$profile" fit.tiers.inter.collectives.send_recv.busbw_gb_per_s)
+all_reduce=$(get "$profile" fit.tiers.inter.collectives.all_reduce.busbw_gb_per_s)
+nic=$(get "$profile" inter.gb_per_s)
+echo "inter-node busbw: send_recv $send_recv GB/s, all_reduce $all_reduce GB/s; shaped $shaped_gb_per_s GB/s"
+within "$send_recv" || fail "send_recv busbw $send_recv GB/s is not within 25% of $shaped_gb_per_s GB/s"
+same "$nic" "$send_recv" || fail "the profile's inter gb_per_s $nic is not the measured $send_recv"
+[ "$(get "$profile" inter.measured)" = true ] || fail "the inter link is not marked measured"
+
+# The planner loads it and reflects the measured link.
+set +e
+plan=$("$shardplan" memory --cluster "$profile" --model llama-2-7b --gpus 2 --zero 3 --json)
+status=$?
+set -e
+[ "$status" -le 1 ] || fail "shardplan memory --cluster $profile exited $status"
+planned_nic=$(echo "$plan" | get - cluster.nic.bytes_per_s)
+planned_per_gpu=$(echo "$plan" | get - cluster.inter_per_gpu.bytes_per_s)
+[ "$(echo "$plan" | get - cluster.nodes)" = 2 ] || fail "the plan does not span two nodes"
+[ "$(echo "$plan" | get - cluster.nic.measured)" = true ] || fail "the planner's NIC is not the measured one"
+same "$planned_nic" "$(awk -v g="$nic" 'BEGIN { printf "%.6f", g * 1e9 }')" ||
+  fail "planned NIC $planned_nic B/s is not the profile's $nic GB/s"
+same "$planned_per_gpu" "$planned_nic" || fail "one GPU and one NIC per node: per-GPU $planned_per_gpu != NIC $planned_nic"
+echo "PASS: planner's inter link $planned_nic B/s per GPU (1 Gbit/s shaped = 125000000 B/s)"

@@ -1,0 +1,250 @@
+// `shardplan probe` as users run it: under mpirun with the mpi back-end (then planning with the
+// profile it wrote), with a rank that stops responding, with the nccl back-end on a machine
+// without a GPU, and with bad flags.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+using shardplan::test::run_cli;
+using shardplan::test::run_command;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+std::string temp_path(const char* stem) {
+  std::string path = std::string("/tmp/shardplan-") + stem + "-XXXXXX";
+  std::vector<char> name(path.begin(), path.end());
+  name.push_back('\0');
+  close(mkstemp(name.data()));
+  std::remove(name.data());
+  return std::string(name.data()) + ".json";
+}
+
+bool exists(const std::string& path) {
+  return access(path.c_str(), F_OK) == 0;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::string host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+// mpirun as root in a container: allowed explicitly, more ranks than cores allowed; `timeout`
+// keeps a broken watchdog from hanging the suite.
+std::string mpirun(int ranks, const std::string& args) {
+  return "timeout -k 5 120 " SHARDPLAN_MPIRUN " --allow-run-as-root --oversubscribe -np " +
+         std::to_string(ranks) + " " SHARDPLAN_BINARY " " + args;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::vector<std::string> fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string f; in >> f;) out.push_back(f);
+  return out;
+}
+
+}  // namespace
+
+#ifdef SHARDPLAN_MPIRUN
+TEST_CASE("mpirun -np 2 probe --backend mpi: nccl-tests table, a profile, and a plan with it" *
+          doctest::test_suite("probe_mpi")) {
+  const std::string out = temp_path("probe-mpi");
+  const auto r = run_command(mpirun(2, "probe --backend mpi --out " + out +
+                                           " --min-bytes 1KiB --max-bytes 1MiB --iters 5 --warmup 2"
+                                           " --gemm-sizes 64,96 --model gpt2 --seq-len 128"));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+
+  // The table: nccl-tests' names and units lines, '#' before every non-data line, nine columns.
+  const std::regex heading(R"(^# (\w+) \(\w+_perf\) on the .*)");
+  const std::regex names(
+      R"(^#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong\s*$)");
+  const std::regex units(R"(^#\s+\(B\)\s+\(elements\)\s+\(us\)\s+\(GB/s\)\s+\(GB/s\)\s*$)");
+  int name_lines = 0, unit_lines = 0, data = 0;
+  std::string section;
+  for (const std::string& line : lines_of(r.out)) {
+    if (std::regex_match(line, names)) ++name_lines;
+    if (std::regex_match(line, units)) ++unit_lines;
+    std::smatch m;
+    if (std::regex_match(line, m, heading)) section = m[1];
+    if (line.rfind("# GEMM D", 0) == 0) section = "gemm";
+    if (line.empty() || line[0] == '#' || section == "gemm" || section.empty()) continue;
+    if (section != "all_reduce" && section != "all_gather") continue;
+    const auto f = fields(line);
+    REQUIRE(f.size() == 9);
+    ++data;
+    const double size = std::stod(f[0]), count = std::stod(f[1]), time_us = std::stod(f[5]);
+    const double alg = std::stod(f[6]), bus = std::stod(f[7]);
+    CHECK(count == size / 4);
+    CHECK(f[2] == "float");
+    CHECK(f[3] == (section == "all_reduce" ? "sum" : "none"));
+    CHECK(f[8] == "0");
+    // algbw = S / t in GB/s; busbw = algbw x 2(n-1)/n = 1 (all-reduce) or (n-1)/n = 1/2 (gather),
+    // to the table's two decimals.
+    const double expected_alg = size / time_us / 1e3;
+    const double expected_bus = expected_alg * (section == "all_reduce" ? 1.0 : 0.5);
+    CHECK(std::abs(alg - expected_alg) <= 0.006 + 0.01 * expected_alg);
+    CHECK(std::abs(bus - expected_bus) <= 0.006 + 0.01 * expected_bus);
+  }
+  CHECK(name_lines == 5);  // five collectives on the one tier a single node has
+  CHECK(unit_lines == 5);
+  CHECK(data == 22);  // 1 KiB .. 1 MiB: 11 sizes, two sections checked
+  CHECK(contains(r.out, "# Out of bounds values : 0 OK"));
+  CHECK(contains(r.out, "# Avg bus bandwidth    : "));
+  CHECK(contains(r.out, "# GEMM best fp32"));
+  CHECK(contains(r.out, "kept out of the GPU profile"));
+  CHECK(contains(r.err, "probe: intra all_reduce 1024 B"));  // progress on stderr
+
+  // The profile: measured intra link, raw rows, GEMMs at the model's shapes, provenance.
+  const auto p = read_json(out);
+  const auto& intra = p.at("intra");
+  CHECK(intra.at("measured") == true);
+  CHECK(intra.at("busbw_gb_per_s").get<double>() > 0.01);
+  CHECK(intra.at("collective_busbw_gb_per_s").size() == 5);
+  CHECK(p.at("gpus_per_node") == 2);
+  CHECK(p.at("measurements").at("collectives").size() == 55);
+  for (const auto& row : p.at("measurements").at("collectives")) CHECK(row.at("correct") == true);
+  int model_gemms = 0;
+  for (const auto& g : p.at("measurements").at("gemm")) {
+    model_gemms += contains(g.at("label").get<std::string>(), "gpt2");
+    CHECK(g.at("tflop_per_s").get<double>() > 0);
+    CHECK(g.at("correct") == true);
+  }
+  CHECK(model_gemms >= 4);                              // qkv, output, mlp up, mlp down, lm head
+  CHECK_FALSE(p.at("gpu").value("calibrated", false));  // CPU GEMMs never calibrate the GPU
+  const auto& prov = p.at("provenance");
+  CHECK(prov.at("backend") == "mpi");
+  CHECK(prov.at("hosts").at(0) == host_name());
+  CHECK(prov.at("ranks").size() == 2);
+  CHECK(contains(prov.at("libraries").at("mpi").get<std::string>(), "MPI"));
+  CHECK(contains(prov.at("libraries").at("blas").get<std::string>(), "BLAS"));
+  CHECK(std::regex_match(prov.at("date").get<std::string>(),
+                         std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
+  CHECK(contains(prov.at("command_line").get<std::string>(), "--backend mpi"));
+
+  // Plan with it.
+  const auto m = run_cli("memory --cluster " + out + " --model llama-2-7b --gpus 2 --json");
+  INFO(m.err);
+  REQUIRE(m.status <= 1);  // 0 fits, 1 does not: either way it planned
+  const auto plan = nlohmann::json::parse(m.out);
+  const auto& cluster = plan.at("cluster");
+  CHECK(cluster.at("name").get<std::string>().rfind("probed-", 0) == 0);
+  CHECK(cluster.at("intra").at("measured") == true);
+  CHECK(cluster.at("intra").at("busbw_bytes_per_s").get<double>() ==
+        doctest::Approx(intra.at("busbw_gb_per_s").get<double>() * 1e9).epsilon(1e-6));
+  CHECK(cluster.at("gpus_per_node") == 2);
+  std::remove(out.c_str());
+}
+
+TEST_CASE("a rank that stops responding: exit 3 within the timeout plus a few seconds, naming it" *
+          doctest::test_suite("probe_hang")) {
+  const std::string out = temp_path("probe-hang");
+  const double timeout_s = 3;
+  const auto r = run_command(mpirun(2, "probe --backend mpi --out " + out +
+                                           " --min-bytes 1KiB --max-bytes 64KiB --iters 3"
+                                           " --gemm-sizes none --debug-hang-rank 1 --timeout-s 3"));
+  INFO(r.err);
+  CHECK(r.status == 3);  // MPI_Abort's status, passed on by mpirun
+  CHECK(r.seconds < timeout_s + 5);
+  CHECK(contains(r.err, "rank 1 on host " + host_name()));
+  CHECK(contains(r.err, "did not answer"));
+  // host:file:line of the wait that gave up, and the operation.
+  CHECK(std::regex_search(
+      r.err, std::regex(host_name() + R"(:backend_mpi\.cpp:\d+: rank 0: no progress for 3 s)")));
+  CHECK(contains(r.err, "all_reduce"));
+  CHECK_FALSE(exists(out));
+}
+
+TEST_CASE("--backend auto without a GPU says why and probes with MPI (one process)" *
+          doctest::test_suite("probe_auto")) {
+  const std::string out = temp_path("probe-auto");
+  const auto r = run_cli("probe --backend auto --out " + out + " --gemm-sizes 32 --iters 2");
+  INFO(r.err);
+  if (access("/dev/nvidiactl", F_OK) == 0) return;  // a GPU machine takes nccl
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.err, "using mpi"));
+  CHECK(contains(r.out, "one rank per node"));  // nothing to measure between ranks
+  const auto p = read_json(out);
+  CHECK_FALSE(p.at("intra").value("measured", false));  // the preset's link, not measured
+  CHECK(contains(p.at("intra").at("sources").at("busbw_gb_per_s").get<std::string>(),
+                 "not measured"));
+  CHECK(p.at("measurements").at("gemm").size() == 2);  // fp32 and fp64
+  std::remove(out.c_str());
+}
+#endif
+
+#ifdef SHARDPLAN_HAVE_NCCL_PLUGIN
+TEST_CASE("--backend nccl without a GPU: exit 2 at once, naming the problem" *
+          doctest::test_suite("probe_nccl_without_gpu")) {
+  if (access("/dev/nvidiactl", F_OK) == 0) {
+    MESSAGE("this machine has an NVIDIA GPU: bench/gpu-probe.sh covers the nccl back-end");
+    return;
+  }
+  const std::string out = temp_path("probe-nccl");
+  const auto r = run_cli("probe --backend nccl --out " + out);
+  CHECK(r.status == 2);
+  CHECK(r.seconds < 10);
+  CHECK(contains(r.err, "--backend nccl"));
+  CHECK(contains(r.err, "no usable NVIDIA GPU"));
+  CHECK(contains(r.err, "driver"));
+  CHECK(contains(r.err, "use --backend mpi"));
+  CHECK(r.out.empty());
+  CHECK_FALSE(exists(out));
+}
+#endif
+
+TEST_CASE("probe: bad flags exit 2 naming the flag, before any process starts" *
+          doctest::test_suite("probe_cli_flags")) {
+  struct Case {
+    const char* args;
+    const char* field;
+  };
+  const Case cases[] = {
+      {"probe --backend tpu", "--backend"},
+      {"probe --backend mpi --min-bytes 1MiB --max-bytes 1KiB", "--max-bytes"},
+      {"probe --backend mpi --max-bytes 9GiB", "--max-bytes"},
+      {"probe --backend mpi --collectives all_reduce,allreduce", "--collectives"},
+      {"probe --backend mpi --gemm-sizes 12x3", "--gemm-sizes"},
+      {"probe --backend mpi --gemm-dtypes bf12", "--gemm-dtypes"},
+      {"probe --backend mpi --timeout-s 0", "--timeout-s"},
+      {"probe --backend mpi --iters 0", "--iters"},
+      {"probe --backend mpi --gpu Z100", "--gpu"},
+      {"probe --backend mpi --cluster no-such-cluster", "--cluster"},
+      {"probe --backend mpi --params 7B", "--model"},
+      {"probe --backend mpi --model llama-2-7b --tp 3", "--tp"},
+  };
+  for (const Case& c : cases) {
+    const std::string args = c.args;
+    CAPTURE(args);
+    const auto r = run_cli(c.args);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, c.field));
+    CHECK(r.out.empty());
+    CHECK(r.seconds < 5);
+  }
+}
