@@ -114,4 +114,15 @@ planned_per_gpu=$(echo "$plan" | get - cluster.inter_per_gpu.bytes_per_s)
 same "$planned_nic" "$(awk -v g="$nic" 'BEGIN { printf "%.6f", g * 1e9 }')" ||
   fail "planned NIC $planned_nic B/s is not the profile's $nic GB/s"
 same "$planned_per_gpu" "$planned_nic" || fail "one GPU and one NIC per node: per-GPU $planned_per_gpu != NIC $planned_nic"
-echo "PASS: planner's inter link $planned_nic B/s per GPU (1 Gbit/s shaped = 125000000 B/s)"
+# comm prices the data-parallel gradient all-reduce between the two nodes with the measured
+# all_reduce bus bandwidth.
+set +e
+comm=$("$shardplan" comm --cluster "$profile" --model llama-2-7b --gpus 2 --json)
+status=$?
+set -e
+[ "$status" -eq 0 ] || fail "shardplan comm --cluster $profile exited $status"
+comm_busbw=$(echo "$comm" | get - comm.data_parallel.busbw_bytes_per_s)
+same "$comm_busbw" "$(awk -v g="$all_reduce" 'BEGIN { printf "%.6f", g * 1e9 }')" ||
+  fail "comm's data-parallel busbw $comm_busbw B/s is not the measured all_reduce $all_reduce GB/s"
+[ "$(echo "$comm" | get - comm.data_parallel.group.nodes)" = 2 ] || fail "comm's gradient sync does not cross the two nodes"
+echo "PASS: planner's inter link $planned_nic B/s per GPU (1 Gbit/s shaped = 125000000 B/s); comm prices the gradient all-reduce at the measured $all_reduce GB/s"
