@@ -2,12 +2,15 @@
 // (0 ok, 1 does not fit / no feasible plan, 2 bad input) and suggests the nearest subcommand.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
 #include "shardplan/error.hpp"
+#include "shardplan/names.hpp"
 
 namespace shardplan::cli {
 namespace {
@@ -27,21 +30,6 @@ const std::vector<Command>& command_table() {
   return table;
 }
 
-size_t distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 int run(int argc, char** argv) {
   CLI::App app{"shardplan: plan LLM training that does not fit on one GPU: memory, communication, "
                "step time, the decision ladder, cluster probes and launcher configs."};
@@ -54,15 +42,11 @@ int run(int argc, char** argv) {
   }
   if (argc > 1 && argv[1][0] != '-') {
     const std::string wanted = argv[1];
-    const Command* nearest = nullptr;
-    bool known = false;
-    for (const Command& c : command_table()) {
-      known = known || wanted == c.name;
-      if (!nearest || distance(wanted, c.name) < distance(wanted, nearest->name)) nearest = &c;
-    }
-    if (!known) {
+    std::vector<std::string> names;
+    for (const Command& c : command_table()) names.push_back(c.name);
+    if (std::find(names.begin(), names.end(), wanted) == names.end()) {
       std::fprintf(stderr, "shardplan: error: unknown subcommand '%s'; did you mean '%s'? (shardplan --help lists them)\n",
-                   wanted.c_str(), nearest->name);
+                   wanted.c_str(), nearest_names(wanted, names, 1).front().c_str());
       return 2;
     }
   }

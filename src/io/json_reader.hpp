@@ -8,15 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/names.hpp"
+
 namespace shardplan {
-
-/// Edit distance for "did you mean" suggestions.
-size_t edit_distance(const std::string& a, const std::string& b);
-
-/// Up to `count` candidates closest to `wanted`, nearest first (case-insensitive).
-std::vector<std::string> nearest_names(const std::string& wanted,
-                                       const std::vector<std::string>& candidates,
-                                       size_t count = 3);
 
 /// Parses JSON text; InputError naming `origin` with the line and column on failure.
 nlohmann::json parse_json(const std::string& text, const std::string& origin);

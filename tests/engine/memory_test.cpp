@@ -13,12 +13,6 @@ using namespace shardplan;
 
 namespace {
 
-ModelSpec params_only(double n) {
-  ModelSpec m;
-  m.params_only = n;
-  return m;
-}
-
 double model_states(const StageMemory& s) { return s.model_states_bytes(); }
 
 }  // namespace
@@ -29,7 +23,7 @@ TEST_CASE("seed: 7B with mixed-precision Adam needs 112e9 bytes = 104.3 GiB, mor
   o.gpu = "H100-SXM";
   o.gpus = 1;
   const ClusterSpec c = build_cluster(o);
-  const MemoryBreakdown m = estimate_memory(params_only(7e9), test::training(4096, 1), test::plan(1, 1, 1), c);
+  const MemoryBreakdown m = estimate_memory(test::params_only(7e9), test::training(4096, 1), test::plan(1, 1, 1), c);
   CHECK(model_states(m.worst()) == doctest::Approx(112e9).epsilon(1e-12));
   CHECK(model_states(m.worst()) / kGiB == doctest::Approx(104.3).epsilon(0.001));
   CHECK(m.bytes_per_param.total() == 16.0);
@@ -44,7 +38,7 @@ TEST_CASE("ZeRO paper: 7.5B parameters on 64 GPUs, model states per device") {
   for (int zero = 0; zero <= 3; ++zero) {
     ParallelPlan p = test::plan(64, 1, 1);
     p.zero = zero;
-    const MemoryBreakdown m = estimate_memory(params_only(7.5e9), test::training(2048, 64), p, test::cluster(64));
+    const MemoryBreakdown m = estimate_memory(test::params_only(7.5e9), test::training(2048, 64), p, test::cluster(64));
     CAPTURE(zero);
     CHECK(model_states(m.worst()) / 1e9 == doctest::Approx(expected_gb[zero]).epsilon(0.02));
   }
@@ -56,15 +50,15 @@ TEST_CASE("Megatron-LM fp32 gradients: 18 B/param, 6 + 12/dp with the distribute
   TrainingSpec t = test::training(2048, 8);
   t.fp32_grads = true;
   ParallelPlan p = test::plan(8, 1, 1);
-  CHECK(state_bytes_per_param(params_only(1e9), t).total() == 18.0);
+  CHECK(state_bytes_per_param(test::params_only(1e9), t).total() == 18.0);
   p.zero = 1;
-  const MemoryBreakdown m = estimate_memory(params_only(1e9), t, p, test::cluster(8));
+  const MemoryBreakdown m = estimate_memory(test::params_only(1e9), t, p, test::cluster(8));
   CHECK(model_states(m.worst()) == doctest::Approx(1e9 * (6 + 12.0 / 8)));
 }
 
 TEST_CASE("other optimizers and precisions") {
   TrainingSpec t = test::training(2048, 1);
-  const ModelSpec m = params_only(1e9);
+  const ModelSpec m = test::params_only(1e9);
   t.optimizer = OptimizerKind::sgd_momentum;
   CHECK(state_bytes_per_param(m, t).total() == 12.0);  // 2 + 2 + (4 master + 4 momentum)
   t.precision = Precision::fp32;

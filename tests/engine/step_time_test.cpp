@@ -14,12 +14,6 @@ using namespace shardplan;
 
 namespace {
 
-ModelSpec params_only(double n) {
-  ModelSpec m;
-  m.params_only = n;
-  return m;
-}
-
 ClusterSpec flat(const std::string& link, int gpus) {
   ClusterOptions o;
   o.gpu = "H100-SXM";
@@ -38,11 +32,11 @@ TEST_CASE("seed: a 7B gradient sync is 27 ms over NVLink and 19.6 s over 10 GbE"
   // bf16 all-reduce on 8 GPUs moves 2 (n-1)/n x 14e9 = 24.5e9 B per GPU.
   const TrainingSpec t = test::training(4096, 8);
   const ParallelPlan p = test::plan(8, 1, 1);
-  const Estimate nvlink = estimate(params_only(7e9), t, p, flat("900GB/s", 8));
+  const Estimate nvlink = estimate(test::params_only(7e9), t, p, flat("900GB/s", 8));
   CHECK(nvlink.comm.dp_grads.wire_bytes == doctest::Approx(24.5e9));
   CHECK(nvlink.comm.dp_grads.time_s == doctest::Approx(0.027).epsilon(0.03));
   CHECK(std::round(share(nvlink.comm.dp_grads, nvlink.time) * 100) == 6);
-  const Estimate ethernet = estimate(params_only(7e9), t, p, flat("10Gbit/s", 8));
+  const Estimate ethernet = estimate(test::params_only(7e9), t, p, flat("10Gbit/s", 8));
   CHECK(ethernet.comm.dp_grads.time_s == doctest::Approx(19.6).epsilon(0.03));
   CHECK(std::round(share(ethernet.comm.dp_grads, ethernet.time) * 100) == 98);
 }
