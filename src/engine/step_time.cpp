@@ -179,6 +179,8 @@ struct StageCost {
   double ep_s = 0;
   double pp_s = 0;
   double zero3_s = 0, zero3_exposed_s = 0;
+  double zero3_units = 0, zero3_ag_s = 0, zero3_rs_s = 0;  // per call
+  double zero3_fwd_exposed_s = 0, zero3_bwd_exposed_s = 0;
   double params = 0;
   double layers = 0;
   double total() const { return compute_s + tp_exposed_s + cp_exposed_s + ep_s + pp_s + zero3_exposed_s; }
@@ -269,16 +271,26 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
       s.pp_s = 2.0 * p.interleave * collective_time(Collective::send_recv, cost.pp_bytes, g, c);
     }
     if (p.zero >= 3) {
-      // Per micro-batch: gather the weights for forward and again for backward, reduce-scatter
-      // the gradients; prefetching hides them behind compute except the first layer's gather.
-      const double ag = collective_time(Collective::all_gather, dev.dense * per.weights, dp, c);
-      const double rs = collective_time(Collective::reduce_scatter, dev.dense * per.gradients, dp, c);
-      s.zero3_s = 2.0 * ag + rs;
+      // ZeRO-3 / FSDP gather one unit at a time (a transformer layer; the embedding and the LM
+      // head are units of their own), for forward and again for backward, and reduce-scatter
+      // its gradient: per-call latency adds up on large groups. With prefetching each gather
+      // hides behind the previous unit's compute; the first one of each pass cannot.
       const double layers = m.has_architecture() ? stage_layers(m.layers, p, stage) : 1.0;
-      s.zero3_exposed_s = tr.overlap_param_gather
-                              ? std::max(0.0, ag - s.forward_s) + std::max(0.0, ag + rs - s.backward_s) +
-                                    (layers > 1 ? ag / layers : 0.0)
-                              : s.zero3_s;
+      s.zero3_units = layers + (m.has_architecture() && stage == 0 ? 1 : 0) +
+                      (m.has_architecture() && stage == p.pp - 1 ? 1 : 0);
+      const double unit = dev.dense / s.zero3_units;
+      s.zero3_ag_s = collective_time(Collective::all_gather, unit * per.weights, dp, c);
+      s.zero3_rs_s = collective_time(Collective::reduce_scatter, unit * per.gradients, dp, c);
+      const double n = s.zero3_units;
+      s.zero3_s = n * (2.0 * s.zero3_ag_s + s.zero3_rs_s);
+      if (tr.overlap_param_gather) {
+        s.zero3_fwd_exposed_s = s.zero3_ag_s + n * std::max(0.0, s.zero3_ag_s - s.forward_s / n);
+        s.zero3_bwd_exposed_s = s.zero3_ag_s + n * std::max(0.0, s.zero3_ag_s + s.zero3_rs_s - s.backward_s / n);
+      } else {
+        s.zero3_fwd_exposed_s = n * s.zero3_ag_s;
+        s.zero3_bwd_exposed_s = n * (s.zero3_ag_s + s.zero3_rs_s);
+      }
+      s.zero3_exposed_s = s.zero3_fwd_exposed_s + s.zero3_bwd_exposed_s;
     }
     return s;
   };
@@ -319,11 +331,13 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
                                      : comm.dp_params.time_s;
     }
   } else if (p.zero == 3 && replicas > 1) {
-    set_traffic(comm.dp_params, Collective::all_gather, weight_bytes, 2.0 * mb, dp, c);
-    set_traffic(comm.dp_grads, Collective::reduce_scatter, grad_bytes, mb, dp, c);
-    const double gather_share = comm.dp_params.time_s / std::max(1e-30, crit.zero3_s * mb);
-    comm.dp_params.exposed_s = mb * crit.zero3_exposed_s * gather_share;
-    comm.dp_grads.exposed_s = mb * crit.zero3_exposed_s - comm.dp_params.exposed_s;
+    const double units = crit.zero3_units;
+    set_traffic(comm.dp_params, Collective::all_gather, crit.params / units * per.weights, 2.0 * units * mb, dp, c);
+    set_traffic(comm.dp_grads, Collective::reduce_scatter, crit.params / units * per.gradients, units * mb, dp, c);
+    // Backward waits on gathers and reduce-scatters alike: split its exposure by their times.
+    const double bwd_gather = crit.zero3_ag_s / std::max(1e-30, crit.zero3_ag_s + crit.zero3_rs_s);
+    comm.dp_params.exposed_s = mb * (crit.zero3_fwd_exposed_s + bwd_gather * crit.zero3_bwd_exposed_s);
+    comm.dp_grads.exposed_s = mb * (1.0 - bwd_gather) * crit.zero3_bwd_exposed_s;
   }
   if (m.has_architecture() && p.tp > 1) {
     // Sequence parallel's all-gathers and reduce-scatters each move half an all-reduce.
