@@ -24,11 +24,11 @@ int main(int argc, char** argv) {
     const ValidationSummary s = summarize(cases);
     fmt::print("# {}\n", group);
     for (const auto& c : s.cases) {
-      fmt::print("{:<48} {:<18} measured {:>9.4g}  predicted {:>9.4g}  error {:+6.1f}%\n", c.run->id,
-                 to_string(c.run->metric), c.run->measured, c.predicted, c.error * 100);
+      fmt::print("{:<48} {:<18} measured {:>9.4g}  predicted {:>9.4g}  error {:+6.1f}%\n",
+                 c.run->id, to_string(c.run->metric), c.run->measured, c.predicted, c.error * 100);
     }
-    fmt::print("{}: mean |error| {:.2f}%, max |error| {:.2f}% over {} cases\n\n", group, s.mean_abs_error * 100,
-               s.max_abs_error * 100, s.cases.size());
+    fmt::print("{}: mean |error| {:.2f}%, max |error| {:.2f}% over {} cases\n\n", group,
+               s.mean_abs_error * 100, s.max_abs_error * 100, s.cases.size());
   }
   return 0;
 }

@@ -26,7 +26,9 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "failed: {}\n", cmd);
         return 1;
       }
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
     }
     std::sort(ms.begin(), ms.end());
     fmt::print("{:<100} median {:6.1f} ms  min {:6.1f} ms\n", args, ms[ms.size() / 2], ms.front());

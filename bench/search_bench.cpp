@@ -33,13 +33,15 @@ void run(int gpus, int global_batch, int threads, int repeats) {
     best = std::min(best, r.seconds);
   }
   const double rate = r.evaluated / best;
-  fmt::print("gpt3-175b on {:>6} x A100-80GB, global batch {:>5}, {} thread{}: {:>7} configurations "
-             "({} modelled, {} feasible) in {:.4f} s = {:.2f} M/s ({:.2f} M/s per thread; {:.2f} M "
-             "modelled/s per thread)\n",
-             gpus, global_batch, threads, threads == 1 ? " " : "s", r.evaluated, r.modelled, r.feasible,
-             best, rate / 1e6, rate / 1e6 / threads, r.modelled / best / 1e6 / threads);
+  fmt::print(
+      "gpt3-175b on {:>6} x A100-80GB, global batch {:>5}, {} thread{}: {:>7} configurations "
+      "({} modelled, {} feasible) in {:.4f} s = {:.2f} M/s ({:.2f} M/s per thread; {:.2f} M "
+      "modelled/s per thread)\n",
+      gpus, global_batch, threads, threads == 1 ? " " : "s", r.evaluated, r.modelled, r.feasible,
+      best, rate / 1e6, rate / 1e6 / threads, r.modelled / best / 1e6 / threads);
   if (!r.ranked.empty()) {
-    fmt::print("    fastest: {} -> {:.2f} s/step\n", describe(r.ranked.front().plan), r.ranked.front().step_s);
+    fmt::print("    fastest: {} -> {:.2f} s/step\n", describe(r.ranked.front().plan),
+               r.ranked.front().step_s);
   }
 }
 

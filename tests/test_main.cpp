@@ -1,6 +1,8 @@
 // The one doctest main shared by every suite.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -8,8 +10,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "support.hpp"
 
@@ -58,7 +58,9 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
 
 std::string make_temp_dir() {
   char dir[] = "/tmp/shardplan-test-XXXXXX";
@@ -104,6 +106,8 @@ void check_refused(const std::string& args, const std::string& needle) {
   CHECK(r.out.empty());
 }
 
-double rel_err(double a, double b) { return std::fabs(a - b) / std::fabs(b); }
+double rel_err(double a, double b) {
+  return std::fabs(a - b) / std::fabs(b);
+}
 
 }  // namespace shardplan::test

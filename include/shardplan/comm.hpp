@@ -15,24 +15,24 @@ const char* json_name(Parallelism p);
 /// One kind of traffic in a step, per GPU.
 struct Traffic {
   Collective collective = Collective::all_reduce;
-  double bytes = 0;           // one call, in nccl-tests' size convention
-  double calls = 0;           // per step
+  double bytes = 0;  // one call, in nccl-tests' size convention
+  double calls = 0;  // per step
   Placement placement;
-  double call_s = 0;          // one call
-  double time_s = 0;          // all calls of a step
-  double exposed_s = 0;       // the part compute does not hide
-  double wire_bytes = 0;      // bytes this GPU sends per step: calls x bytes x bus factor
+  double call_s = 0;      // one call
+  double time_s = 0;      // all calls of a step
+  double exposed_s = 0;   // the part compute does not hide
+  double wire_bytes = 0;  // bytes this GPU sends per step: calls x bytes x bus factor
   bool present() const { return calls > 0 && bytes > 0 && placement.ranks > 1; }
 };
 
 /// Per-step traffic of every parallelism; absent ones have calls == 0.
 struct CommBreakdown {
-  Traffic dp_grads;    // DDP all-reduce, ZeRO reduce-scatter of gradients
-  Traffic dp_params;   // ZeRO-1/2 all-gather of updated weights; ZeRO-3 all-gathers of weights
-  Traffic tp;          // Megatron's per-layer all-reduces (all-gather + reduce-scatter with SP)
-  Traffic pp;          // activations and their gradients at stage boundaries
-  Traffic cp;          // ring attention: K/V chunks around the context-parallel group
-  Traffic ep;          // expert dispatch and combine all-to-alls
+  Traffic dp_grads;   // DDP all-reduce, ZeRO reduce-scatter of gradients
+  Traffic dp_params;  // ZeRO-1/2 all-gather of updated weights; ZeRO-3 all-gathers of weights
+  Traffic tp;         // Megatron's per-layer all-reduces (all-gather + reduce-scatter with SP)
+  Traffic pp;         // activations and their gradients at stage boundaries
+  Traffic cp;         // ring attention: K/V chunks around the context-parallel group
+  Traffic ep;         // expert dispatch and combine all-to-alls
   double exposed_s() const {
     return dp_grads.exposed_s + dp_params.exposed_s + tp.exposed_s + pp.exposed_s + cp.exposed_s +
            ep.exposed_s;

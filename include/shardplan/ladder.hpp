@@ -31,8 +31,8 @@ enum class Blocker {
   optimizer_state,  // the optimizer state alone exceeds the device
   weights,          // the weights alone exceed the device
   model_states,     // weights + gradients + optimizer state together exceed it
-  activations,      // states fit, activations do not, at the smallest micro-batch and full recompute
-  communication,    // fits, but exposed communication is over the threshold
+  activations,    // states fit, activations do not, at the smallest micro-batch and full recompute
+  communication,  // fits, but exposed communication is over the threshold
 };
 const char* to_string(Blocker b);
 
@@ -42,13 +42,13 @@ struct RungVerdict {
   bool comm_ok = false;
   bool passes() const { return fits && comm_ok; }
   Blocker blocker = Blocker::none;
-  double need_bytes = 0;      // the blocking item's size on one device
-  double memory_bytes = 0;    // peak per device of the plan shown
+  double need_bytes = 0;    // the blocking item's size on one device
+  double memory_bytes = 0;  // peak per device of the plan shown
   double capacity_bytes = 0;
-  double comm_share = 0;      // exposed communication / step of the plan shown
-  bool crosses_nodes = false; // the plan's exposed traffic crosses nodes
+  double comm_share = 0;       // exposed communication / step of the plan shown
+  bool crosses_nodes = false;  // the plan's exposed traffic crosses nodes
   bool has_plan = false;
-  Candidate plan;             // the fastest passing plan; else the best fitting; else least memory
+  Candidate plan;  // the fastest passing plan; else the best fitting; else least memory
   long long evaluated = 0;
 };
 

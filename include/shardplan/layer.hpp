@@ -10,9 +10,9 @@
 namespace shardplan {
 
 enum class OpKind {
-  gemm,           // cuBLAS matmul, time from the GPU's efficiency curve
-  attention,      // fused (flash) attention kernel
-  elementwise,    // memory-bound kernel: norms, activations, softmax, dropout, residuals
+  gemm,         // cuBLAS matmul, time from the GPU's efficiency curve
+  attention,    // fused (flash) attention kernel
+  elementwise,  // memory-bound kernel: norms, activations, softmax, dropout, residuals
 };
 
 struct Op {
@@ -20,19 +20,19 @@ struct Op {
   OpKind kind = OpKind::elementwise;
   // GEMM shape (per call): `batch` independent m x k by k x n products.
   double m = 0, n = 0, k = 0, batch = 1;
-  double flops = 0;          // forward FLOPs executed
-  double bytes = 0;          // forward memory traffic of an elementwise op
-  double saved_bytes = 0;    // tensors kept for backward
-  double backward_flops = 0; // FLOPs of the backward pass (GEMM: dgrad + wgrad = 2x forward)
-  bool selective = false;    // part of the "core attention" that selective recompute redoes
+  double flops = 0;           // forward FLOPs executed
+  double bytes = 0;           // forward memory traffic of an elementwise op
+  double saved_bytes = 0;     // tensors kept for backward
+  double backward_flops = 0;  // FLOPs of the backward pass (GEMM: dgrad + wgrad = 2x forward)
+  bool selective = false;     // part of the "core attention" that selective recompute redoes
 };
 
 /// The collectives tensor parallelism (and sequence parallelism) issues per layer.
 struct TpTraffic {
-  double bytes = 0;       // one full activation tensor (s * b * h) in the activation dtype
-  int all_reduces = 0;    // per forward pass (no sequence parallel)
-  int gathers = 0;        // all-gathers per forward pass (sequence parallel)
-  int scatters = 0;       // reduce-scatters per forward pass (sequence parallel)
+  double bytes = 0;     // one full activation tensor (s * b * h) in the activation dtype
+  int all_reduces = 0;  // per forward pass (no sequence parallel)
+  int gathers = 0;      // all-gathers per forward pass (sequence parallel)
+  int scatters = 0;     // reduce-scatters per forward pass (sequence parallel)
   // Backward runs each forward collective's conjugate (all-reduce <-> identity and
   // all-gather <-> reduce-scatter); sequence parallelism also re-gathers the sharded inputs it
   // saved, for the weight gradients (Korthikanti et al. 2022 Sec. 4.2.2).
@@ -43,15 +43,15 @@ struct TpTraffic {
 struct Block {
   std::vector<Op> ops;
   TpTraffic tp;
-  double input_bytes = 0;      // the block's input, kept per layer under full recompute
-  double alltoall_bytes = 0;   // expert-parallel dispatch + combine volume per forward pass
+  double input_bytes = 0;     // the block's input, kept per layer under full recompute
+  double alltoall_bytes = 0;  // expert-parallel dispatch + combine volume per forward pass
 };
 
 /// Everything a micro-batch asks of one device, per layer and at the two ends of the model.
 struct MicroBatchWork {
-  Block layer;      // one transformer layer
-  Block embedding;  // first pipeline stage only
-  Block head;       // last pipeline stage only: final norm, LM head, loss
+  Block layer;        // one transformer layer
+  Block embedding;    // first pipeline stage only
+  Block head;         // last pipeline stage only: final norm, LM head, loss
   double tokens = 0;  // tokens of one micro-batch on this device (s/cp * b)
 };
 

@@ -53,10 +53,10 @@ struct StageMemory {
   double gathered_layers_bytes = 0;    // ZeRO-3: current + prefetched layer, unsharded
   double unsharded_grad_bytes = 0;     // ZeRO-3: a layer's gradient before its reduce-scatter
   // overheads
-  double context_bytes = 0;            // CUDA context and workspaces (GPU profile)
+  double context_bytes = 0;  // CUDA context and workspaces (GPU profile)
   int nccl_communicators = 0;
-  double nccl_bytes = 0;               // communicators x kNcclBytesPerCommunicator
-  double fragmentation_bytes = 0;      // share of activations and transients
+  double nccl_bytes = 0;           // communicators x kNcclBytesPerCommunicator
+  double fragmentation_bytes = 0;  // share of activations and transients
 
   double model_states_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
   double transient_bytes() const {
@@ -75,7 +75,7 @@ struct MemoryBreakdown {
   double capacity_bytes = 0;
   bool fits = false;
   StateBytes bytes_per_param;
-  double fragmentation = 0;         // the share used for fragmentation_bytes
+  double fragmentation = 0;  // the share used for fragmentation_bytes
   double total_params = 0;
   double gathered_layer_bytes = 0;  // one layer's full weights in the weight dtype
 

@@ -20,8 +20,9 @@ struct PlanRules {
 
 /// Every rule the plan breaks (empty when it can run): degrees multiply to the GPU count, tp
 /// divides the heads (and the KV heads or is a multiple of them), pp is at most the layers (and
-/// pp * v divides them with interleaving), the global batch divides into micro-batches per data-parallel rank, tp
-/// stays inside a node, sequence parallel needs tp > 1, ep divides dp * cp and the experts.
+/// pp * v divides them with interleaving), the global batch divides into micro-batches per
+/// data-parallel rank, tp stays inside a node, sequence parallel needs tp > 1, ep divides dp * cp
+/// and the experts.
 std::vector<PlanProblem> check_plan(const ModelSpec& model, const TrainingSpec& training,
                                     const ParallelPlan& plan, const ClusterSpec& cluster,
                                     const PlanRules& rules = {});

@@ -77,7 +77,8 @@ std::string default_holdout_runs();
 
 /// Runs from a published-runs file; the cluster comes from each run's hardware (its GPU preset
 /// and node size) unless `cluster` names one.
-std::vector<PublishedRun> load_published_runs(const std::string& json_text, const std::string& origin,
+std::vector<PublishedRun> load_published_runs(const std::string& json_text,
+                                              const std::string& origin,
                                               const ClusterOptions& cluster = {});
 
 /// Reads a whole file; InputError naming `field` when it cannot be read.

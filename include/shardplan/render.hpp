@@ -3,26 +3,25 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
 #include "shardplan/ladder.hpp"
 #include "shardplan/memory.hpp"
 #include "shardplan/search.hpp"
-#include "shardplan/step_time.hpp"
 #include "shardplan/specs.hpp"
+#include "shardplan/step_time.hpp"
 
 namespace shardplan {
 
 // ---- numbers as people read them ----
-std::string format_gib(double bytes);           // "104.3 GiB"
-std::string format_bytes(double bytes);         // "112.0 GB" / "3.4 MB" (powers of 10)
-std::string format_rate(double bytes_per_s);    // "900 GB/s", "1.25 GB/s"
-std::string format_seconds(double s);           // "27.2 ms", "19.6 s", "3.1 h", "2.4 d"
-std::string format_percent(double share);       // "6.2%"
-std::string format_count(double n);             // "6.74B", "350M", "1.2k"
-std::string format_flops(double flops_per_s);   // "312 TFLOP/s"
+std::string format_gib(double bytes);          // "104.3 GiB"
+std::string format_bytes(double bytes);        // "112.0 GB" / "3.4 MB" (powers of 10)
+std::string format_rate(double bytes_per_s);   // "900 GB/s", "1.25 GB/s"
+std::string format_seconds(double s);          // "27.2 ms", "19.6 s", "3.1 h", "2.4 d"
+std::string format_percent(double share);      // "6.2%"
+std::string format_count(double n);            // "6.74B", "350M", "1.2k"
+std::string format_flops(double flops_per_s);  // "312 TFLOP/s"
 
 /// A fixed-width text table: a header row, a rule, rows; numbers right-aligned.
 class Table {
@@ -78,7 +77,8 @@ nlohmann::json to_json(const Estimate& e, const ParallelPlan& plan, const Traini
 std::string render_comm(const CommBreakdown& comm, const StepTime& step, const ParallelPlan& plan,
                         const TrainingSpec& training, const ClusterSpec& cluster);
 /// Step time, throughput and time to train.
-std::string render_time(const Estimate& e, const TrainingSpec& training, const ClusterSpec& cluster);
+std::string render_time(const Estimate& e, const TrainingSpec& training,
+                        const ClusterSpec& cluster);
 
 /// Why a rung passes or fails, in words ("optimizer state needs 84.0 GB, 85.5 GB H100-SXM card").
 std::string rung_reason(const RungVerdict& v, const ClusterSpec& cluster);

@@ -39,9 +39,9 @@ struct SearchSpace {
 };
 
 /// Every axis at its full range for this model and cluster: tp up to a node (or all GPUs when
-/// allowed), pp up to the layers (uneven stages allowed) and interleave dividing them, cp for sequences of 8k and more, ep for
-/// mixture-of-experts models, ZeRO 0-3, micro-batches dividing the per-rank batch, all recompute
-/// policies, sequence parallel on and off.
+/// allowed), pp up to the layers (uneven stages allowed) and interleave dividing them, cp for
+/// sequences of 8k and more, ep for mixture-of-experts models, ZeRO 0-3, micro-batches dividing the
+/// per-rank batch, all recompute policies, sequence parallel on and off.
 SearchSpace full_space(const ModelSpec& model, const TrainingSpec& training,
                        const ClusterSpec& cluster, const PlanRules& rules = {});
 
@@ -58,12 +58,12 @@ struct Candidate {
 struct SearchResult {
   std::vector<Candidate> ranked;  // best first, at most top_k, ties broken by the plan's degrees
   long long evaluated = 0;        // points of the space visited (every rule checked)
-  long long modelled = 0;         // of those, the ones that passed the rules: memory and time modelled
-  long long feasible = 0;         // of those, the ones that fit
+  long long modelled = 0;  // of those, the ones that passed the rules: memory and time modelled
+  long long feasible = 0;  // of those, the ones that fit
   std::array<long long, kRejectReasons> rejected{};
   double seconds = 0;
   bool have_least_memory = false;
-  Candidate least_memory;         // the plan that came closest to fitting, when none fits
+  Candidate least_memory;  // the plan that came closest to fitting, when none fits
 };
 
 struct SearchOptions {
@@ -73,11 +73,13 @@ struct SearchOptions {
   PlanRules rules;
 };
 
-SearchResult search(const ModelSpec& model, const TrainingSpec& training, const ClusterSpec& cluster,
-                    const SearchSpace& space, const SearchOptions& options);
+SearchResult search(const ModelSpec& model, const TrainingSpec& training,
+                    const ClusterSpec& cluster, const SearchSpace& space,
+                    const SearchOptions& options);
 
 /// Which rule a plan breaks first, or nothing (memory is not checked here).
-bool first_rule_broken(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,
-                       const ClusterSpec& cluster, const PlanRules& rules, Reject* reason);
+bool first_rule_broken(const ModelSpec& model, const TrainingSpec& training,
+                       const ParallelPlan& plan, const ClusterSpec& cluster, const PlanRules& rules,
+                       Reject* reason);
 
 }  // namespace shardplan

@@ -60,30 +60,30 @@ struct EfficiencyPoint {
 struct GpuSpec {
   std::string name;
   std::string source;
-  double memory_bytes = 0;          // total as nvidia-smi / rocm-smi reports it
+  double memory_bytes = 0;                       // total as nvidia-smi / rocm-smi reports it
   std::array<double, kMathDtypes> peak_flops{};  // dense, per second; 0 = not supported
   double hbm_bytes_per_s = 0;
   std::vector<EfficiencyPoint> gemm_efficiency;  // ascending flops; interpolated in log(flops)
-  double attention_efficiency = 0;  // fused (flash) attention kernels, share of peak
-  double memory_efficiency = 0;     // streaming kernels, share of hbm_bytes_per_s
-  double kernel_overhead_s = 0;     // fixed cost per kernel launch
-  double context_bytes = 0;         // CUDA context + library workspaces, per process
-  std::string intra_link;           // the node fabric this GPU comes with (a link preset)
-  std::string inter_link;           // the scale-out network of its reference node
-  bool calibrated = false;          // efficiencies replaced by probe measurements
+  double attention_efficiency = 0;               // fused (flash) attention kernels, share of peak
+  double memory_efficiency = 0;                  // streaming kernels, share of hbm_bytes_per_s
+  double kernel_overhead_s = 0;                  // fixed cost per kernel launch
+  double context_bytes = 0;                      // CUDA context + library workspaces, per process
+  std::string intra_link;   // the node fabric this GPU comes with (a link preset)
+  std::string inter_link;   // the scale-out network of its reference node
+  bool calibrated = false;  // efficiencies replaced by probe measurements
 };
 
 /// One tier of the interconnect. Bandwidth is per GPU, one direction.
 struct LinkSpec {
   std::string name;
   std::string source;
-  double bytes_per_s = 0;            // nominal (datasheet) or as typed by the user
-  double busbw_bytes_per_s = 0;      // what collectives reach (nccl-tests bus bandwidth)
-  double latency_s = 0;              // per ring step
+  double bytes_per_s = 0;        // nominal (datasheet) or as typed by the user
+  double busbw_bytes_per_s = 0;  // what collectives reach (nccl-tests bus bandwidth)
+  double latency_s = 0;          // per ring step
   // Measured by a probe, per collective (index: Collective); 0 = use busbw_bytes_per_s.
   std::array<double, 6> collective_busbw{};
-  bool measured = false;             // busbw from a probe of this cluster
-  bool user_given = false;           // typed by the user: used exactly as given
+  bool measured = false;    // busbw from a probe of this cluster
+  bool user_given = false;  // typed by the user: used exactly as given
 };
 
 struct ClusterSpec {
@@ -105,8 +105,8 @@ struct TrainingSpec {
   OptimizerKind optimizer = OptimizerKind::adamw;
   AttentionKind attention = AttentionKind::flash;
   int seq_len = 0;
-  int global_batch = 0;        // sequences per optimizer step
-  bool fp32_grads = false;     // Megatron's fp32 main-gradient buffers (18 B/param, not 16)
+  int global_batch = 0;              // sequences per optimizer step
+  bool fp32_grads = false;           // Megatron's fp32 main-gradient buffers (18 B/param, not 16)
   bool overlap_grad_reduce = true;   // DDP/FSDP bucketed overlap with backward
   bool overlap_param_gather = true;  // ZeRO-3/FSDP prefetch of the next layer's weights
   bool tp_comm_overlap = false;      // Transformer Engine userbuffer overlap of TP comm

@@ -30,23 +30,23 @@ BlockTime time_block(const Block& block, const GpuSpec& gpu, MathDtype dtype);
 /// Everything a micro-batch costs one device that does not depend on dp, pp, ZeRO,
 /// interleaving or recompute. The search computes it once per (tp, cp, sp, micro-batch).
 struct MicroBatchCost {
-  double tokens = 0;                // per micro-batch on this device
+  double tokens = 0;  // per micro-batch on this device
   BlockTime layer, embedding, head;
   ActivationProfile activations;
   // tensor parallel, per layer per micro-batch
-  double tp_layer_bytes = 0;        // one collective's size (s * b * h activations)
-  double tp_forward_s = 0;          // Megatron's two all-reduces (AG + RS pairs with SP)
-  double tp_backward_s = 0;         // their conjugates, plus SP's re-gather of saved inputs
+  double tp_layer_bytes = 0;  // one collective's size (s * b * h activations)
+  double tp_forward_s = 0;    // Megatron's two all-reduces (AG + RS pairs with SP)
+  double tp_backward_s = 0;   // their conjugates, plus SP's re-gather of saved inputs
   int tp_forward_calls = 0;
   int tp_backward_calls = 0;
-  double tp_edges_s = 0;            // embedding (first stage) and LM head (last), fwd + bwd
-  double cp_layer_s = 0;            // K/V ring traffic of one layer's forward
+  double tp_edges_s = 0;  // embedding (first stage) and LM head (last), fwd + bwd
+  double cp_layer_s = 0;  // K/V ring traffic of one layer's forward
   double cp_layer_bytes = 0;
-  double attention_s = 0;           // what the K/V ring hides behind
-  double ep_layer_s = 0;            // dispatch + combine all-to-alls of one layer's forward
+  double attention_s = 0;  // what the K/V ring hides behind
+  double ep_layer_s = 0;   // dispatch + combine all-to-alls of one layer's forward
   double ep_layer_bytes = 0;
-  double pp_bytes = 0;              // one stage boundary's activation, per GPU
-  double forward_model_flops = 0;   // one forward pass over the global batch (model FLOPs)
+  double pp_bytes = 0;             // one stage boundary's activation, per GPU
+  double forward_model_flops = 0;  // one forward pass over the global batch (model FLOPs)
 };
 MicroBatchCost micro_batch_cost(const ModelSpec& model, const TrainingSpec& training,
                                 const ParallelPlan& plan, const ClusterSpec& cluster);
@@ -59,7 +59,7 @@ struct StepTime {
   double optimizer_s = 0;     // the optimizer update (memory-bound)
   int micro_batches = 1;      // per pipeline per step (gradient accumulation steps)
   int critical_stage = 0;
-  double recompute_s = 0;     // of compute_s, the recomputed forward
+  double recompute_s = 0;         // of compute_s, the recomputed forward
   bool optimizer_in_mfu = false;  // params-only: the assumed MFU already covers the optimizer
 };
 
@@ -70,7 +70,7 @@ struct Throughput {
   double tflops_per_gpu = 0;  // model FLOP/s per GPU, in TFLOP/s
   double mfu = 0;
   double hfu = 0;
-  double peak_flops = 0;      // per GPU, of the training dtype
+  double peak_flops = 0;  // per GPU, of the training dtype
 };
 
 /// One plan, end to end.
@@ -79,10 +79,10 @@ struct Estimate {
   CommBreakdown comm;
   StepTime time;
   Throughput throughput;
-  double train_s = 0;       // time to train --tokens (0 when not asked)
-  double train_cost = 0;    // GPU-hours x --gpu-hour-cost
+  double train_s = 0;     // time to train --tokens (0 when not asked)
+  double train_cost = 0;  // GPU-hours x --gpu-hour-cost
   double train_gpu_hours = 0;
-  bool params_only = false; // compute from 6 N tokens at an assumed MFU (no architecture)
+  bool params_only = false;  // compute from 6 N tokens at an assumed MFU (no architecture)
 };
 
 /// Assumed MFU when only the parameter count is known: the low end of the 40-56% that dense

@@ -10,12 +10,12 @@
 namespace shardplan {
 
 enum class Metric {
-  iteration_time_s,     // seconds per optimizer step
-  tflops_per_gpu,       // hardware TFLOP/s per GPU as the source counts them (full recompute)
-  layer_fwd_bwd_ms,     // one transformer layer's forward + backward (+ recompute), milliseconds
-  activations_gib,      // first-stage transformer-layer activations (analytic references)
+  iteration_time_s,  // seconds per optimizer step
+  tflops_per_gpu,    // hardware TFLOP/s per GPU as the source counts them (full recompute)
+  layer_fwd_bwd_ms,  // one transformer layer's forward + backward (+ recompute), milliseconds
+  activations_gib,   // first-stage transformer-layer activations (analytic references)
   tokens_per_s_per_gpu,
-  model_tflops_per_gpu, // model FLOPs (PaLM / Korthikanti Eq. 7 convention) per second per GPU
+  model_tflops_per_gpu,  // model FLOPs (PaLM / Korthikanti Eq. 7 convention) per second per GPU
 };
 const char* to_string(Metric m);
 
@@ -36,10 +36,10 @@ struct PublishedRun {
 
 struct Prediction {
   const PublishedRun* run = nullptr;
-  ParallelPlan plan;     // as predicted, with unknown fields chosen
+  ParallelPlan plan;  // as predicted, with unknown fields chosen
   double predicted = 0;
-  double error = 0;      // (predicted - measured) / measured
-  bool fits = true;      // the chosen plan fits memory
+  double error = 0;  // (predicted - measured) / measured
+  bool fits = true;  // the chosen plan fits memory
 };
 
 /// Predicts one run. Where the source omits the micro-batch, the predictor takes the fastest

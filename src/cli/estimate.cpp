@@ -16,16 +16,21 @@ Runner setup_comm(CLI::App& sub) {
     const Inputs in = resolve_timed_inputs(*o);
     const Estimate e = estimate(in.model, in.training, in.plan, in.cluster);
     if (o->json) {
-      print_json({{"model", to_json(in.model)}, {"cluster", to_json(in.cluster)}, {"plan", to_json(in.plan)},
-                  {"training", to_json(in.training)}, {"time", to_json(e.time)},
+      print_json({{"model", to_json(in.model)},
+                  {"cluster", to_json(in.cluster)},
+                  {"plan", to_json(in.plan)},
+                  {"training", to_json(in.training)},
+                  {"time", to_json(e.time)},
                   {"comm", to_json(e.comm, e.time, in.plan, in.training, in.cluster)}});
       return 0;
     }
-    std::cout << describe_inputs(in) << render_comm(e.comm, e.time, in.plan, in.training, in.cluster)
-              << fmt::format("\nStep {} = compute {} + bubble {} + exposed communication {} + optimizer {}\n",
-                             format_seconds(e.time.step_s), format_seconds(e.time.compute_s),
-                             format_seconds(e.time.bubble_s), format_seconds(e.time.exposed_comm_s),
-                             format_seconds(e.time.optimizer_s));
+    std::cout
+        << describe_inputs(in) << render_comm(e.comm, e.time, in.plan, in.training, in.cluster)
+        << fmt::format(
+               "\nStep {} = compute {} + bubble {} + exposed communication {} + optimizer {}\n",
+               format_seconds(e.time.step_s), format_seconds(e.time.compute_s),
+               format_seconds(e.time.bubble_s), format_seconds(e.time.exposed_comm_s),
+               format_seconds(e.time.optimizer_s));
     return 0;
   };
 }

@@ -39,7 +39,8 @@ Runner setup_list(CLI::App& sub) {
       for (const auto& p : presets) {
         nlohmann::json figures = nlohmann::json::object();
         for (const auto& [k, v] : p.figures) figures[k] = v;
-        a.push_back({{"name", p.name}, {"aliases", p.aliases}, {"figures", figures}, {"source", p.source}});
+        a.push_back(
+            {{"name", p.name}, {"aliases", p.aliases}, {"figures", figures}, {"source", p.source}});
       }
       print_json(a);
       return 0;

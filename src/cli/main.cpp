@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -17,22 +16,31 @@ namespace {
 
 const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
-      {"plan", "Walk the decision ladder and search every plan: the simplest that works and the fastest", setup_plan},
-      {"memory", "Per-device memory of one plan: weights, gradients, optimizer, activations", setup_memory},
-      {"comm", "What each parallelism sends per step, how long it takes and how much is exposed", setup_comm},
-      {"estimate", "Memory, communication and step time of one plan: tokens/s, MFU, time to train", setup_estimate},
-      {"runbook", "Long runs: checkpoint size and interval, failures, goodput, and what to do", setup_runbook},
-      {"emit", "A launcher config (DeepSpeed, Megatron-LM, torchtitan, accelerate) for a plan", setup_emit},
+      {"plan",
+       "Walk the decision ladder and search every plan: the simplest that works and the fastest",
+       setup_plan},
+      {"memory", "Per-device memory of one plan: weights, gradients, optimizer, activations",
+       setup_memory},
+      {"comm", "What each parallelism sends per step, how long it takes and how much is exposed",
+       setup_comm},
+      {"estimate", "Memory, communication and step time of one plan: tokens/s, MFU, time to train",
+       setup_estimate},
+      {"runbook", "Long runs: checkpoint size and interval, failures, goodput, and what to do",
+       setup_runbook},
+      {"emit", "A launcher config (DeepSpeed, Megatron-LM, torchtitan, accelerate) for a plan",
+       setup_emit},
       {"validate", "Predict published training runs and report the error per case", setup_validate},
       {"list", "List presets: models, gpus, links, clusters", setup_list},
-      {"probe", "Measure this cluster (NCCL/cuBLASLt or MPI/BLAS) and write a calibrated profile", setup_probe},
+      {"probe", "Measure this cluster (NCCL/cuBLASLt or MPI/BLAS) and write a calibrated profile",
+       setup_probe},
   };
   return table;
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"shardplan: plan LLM training that does not fit on one GPU: memory, communication, "
-               "step time, the decision ladder, cluster probes and launcher configs."};
+  CLI::App app{
+      "shardplan: plan LLM training that does not fit on one GPU: memory, communication, "
+      "step time, the decision ladder, cluster probes and launcher configs."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "shardplan 0.1.0");
   std::vector<std::pair<CLI::App*, Runner>> runners;
@@ -45,7 +53,9 @@ int run(int argc, char** argv) {
     std::vector<std::string> names;
     for (const Command& c : command_table()) names.push_back(c.name);
     if (std::find(names.begin(), names.end(), wanted) == names.end()) {
-      std::fprintf(stderr, "shardplan: error: unknown subcommand '%s'; did you mean '%s'? (shardplan --help lists them)\n",
+      std::fprintf(stderr,
+                   "shardplan: error: unknown subcommand '%s'; did you mean '%s'? (shardplan "
+                   "--help lists them)\n",
                    wanted.c_str(), nearest_names(wanted, names, 1).front().c_str());
       return 2;
     }

@@ -1,9 +1,10 @@
 // `shardplan memory`: per-device memory of one plan, every stage, with the assumptions.
+#include "shardplan/memory.hpp"
+
 #include <iostream>
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "shardplan/memory.hpp"
 #include "shardplan/render.hpp"
 
 namespace shardplan::cli {

@@ -47,13 +47,16 @@ ModelSpec gpt_style() {
 }  // namespace
 
 void add_model_options(CLI::App& app, PlanningOptions& o) {
-  app.add_option("--model", o.model, "Model preset, Hugging Face config.json or shardplan model JSON")
+  app.add_option("--model", o.model,
+                 "Model preset, Hugging Face config.json or shardplan model JSON")
       ->group("Model");
-  app.add_option("--params", o.params, "Parameter count only, e.g. 7e9 or 7B (no activations)")->group("Model");
+  app.add_option("--params", o.params, "Parameter count only, e.g. 7e9 or 7B (no activations)")
+      ->group("Model");
   app.add_option("--layers", o.layers, "Transformer layers (overrides the model)")->group("Model");
   app.add_option("--hidden", o.hidden, "Hidden size")->group("Model");
   app.add_option("--heads", o.heads, "Attention heads")->group("Model");
-  app.add_option("--kv-heads", o.kv_heads, "Key/value heads (GQA); default = heads")->group("Model");
+  app.add_option("--kv-heads", o.kv_heads, "Key/value heads (GQA); default = heads")
+      ->group("Model");
   app.add_option("--ffn-hidden", o.ffn_hidden, "MLP width; default 4 x hidden")->group("Model");
   app.add_option("--vocab", o.vocab, "Vocabulary size; default 51200")->group("Model");
   app.add_option("--mlp", o.mlp, "MLP kind: gelu | swiglu | geglu")->group("Model");
@@ -62,49 +65,71 @@ void add_model_options(CLI::App& app, PlanningOptions& o) {
 }
 
 void add_training_options(CLI::App& app, PlanningOptions& o) {
-  app.add_option("--seq-len", o.seq_len, "Sequence length (default: the model's)")->group("Training");
-  app.add_option("--global-batch", o.global_batch, "Sequences per optimizer step (default: one micro-batch per data-parallel rank)")
+  app.add_option("--seq-len", o.seq_len, "Sequence length (default: the model's)")
       ->group("Training");
-  app.add_option("--precision", o.precision, "fp32 | bf16 | fp16 | fp8 (default bf16 mixed)")->group("Training");
-  app.add_option("--optimizer", o.optimizer, "adamw | sgd | adafactor | adam8bit (default adamw)")->group("Training");
+  app.add_option("--global-batch", o.global_batch,
+                 "Sequences per optimizer step (default: one micro-batch per data-parallel rank)")
+      ->group("Training");
+  app.add_option("--precision", o.precision, "fp32 | bf16 | fp16 | fp8 (default bf16 mixed)")
+      ->group("Training");
+  app.add_option("--optimizer", o.optimizer, "adamw | sgd | adafactor | adam8bit (default adamw)")
+      ->group("Training");
   app.add_option("--attention", o.attention, "flash | standard (default flash)")->group("Training");
-  app.add_flag("--fp32-grads", o.fp32_grads, "Megatron-LM's fp32 gradient buffers (18 B/param)")->group("Training");
-  app.add_flag("--no-overlap", o.no_overlap, "Do not overlap gradient/parameter collectives with compute")
+  app.add_flag("--fp32-grads", o.fp32_grads, "Megatron-LM's fp32 gradient buffers (18 B/param)")
       ->group("Training");
-  app.add_flag("--tp-comm-overlap", o.tp_comm_overlap, "Overlap tensor-parallel comm with GEMMs (Transformer Engine)")
+  app.add_flag("--no-overlap", o.no_overlap,
+               "Do not overlap gradient/parameter collectives with compute")
       ->group("Training");
-  app.add_option("--fragmentation", o.fragmentation, "Allocator reserve as a share of activations (default 0.05)")
+  app.add_flag("--tp-comm-overlap", o.tp_comm_overlap,
+               "Overlap tensor-parallel comm with GEMMs (Transformer Engine)")
       ->group("Training");
-  app.add_option("--tokens", o.tokens, "Training budget in tokens, e.g. 2T, for time and cost to train")->group("Training");
-  app.add_option("--gpu-hour-cost", o.gpu_hour_cost, "Price of one GPU-hour, for the cost to train")->group("Training");
+  app.add_option("--fragmentation", o.fragmentation,
+                 "Allocator reserve as a share of activations (default 0.05)")
+      ->group("Training");
+  app.add_option("--tokens", o.tokens,
+                 "Training budget in tokens, e.g. 2T, for time and cost to train")
+      ->group("Training");
+  app.add_option("--gpu-hour-cost", o.gpu_hour_cost, "Price of one GPU-hour, for the cost to train")
+      ->group("Training");
 }
 
 void add_cluster_options(CLI::App& app, PlanningOptions& o) {
-  app.add_option("--cluster", o.cluster, "Cluster preset (dgx-h100 ...) or profile file from `shardplan probe`")
+  app.add_option("--cluster", o.cluster,
+                 "Cluster preset (dgx-h100 ...) or profile file from `shardplan probe`")
       ->group("Cluster");
   app.add_option("--gpu", o.gpu, "GPU preset or profile file (default H100-SXM)")->group("Cluster");
   app.add_option("--gpus", o.gpus, "Total GPUs")->group("Cluster");
   app.add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (default 8)")->group("Cluster");
   app.add_option("--nics-per-node", o.nics_per_node, "Scale-out NICs per node")->group("Cluster");
-  app.add_option("--intra", o.intra, "Link inside a node: preset (nvlink4 ...) or bandwidth (900GB/s)")->group("Cluster");
-  app.add_option("--inter", o.inter, "Link between nodes, per NIC: preset (ib-ndr, 10gbe ...) or bandwidth")
+  app.add_option("--intra", o.intra,
+                 "Link inside a node: preset (nvlink4 ...) or bandwidth (900GB/s)")
       ->group("Cluster");
-  app.add_option("--link", o.link, "One flat link between all GPUs: preset or bandwidth, used as given")
+  app.add_option("--inter", o.inter,
+                 "Link between nodes, per NIC: preset (ib-ndr, 10gbe ...) or bandwidth")
+      ->group("Cluster");
+  app.add_option("--link", o.link,
+                 "One flat link between all GPUs: preset or bandwidth, used as given")
       ->group("Cluster");
 }
 
 void add_plan_options(CLI::App& app, PlanningOptions& o) {
-  app.add_option("--dp", o.dp, "Data-parallel degree (default: GPUs / (tp x pp x cp))")->group("Plan");
+  app.add_option("--dp", o.dp, "Data-parallel degree (default: GPUs / (tp x pp x cp))")
+      ->group("Plan");
   app.add_option("--tp", o.tp, "Tensor-parallel degree")->group("Plan");
   app.add_option("--pp", o.pp, "Pipeline-parallel degree")->group("Plan");
   app.add_option("--cp", o.cp, "Context-parallel degree")->group("Plan");
   app.add_option("--ep", o.ep, "Expert-parallel degree (MoE)")->group("Plan");
   app.add_option("--zero", o.zero, "ZeRO stage 0-3 (3 = FSDP full shard)")->group("Plan");
-  app.add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch (default 1)")->group("Plan");
-  app.add_option("--recompute", o.recompute, "Activation recompute: none | selective | full")->group("Plan");
-  app.add_flag("--sequence-parallel", o.sequence_parallel, "Megatron sequence parallelism (needs tp > 1)")->group("Plan");
+  app.add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch (default 1)")
+      ->group("Plan");
+  app.add_option("--recompute", o.recompute, "Activation recompute: none | selective | full")
+      ->group("Plan");
+  app.add_flag("--sequence-parallel", o.sequence_parallel,
+               "Megatron sequence parallelism (needs tp > 1)")
+      ->group("Plan");
   app.add_option("--interleave", o.interleave, "Virtual pipeline stages per device")->group("Plan");
-  app.add_flag("--allow-tp-across-nodes", o.allow_tp_across_nodes, "Let tensor parallel span nodes")->group("Plan");
+  app.add_flag("--allow-tp-across-nodes", o.allow_tp_across_nodes, "Let tensor parallel span nodes")
+      ->group("Plan");
 }
 
 void add_json_option(CLI::App& app, PlanningOptions& o) {
@@ -130,11 +155,13 @@ ModelSpec resolve_model(const PlanningOptions& o) {
     m = load_model(o.model, "--model");
   } else if (!o.params.empty()) {
     if (any_architecture_flag(o)) {
-      throw InputError("--params", "--params describes a model by its count alone; drop it to "
-                                   "describe the architecture with --layers/--hidden/--heads");
+      throw InputError("--params",
+                       "--params describes a model by its count alone; drop it to "
+                       "describe the architecture with --layers/--hidden/--heads");
     }
     m.params_only = parse_count(o.params, "--params");
-    if (m.params_only > 1e15) throw InputError("--params", "more than 10^15 parameters is not a model");
+    if (m.params_only > 1e15)
+      throw InputError("--params", "more than 10^15 parameters is not a model");
     m.name = format_count(m.params_only) + "-parameter model";
     m.source = "--params " + o.params;
     return m;
@@ -145,8 +172,9 @@ ModelSpec resolve_model(const PlanningOptions& o) {
                        "a model described by flags needs at least --layers and --hidden");
     }
   } else {
-    throw InputError("--model", "no model given: use --model NAME|config.json (see `shardplan list "
-                                "models`), --params 7B, or --layers/--hidden/--heads");
+    throw InputError("--model",
+                     "no model given: use --model NAME|config.json (see `shardplan list "
+                     "models`), --params 7B, or --layers/--hidden/--heads");
   }
   const bool from_flags = o.model.empty();
   const int max_dim = 10'000'000;
@@ -164,7 +192,8 @@ ModelSpec resolve_model(const PlanningOptions& o) {
   }
   if (from_flags || !o.hidden.empty() || !o.heads.empty()) {
     if (m.hidden % m.heads != 0) {
-      throw InputError("--heads", fmt::format("{} heads do not divide hidden size {}", m.heads, m.hidden));
+      throw InputError("--heads",
+                       fmt::format("{} heads do not divide hidden size {}", m.heads, m.hidden));
     }
     m.head_dim = m.hidden / m.heads;
   }
@@ -180,11 +209,13 @@ ModelSpec resolve_model(const PlanningOptions& o) {
   if (m.experts > 0 && m.experts_per_token == 0) m.experts_per_token = 2;
   if (m.experts == 1) m.experts = 0;
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0) {
-    throw InputError("--kv-heads", fmt::format("{} key/value heads must divide the {} attention heads",
-                                               m.kv_heads, m.heads));
+    throw InputError(
+        "--kv-heads",
+        fmt::format("{} key/value heads must divide the {} attention heads", m.kv_heads, m.heads));
   }
   if (m.experts > 0 && m.experts_per_token > m.experts) {
-    throw InputError("--top-k", fmt::format("{} experts per token but only {} experts", m.experts_per_token, m.experts));
+    throw InputError("--top-k", fmt::format("{} experts per token but only {} experts",
+                                            m.experts_per_token, m.experts));
   }
   if (any_architecture_flag(o) && !from_flags) m.source += " with flag overrides";
   return m;
@@ -201,7 +232,8 @@ ClusterSpec resolve_cluster(const PlanningOptions& o, int default_gpus) {
   c.gpus_per_node = int_or(o.gpus_per_node, "--gpus-per-node", 0);
   c.nics_per_node = int_or(o.nics_per_node, "--nics-per-node", 0);
   if (!o.link.empty() && (!o.intra.empty() || !o.inter.empty())) {
-    throw InputError("--link", "--link sets one flat link; combine it with neither --intra nor --inter");
+    throw InputError("--link",
+                     "--link sets one flat link; combine it with neither --intra nor --inter");
   }
   return build_cluster(c);
 }
@@ -212,8 +244,8 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   if (!o.optimizer.empty()) t.optimizer = parse_optimizer(o.optimizer, "--optimizer");
   if (!o.attention.empty()) t.attention = parse_attention(o.attention, "--attention");
   t.seq_len = !o.seq_len.empty() ? as_int(o.seq_len, "--seq-len", 100'000'000)
-              : m.seq_len > 0   ? m.seq_len
-                                : 4096;
+              : m.seq_len > 0    ? m.seq_len
+                                 : 4096;
   t.global_batch = int_or(o.global_batch, "--global-batch", 0);  // 0: filled from the plan
   t.fp32_grads = o.fp32_grads;
   t.overlap_grad_reduce = t.overlap_param_gather = !o.no_overlap;
@@ -225,7 +257,8 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
       t.fragmentation = -1;
     }
     if (!(t.fragmentation >= 0 && t.fragmentation <= 1)) {
-      throw InputError("--fragmentation", "'" + o.fragmentation + "' must be a share between 0 and 1");
+      throw InputError("--fragmentation",
+                       "'" + o.fragmentation + "' must be a share between 0 and 1");
     }
   }
   if (!o.tokens.empty()) t.tokens = parse_count(o.tokens, "--tokens");
@@ -280,9 +313,10 @@ Inputs resolve_inputs(const PlanningOptions& o) {
       if (!model_problems.empty()) {
         throw InputError(model_problems.front().field, model_problems.front().message);
       }
-      throw InputError("--gpus", fmt::format("{} GPUs do not split into tp {} x pp {} x cp {} = {}; "
-                                             "use a multiple of {}",
-                                             in.cluster.gpus, p.tp, p.pp, p.cp, model_parallel, model_parallel));
+      throw InputError(
+          "--gpus", fmt::format("{} GPUs do not split into tp {} x pp {} x cp {} = {}; "
+                                "use a multiple of {}",
+                                in.cluster.gpus, p.tp, p.pp, p.cp, model_parallel, model_parallel));
     }
     p.dp = in.cluster.gpus / model_parallel;
   }
@@ -295,21 +329,26 @@ Inputs resolve_inputs(const PlanningOptions& o) {
 Inputs resolve_timed_inputs(const PlanningOptions& o) {
   Inputs in = resolve_inputs(o);
   if (!in.model.has_architecture() && (in.plan.tp > 1 || in.plan.pp > 1 || in.plan.cp > 1)) {
-    throw InputError(in.plan.tp > 1 ? "--tp" : in.plan.pp > 1 ? "--pp" : "--cp",
-                     "tensor, pipeline and context parallel traffic depend on the layer shapes; give "
-                     "--model or --layers/--hidden/--heads instead of --params");
+    throw InputError(
+        in.plan.tp > 1   ? "--tp"
+        : in.plan.pp > 1 ? "--pp"
+                         : "--cp",
+        "tensor, pipeline and context parallel traffic depend on the layer shapes; give "
+        "--model or --layers/--hidden/--heads instead of --params");
   }
   return in;
 }
 
 std::string describe_inputs(const Inputs& in) {
   const TrainingSpec& tr = in.training;
-  return fmt::format("model    {}\ncluster  {}\nplan     {}\ntraining {}, {}, sequence {}, global batch {} "
-                     "({} micro-batch{} per step)\n\n",
-                     describe_model(in.model), describe_cluster(in.cluster), describe(in.plan),
-                     tr.precision == Precision::fp32 ? "fp32" : std::string(to_string(tr.precision)) + " mixed precision",
-                     to_string(tr.optimizer), tr.seq_len, tr.global_batch, micro_batches_per_step(tr, in.plan),
-                     micro_batches_per_step(tr, in.plan) == 1 ? "" : "es");
+  return fmt::format(
+      "model    {}\ncluster  {}\nplan     {}\ntraining {}, {}, sequence {}, global batch {} "
+      "({} micro-batch{} per step)\n\n",
+      describe_model(in.model), describe_cluster(in.cluster), describe(in.plan),
+      tr.precision == Precision::fp32 ? "fp32"
+                                      : std::string(to_string(tr.precision)) + " mixed precision",
+      to_string(tr.optimizer), tr.seq_len, tr.global_batch, micro_batches_per_step(tr, in.plan),
+      micro_batches_per_step(tr, in.plan) == 1 ? "" : "es");
 }
 
 void add_inputs_json(nlohmann::json& j, const Inputs& in) {
@@ -319,6 +358,8 @@ void add_inputs_json(nlohmann::json& j, const Inputs& in) {
   j["training"] = to_json(in.training);
 }
 
-void print_json(const nlohmann::json& j) { std::cout << j.dump(2) << "\n"; }
+void print_json(const nlohmann::json& j) {
+  std::cout << j.dump(2) << "\n";
+}
 
 }  // namespace shardplan::cli

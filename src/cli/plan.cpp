@@ -1,5 +1,7 @@
 // `shardplan plan`: the decision ladder walked in order, the recommended (simplest sufficient)
 // plan, the fastest plan an exhaustive search finds, the gap between them, and the top K.
+#include "shardplan/plan.hpp"
+
 #include <fmt/format.h>
 
 #include <iostream>
@@ -8,7 +10,6 @@
 #include "options.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/ladder.hpp"
-#include "shardplan/plan.hpp"
 #include "shardplan/render.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/step_time.hpp"
@@ -39,8 +40,11 @@ Runner setup_plan(CLI::App& sub) {
   add_model_options(sub, f->o);
   add_training_options(sub, f->o);
   add_cluster_options(sub, f->o);
-  sub.add_flag("--allow-tp-across-nodes", f->o.allow_tp_across_nodes, "Let tensor parallel span nodes")->group("Plan");
-  sub.add_option("--objective", f->objective, "Rank by time | cost | throughput (default time)")->group("Plan");
+  sub.add_flag("--allow-tp-across-nodes", f->o.allow_tp_across_nodes,
+               "Let tensor parallel span nodes")
+      ->group("Plan");
+  sub.add_option("--objective", f->objective, "Rank by time | cost | throughput (default time)")
+      ->group("Plan");
   sub.add_option("--top", f->top, "How many plans to rank (default 10)")->group("Plan");
   sub.add_option("--max-comm-share", f->max_comm_share,
                  "Exposed communication a rung may have, as a share of the step (default 0.5)")
@@ -48,11 +52,14 @@ Runner setup_plan(CLI::App& sub) {
   sub.add_option("--threads", f->threads, "Search threads (default: all cores)")->group("Plan");
   add_json_option(sub, f->o);
   return [f]() {
-    if (f->top < 1 || f->top > 10000) throw InputError("--top", fmt::format("{} is not between 1 and 10000", f->top));
+    if (f->top < 1 || f->top > 10000)
+      throw InputError("--top", fmt::format("{} is not between 1 and 10000", f->top));
     if (!(f->max_comm_share > 0 && f->max_comm_share <= 1)) {
-      throw InputError("--max-comm-share", fmt::format("{} is not a share between 0 and 1", f->max_comm_share));
+      throw InputError("--max-comm-share",
+                       fmt::format("{} is not a share between 0 and 1", f->max_comm_share));
     }
-    if (f->threads < 0 || f->threads > 1024) throw InputError("--threads", "must be between 1 and 1024");
+    if (f->threads < 0 || f->threads > 1024)
+      throw InputError("--threads", "must be between 1 and 1024");
     Inputs in;
     in.model = resolve_model(f->o);
     in.cluster = resolve_cluster(f->o, 0);
@@ -72,12 +79,15 @@ Runner setup_plan(CLI::App& sub) {
     const SearchSpace space = full_space(in.model, in.training, in.cluster, so.rules);
     const SearchResult found = search(in.model, in.training, in.cluster, space, so);
     const bool have_recommended = ladder.stop >= 0;
-    const RungVerdict* rec = have_recommended ? &ladder.rungs[static_cast<size_t>(ladder.stop)] : nullptr;
+    const RungVerdict* rec =
+        have_recommended ? &ladder.rungs[static_cast<size_t>(ladder.stop)] : nullptr;
     const Candidate* fastest = found.ranked.empty() ? nullptr : &found.ranked.front();
 
     if (f->o.json) {
-      nlohmann::json j = {{"model", to_json(in.model)}, {"cluster", to_json(in.cluster)},
-                          {"training", to_json(in.training)}, {"ladder", to_json(ladder, in.cluster)},
+      nlohmann::json j = {{"model", to_json(in.model)},
+                          {"cluster", to_json(in.cluster)},
+                          {"training", to_json(in.training)},
+                          {"ladder", to_json(ladder, in.cluster)},
                           {"max_comm_share", ladder.max_comm_share}};
       j["recommended"] = rec ? estimate_json(rec->plan, in) : nlohmann::json();
       if (rec) j["recommended"]["rung"] = to_string(rec->rung);
@@ -90,10 +100,15 @@ Runner setup_plan(CLI::App& sub) {
       for (const Candidate& c : found.ranked) ranked.push_back(estimate_json(c, in));
       j["ranked"] = ranked;
       nlohmann::json rejected = nlohmann::json::object();
-      for (int i = 0; i < kRejectReasons; ++i) rejected[to_string(static_cast<Reject>(i))] = found.rejected[i];
-      j["search"] = {{"objective", to_string(so.objective)}, {"space_size", space.size()},
-                     {"evaluated", found.evaluated}, {"modelled", found.modelled},
-                     {"feasible", found.feasible}, {"rejected", rejected}, {"seconds", found.seconds}};
+      for (int i = 0; i < kRejectReasons; ++i)
+        rejected[to_string(static_cast<Reject>(i))] = found.rejected[i];
+      j["search"] = {{"objective", to_string(so.objective)},
+                     {"space_size", space.size()},
+                     {"evaluated", found.evaluated},
+                     {"modelled", found.modelled},
+                     {"feasible", found.feasible},
+                     {"rejected", rejected},
+                     {"seconds", found.seconds}};
       if (!fastest && found.have_least_memory) {
         j["closest"] = {{"plan", to_json(found.least_memory.plan)},
                         {"memory_bytes", found.least_memory.peak_bytes},
@@ -104,45 +119,54 @@ Runner setup_plan(CLI::App& sub) {
     }
 
     const TrainingSpec& tr = in.training;
-    std::cout << fmt::format("model    {}\ncluster  {}\ntraining {}, {}, sequence {}, global batch {}\n\n",
-                             describe_model(in.model), describe_cluster(in.cluster),
-                             tr.precision == Precision::fp32 ? "fp32" : std::string(to_string(tr.precision)) + " mixed precision",
-                             to_string(tr.optimizer), tr.seq_len, tr.global_batch);
+    std::cout << fmt::format(
+        "model    {}\ncluster  {}\ntraining {}, {}, sequence {}, global batch {}\n\n",
+        describe_model(in.model), describe_cluster(in.cluster),
+        tr.precision == Precision::fp32 ? "fp32"
+                                        : std::string(to_string(tr.precision)) + " mixed precision",
+        to_string(tr.optimizer), tr.seq_len, tr.global_batch);
     std::cout << render_ladder(ladder, in.cluster) << "\n";
     if (rec) {
-      std::cout << fmt::format("Recommended ({}, the simplest rung that works): {}\n  {} per step, {:.0f} tokens/s\n",
-                               to_string(rec->rung), describe(rec->plan.plan), format_seconds(rec->plan.step_s),
-                               rec->plan.tokens_per_s);
+      std::cout << fmt::format(
+          "Recommended ({}, the simplest rung that works): {}\n  {} per step, {:.0f} tokens/s\n",
+          to_string(rec->rung), describe(rec->plan.plan), format_seconds(rec->plan.step_s),
+          rec->plan.tokens_per_s);
     }
     if (fastest) {
-      std::cout << fmt::format("Fastest found: {}\n  {} per step, {:.0f} tokens/s", describe(fastest->plan),
-                               format_seconds(fastest->step_s), fastest->tokens_per_s);
+      std::cout << fmt::format("Fastest found: {}\n  {} per step, {:.0f} tokens/s",
+                               describe(fastest->plan), format_seconds(fastest->step_s),
+                               fastest->tokens_per_s);
       if (rec) {
         const double gap = rec->plan.step_s / fastest->step_s - 1;
         std::cout << fmt::format("; the recommended plan is {} slower", format_percent(gap));
       }
       std::cout << "\n\n";
-      std::cout << fmt::format("Top {} by {} ({} configurations evaluated, {} modelled, {} feasible, in {})\n",
-                               found.ranked.size(), to_string(so.objective), found.evaluated, found.modelled,
-                               found.feasible, format_seconds(found.seconds));
+      std::cout << fmt::format(
+          "Top {} by {} ({} configurations evaluated, {} modelled, {} feasible, in {})\n",
+          found.ranked.size(), to_string(so.objective), found.evaluated, found.modelled,
+          found.feasible, format_seconds(found.seconds));
       std::cout << render_ranked(found.ranked, in.cluster);
       std::cout << "Rejected:";
       for (int i = 0; i < kRejectReasons; ++i) {
-        if (found.rejected[i] > 0) std::cout << fmt::format(" {} {};", found.rejected[i], to_string(static_cast<Reject>(i)));
+        if (found.rejected[i] > 0)
+          std::cout << fmt::format(" {} {};", found.rejected[i], to_string(static_cast<Reject>(i)));
       }
       std::cout << "\n";
       if (so.objective != Objective::time) {
-        std::cout << "note: with the GPU count and global batch fixed, time, cost and throughput rank plans alike\n";
+        std::cout << "note: with the GPU count and global batch fixed, time, cost and throughput "
+                     "rank plans alike\n";
       }
       return 0;
     }
-    std::cout << fmt::format("No plan fits: of {} configurations, none fits in {} of device memory.\n",
-                             found.evaluated, format_gib(in.cluster.gpu.memory_bytes));
+    std::cout << fmt::format(
+        "No plan fits: of {} configurations, none fits in {} of device memory.\n", found.evaluated,
+        format_gib(in.cluster.gpu.memory_bytes));
     if (found.have_least_memory) {
-      std::cout << fmt::format("Closest: {} needs {} per device against {} ({:.1f}x the capacity).\n",
-                               describe(found.least_memory.plan), format_gib(found.least_memory.peak_bytes),
-                               format_gib(in.cluster.gpu.memory_bytes),
-                               found.least_memory.peak_bytes / in.cluster.gpu.memory_bytes);
+      std::cout << fmt::format(
+          "Closest: {} needs {} per device against {} ({:.1f}x the capacity).\n",
+          describe(found.least_memory.plan), format_gib(found.least_memory.peak_bytes),
+          format_gib(in.cluster.gpu.memory_bytes),
+          found.least_memory.peak_bytes / in.cluster.gpu.memory_bytes);
     }
     return 1;
   };

@@ -2,6 +2,8 @@
 // MPI + OpenBLAS on CPUs) and writes a calibrated cluster profile for `--cluster FILE`.
 // Exit status: 0 ok, 1 a correctness check failed (no profile written), 2 bad input or no
 // GPU / back-end here, 3 a peer stopped responding (the watchdog's report names it).
+#include "shardplan/probe.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -18,7 +20,6 @@
 #include "shardplan/error.hpp"
 #include "shardplan/layer.hpp"
 #include "shardplan/plan.hpp"
-#include "shardplan/probe.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan::cli {

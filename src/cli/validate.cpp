@@ -35,11 +35,13 @@ Runner setup_validate(CLI::App& sub) {
     bool json = false;
   };
   auto s = std::make_shared<State>();
-  sub.add_option("file", s->file,
-                 "Published-runs JSON (default: profiles/validation/published-runs.json, the runs the "
-                 "efficiencies were fitted on, then holdout-runs.json, runs they were not)");
+  sub.add_option(
+      "file", s->file,
+      "Published-runs JSON (default: profiles/validation/published-runs.json, the runs the "
+      "efficiencies were fitted on, then holdout-runs.json, runs they were not)");
   sub.add_option("--only", s->only, "Only runs whose id starts with this");
-  sub.add_option("--cluster", s->cluster.cluster, "Cluster to run every case on (default: each run's hardware)");
+  sub.add_option("--cluster", s->cluster.cluster,
+                 "Cluster to run every case on (default: each run's hardware)");
   sub.add_flag("--json", s->json, "Print JSON");
   return [s]() {
     ClusterOptions co;
@@ -48,8 +50,10 @@ Runner setup_validate(CLI::App& sub) {
     if (!s->file.empty()) {
       runs = load_published_runs(read_text_file(s->file, "file"), s->file, co);
     } else {
-      runs = load_published_runs(default_published_runs(), "profiles/validation/published-runs.json", co);
-      for (PublishedRun& r : load_published_runs(default_holdout_runs(), "profiles/validation/holdout-runs.json", co)) {
+      runs = load_published_runs(default_published_runs(),
+                                 "profiles/validation/published-runs.json", co);
+      for (PublishedRun& r : load_published_runs(default_holdout_runs(),
+                                                 "profiles/validation/holdout-runs.json", co)) {
         r.id = "holdout: " + r.id;
         runs.push_back(std::move(r));
       }
@@ -71,24 +75,36 @@ Runner setup_validate(CLI::App& sub) {
       if (s->json) {
         nlohmann::json cases = nlohmann::json::array();
         for (const auto& c : sum.cases) {
-          cases.push_back({{"id", c.run->id}, {"metric", to_string(c.run->metric)}, {"measured", c.run->measured},
-                           {"predicted", c.predicted}, {"error", c.error}, {"plan", to_json(c.plan)},
-                           {"fits", c.fits}, {"source", c.run->source}});
+          cases.push_back({{"id", c.run->id},
+                           {"metric", to_string(c.run->metric)},
+                           {"measured", c.run->measured},
+                           {"predicted", c.predicted},
+                           {"error", c.error},
+                           {"plan", to_json(c.plan)},
+                           {"fits", c.fits},
+                           {"source", c.run->source}});
         }
-        out.push_back({{"group", g}, {"cases", cases}, {"mean_abs_error", sum.mean_abs_error},
+        out.push_back({{"group", g},
+                       {"cases", cases},
+                       {"mean_abs_error", sum.mean_abs_error},
                        {"max_abs_error", sum.max_abs_error}});
         continue;
       }
       std::cout << "# " << g << "\n";
-      Table t({{"case", Table::Align::left}, {"metric", Table::Align::left}, {"measured"}, {"predicted"},
-               {"error"}, {"plan as predicted", Table::Align::left}});
+      Table t({{"case", Table::Align::left},
+               {"metric", Table::Align::left},
+               {"measured"},
+               {"predicted"},
+               {"error"},
+               {"plan as predicted", Table::Align::left}});
       for (const auto& c : sum.cases) {
         t.add_row({c.run->id, to_string(c.run->metric), fmt::format("{:.4g}", c.run->measured),
                    fmt::format("{:.4g}", c.predicted), fmt::format("{:+.1f}%", c.error * 100),
                    describe(c.plan) + (c.fits ? "" : " (does not fit)")});
       }
-      std::cout << t.render("") << fmt::format("mean |error| {:.1f}%, max |error| {:.1f}% over {} cases\n\n",
-                                               sum.mean_abs_error * 100, sum.max_abs_error * 100, sum.cases.size());
+      std::cout << t.render("")
+                << fmt::format("mean |error| {:.1f}%, max |error| {:.1f}% over {} cases\n\n",
+                               sum.mean_abs_error * 100, sum.max_abs_error * 100, sum.cases.size());
     }
     if (s->json) print_json(out);
     return 0;

@@ -10,12 +10,24 @@
 namespace shardplan {
 namespace {
 
-double ring_all_reduce(int n) { return 2.0 * (n - 1) / n; }
-double ring_gather(int n) { return static_cast<double>(n - 1) / n; }
-double one(int) { return 1.0; }
-double steps_all_reduce(int n) { return 2.0 * (n - 1); }
-double steps_ring(int n) { return n - 1.0; }
-double steps_one(int) { return 1.0; }
+double ring_all_reduce(int n) {
+  return 2.0 * (n - 1) / n;
+}
+double ring_gather(int n) {
+  return static_cast<double>(n - 1) / n;
+}
+double one(int) {
+  return 1.0;
+}
+double steps_all_reduce(int n) {
+  return 2.0 * (n - 1);
+}
+double steps_ring(int n) {
+  return n - 1.0;
+}
+double steps_one(int) {
+  return 1.0;
+}
 
 constexpr std::array<CollectiveInfo, kCollectives> kTable = {{
     {Collective::all_reduce, "all_reduce", "all_reduce_perf", ring_all_reduce, steps_all_reduce,
@@ -32,9 +44,13 @@ constexpr std::array<CollectiveInfo, kCollectives> kTable = {{
 
 }  // namespace
 
-std::span<const CollectiveInfo> collectives() { return kTable; }
+std::span<const CollectiveInfo> collectives() {
+  return kTable;
+}
 
-const CollectiveInfo& info(Collective c) { return kTable[static_cast<size_t>(c)]; }
+const CollectiveInfo& info(Collective c) {
+  return kTable[static_cast<size_t>(c)];
+}
 
 Collective parse_collective(const char* name, const char* field) {
   for (const auto& c : kTable) {
@@ -45,7 +61,9 @@ Collective parse_collective(const char* name, const char* field) {
                               "broadcast, all_to_all or send_recv");
 }
 
-double algbw(double bytes, double seconds) { return seconds > 0 ? bytes / seconds : 0; }
+double algbw(double bytes, double seconds) {
+  return seconds > 0 ? bytes / seconds : 0;
+}
 
 double busbw(Collective c, int ranks, double bytes, double seconds) {
   return algbw(bytes, seconds) * info(c).bus_factor(ranks);
@@ -79,7 +97,8 @@ double collective_time(Collective c, double bytes, const Placement& g, const Clu
     return latency + std::max(over_nics, inside);
   }
   if (c == Collective::send_recv) {
-    return latency + bytes / (crosses ? tier_busbw(cluster.inter, c) : tier_busbw(cluster.intra, c));
+    return latency +
+           bytes / (crosses ? tier_busbw(cluster.inter, c) : tier_busbw(cluster.intra, c));
   }
   return latency + bytes * info(c).bus_factor(g.ranks) / placement_busbw(c, g, cluster);
 }

@@ -7,11 +7,16 @@ namespace shardplan {
 
 const char* json_name(Parallelism p) {
   switch (p) {
-    case Parallelism::data: return "data_parallel";
-    case Parallelism::tensor: return "tensor_parallel";
-    case Parallelism::pipeline: return "pipeline_parallel";
-    case Parallelism::context: return "context_parallel";
-    case Parallelism::expert: return "expert_parallel";
+    case Parallelism::data:
+      return "data_parallel";
+    case Parallelism::tensor:
+      return "tensor_parallel";
+    case Parallelism::pipeline:
+      return "pipeline_parallel";
+    case Parallelism::context:
+      return "context_parallel";
+    case Parallelism::expert:
+      return "expert_parallel";
   }
   return "";
 }
@@ -19,15 +24,31 @@ const char* json_name(Parallelism p) {
 Placement placement_of(Parallelism which, const ParallelPlan& p, const ClusterSpec& c) {
   int size = 1, stride = 1;
   switch (which) {
-    case Parallelism::tensor: size = p.tp; stride = 1; break;
-    case Parallelism::context: size = p.cp; stride = p.tp; break;
-    case Parallelism::expert: size = p.ep; stride = p.tp * p.cp; break;  // ep is carved out of dp
-    case Parallelism::data: size = p.dp; stride = p.tp * p.cp; break;
-    case Parallelism::pipeline: size = p.pp; stride = p.tp * p.cp * p.dp; break;
+    case Parallelism::tensor:
+      size = p.tp;
+      stride = 1;
+      break;
+    case Parallelism::context:
+      size = p.cp;
+      stride = p.tp;
+      break;
+    case Parallelism::expert:
+      size = p.ep;
+      stride = p.tp * p.cp;
+      break;  // ep is carved out of dp
+    case Parallelism::data:
+      size = p.dp;
+      stride = p.tp * p.cp;
+      break;
+    case Parallelism::pipeline:
+      size = p.pp;
+      stride = p.tp * p.cp * p.dp;
+      break;
   }
   Placement g;
   g.ranks = size;
-  g.ranks_per_node = stride >= c.gpus_per_node ? 1 : std::max(1, std::min(size, c.gpus_per_node / stride));
+  g.ranks_per_node =
+      stride >= c.gpus_per_node ? 1 : std::max(1, std::min(size, c.gpus_per_node / stride));
   return g;
 }
 
@@ -53,11 +74,16 @@ Traffic CommBreakdown::total(Parallelism p) const {
     return a;
   };
   switch (p) {
-    case Parallelism::data: return add(dp_grads, dp_params);
-    case Parallelism::tensor: return tp;
-    case Parallelism::pipeline: return pp;
-    case Parallelism::context: return cp;
-    case Parallelism::expert: return ep;
+    case Parallelism::data:
+      return add(dp_grads, dp_params);
+    case Parallelism::tensor:
+      return tp;
+    case Parallelism::pipeline:
+      return pp;
+    case Parallelism::context:
+      return cp;
+    case Parallelism::expert:
+      return ep;
   }
   return {};
 }

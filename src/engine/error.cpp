@@ -1,8 +1,8 @@
 // The abort path for broken internal invariants (bugs), with file:line.
+#include "shardplan/error.hpp"
+
 #include <cstdio>
 #include <cstdlib>
-
-#include "shardplan/error.hpp"
 
 namespace shardplan {
 

@@ -12,27 +12,42 @@ namespace shardplan {
 
 const char* to_string(Rung r) {
   switch (r) {
-    case Rung::single_gpu: return "single-gpu";
-    case Rung::gradient_accumulation: return "gradient-accumulation";
-    case Rung::zero_1: return "zero-1";
-    case Rung::zero_2: return "zero-2";
-    case Rung::zero_3: return "zero-3";
-    case Rung::tensor_parallel: return "tensor-parallel";
-    case Rung::pipeline_parallel: return "pipeline-parallel";
+    case Rung::single_gpu:
+      return "single-gpu";
+    case Rung::gradient_accumulation:
+      return "gradient-accumulation";
+    case Rung::zero_1:
+      return "zero-1";
+    case Rung::zero_2:
+      return "zero-2";
+    case Rung::zero_3:
+      return "zero-3";
+    case Rung::tensor_parallel:
+      return "tensor-parallel";
+    case Rung::pipeline_parallel:
+      return "pipeline-parallel";
   }
   return "";
 }
 
 const char* to_string(Blocker b) {
   switch (b) {
-    case Blocker::none: return "none";
-    case Blocker::no_valid_plan: return "no_valid_plan";
-    case Blocker::gathered_layer: return "gathered_layer";
-    case Blocker::optimizer_state: return "optimizer_state";
-    case Blocker::weights: return "weights";
-    case Blocker::model_states: return "model_states";
-    case Blocker::activations: return "activations";
-    case Blocker::communication: return "communication";
+    case Blocker::none:
+      return "none";
+    case Blocker::no_valid_plan:
+      return "no_valid_plan";
+    case Blocker::gathered_layer:
+      return "gathered_layer";
+    case Blocker::optimizer_state:
+      return "optimizer_state";
+    case Blocker::weights:
+      return "weights";
+    case Blocker::model_states:
+      return "model_states";
+    case Blocker::activations:
+      return "activations";
+    case Blocker::communication:
+      return "communication";
   }
   return "";
 }
@@ -43,7 +58,8 @@ SearchSpace rung_space(Rung rung, const ModelSpec& m, const TrainingSpec& tr, co
   s.cp = {1};
   s.ep = {1};
   auto only = [](std::vector<int>& axis, int value) { axis = {value}; };
-  const int per_replica = c.gpus > 0 && tr.global_batch % c.gpus == 0 ? tr.global_batch / c.gpus : 0;
+  const int per_replica =
+      c.gpus > 0 && tr.global_batch % c.gpus == 0 ? tr.global_batch / c.gpus : 0;
   switch (rung) {
     case Rung::single_gpu:
     case Rung::gradient_accumulation:
@@ -86,7 +102,8 @@ SearchSpace rung_space(Rung rung, const ModelSpec& m, const TrainingSpec& tr, co
 namespace {
 
 // Names what keeps the least-memory plan of a rung off the device.
-void classify_memory(RungVerdict& v, const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c) {
+void classify_memory(RungVerdict& v, const ModelSpec& m, const TrainingSpec& tr,
+                     const ClusterSpec& c) {
   const ParallelPlan& p = v.plan.plan;
   const MemoryBreakdown mem = estimate_memory(m, tr, p, c);
   const StageMemory& s = mem.worst();

@@ -43,13 +43,13 @@ struct Shape {
   double b = 0;       // micro-batch
   double tokens = 0;  // s * b
   double h = 0;
-  double heads = 0;   // local query heads
-  double kv = 0;      // local key/value heads
-  double d = 0;       // head dim
-  double f = 0;       // local MLP width (one expert)
-  double r = 1;       // share of a sequence-region tensor this device holds (1/t with SP)
-  double e = 2;       // bytes per activation element
-  double mask = 1;    // bytes per dropout-mask element
+  double heads = 0;  // local query heads
+  double kv = 0;     // local key/value heads
+  double d = 0;      // head dim
+  double f = 0;      // local MLP width (one expert)
+  double r = 1;      // share of a sequence-region tensor this device holds (1/t with SP)
+  double e = 2;      // bytes per activation element
+  double mask = 1;   // bytes per dropout-mask element
 };
 
 Shape make_shape(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p) {
@@ -103,16 +103,16 @@ void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const
     blk.ops.push_back(op);
   } else {
     // Megatron-LM's unfused core attention: QK^T, fused scale-mask-softmax, dropout, AV.
-    Op scores = gemm("attention scores", x.s, x.s_kv, x.d, x.b * x.heads, x.e,
-                     (q_elems + kv_elems) * x.e);
+    Op scores =
+        gemm("attention scores", x.s, x.s_kv, x.d, x.b * x.heads, x.e, (q_elems + kv_elems) * x.e);
     blk.ops.push_back(scores);
     blk.ops.push_back(elementwise("softmax", 2.0 * score_elems * x.e, score_elems * x.e, true));
     if (m.dropout) {
       blk.ops.push_back(elementwise("attention dropout", score_elems * (2.0 * x.e + x.mask),
                                     score_elems * (x.mask + x.e), true));
     }
-    blk.ops.push_back(gemm("attention over values", x.s, x.d, x.s_kv, x.b * x.heads, x.e,
-                           kv_elems * x.e));
+    blk.ops.push_back(
+        gemm("attention over values", x.s, x.d, x.s_kv, x.b * x.heads, x.e, kv_elems * x.e));
   }
   blk.ops.push_back(gemm("output projection", x.tokens, x.h, x.heads * x.d, 1, x.e, q_elems * x.e));
   blk.ops.push_back(residual_op("attention residual", x, m.dropout));
@@ -177,8 +177,8 @@ MicroBatchWork describe_micro_batch(const ModelSpec& m, const TrainingSpec& tr,
   const double seq_region = x.tokens * x.h * x.r;
   emb.ops.push_back(elementwise("embedding lookup", 2.0 * x.tokens * x.h * x.e, 0));
   if (m.dropout) {
-    emb.ops.push_back(elementwise("embedding dropout", seq_region * (2.0 * x.e + x.mask),
-                                  seq_region * x.mask));
+    emb.ops.push_back(
+        elementwise("embedding dropout", seq_region * (2.0 * x.e + x.mask), seq_region * x.mask));
   }
   if (p.tp > 1) {
     // Vocabulary-parallel lookup: partial rows are summed (reduce-scattered with SP).

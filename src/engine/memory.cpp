@@ -49,9 +49,15 @@ StateBytes state_bytes_per_param(const ModelSpec& m, const TrainingSpec& tr) {
   b.gradients = mixed && !tr.fp32_grads ? 2.0 : 4.0;
   const double master = mixed ? 4.0 : 0.0;  // fp32 copy the optimizer updates
   switch (tr.optimizer) {
-    case OptimizerKind::adamw: b.optimizer = master + 4.0 + 4.0; break;  // momentum + variance
-    case OptimizerKind::sgd_momentum: b.optimizer = master + 4.0; break;
-    case OptimizerKind::adafactor: b.optimizer = master + adafactor_bytes_per_param(m); break;
+    case OptimizerKind::adamw:
+      b.optimizer = master + 4.0 + 4.0;
+      break;  // momentum + variance
+    case OptimizerKind::sgd_momentum:
+      b.optimizer = master + 4.0;
+      break;
+    case OptimizerKind::adafactor:
+      b.optimizer = master + adafactor_bytes_per_param(m);
+      break;
     case OptimizerKind::adam_8bit:
       // bitsandbytes blockwise 8-bit states: 1 byte each for momentum and variance, plus an
       // fp32 absmax per 256-element block for each (Dettmers et al. 2022).
@@ -91,7 +97,8 @@ MemoryInputs memory_inputs(const ModelSpec& m, const TrainingSpec& tr, const Par
   MemoryInputs in;
   in.per_param = state_bytes_per_param(m, tr);
   in.activations_known = m.has_architecture();
-  if (in.activations_known) in.activations = activation_profile(describe_micro_batch(m, tr, p), m, tr, p);
+  if (in.activations_known)
+    in.activations = activation_profile(describe_micro_batch(m, tr, p), m, tr, p);
   return in;
 }
 
@@ -124,7 +131,8 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
     s.layers_in_flight = layers_in_flight(m.layers, p, micro_batches, stage);
     s.layer_activations_bytes = s.layers_in_flight * a.layer_saved[static_cast<int>(p.recompute)];
     s.activations_bytes = s.layer_activations_bytes;
-    if (first) s.activations_bytes += (p.pp == 1 ? 1.0 : std::min(p.pp, micro_batches)) * a.embedding_saved;
+    if (first)
+      s.activations_bytes += (p.pp == 1 ? 1.0 : std::min(p.pp, micro_batches)) * a.embedding_saved;
     if (last) {
       s.activations_bytes += a.head_saved;
       s.logits_bytes = a.logits;

@@ -14,7 +14,9 @@ double norm_params(const ModelSpec& m) {
   return m.norm == NormKind::layernorm ? 2.0 * m.hidden : 1.0 * m.hidden;
 }
 
-double mlp_matrices(const ModelSpec& m) { return m.gated_mlp() ? 3.0 : 2.0; }
+double mlp_matrices(const ModelSpec& m) {
+  return m.gated_mlp() ? 3.0 : 2.0;
+}
 
 // One expert's (or the dense MLP's) parameters: up (and gate) and down projections.
 double one_mlp(const ModelSpec& m) {
@@ -50,8 +52,8 @@ ParamCounts count_params(const ModelSpec& m) {
   l.mlp_active = active_experts * one_mlp(m);
   l.router = m.is_moe() ? h * m.experts : 0;
   l.norms = 2.0 * norm_params(m);
-  l.matmul_active = attention_matrices + active_experts * mlp_matrices(m) * h * m.ffn_hidden +
-                    l.router;
+  l.matmul_active =
+      attention_matrices + active_experts * mlp_matrices(m) * h * m.ffn_hidden + l.router;
 
   c.embedding = static_cast<double>(m.vocab) * h;
   c.positions = m.positions == PositionKind::learned ? static_cast<double>(m.max_positions) * h : 0;
@@ -103,7 +105,10 @@ DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int sta
   const bool last = stage == plan.pp - 1;
   // Vocabulary-parallel embedding and LM head (Megatron-LM VocabParallelEmbedding).
   const double table = static_cast<double>(m.vocab) * h / t;
-  if (first) d.dense += table + (m.positions == PositionKind::learned ? static_cast<double>(m.max_positions) * h : 0);
+  if (first)
+    d.dense +=
+        table +
+        (m.positions == PositionKind::learned ? static_cast<double>(m.max_positions) * h : 0);
   if (last) {
     d.dense += norm_params(m);
     if (!m.tied_embeddings || plan.pp > 1) d.dense += table;

@@ -39,7 +39,8 @@ std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
                      "product of the degrees must equal --gpus",
                      p.dp, p.tp, p.pp, p.cp, p.gpus(), c.gpus));
   }
-  if (p.zero < 0 || p.zero > 3) fail("--zero", fmt::format("{} is not a ZeRO stage; use 0-3", p.zero));
+  if (p.zero < 0 || p.zero > 3)
+    fail("--zero", fmt::format("{} is not a ZeRO stage; use 0-3", p.zero));
   if (p.tp > c.gpus_per_node && !rules.allow_tp_across_nodes) {
     fail("--tp", fmt::format("tensor parallel {} spans more than the {} GPUs of a node; keep tp "
                              "<= {} or pass --allow-tp-across-nodes",
@@ -53,7 +54,8 @@ std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
                                     to_string(tr.precision)));
   }
   if (p.sequence_parallel && p.tp == 1) {
-    fail("--sequence-parallel", "sequence parallelism splits tensor-parallel regions; it needs --tp > 1");
+    fail("--sequence-parallel",
+         "sequence parallelism splits tensor-parallel regions; it needs --tp > 1");
   }
   if (tr.global_batch % (static_cast<long long>(p.dp) * p.micro_batch) != 0) {
     fail("--global-batch",
@@ -70,22 +72,24 @@ std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
     return out;
   }
   if (m.heads % p.tp != 0) {
-    fail("--tp", fmt::format("tensor parallel {} does not divide the {} attention heads", p.tp,
-                             m.heads));
+    fail("--tp",
+         fmt::format("tensor parallel {} does not divide the {} attention heads", p.tp, m.heads));
   } else if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {
     fail("--tp", fmt::format("tensor parallel {} neither divides nor is a multiple of the {} "
                              "key/value heads",
                              p.tp, m.kv_heads));
   }
   if (m.ffn_hidden % p.tp != 0) {
-    fail("--tp", fmt::format("tensor parallel {} does not divide the MLP width {}", p.tp,
-                             m.ffn_hidden));
+    fail("--tp",
+         fmt::format("tensor parallel {} does not divide the MLP width {}", p.tp, m.ffn_hidden));
   }
   if (p.pp > m.layers) {
-    fail("--pp", fmt::format("{} pipeline stages for {} layers; use at most {}", p.pp, m.layers, m.layers));
+    fail("--pp",
+         fmt::format("{} pipeline stages for {} layers; use at most {}", p.pp, m.layers, m.layers));
   } else if (p.interleave > 1 && m.layers % (p.pp * p.interleave) != 0) {
-    fail("--interleave", fmt::format("{} layers do not split into pp {} x interleave {} equal chunks",
-                                     m.layers, p.pp, p.interleave));
+    fail("--interleave",
+         fmt::format("{} layers do not split into pp {} x interleave {} equal chunks", m.layers,
+                     p.pp, p.interleave));
   }
   if (p.interleave > 1) {
     if (p.pp == 1) fail("--interleave", "interleaving needs pipeline parallel (--pp > 1)");

@@ -24,9 +24,12 @@ namespace shardplan {
 
 const char* to_string(Objective o) {
   switch (o) {
-    case Objective::time: return "time";
-    case Objective::cost: return "cost";
-    case Objective::throughput: return "throughput";
+    case Objective::time:
+      return "time";
+    case Objective::cost:
+      return "cost";
+    case Objective::throughput:
+      return "throughput";
   }
   return "";
 }
@@ -40,15 +43,24 @@ Objective parse_objective(const std::string& text, const std::string& field) {
 
 const char* to_string(Reject r) {
   switch (r) {
-    case Reject::tp_shape: return "tp does not divide heads, KV heads or MLP width";
-    case Reject::tp_node: return "tp spans nodes";
-    case Reject::pp_layers: return "more stages than layers, or interleaved chunks of unequal size";
-    case Reject::batch: return "global batch does not split into dp x micro-batch";
-    case Reject::interleave: return "interleaving needs pp > 1 and micro-batches a multiple of pp";
-    case Reject::sequence_parallel: return "sequence parallel needs tp > 1";
-    case Reject::context_parallel: return "cp does not divide the sequence";
-    case Reject::expert_parallel: return "ep does not divide the experts or dp x cp";
-    case Reject::memory: return "does not fit in device memory";
+    case Reject::tp_shape:
+      return "tp does not divide heads, KV heads or MLP width";
+    case Reject::tp_node:
+      return "tp spans nodes";
+    case Reject::pp_layers:
+      return "more stages than layers, or interleaved chunks of unequal size";
+    case Reject::batch:
+      return "global batch does not split into dp x micro-batch";
+    case Reject::interleave:
+      return "interleaving needs pp > 1 and micro-batches a multiple of pp";
+    case Reject::sequence_parallel:
+      return "sequence parallel needs tp > 1";
+    case Reject::context_parallel:
+      return "cp does not divide the sequence";
+    case Reject::expert_parallel:
+      return "ep does not divide the experts or dp x cp";
+    case Reject::memory:
+      return "does not fit in device memory";
   }
   return "";
 }
@@ -78,16 +90,18 @@ SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const Cluster
   s.pp = m.has_architecture() ? divisors(c.gpus, m.layers) : std::vector<int>{1};
   // Context parallelism pays off only for long sequences (Llama 3 uses it from 128k; Megatron
   // recommends it past 8k); below that it only adds traffic.
-  s.cp = tr.seq_len >= 8192 ? divisors(c.gpus, std::min(tr.seq_len / 4096, 16)) : std::vector<int>{1};
+  s.cp =
+      tr.seq_len >= 8192 ? divisors(c.gpus, std::min(tr.seq_len / 4096, 16)) : std::vector<int>{1};
   s.ep = m.is_moe() ? divisors(m.experts, m.experts) : std::vector<int>{1};
   s.zero = {0, 1, 2, 3};
   s.micro_batch = divisors(tr.global_batch, std::min(tr.global_batch, 64));
   s.interleave = m.has_architecture() ? divisors(m.layers, 8) : std::vector<int>{1};
   // Selective recompute redoes the core attention's softmax and dropout; fused (flash)
   // attention keeps none of those tensors, so there it is the same plan as no recompute.
-  s.recompute = tr.attention == AttentionKind::flash
-                    ? std::vector<Recompute>{Recompute::none, Recompute::full}
-                    : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
+  s.recompute =
+      tr.attention == AttentionKind::flash
+          ? std::vector<Recompute>{Recompute::none, Recompute::full}
+          : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
   s.sequence_parallel = {false, true};
   return s;
 }
@@ -101,7 +115,8 @@ bool first_rule_broken(const ModelSpec& m, const TrainingSpec& tr, const Paralle
   if (p.sequence_parallel && p.tp == 1) return fail(Reject::sequence_parallel);
   if (p.tp > c.gpus_per_node && !rules.allow_tp_across_nodes) return fail(Reject::tp_node);
   if (tr.seq_len % p.cp != 0) return fail(Reject::context_parallel);
-  if (tr.global_batch % (static_cast<long long>(p.dp) * p.micro_batch) != 0) return fail(Reject::batch);
+  if (tr.global_batch % (static_cast<long long>(p.dp) * p.micro_batch) != 0)
+    return fail(Reject::batch);
   if (m.has_architecture()) {
     if (m.heads % p.tp != 0 || (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) ||
         m.ffn_hidden % p.tp != 0) {
@@ -129,8 +144,16 @@ using Key = std::tuple<double, int, int, int, int, int, int, int, int, int>;
 
 Key key_of(const Candidate& c) {
   const ParallelPlan& p = c.plan;
-  return {c.objective, p.tp, p.pp, p.cp, p.ep, p.zero, p.micro_batch, static_cast<int>(p.recompute),
-          p.sequence_parallel ? 1 : 0, p.interleave};
+  return {c.objective,
+          p.tp,
+          p.pp,
+          p.cp,
+          p.ep,
+          p.zero,
+          p.micro_batch,
+          static_cast<int>(p.recompute),
+          p.sequence_parallel ? 1 : 0,
+          p.interleave};
 }
 
 struct Worse {
@@ -153,9 +176,12 @@ struct Group {
 
 double objective_of(Objective o, const Candidate& c, int gpus) {
   switch (o) {
-    case Objective::time: return c.step_s;
-    case Objective::cost: return c.step_s * gpus;  // GPU-seconds per step
-    case Objective::throughput: return -c.tokens_per_s;
+    case Objective::time:
+      return c.step_s;
+    case Objective::cost:
+      return c.step_s * gpus;  // GPU-seconds per step
+    case Objective::throughput:
+      return -c.tokens_per_s;
   }
   return c.step_s;
 }
@@ -249,15 +275,17 @@ SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpe
       }
     }
   }
-  const int threads = std::max(1, opt.threads > 0 ? opt.threads
-                                                  : static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = std::max(
+      1, opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()));
   std::vector<Partial> partials(static_cast<size_t>(threads));
   std::atomic<size_t> next{0};
   auto worker = [&](Partial& out) {
-    for (size_t i = next++; i < groups.size(); i = next++) run_group(groups[i], m, tr, c, space, opt, out);
+    for (size_t i = next++; i < groups.size(); i = next++)
+      run_group(groups[i], m, tr, c, space, opt, out);
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker, std::ref(partials[static_cast<size_t>(t)]));
+  for (int t = 1; t < threads; ++t)
+    pool.emplace_back(worker, std::ref(partials[static_cast<size_t>(t)]));
   worker(partials[0]);
   for (auto& t : pool) t.join();
 
@@ -277,7 +305,8 @@ SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpe
       r.have_least_memory = true;
     }
   }
-  std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return key_of(a) < key_of(b); });
+  std::sort(all.begin(), all.end(),
+            [](const Candidate& a, const Candidate& b) { return key_of(a) < key_of(b); });
   if (static_cast<int>(all.size()) > opt.top_k) all.resize(static_cast<size_t>(opt.top_k));
   r.ranked = std::move(all);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -31,9 +31,8 @@ constexpr Name<OptimizerKind> kOptimizerNames[] = {{OptimizerKind::adamw, "adamw
                                                    {OptimizerKind::sgd_momentum, "sgd"},
                                                    {OptimizerKind::adafactor, "adafactor"},
                                                    {OptimizerKind::adam_8bit, "adam8bit"}};
-constexpr Name<Recompute> kRecomputeNames[] = {{Recompute::none, "none"},
-                                               {Recompute::selective, "selective"},
-                                               {Recompute::full, "full"}};
+constexpr Name<Recompute> kRecomputeNames[] = {
+    {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
 constexpr Name<AttentionKind> kAttentionNames[] = {{AttentionKind::flash, "flash"},
                                                    {AttentionKind::standard, "standard"}};
 constexpr Name<MathDtype> kDtypeNames[] = {{MathDtype::fp64, "fp64"}, {MathDtype::fp32, "fp32"},
@@ -75,14 +74,30 @@ E parse_name(const Name<E> (&table)[N], const std::string& text, const std::stri
 
 }  // namespace
 
-const char* to_string(MlpKind v) { return name_of(kMlpNames, v); }
-const char* to_string(NormKind v) { return name_of(kNormNames, v); }
-const char* to_string(PositionKind v) { return name_of(kPositionNames, v); }
-const char* to_string(Precision v) { return name_of(kPrecisionNames, v); }
-const char* to_string(OptimizerKind v) { return name_of(kOptimizerNames, v); }
-const char* to_string(Recompute v) { return name_of(kRecomputeNames, v); }
-const char* to_string(AttentionKind v) { return name_of(kAttentionNames, v); }
-const char* to_string(MathDtype v) { return name_of(kDtypeNames, v); }
+const char* to_string(MlpKind v) {
+  return name_of(kMlpNames, v);
+}
+const char* to_string(NormKind v) {
+  return name_of(kNormNames, v);
+}
+const char* to_string(PositionKind v) {
+  return name_of(kPositionNames, v);
+}
+const char* to_string(Precision v) {
+  return name_of(kPrecisionNames, v);
+}
+const char* to_string(OptimizerKind v) {
+  return name_of(kOptimizerNames, v);
+}
+const char* to_string(Recompute v) {
+  return name_of(kRecomputeNames, v);
+}
+const char* to_string(AttentionKind v) {
+  return name_of(kAttentionNames, v);
+}
+const char* to_string(MathDtype v) {
+  return name_of(kDtypeNames, v);
+}
 
 MlpKind parse_mlp(const std::string& text, const std::string& field) {
   return parse_name(kMlpNames, text, field,
@@ -121,14 +136,20 @@ void share_nics(ClusterSpec& c) {
 
 MathDtype math_dtype(Precision p) {
   switch (p) {
-    case Precision::fp32: return MathDtype::fp32;
-    case Precision::bf16: return MathDtype::bf16;
-    case Precision::fp16: return MathDtype::fp16;
-    case Precision::fp8: return MathDtype::fp8;
+    case Precision::fp32:
+      return MathDtype::fp32;
+    case Precision::bf16:
+      return MathDtype::bf16;
+    case Precision::fp16:
+      return MathDtype::fp16;
+    case Precision::fp8:
+      return MathDtype::fp8;
   }
   return MathDtype::bf16;
 }
 
-double activation_bytes(Precision p) { return p == Precision::fp32 ? 4.0 : 2.0; }
+double activation_bytes(Precision p) {
+  return p == Precision::fp32 ? 4.0 : 2.0;
+}
 
 }  // namespace shardplan

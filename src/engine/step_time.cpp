@@ -22,14 +22,17 @@ double peak_of(const GpuSpec& gpu, MathDtype dtype) {
 }
 
 // Attention kernels run in 16-bit even when the GEMMs run in fp8 (Transformer Engine).
-MathDtype attention_dtype(MathDtype gemm) { return gemm == MathDtype::fp8 ? MathDtype::bf16 : gemm; }
+MathDtype attention_dtype(MathDtype gemm) {
+  return gemm == MathDtype::fp8 ? MathDtype::bf16 : gemm;
+}
 
 double stream_s(double bytes, const GpuSpec& gpu) {
   return bytes / (gpu.hbm_bytes_per_s * gpu.memory_efficiency);
 }
 
 double gemm_s(double flops, double bytes, const GpuSpec& gpu, MathDtype dtype) {
-  return std::max(flops / (peak_of(gpu, dtype) * gemm_efficiency(gpu, flops)), stream_s(bytes, gpu));
+  return std::max(flops / (peak_of(gpu, dtype) * gemm_efficiency(gpu, flops)),
+                  stream_s(bytes, gpu));
 }
 
 }  // namespace
@@ -52,11 +55,13 @@ double gemm_efficiency(const GpuSpec& gpu, double flops) {
 
 double op_forward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
   switch (op.kind) {
-    case OpKind::gemm: return gemm_s(op.flops, op.bytes, gpu, dtype);
+    case OpKind::gemm:
+      return gemm_s(op.flops, op.bytes, gpu, dtype);
     case OpKind::attention:
       return op.flops / (peak_of(gpu, attention_dtype(dtype)) * gpu.attention_efficiency) +
              gpu.kernel_overhead_s;
-    case OpKind::elementwise: return stream_s(op.bytes, gpu) + gpu.kernel_overhead_s;
+    case OpKind::elementwise:
+      return stream_s(op.bytes, gpu) + gpu.kernel_overhead_s;
   }
   return 0;
 }
@@ -97,7 +102,8 @@ double forward_model_flops(const ModelSpec& m, double sequences, int seq_len) {
   const ParamCounts c = count_params(m);
   const double tokens = sequences * seq_len;
   if (!m.has_architecture()) return 2.0 * tokens * c.total;
-  const double per_token = m.layers * c.layer.matmul_active + static_cast<double>(m.hidden) * m.vocab;
+  const double per_token =
+      m.layers * c.layer.matmul_active + static_cast<double>(m.hidden) * m.vocab;
   const double attention = 4.0 * sequences * m.layers * static_cast<double>(seq_len) * seq_len *
                            (static_cast<double>(m.heads) * m.head_dim);
   return 2.0 * tokens * per_token + attention;
@@ -115,7 +121,8 @@ double tp_forward_s(const TpTraffic& t, const Placement& g, const ClusterSpec& c
 double tp_backward_s(const TpTraffic& t, const Placement& g, const ClusterSpec& c) {
   if (t.bytes <= 0 || g.ranks <= 1) return 0;
   return t.all_reduces * collective_time(Collective::all_reduce, t.bytes, g, c) +
-         (t.gathers + t.backward_regathers) * collective_time(Collective::all_gather, t.bytes, g, c) +
+         (t.gathers + t.backward_regathers) *
+             collective_time(Collective::all_gather, t.bytes, g, c) +
          t.scatters * collective_time(Collective::reduce_scatter, t.bytes, g, c);
 }
 
@@ -170,9 +177,9 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
 namespace {
 
 struct StageCost {
-  double compute_s = 0;   // forward + backward + recompute of one micro-batch
+  double compute_s = 0;  // forward + backward + recompute of one micro-batch
   double recompute_s = 0;
-  double forward_s = 0;   // compute windows that communication can hide behind
+  double forward_s = 0;  // compute windows that communication can hide behind
   double backward_s = 0;
   double tp_s = 0, tp_exposed_s = 0, tp_calls = 0;
   double cp_s = 0, cp_exposed_s = 0;
@@ -183,7 +190,9 @@ struct StageCost {
   double zero3_fwd_exposed_s = 0, zero3_bwd_exposed_s = 0;
   double params = 0;
   double layers = 0;
-  double total() const { return compute_s + tp_exposed_s + cp_exposed_s + ep_s + pp_s + zero3_exposed_s; }
+  double total() const {
+    return compute_s + tp_exposed_s + cp_exposed_s + ep_s + pp_s + zero3_exposed_s;
+  }
 };
 
 // Bytes the optimizer step streams per local parameter, pass by pass as Megatron-LM's mixed-
@@ -285,7 +294,8 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
       s.zero3_s = n * (2.0 * s.zero3_ag_s + s.zero3_rs_s);
       if (tr.overlap_param_gather) {
         s.zero3_fwd_exposed_s = s.zero3_ag_s + n * std::max(0.0, s.zero3_ag_s - s.forward_s / n);
-        s.zero3_bwd_exposed_s = s.zero3_ag_s + n * std::max(0.0, s.zero3_ag_s + s.zero3_rs_s - s.backward_s / n);
+        s.zero3_bwd_exposed_s =
+            s.zero3_ag_s + n * std::max(0.0, s.zero3_ag_s + s.zero3_rs_s - s.backward_s / n);
       } else {
         s.zero3_fwd_exposed_s = n * s.zero3_ag_s;
         s.zero3_bwd_exposed_s = n * (s.zero3_ag_s + s.zero3_rs_s);
@@ -303,8 +313,9 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
                           : middle.total() > first.total()                              ? middle
                                                                                         : first;
   t.critical_stage = &crit == &first ? 0 : &crit == &last ? p.pp - 1 : 1;
-  const double average = p.pp > 1 ? (first.total() + last.total() + (p.pp - 2) * middle.total()) / p.pp
-                                   : first.total();
+  const double average = p.pp > 1
+                             ? (first.total() + last.total() + (p.pp - 2) * middle.total()) / p.pp
+                             : first.total();
   t.compute_s = mb * crit.compute_s;
   t.recompute_s = mb * crit.recompute_s;
   t.bubble_s = p.pp > 1 ? (p.pp - 1.0) / p.interleave * average : 0.0;
@@ -332,11 +343,14 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
     }
   } else if (p.zero == 3 && replicas > 1) {
     const double units = crit.zero3_units;
-    set_traffic(comm.dp_params, Collective::all_gather, crit.params / units * per.weights, 2.0 * units * mb, dp, c);
-    set_traffic(comm.dp_grads, Collective::reduce_scatter, crit.params / units * per.gradients, units * mb, dp, c);
+    set_traffic(comm.dp_params, Collective::all_gather, crit.params / units * per.weights,
+                2.0 * units * mb, dp, c);
+    set_traffic(comm.dp_grads, Collective::reduce_scatter, crit.params / units * per.gradients,
+                units * mb, dp, c);
     // Backward waits on gathers and reduce-scatters alike: split its exposure by their times.
     const double bwd_gather = crit.zero3_ag_s / std::max(1e-30, crit.zero3_ag_s + crit.zero3_rs_s);
-    comm.dp_params.exposed_s = mb * (crit.zero3_fwd_exposed_s + bwd_gather * crit.zero3_bwd_exposed_s);
+    comm.dp_params.exposed_s =
+        mb * (crit.zero3_fwd_exposed_s + bwd_gather * crit.zero3_bwd_exposed_s);
     comm.dp_grads.exposed_s = mb * (1.0 - bwd_gather) * crit.zero3_bwd_exposed_s;
   }
   if (m.has_architecture() && p.tp > 1) {
@@ -366,7 +380,8 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
   // Optimizer: memory-bound passes over the local (ZeRO-sharded) parameters.
   const double local = p.zero >= 1 ? stage_params / replicas : stage_params;
   if (m.has_architecture()) {
-    t.optimizer_s = local * optimizer_bytes_per_param(per, tr) / (c.gpu.hbm_bytes_per_s * c.gpu.memory_efficiency);
+    t.optimizer_s = local * optimizer_bytes_per_param(per, tr) /
+                    (c.gpu.hbm_bytes_per_s * c.gpu.memory_efficiency);
   } else {
     t.optimizer_in_mfu = true;  // folded into the assumed MFU
   }
@@ -385,9 +400,8 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
             : 0.0;
     ev.hardware_flops = ev.model_flops + recomputed;
   }
-  ev.peak_bytes = mem.activations_known || !m.has_architecture()
-                      ? peak_memory_bytes(m, tr, p, c, mem)
-                      : 0;
+  ev.peak_bytes =
+      mem.activations_known || !m.has_architecture() ? peak_memory_bytes(m, tr, p, c, mem) : 0;
   return ev;
 }
 

@@ -33,8 +33,8 @@ NumberAndRest split_number(const std::string& text, const std::string& field,
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(begin, end, value);
   if (ec != std::errc() || ptr == begin) {
-    throw InputError(field, "'" + text + "' is not a number; expected e.g. " +
-                                std::string(example));
+    throw InputError(field,
+                     "'" + text + "' is not a number; expected e.g. " + std::string(example));
   }
   if (!std::isfinite(value)) throw InputError(field, "'" + text + "' is not finite");
   return {value, std::string(ptr, end)};
@@ -49,12 +49,18 @@ double require_positive(double value, std::string_view text, const std::string& 
 
 double decimal_prefix(char c) {
   switch (c) {
-    case 'k': return 1e3;
-    case 'm': return 1e6;
-    case 'g': return 1e9;
-    case 't': return 1e12;
-    case 'p': return 1e15;
-    default: return 0;
+    case 'k':
+      return 1e3;
+    case 'm':
+      return 1e6;
+    case 'g':
+      return 1e9;
+    case 't':
+      return 1e12;
+    case 'p':
+      return 1e15;
+    default:
+      return 0;
   }
 }
 
@@ -73,8 +79,7 @@ double parse_count(std::string_view text, const std::string& field) {
   } else if (rest == "t") {
     scale = 1e12;
   } else if (!rest.empty()) {
-    throw InputError(field, "'" + std::string(text) +
-                                "' has an unknown suffix '" + rest +
+    throw InputError(field, "'" + std::string(text) + "' has an unknown suffix '" + rest +
                                 "'; valid suffixes are k, M, B (billion) and T");
   }
   return require_positive(value * scale, text, field);
@@ -83,7 +88,8 @@ double parse_count(std::string_view text, const std::string& field) {
 double parse_bandwidth(std::string_view text, const std::string& field) {
   const std::string s = lower_without_spaces(text);
   auto [value, rest] = split_number(s, field, "900GB/s, 10Gbit/s, 400Gb/s");
-  if (rest.empty() || rest == "b/s" || rest == "bytes/s") return require_positive(value, text, field);
+  if (rest.empty() || rest == "b/s" || rest == "bytes/s")
+    return require_positive(value, text, field);
   const double prefix = decimal_prefix(rest[0]);
   const std::string unit = prefix > 0 ? rest.substr(1) : rest;
   double bytes_per_unit = 0;
@@ -111,7 +117,12 @@ double parse_bytes(std::string_view text, const std::string& field) {
   double scale = 0;
   if (rest.size() == 3 && rest[1] == 'i' && rest[2] == 'b') {
     const double p = decimal_prefix(rest[0]);
-    const int power = p == 1e3 ? 1 : p == 1e6 ? 2 : p == 1e9 ? 3 : p == 1e12 ? 4 : p == 1e15 ? 5 : 0;
+    const int power = p == 1e3    ? 1
+                      : p == 1e6  ? 2
+                      : p == 1e9  ? 3
+                      : p == 1e12 ? 4
+                      : p == 1e15 ? 5
+                                  : 0;
     if (power > 0) scale = std::pow(1024.0, power);
   } else if (rest.size() == 2 && rest[1] == 'b') {
     scale = decimal_prefix(rest[0]);
@@ -132,7 +143,8 @@ double parse_duration(std::string_view text, const std::string& field) {
   if (rest == "h" || rest == "hr" || rest == "hours") scale = 3600;
   if (rest == "d" || rest == "days") scale = 86400;
   if (scale == 0) {
-    throw InputError(field, "'" + std::string(text) + "' is not a duration; use e.g. 30min, 2h, 90s");
+    throw InputError(field,
+                     "'" + std::string(text) + "' is not a duration; use e.g. 30min, 2h, 90s");
   }
   return require_positive(value * scale, text, field);
 }

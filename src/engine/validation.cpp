@@ -14,12 +14,18 @@ namespace shardplan {
 
 const char* to_string(Metric m) {
   switch (m) {
-    case Metric::iteration_time_s: return "iteration_time_s";
-    case Metric::tflops_per_gpu: return "tflops_per_gpu";
-    case Metric::layer_fwd_bwd_ms: return "layer_fwd_bwd_ms";
-    case Metric::activations_gib: return "activations_gib";
-    case Metric::tokens_per_s_per_gpu: return "tokens_per_s_per_gpu";
-    case Metric::model_tflops_per_gpu: return "model_tflops_per_gpu";
+    case Metric::iteration_time_s:
+      return "iteration_time_s";
+    case Metric::tflops_per_gpu:
+      return "tflops_per_gpu";
+    case Metric::layer_fwd_bwd_ms:
+      return "layer_fwd_bwd_ms";
+    case Metric::activations_gib:
+      return "activations_gib";
+    case Metric::tokens_per_s_per_gpu:
+      return "tokens_per_s_per_gpu";
+    case Metric::model_tflops_per_gpu:
+      return "model_tflops_per_gpu";
   }
   return "";
 }
@@ -41,7 +47,8 @@ double predicted_value(const PublishedRun& run, const ParallelPlan& p, bool* fit
       double rec = 0;
       if (p.recompute == Recompute::full) rec = cost.layer.forward_s;
       if (p.recompute == Recompute::selective) rec = cost.layer.selective_s;
-      const double tp = (p.recompute == Recompute::full ? 2.0 : 1.0) * cost.tp_forward_s + cost.tp_backward_s;
+      const double tp =
+          (p.recompute == Recompute::full ? 2.0 : 1.0) * cost.tp_forward_s + cost.tp_backward_s;
       *fits = true;
       return (cost.layer.forward_s + cost.layer.backward_s + rec + tp) * 1e3;
     }
@@ -74,8 +81,8 @@ Prediction predict(const PublishedRun& run) {
   Prediction best;
   best.run = &run;
   const int per_replica = run.training.global_batch / std::max(1, run.plan.dp);
-  std::vector<int> micro = run.micro_batch_known ? std::vector<int>{run.plan.micro_batch}
-                                                 : divisors(per_replica, 16);
+  std::vector<int> micro =
+      run.micro_batch_known ? std::vector<int>{run.plan.micro_batch} : divisors(per_replica, 16);
   // An unstated interleaving is Megatron-LM's default schedule (plain 1F1B): interleaving needs
   // a flag the papers would have reported.
   std::vector<int> interleave{run.interleave_known ? run.plan.interleave : 1};
@@ -84,7 +91,8 @@ Prediction predict(const PublishedRun& run) {
     std::erase(interleave, 1);
   }
   const bool faster_is_smaller = run.metric == Metric::iteration_time_s ||
-                                 run.metric == Metric::layer_fwd_bwd_ms || run.metric == Metric::activations_gib;
+                                 run.metric == Metric::layer_fwd_bwd_ms ||
+                                 run.metric == Metric::activations_gib;
   bool have = false;
   for (int b : micro) {
     for (int v : interleave) {
@@ -95,7 +103,8 @@ Prediction predict(const PublishedRun& run) {
       bool fits = true;
       const double value = predicted_value(run, p, &fits);
       const bool better = !have || (fits && !best.fits) ||
-                          (fits == best.fits && (faster_is_smaller ? value < best.predicted : value > best.predicted));
+                          (fits == best.fits &&
+                           (faster_is_smaller ? value < best.predicted : value > best.predicted));
       if (better) {
         best.plan = p;
         best.predicted = value;

@@ -11,59 +11,95 @@ nlohmann::json to_json(const ModelSpec& m) {
   const ParamCounts c = count_params(m);
   nlohmann::json j = {{"name", m.name}, {"source", m.source}, {"params", c.total}};
   if (!m.has_architecture()) return j;
-  j.update({{"active_params", c.active}, {"layers", m.layers}, {"hidden", m.hidden},
-            {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
-            {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab}, {"mlp", to_string(m.mlp)},
-            {"norm", to_string(m.norm)}, {"positions", to_string(m.positions)},
-            {"max_positions", m.max_positions}, {"seq_len", m.seq_len},
-            {"tied_embeddings", m.tied_embeddings}, {"qkv_bias", m.qkv_bias},
-            {"out_bias", m.out_bias}, {"mlp_bias", m.mlp_bias}, {"dropout", m.dropout},
-            {"experts", m.experts}, {"experts_per_token", m.experts_per_token}});
+  j.update({{"active_params", c.active},
+            {"layers", m.layers},
+            {"hidden", m.hidden},
+            {"heads", m.heads},
+            {"kv_heads", m.kv_heads},
+            {"head_dim", m.head_dim},
+            {"ffn_hidden", m.ffn_hidden},
+            {"vocab", m.vocab},
+            {"mlp", to_string(m.mlp)},
+            {"norm", to_string(m.norm)},
+            {"positions", to_string(m.positions)},
+            {"max_positions", m.max_positions},
+            {"seq_len", m.seq_len},
+            {"tied_embeddings", m.tied_embeddings},
+            {"qkv_bias", m.qkv_bias},
+            {"out_bias", m.out_bias},
+            {"mlp_bias", m.mlp_bias},
+            {"dropout", m.dropout},
+            {"experts", m.experts},
+            {"experts_per_token", m.experts_per_token}});
   return j;
 }
 
 nlohmann::json link_json(const LinkSpec& l) {
-  return {{"name", l.name}, {"bytes_per_s", l.bytes_per_s}, {"busbw_bytes_per_s", l.busbw_bytes_per_s},
-          {"latency_s", l.latency_s}, {"measured", l.measured}, {"user_given", l.user_given},
+  return {{"name", l.name},
+          {"bytes_per_s", l.bytes_per_s},
+          {"busbw_bytes_per_s", l.busbw_bytes_per_s},
+          {"latency_s", l.latency_s},
+          {"measured", l.measured},
+          {"user_given", l.user_given},
           {"source", l.source}};
 }
 
 nlohmann::json to_json(const ClusterSpec& c) {
   return {{"name", c.name},
           {"source", c.source},
-          {"gpu", {{"name", c.gpu.name}, {"memory_bytes", c.gpu.memory_bytes},
-                   {"peak_bf16_flops", c.gpu.peak_flops[static_cast<int>(MathDtype::bf16)]},
-                   {"hbm_bytes_per_s", c.gpu.hbm_bytes_per_s}, {"calibrated", c.gpu.calibrated},
-                   {"source", c.gpu.source}}},
-          {"gpus", c.gpus}, {"gpus_per_node", c.gpus_per_node}, {"nodes", c.nodes()},
-          {"intra", link_json(c.intra)}, {"nic", link_json(c.nic)}, {"nics_per_node", c.nics_per_node},
+          {"gpu",
+           {{"name", c.gpu.name},
+            {"memory_bytes", c.gpu.memory_bytes},
+            {"peak_bf16_flops", c.gpu.peak_flops[static_cast<int>(MathDtype::bf16)]},
+            {"hbm_bytes_per_s", c.gpu.hbm_bytes_per_s},
+            {"calibrated", c.gpu.calibrated},
+            {"source", c.gpu.source}}},
+          {"gpus", c.gpus},
+          {"gpus_per_node", c.gpus_per_node},
+          {"nodes", c.nodes()},
+          {"intra", link_json(c.intra)},
+          {"nic", link_json(c.nic)},
+          {"nics_per_node", c.nics_per_node},
           {"inter_per_gpu", link_json(c.inter)}};
 }
 
 nlohmann::json to_json(const TrainingSpec& t) {
-  nlohmann::json j = {{"precision", to_string(t.precision)}, {"optimizer", to_string(t.optimizer)},
-                      {"attention", to_string(t.attention)}, {"seq_len", t.seq_len},
-                      {"global_batch", t.global_batch}, {"fp32_grads", t.fp32_grads},
+  nlohmann::json j = {{"precision", to_string(t.precision)},
+                      {"optimizer", to_string(t.optimizer)},
+                      {"attention", to_string(t.attention)},
+                      {"seq_len", t.seq_len},
+                      {"global_batch", t.global_batch},
+                      {"fp32_grads", t.fp32_grads},
                       {"overlap_grad_reduce", t.overlap_grad_reduce},
                       {"overlap_param_gather", t.overlap_param_gather},
-                      {"tp_comm_overlap", t.tp_comm_overlap}, {"fragmentation", t.fragmentation}};
+                      {"tp_comm_overlap", t.tp_comm_overlap},
+                      {"fragmentation", t.fragmentation}};
   if (t.tokens > 0) j["tokens"] = t.tokens;
   if (t.gpu_hour_cost > 0) j["gpu_hour_cost"] = t.gpu_hour_cost;
   return j;
 }
 
 nlohmann::json to_json(const ParallelPlan& p) {
-  return {{"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}, {"cp", p.cp}, {"ep", p.ep}, {"zero", p.zero},
-          {"micro_batch", p.micro_batch}, {"recompute", to_string(p.recompute)},
-          {"sequence_parallel", p.sequence_parallel}, {"interleave", p.interleave},
-          {"gpus", p.gpus()}, {"summary", describe(p)}};
+  return {{"dp", p.dp},
+          {"tp", p.tp},
+          {"pp", p.pp},
+          {"cp", p.cp},
+          {"ep", p.ep},
+          {"zero", p.zero},
+          {"micro_batch", p.micro_batch},
+          {"recompute", to_string(p.recompute)},
+          {"sequence_parallel", p.sequence_parallel},
+          {"interleave", p.interleave},
+          {"gpus", p.gpus()},
+          {"summary", describe(p)}};
 }
 
 namespace {
 
 nlohmann::json lines_json(const std::vector<MemoryLine>& lines) {
   nlohmann::json a = nlohmann::json::array();
-  for (const auto& l : lines) a.push_back({{"label", l.label}, {"bytes", l.bytes}, {"assumption", l.assumption}});
+  for (const auto& l : lines)
+    a.push_back({{"label", l.label}, {"bytes", l.bytes}, {"assumption", l.assumption}});
   return a;
 }
 
@@ -101,12 +137,14 @@ nlohmann::json to_json(const MemoryBreakdown& m) {
                           {"total", m.bytes_per_param.total()}};
   j["total_params"] = m.total_params;
   nlohmann::json stages = nlohmann::json::array();
-  for (const auto& s : m.stages) stages.push_back(stage_json(s, m.activations_known, m.fragmentation));
+  for (const auto& s : m.stages)
+    stages.push_back(stage_json(s, m.activations_known, m.fragmentation));
   j["stages"] = stages;
   j["notes"] = nlohmann::json::array();
   if (!m.activations_known) {
-    j["notes"].push_back("activations unknown: only the parameter count was given; pass --model or "
-                         "--layers/--hidden/--heads for activation memory");
+    j["notes"].push_back(
+        "activations unknown: only the parameter count was given; pass --model or "
+        "--layers/--hidden/--heads for activation memory");
   }
   return j;
 }

@@ -157,7 +157,9 @@ std::vector<std::string> StrictObject::strings_or_empty(const std::string& key) 
   return out;
 }
 
-const nlohmann::json& StrictObject::raw(const std::string& key) { return get(key); }
+const nlohmann::json& StrictObject::raw(const std::string& key) {
+  return get(key);
+}
 
 StrictObject StrictObject::object(const std::string& key) {
   return StrictObject(get(key), field(key));
@@ -168,8 +170,9 @@ void StrictObject::finish() const {
   for (const auto& [key, value] : object_.items()) {
     if (read_.count(key) != 0) continue;
     const auto near = nearest_names(key, known, 1);
-    throw InputError(field(key), "unknown key" + (near.empty() ? std::string() :
-                                                  "; did you mean '" + near.front() + "'?"));
+    throw InputError(
+        field(key),
+        "unknown key" + (near.empty() ? std::string() : "; did you mean '" + near.front() + "'?"));
   }
 }
 

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <set>
 #include <string>
 #include <vector>
@@ -21,18 +20,18 @@ class StrictObject {
   StrictObject(const nlohmann::json& object, std::string where);
 
   bool has(const std::string& key) const;
-  double number(const std::string& key);                  // required, finite
-  double positive(const std::string& key);                // required, > 0
+  double number(const std::string& key);    // required, finite
+  double positive(const std::string& key);  // required, > 0
   double number_or(const std::string& key, double fallback);
-  int integer(const std::string& key);                    // required, whole, >= 0
+  int integer(const std::string& key);  // required, whole, >= 0
   int integer_or(const std::string& key, int fallback);
   std::string string(const std::string& key);
   std::string string_or(const std::string& key, const std::string& fallback);
   bool boolean(const std::string& key);
   bool boolean_or(const std::string& key, bool fallback);
   std::vector<std::string> strings_or_empty(const std::string& key);
-  const nlohmann::json& raw(const std::string& key);      // required, any type
-  StrictObject object(const std::string& key);            // required, a JSON object
+  const nlohmann::json& raw(const std::string& key);  // required, any type
+  StrictObject object(const std::string& key);        // required, a JSON object
 
   /// Throws for the first key that was never read. Call after reading everything.
   void finish() const;

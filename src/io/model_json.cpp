@@ -21,8 +21,8 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
   need(m.head_dim >= 1, "head_dim", "must be at least 1");
   need(m.ffn_hidden >= 1, "ffn_hidden", "must be at least 1");
   need(m.vocab >= 1, "vocab", "must be at least 1");
-  need(m.experts == 0 || (m.experts >= 2 && m.experts_per_token >= 1 &&
-                          m.experts_per_token <= m.experts),
+  need(m.experts == 0 ||
+           (m.experts >= 2 && m.experts_per_token >= 1 && m.experts_per_token <= m.experts),
        "experts", "a mixture of experts needs experts >= 2 and 1 <= experts_per_token <= experts");
 }
 

@@ -20,20 +20,28 @@ namespace {
 
 const char* folder_of(ProfileKind kind) {
   switch (kind) {
-    case ProfileKind::gpu: return "gpus/";
-    case ProfileKind::link: return "links/";
-    case ProfileKind::cluster: return "clusters/";
-    case ProfileKind::model: return "models/";
+    case ProfileKind::gpu:
+      return "gpus/";
+    case ProfileKind::link:
+      return "links/";
+    case ProfileKind::cluster:
+      return "clusters/";
+    case ProfileKind::model:
+      return "models/";
   }
   return "";
 }
 
 const char* noun_of(ProfileKind kind) {
   switch (kind) {
-    case ProfileKind::gpu: return "GPU";
-    case ProfileKind::link: return "link";
-    case ProfileKind::cluster: return "cluster";
-    case ProfileKind::model: return "model";
+    case ProfileKind::gpu:
+      return "GPU";
+    case ProfileKind::link:
+      return "link";
+    case ProfileKind::cluster:
+      return "cluster";
+    case ProfileKind::model:
+      return "model";
   }
   return "";
 }
@@ -108,7 +116,8 @@ std::pair<nlohmann::json, std::string> resolve(ProfileKind kind, const std::stri
 
 // Profiles carry a "sources" object with an entry for each figure they state.
 void require_sources(StrictObject& o, const std::vector<std::string>& figures) {
-  if (!o.has("sources")) throw InputError(o.field("sources"), "missing: every figure needs a source");
+  if (!o.has("sources"))
+    throw InputError(o.field("sources"), "missing: every figure needs a source");
   StrictObject sources = o.object("sources");
   for (const auto& key : figures) {
     if (o.has(key)) sources.string(key);
@@ -165,9 +174,9 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   g.context_bytes = o.number("context_gib") * kGiB;
   g.calibrated = o.boolean_or("calibrated", false);
   g.source = where;
-  require_sources(o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency",
-                      "attention_efficiency", "memory_efficiency", "kernel_overhead_us",
-                      "context_gib", "intra_link", "inter_link"});
+  require_sources(
+      o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency", "attention_efficiency",
+          "memory_efficiency", "kernel_overhead_us", "context_gib", "intra_link", "inter_link"});
   o.finish();
   return g;
 }
@@ -256,10 +265,12 @@ ClusterSpec build_cluster(const ClusterOptions& o) {
     throw InputError("--gpus", fmt::format("{} is not a GPU count; use 1 to 10,000,000", o.gpus));
   }
   if (o.gpus_per_node < 0 || o.gpus_per_node > 1024) {
-    throw InputError("--gpus-per-node", fmt::format("{} is not a node size; use 1 to 1024", o.gpus_per_node));
+    throw InputError("--gpus-per-node",
+                     fmt::format("{} is not a node size; use 1 to 1024", o.gpus_per_node));
   }
   if (o.nics_per_node < 0 || o.nics_per_node > 1024) {
-    throw InputError("--nics-per-node", fmt::format("{} is not a NIC count; use 1 to 1024", o.nics_per_node));
+    throw InputError("--nics-per-node",
+                     fmt::format("{} is not a NIC count; use 1 to 1024", o.nics_per_node));
   }
   const bool preset = !o.cluster.empty();
   ClusterSpec c;
@@ -339,11 +350,12 @@ std::vector<PresetSummary> list_presets(ProfileKind kind) {
     switch (kind) {
       case ProfileKind::gpu: {
         const GpuSpec g = gpu_from_json(j, p.path);
-        s.figures = {{"memory", fmt::format("{:.1f} GiB", g.memory_bytes / kGiB)},
-                     {"bf16 dense", fmt::format("{:.0f} TFLOP/s",
-                                                g.peak_flops[static_cast<int>(MathDtype::bf16)] / kTera)},
-                     {"HBM", fmt::format("{:.0f} GB/s", g.hbm_bytes_per_s / kGB)},
-                     {"node link", j.value("intra_link", std::string("-"))}};
+        s.figures = {
+            {"memory", fmt::format("{:.1f} GiB", g.memory_bytes / kGiB)},
+            {"bf16 dense", fmt::format("{:.0f} TFLOP/s",
+                                       g.peak_flops[static_cast<int>(MathDtype::bf16)] / kTera)},
+            {"HBM", fmt::format("{:.0f} GB/s", g.hbm_bytes_per_s / kGB)},
+            {"node link", j.value("intra_link", std::string("-"))}};
         s.source = j.at("sources").value("peak_tflops", std::string());
         break;
       }
@@ -352,17 +364,21 @@ std::vector<PresetSummary> list_presets(ProfileKind kind) {
         s.figures = {{"nominal", fmt::format("{:.2f} GB/s", l.link.bytes_per_s / kGB)},
                      {"busbw", fmt::format("{:.2f} GB/s", l.link.busbw_bytes_per_s / kGB)},
                      {"latency", fmt::format("{:.1f} us", l.link.latency_s * 1e6)},
-                     {"per", l.nic_per_gpu ? "NIC, one per GPU" :
-                             (j.value("nics", std::string()) == "one_per_node" ? "NIC, one per node" : "GPU")}};
+                     {"per", l.nic_per_gpu ? "NIC, one per GPU"
+                                           : (j.value("nics", std::string()) == "one_per_node"
+                                                  ? "NIC, one per node"
+                                                  : "GPU")}};
         s.source = j.at("sources").value("busbw_gb_per_s", std::string());
         break;
       }
       case ProfileKind::cluster: {
-        s.figures = {{"gpu", j.at("gpu").is_string() ? j.at("gpu").get<std::string>() : "inline"},
-                     {"gpus/node", std::to_string(j.value("gpus_per_node", 0))},
-                     {"intra", j.at("intra").is_string() ? j.at("intra").get<std::string>() : "measured"},
-                     {"inter", fmt::format("{} x {}", j.value("nics_per_node", 0),
-                                           j.at("inter").is_string() ? j.at("inter").get<std::string>() : "measured")}};
+        s.figures = {
+            {"gpu", j.at("gpu").is_string() ? j.at("gpu").get<std::string>() : "inline"},
+            {"gpus/node", std::to_string(j.value("gpus_per_node", 0))},
+            {"intra", j.at("intra").is_string() ? j.at("intra").get<std::string>() : "measured"},
+            {"inter", fmt::format("{} x {}", j.value("nics_per_node", 0),
+                                  j.at("inter").is_string() ? j.at("inter").get<std::string>()
+                                                            : "measured")}};
         s.source = j.value("description", std::string());
         break;
       }
@@ -403,8 +419,12 @@ std::string embedded_text(const std::string& path) {
 
 }  // namespace
 
-std::string default_published_runs() { return embedded_text("validation/published-runs.json"); }
+std::string default_published_runs() {
+  return embedded_text("validation/published-runs.json");
+}
 
-std::string default_holdout_runs() { return embedded_text("validation/holdout-runs.json"); }
+std::string default_holdout_runs() {
+  return embedded_text("validation/holdout-runs.json");
+}
 
 }  // namespace shardplan

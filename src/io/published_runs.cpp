@@ -62,8 +62,10 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
     m.ffn_hidden = int_or(mo, "ffn_hidden", 4 * m.hidden);
     m.vocab = int_or(mo, "vocab", 51200);
     m.seq_len = m.max_positions = int_or(mo, "seq_len", 2048);
-    if (mo.contains("mlp") && mo.at("mlp").is_string()) m.mlp = parse_mlp(mo.at("mlp"), where + ": mlp");
-    if (mo.contains("norm") && mo.at("norm").is_string()) m.norm = parse_norm(mo.at("norm"), where + ": norm");
+    if (mo.contains("mlp") && mo.at("mlp").is_string())
+      m.mlp = parse_mlp(mo.at("mlp"), where + ": mlp");
+    if (mo.contains("norm") && mo.at("norm").is_string())
+      m.norm = parse_norm(mo.at("norm"), where + ": norm");
     if (mo.contains("positions") && mo.at("positions").is_string()) {
       m.positions = parse_positions(mo.at("positions"), where + ": positions");
     }
@@ -99,7 +101,8 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
     p.zero = int_or(pl, "zero_stage", 0);
     run.micro_batch_known = pl.contains("micro_batch") && pl.at("micro_batch").is_number();
     p.micro_batch = int_or(pl, "micro_batch", 1);
-    run.interleave_known = p.pp == 1 || (pl.contains("interleave") && pl.at("interleave").is_number());
+    run.interleave_known =
+        p.pp == 1 || (pl.contains("interleave") && pl.at("interleave").is_number());
     run.interleaved = p.pp > 1 && string_or(pl, "interleave") == "interleaved";
     p.interleave = int_or(pl, "interleave", 1);
     if (pl.contains("recompute") && pl.at("recompute").is_string()) {
@@ -111,10 +114,12 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
     t.seq_len = m.seq_len;
     t.global_batch = int_or(pl, "global_batch", p.dp * p.micro_batch);
     // The runs predate FlashAttention unless they say otherwise; Megatron-LM ran fp16 then.
-    t.attention = r.contains("attention") ? parse_attention(r.at("attention"), where + ": attention")
-                                          : AttentionKind::standard;
-    t.precision = r.contains("precision") ? parse_precision(r.at("precision"), where + ": precision")
-                                          : Precision::fp16;
+    t.attention = r.contains("attention")
+                      ? parse_attention(r.at("attention"), where + ": attention")
+                      : AttentionKind::standard;
+    t.precision = r.contains("precision")
+                      ? parse_precision(r.at("precision"), where + ": precision")
+                      : Precision::fp16;
 
     const auto& me = r.at("measured");
     if (me.contains("tokens_per_s_per_gpu")) {
@@ -136,8 +141,9 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
       run.metric = Metric::activations_gib;
       run.measured = me.at("activations_gib");
     } else {
-      throw InputError(where + ": measured", "no figure shardplan can predict (iteration_time_s, "
-                                             "tflops_per_gpu, layer_fwd_bwd_ms, activations_gib)");
+      throw InputError(where + ": measured",
+                       "no figure shardplan can predict (iteration_time_s, "
+                       "tflops_per_gpu, layer_fwd_bwd_ms, activations_gib)");
     }
     out.push_back(std::move(run));
   }

@@ -20,13 +20,15 @@ double serial_share(const Traffic& t, const StepTime& s) {
 
 std::string tier_of(const Traffic& t, const ClusterSpec& c) {
   if (!t.present()) return "-";
-  return t.placement.nodes() > 1 ? (t.placement.ranks_per_node > 1 ? c.intra.name + " + " + c.nic.name : c.nic.name)
-                                 : c.intra.name;
+  return t.placement.nodes() > 1
+             ? (t.placement.ranks_per_node > 1 ? c.intra.name + " + " + c.nic.name : c.nic.name)
+             : c.intra.name;
 }
 
 std::string group_text(const Placement& g) {
   if (g.nodes() <= 1) return fmt::format("{} GPUs in a node", g.ranks);
-  return fmt::format("{} GPUs, {} node{} x {}", g.ranks, g.nodes(), g.nodes() == 1 ? "" : "s", g.ranks_per_node);
+  return fmt::format("{} GPUs, {} node{} x {}", g.ranks, g.nodes(), g.nodes() == 1 ? "" : "s",
+                     g.ranks_per_node);
 }
 
 struct Row {
@@ -39,31 +41,39 @@ std::vector<Row> rows_of(const CommBreakdown& comm, const ParallelPlan& p, const
   const char* grad_dtype = tr.fp32_grads || tr.precision == Precision::fp32 ? "fp32" : "16-bit";
   std::vector<Row> rows;
   if (comm.dp_grads.present()) {
-    std::string what = p.zero == 0   ? fmt::format("{} gradient all-reduce, once per step", grad_dtype)
-                       : p.zero == 3 ? fmt::format("{} gradient reduce-scatter, every micro-batch", grad_dtype)
-                       : p.zero == 2 ? fmt::format("{} gradient reduce-scatter, every micro-batch (ZeRO-2)", grad_dtype)
-                                     : fmt::format("{} gradient reduce-scatter, once per step (ZeRO-1)", grad_dtype);
+    std::string what =
+        p.zero == 0   ? fmt::format("{} gradient all-reduce, once per step", grad_dtype)
+        : p.zero == 3 ? fmt::format("{} gradient reduce-scatter, every micro-batch", grad_dtype)
+        : p.zero == 2
+            ? fmt::format("{} gradient reduce-scatter, every micro-batch (ZeRO-2)", grad_dtype)
+            : fmt::format("{} gradient reduce-scatter, once per step (ZeRO-1)", grad_dtype);
     rows.push_back({Parallelism::data, &comm.dp_grads, what});
   }
   if (comm.dp_params.present()) {
     rows.push_back({Parallelism::data, &comm.dp_params,
-                    p.zero == 3 ? "weight all-gathers, forward and backward of every micro-batch (ZeRO-3)"
-                                : "updated-weight all-gather after the optimizer step"});
+                    p.zero == 3
+                        ? "weight all-gathers, forward and backward of every micro-batch (ZeRO-3)"
+                        : "updated-weight all-gather after the optimizer step"});
   }
   if (comm.tp.present()) {
     rows.push_back({Parallelism::tensor, &comm.tp,
-                    p.sequence_parallel ? "activation all-gather / reduce-scatter pairs, every layer"
-                                        : "activation all-reduces, 2 forward + 2 backward per layer"});
+                    p.sequence_parallel
+                        ? "activation all-gather / reduce-scatter pairs, every layer"
+                        : "activation all-reduces, 2 forward + 2 backward per layer"});
   }
   if (comm.pp.present()) {
-    rows.push_back({Parallelism::pipeline, &comm.pp, "boundary activations forward, their gradients back"});
+    rows.push_back(
+        {Parallelism::pipeline, &comm.pp, "boundary activations forward, their gradients back"});
   }
-  if (comm.cp.present()) rows.push_back({Parallelism::context, &comm.cp, "K/V chunks around the ring, every layer"});
-  if (comm.ep.present()) rows.push_back({Parallelism::expert, &comm.ep, "token dispatch and combine all-to-alls"});
+  if (comm.cp.present())
+    rows.push_back({Parallelism::context, &comm.cp, "K/V chunks around the ring, every layer"});
+  if (comm.ep.present())
+    rows.push_back({Parallelism::expert, &comm.ep, "token dispatch and combine all-to-alls"});
   return rows;
 }
 
-nlohmann::json traffic_json(const Traffic& t, const StepTime& s, const ClusterSpec& c, const std::string& what) {
+nlohmann::json traffic_json(const Traffic& t, const StepTime& s, const ClusterSpec& c,
+                            const std::string& what) {
   return {{"present", t.present()},
           {"what", what},
           {"collective", t.present() ? info(t.collective).name : ""},
@@ -75,8 +85,10 @@ nlohmann::json traffic_json(const Traffic& t, const StepTime& s, const ClusterSp
           {"share_of_step", serial_share(t, s)},
           {"exposed_share_of_step", s.step_s > 0 ? t.exposed_s / s.step_s : 0},
           {"tier", tier_of(t, c)},
-          {"group", {{"ranks", t.placement.ranks}, {"ranks_per_node", t.placement.ranks_per_node},
-                     {"nodes", t.placement.nodes()}}},
+          {"group",
+           {{"ranks", t.placement.ranks},
+            {"ranks_per_node", t.placement.ranks_per_node},
+            {"nodes", t.placement.nodes()}}},
           {"busbw_bytes_per_s", t.present() ? placement_busbw(t.collective, t.placement, c) : 0}};
 }
 
@@ -98,8 +110,8 @@ nlohmann::json to_json(const CommBreakdown& comm, const StepTime& s, const Paral
     }
     nlohmann::json entry = traffic_json(total, s, c, what);
     if (parts.size() > 1) entry["parts"] = parts;
-    if (which == Parallelism::data || which == Parallelism::tensor || which == Parallelism::pipeline ||
-        total.present()) {
+    if (which == Parallelism::data || which == Parallelism::tensor ||
+        which == Parallelism::pipeline || total.present()) {
       j[json_name(which)] = entry;
     }
   }
@@ -107,32 +119,43 @@ nlohmann::json to_json(const CommBreakdown& comm, const StepTime& s, const Paral
 }
 
 nlohmann::json to_json(const StepTime& s) {
-  return {{"step_s", s.step_s},           {"compute_s", s.compute_s},
-          {"bubble_s", s.bubble_s},       {"exposed_comm_s", s.exposed_comm_s},
-          {"optimizer_s", s.optimizer_s}, {"recompute_s", s.recompute_s},
-          {"micro_batches", s.micro_batches}, {"critical_stage", s.critical_stage}};
+  return {{"step_s", s.step_s},
+          {"compute_s", s.compute_s},
+          {"bubble_s", s.bubble_s},
+          {"exposed_comm_s", s.exposed_comm_s},
+          {"optimizer_s", s.optimizer_s},
+          {"recompute_s", s.recompute_s},
+          {"micro_batches", s.micro_batches},
+          {"critical_stage", s.critical_stage}};
 }
 
 nlohmann::json to_json(const Throughput& t) {
-  return {{"tokens_per_s", t.tokens_per_s}, {"tflops_per_gpu", t.tflops_per_gpu}, {"mfu", t.mfu},
-          {"hfu", t.hfu}, {"model_flops_per_step", t.model_flops},
-          {"hardware_flops_per_step", t.hardware_flops}, {"peak_flops_per_gpu", t.peak_flops}};
+  return {{"tokens_per_s", t.tokens_per_s},
+          {"tflops_per_gpu", t.tflops_per_gpu},
+          {"mfu", t.mfu},
+          {"hfu", t.hfu},
+          {"model_flops_per_step", t.model_flops},
+          {"hardware_flops_per_step", t.hardware_flops},
+          {"peak_flops_per_gpu", t.peak_flops}};
 }
 
-nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingSpec& tr, const ClusterSpec& c) {
+nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingSpec& tr,
+                       const ClusterSpec& c) {
   nlohmann::json j = {{"memory", to_json(e.memory)},
                       {"time", to_json(e.time)},
                       {"throughput", to_json(e.throughput)},
                       {"comm", to_json(e.comm, e.time, p, tr, c)}};
   nlohmann::json notes = nlohmann::json::array();
   if (e.params_only) {
-    notes.push_back(fmt::format("compute from 6 x params x tokens at an assumed {:.0f}% MFU (optimizer included): "
-                                "only the parameter count was given",
-                                kParamsOnlyMfu * 100));
+    notes.push_back(fmt::format(
+        "compute from 6 x params x tokens at an assumed {:.0f}% MFU (optimizer included): "
+        "only the parameter count was given",
+        kParamsOnlyMfu * 100));
   }
   j["notes"] = notes;
   if (tr.tokens > 0) {
-    j["training_run"] = {{"tokens", tr.tokens}, {"time_s", e.train_s}, {"gpu_hours", e.train_gpu_hours}};
+    j["training_run"] = {
+        {"tokens", tr.tokens}, {"time_s", e.train_s}, {"gpu_hours", e.train_gpu_hours}};
     if (tr.gpu_hour_cost > 0) j["training_run"]["cost"] = e.train_cost;
   }
   return j;
@@ -142,19 +165,29 @@ std::string render_comm(const CommBreakdown& comm, const StepTime& s, const Para
                         const TrainingSpec& tr, const ClusterSpec& c) {
   const auto rows = rows_of(comm, p, tr);
   if (rows.empty()) return "Communication: none (a single GPU, nothing to synchronise)\n";
-  Table t({{"parallelism", Table::Align::left}, {"collective", Table::Align::left}, {"group", Table::Align::left},
-           {"tier", Table::Align::left}, {"per call"}, {"calls"}, {"on the wire"}, {"time"}, {"exposed"},
+  Table t({{"parallelism", Table::Align::left},
+           {"collective", Table::Align::left},
+           {"group", Table::Align::left},
+           {"tier", Table::Align::left},
+           {"per call"},
+           {"calls"},
+           {"on the wire"},
+           {"time"},
+           {"exposed"},
            {"share of step"}});
   for (const Row& r : rows) {
     const Traffic& x = *r.traffic;
-    t.add_row({json_name(r.parallelism), info(x.collective).name, group_text(x.placement), tier_of(x, c),
-               format_bytes(x.bytes), fmt::format("{:g}", x.calls), format_bytes(x.wire_bytes),
-               format_seconds(x.time_s), format_seconds(x.exposed_s), format_percent(serial_share(x, s))});
+    t.add_row({json_name(r.parallelism), info(x.collective).name, group_text(x.placement),
+               tier_of(x, c), format_bytes(x.bytes), fmt::format("{:g}", x.calls),
+               format_bytes(x.wire_bytes), format_seconds(x.time_s), format_seconds(x.exposed_s),
+               format_percent(serial_share(x, s))});
   }
   std::string out = "Communication per step, per GPU\n" + t.render();
   for (const Row& r : rows) out += fmt::format("  {}: {}\n", json_name(r.parallelism), r.what);
-  out += "  share of step = this traffic's time / (the step with it fully exposed); 'exposed' is what\n"
-         "  compute does not hide (bucketed gradient reduction under backward, ZeRO-3 prefetch).\n";
+  out +=
+      "  share of step = this traffic's time / (the step with it fully exposed); 'exposed' is "
+      "what\n"
+      "  compute does not hide (bucketed gradient reduction under backward, ZeRO-3 prefetch).\n";
   return out;
 }
 
@@ -169,29 +202,36 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
   row("compute", s.compute_s,
       fmt::format("{} micro-batch{} on the slowest stage, forward + backward{}", s.micro_batches,
                   s.micro_batches == 1 ? "" : "es",
-                  s.recompute_s > 0 ? fmt::format(" + recompute ({})", format_seconds(s.recompute_s)) : ""));
+                  s.recompute_s > 0
+                      ? fmt::format(" + recompute ({})", format_seconds(s.recompute_s))
+                      : ""));
   row("pipeline bubble", s.bubble_s, "fill and drain, (p - 1)/v micro-batches");
   row("exposed communication", s.exposed_comm_s, "not hidden behind compute");
-  row("optimizer step", s.optimizer_s, s.optimizer_in_mfu ? "included in the assumed MFU" : "memory-bound update of the local states");
+  row("optimizer step", s.optimizer_s,
+      s.optimizer_in_mfu ? "included in the assumed MFU"
+                         : "memory-bound update of the local states");
   t.add_rule();
   row("step", s.step_s, "");
   out += t.render();
-  out += fmt::format("\nThroughput: {:.0f} tokens/s, {:.1f} TFLOP/s per GPU (model FLOPs), MFU {}, HFU {} "
-                     "(of {:.0f} TFLOP/s {} peak)\n",
-                     th.tokens_per_s, th.tflops_per_gpu, format_percent(th.mfu), format_percent(th.hfu),
-                     th.peak_flops / kTera, to_string(math_dtype(tr.precision)));
+  out += fmt::format(
+      "\nThroughput: {:.0f} tokens/s, {:.1f} TFLOP/s per GPU (model FLOPs), MFU {}, HFU {} "
+      "(of {:.0f} TFLOP/s {} peak)\n",
+      th.tokens_per_s, th.tflops_per_gpu, format_percent(th.mfu), format_percent(th.hfu),
+      th.peak_flops / kTera, to_string(math_dtype(tr.precision)));
   if (th.mfu > 0.6 && c.gpus > 8) {
     out += "warning: above 60% MFU at scale is a red flag: published dense runs reach 40-56%\n";
   }
   if (e.params_only) {
-    out += fmt::format("note: compute from 6 x params x tokens at an assumed {:.0f}% MFU: only the parameter "
-                       "count was given\n",
-                       kParamsOnlyMfu * 100);
+    out += fmt::format(
+        "note: compute from 6 x params x tokens at an assumed {:.0f}% MFU: only the parameter "
+        "count was given\n",
+        kParamsOnlyMfu * 100);
   }
   if (tr.tokens > 0) {
     out += fmt::format("Training {} tokens: {} ({:.0f} GPU-hours)", format_count(tr.tokens),
                        format_seconds(e.train_s), e.train_gpu_hours);
-    if (tr.gpu_hour_cost > 0) out += fmt::format(", cost {:.0f} at {:g} per GPU-hour", e.train_cost, tr.gpu_hour_cost);
+    if (tr.gpu_hour_cost > 0)
+      out += fmt::format(", cost {:.0f} at {:g} per GPU-hour", e.train_cost, tr.gpu_hour_cost);
     out += "\n";
   }
   return out;

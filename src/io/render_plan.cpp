@@ -20,7 +20,8 @@ std::string rung_reason(const RungVerdict& v, const ClusterSpec& c) {
                          gb(v.capacity_bytes - v.memory_bytes), format_percent(v.comm_share), wire);
     case Blocker::no_valid_plan:
       if (v.rung == Rung::gradient_accumulation) {
-        return "each GPU's share of the global batch is one micro-batch already: nothing to accumulate "
+        return "each GPU's share of the global batch is one micro-batch already: nothing to "
+               "accumulate "
                "(a larger --global-batch would make room)";
       }
       if (v.rung == Rung::single_gpu) return "the global batch does not split evenly over the GPUs";
@@ -32,7 +33,8 @@ std::string rung_reason(const RungVerdict& v, const ClusterSpec& c) {
     case Blocker::weights:
       return fmt::format("weights need {}, {} card", gb(v.need_bytes), card);
     case Blocker::model_states:
-      return fmt::format("weights, gradients and optimizer state need {}, {} card", gb(v.need_bytes), card);
+      return fmt::format("weights, gradients and optimizer state need {}, {} card",
+                         gb(v.need_bytes), card);
     case Blocker::activations:
       return fmt::format("activations need {} at best ({} in all), {} card", gb(v.need_bytes),
                          gb(v.memory_bytes), card);
@@ -70,22 +72,29 @@ nlohmann::json to_json(const LadderResult& l, const ClusterSpec& c) {
 
 std::string render_ladder(const LadderResult& l, const ClusterSpec& c) {
   std::string out = fmt::format(
-      "The ladder: stop at the first rung that fits in memory and whose exposed communication is at "
+      "The ladder: stop at the first rung that fits in memory and whose exposed communication is "
+      "at "
       "most {} of the step\n",
       format_percent(l.max_comm_share));
-  Table t({{"rung", Table::Align::left}, {"verdict", Table::Align::left}, {"memory/device"},
-           {"comm share"}, {"step"}, {"reason", Table::Align::left}});
+  Table t({{"rung", Table::Align::left},
+           {"verdict", Table::Align::left},
+           {"memory/device"},
+           {"comm share"},
+           {"step"},
+           {"reason", Table::Align::left}});
   for (size_t i = 0; i < l.rungs.size(); ++i) {
     const RungVerdict& v = l.rungs[i];
     std::string reason = rung_reason(v, c);
     if (v.blocker == Blocker::communication) {
       reason = fmt::format("fits, but exposed communication is {} of the step over {} (limit {})",
-                           format_percent(v.comm_share), v.crosses_nodes ? c.nic.name + " between nodes" : c.intra.name,
+                           format_percent(v.comm_share),
+                           v.crosses_nodes ? c.nic.name + " between nodes" : c.intra.name,
                            format_percent(l.max_comm_share));
     }
     t.add_row({to_string(v.rung), v.passes() ? "STOP HERE" : "no",
                v.has_plan ? format_gib(v.memory_bytes) : "-",
-               v.fits ? format_percent(v.comm_share) : "-", v.fits ? format_seconds(v.plan.step_s) : "-", reason});
+               v.fits ? format_percent(v.comm_share) : "-",
+               v.fits ? format_seconds(v.plan.step_s) : "-", reason});
   }
   out += t.render();
   if (l.stop < 0) {
@@ -95,11 +104,18 @@ std::string render_ladder(const LadderResult& l, const ClusterSpec& c) {
 }
 
 std::string render_ranked(const std::vector<Candidate>& ranked, const ClusterSpec& c) {
-  Table t({{"#"}, {"plan", Table::Align::left}, {"step"}, {"tokens/s"}, {"memory/device"}, {"exposed comm"}});
+  Table t({{"#"},
+           {"plan", Table::Align::left},
+           {"step"},
+           {"tokens/s"},
+           {"memory/device"},
+           {"exposed comm"}});
   for (size_t i = 0; i < ranked.size(); ++i) {
     const Candidate& x = ranked[i];
-    t.add_row({std::to_string(i + 1), describe(x.plan), format_seconds(x.step_s), fmt::format("{:.0f}", x.tokens_per_s),
-               fmt::format("{} ({})", format_gib(x.peak_bytes), format_percent(x.peak_bytes / c.gpu.memory_bytes)),
+    t.add_row({std::to_string(i + 1), describe(x.plan), format_seconds(x.step_s),
+               fmt::format("{:.0f}", x.tokens_per_s),
+               fmt::format("{} ({})", format_gib(x.peak_bytes),
+                           format_percent(x.peak_bytes / c.gpu.memory_bytes)),
                format_percent(x.exposed_comm_s / x.step_s)});
   }
   return t.render();

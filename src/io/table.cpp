@@ -11,7 +11,9 @@
 
 namespace shardplan {
 
-std::string format_gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
+std::string format_gib(double bytes) {
+  return fmt::format("{:.2f} GiB", bytes / kGiB);
+}
 
 std::string format_bytes(double bytes) {
   const double a = std::fabs(bytes);
@@ -42,7 +44,8 @@ std::string format_seconds(double s) {
 
 std::string format_percent(double share) {
   if (!std::isfinite(share)) return "-";
-  return share * 100 < 9.95 ? fmt::format("{:.1f}%", share * 100) : fmt::format("{:.0f}%", share * 100);
+  return share * 100 < 9.95 ? fmt::format("{:.1f}%", share * 100)
+                            : fmt::format("{:.0f}%", share * 100);
 }
 
 std::string format_count(double n) {
@@ -62,7 +65,9 @@ void Table::add_row(std::vector<std::string> cells) {
   rows_.push_back(std::move(cells));
 }
 
-void Table::add_rule() { rows_.emplace_back(); }
+void Table::add_rule() {
+  rows_.emplace_back();
+}
 
 std::string Table::render(const std::string& indent) const {
   std::vector<size_t> width(columns_.size());
@@ -99,7 +104,8 @@ std::string Table::render(const std::string& indent) const {
 
 std::string describe_model(const ModelSpec& m) {
   const ParamCounts c = count_params(m);
-  if (!m.has_architecture()) return fmt::format("{} parameters (no architecture given)", format_count(c.total));
+  if (!m.has_architecture())
+    return fmt::format("{} parameters (no architecture given)", format_count(c.total));
   std::string shape = fmt::format("L{} h{} a{}", m.layers, m.hidden, m.heads);
   if (m.kv_heads != m.heads) shape += fmt::format(" kv{}", m.kv_heads);
   shape += fmt::format(", {} {}", to_string(m.mlp), m.ffn_hidden);
@@ -108,7 +114,8 @@ std::string describe_model(const ModelSpec& m) {
 }
 
 std::string describe_cluster(const ClusterSpec& c) {
-  std::string s = fmt::format("{} x {} ({:.1f} GiB)", c.gpus, c.gpu.name, c.gpu.memory_bytes / kGiB);
+  std::string s =
+      fmt::format("{} x {} ({:.1f} GiB)", c.gpus, c.gpu.name, c.gpu.memory_bytes / kGiB);
   if (c.nodes() > 1) {
     s += fmt::format(", {} nodes of {}; {} inside, {} x {} between", c.nodes(), c.gpus_per_node,
                      c.intra.name, c.nics_per_node, c.nic.name);
@@ -138,16 +145,19 @@ std::vector<MemoryLine> transient_lines(const StageMemory& s) {
 
 std::vector<MemoryLine> overhead_lines(const StageMemory& s, double fragmentation) {
   std::vector<MemoryLine> out;
-  out.push_back({"CUDA context", s.context_bytes, "CUDA context and library workspaces (GPU profile)"});
+  out.push_back(
+      {"CUDA context", s.context_bytes, "CUDA context and library workspaces (GPU profile)"});
   if (s.nccl_communicators > 0) {
-    out.push_back({"NCCL buffers", s.nccl_bytes,
-                   fmt::format("{} communicator{} x 128 MiB (16 channels x 2 peers x NCCL_BUFFSIZE 4 MiB)",
-                               s.nccl_communicators, s.nccl_communicators == 1 ? "" : "s")});
+    out.push_back(
+        {"NCCL buffers", s.nccl_bytes,
+         fmt::format("{} communicator{} x 128 MiB (16 channels x 2 peers x NCCL_BUFFSIZE 4 MiB)",
+                     s.nccl_communicators, s.nccl_communicators == 1 ? "" : "s")});
   }
-  out.push_back({"allocator fragmentation", s.fragmentation_bytes,
-                 fmt::format("{:.0f}% of activations and transients (caching-allocator free blocks; "
-                             "--fragmentation)",
-                             fragmentation * 100)});
+  out.push_back(
+      {"allocator fragmentation", s.fragmentation_bytes,
+       fmt::format("{:.0f}% of activations and transients (caching-allocator free blocks; "
+                   "--fragmentation)",
+                   fragmentation * 100)});
   return out;
 }
 
@@ -159,7 +169,9 @@ std::string render_memory(const MemoryBreakdown& mem, const ModelSpec& model,
   out += fmt::format("cluster  {}\n", describe_cluster(cluster));
   out += fmt::format("plan     {}\n", describe(plan));
   out += fmt::format("training {}, {}, sequence {}, global batch {}\n\n",
-                     tr.precision == Precision::fp32 ? "fp32" : std::string(to_string(tr.precision)) + " mixed precision",
+                     tr.precision == Precision::fp32
+                         ? "fp32"
+                         : std::string(to_string(tr.precision)) + " mixed precision",
                      to_string(tr.optimizer), tr.seq_len, tr.global_batch);
   out += render_memory_table(mem, plan);
   return out;
@@ -170,10 +182,15 @@ std::string render_memory_table(const MemoryBreakdown& mem, const ParallelPlan& 
   const double capacity = mem.capacity_bytes;
   const StateBytes& b = mem.bytes_per_param;
   std::string out;
-  const std::string where = plan.pp > 1 ? fmt::format(" (pipeline stage {} of {}, the most loaded)",
-                                                      w.stage, plan.pp) : "";
+  const std::string where =
+      plan.pp > 1 ? fmt::format(" (pipeline stage {} of {}, the most loaded)", w.stage, plan.pp)
+                  : "";
   out += fmt::format("Memory per device{}\n", where);
-  Table t({{"", Table::Align::left}, {"GiB"}, {"B/param"}, {"of device"}, {"what", Table::Align::left}});
+  Table t({{"", Table::Align::left},
+           {"GiB"},
+           {"B/param"},
+           {"of device"},
+           {"what", Table::Align::left}});
   const double params = w.params;
   auto gib = [](double bytes) { return fmt::format("{:.2f}", bytes / kGiB); };
   auto per_param = [&](double bytes) {
@@ -182,21 +199,23 @@ std::string render_memory_table(const MemoryBreakdown& mem, const ParallelPlan& 
   auto share = [&](double bytes) { return format_percent(bytes / capacity); };
   const double replicas = static_cast<double>(plan.dp) * plan.cp;
   auto sharding = [&](int stage) {
-    return plan.zero >= stage && replicas > 1 ? fmt::format(", sharded 1/{:g} (ZeRO-{})", replicas, plan.zero)
-                                               : std::string();
+    return plan.zero >= stage && replicas > 1
+               ? fmt::format(", sharded 1/{:g} (ZeRO-{})", replicas, plan.zero)
+               : std::string();
   };
   t.add_row({"weights", gib(w.weights_bytes), per_param(w.weights_bytes), share(w.weights_bytes),
              fmt::format("{:g} B/param{}", b.weights, sharding(3))});
-  t.add_row({"gradients", gib(w.gradients_bytes), per_param(w.gradients_bytes), share(w.gradients_bytes),
-             fmt::format("{:g} B/param{}", b.gradients, sharding(2))});
-  t.add_row({"optimizer state", gib(w.optimizer_bytes), per_param(w.optimizer_bytes), share(w.optimizer_bytes),
-             fmt::format("{:.3g} B/param{}", b.optimizer, sharding(1))});
+  t.add_row({"gradients", gib(w.gradients_bytes), per_param(w.gradients_bytes),
+             share(w.gradients_bytes), fmt::format("{:g} B/param{}", b.gradients, sharding(2))});
+  t.add_row({"optimizer state", gib(w.optimizer_bytes), per_param(w.optimizer_bytes),
+             share(w.optimizer_bytes), fmt::format("{:.3g} B/param{}", b.optimizer, sharding(1))});
   if (mem.activations_known) {
     t.add_row({"activations", gib(w.activations_bytes), "", share(w.activations_bytes),
                fmt::format("{:.3g} layer-micro-batches in flight, recompute {}", w.layers_in_flight,
                            to_string(plan.recompute))});
   } else {
-    t.add_row({"activations", "unknown", "", "", "needs an architecture (--model or --layers/--hidden/--heads)"});
+    t.add_row({"activations", "unknown", "", "",
+               "needs an architecture (--model or --layers/--hidden/--heads)"});
   }
   for (const MemoryLine& x : transient_lines(w)) {
     t.add_row({x.label, gib(x.bytes), "", share(x.bytes), x.assumption});
@@ -205,7 +224,8 @@ std::string render_memory_table(const MemoryBreakdown& mem, const ParallelPlan& 
     t.add_row({x.label, gib(x.bytes), "", share(x.bytes), x.assumption});
   }
   t.add_rule();
-  t.add_row({"total", gib(w.total_bytes()), per_param(w.total_bytes()), share(w.total_bytes()), ""});
+  t.add_row(
+      {"total", gib(w.total_bytes()), per_param(w.total_bytes()), share(w.total_bytes()), ""});
   out += t.render();
   const double margin = mem.margin_bytes();
   out += fmt::format("\n{}: {} of {} on a {}; {} {}.\n", mem.fits ? "FITS" : "DOES NOT FIT",
@@ -213,16 +233,23 @@ std::string render_memory_table(const MemoryBreakdown& mem, const ParallelPlan& 
                      format_gib(std::fabs(margin)), margin >= 0 ? "to spare" : "over");
   if (plan.pp > 1) {
     out += "\nPer pipeline stage\n";
-    Table s({{"stage"}, {"params"}, {"states GiB"}, {"activations GiB"}, {"total GiB"}, {"fits", Table::Align::left}});
+    Table s({{"stage"},
+             {"params"},
+             {"states GiB"},
+             {"activations GiB"},
+             {"total GiB"},
+             {"fits", Table::Align::left}});
     for (const StageMemory& st : mem.stages) {
       s.add_row({std::to_string(st.stage), format_count(st.params), gib(st.model_states_bytes()),
-                 gib(st.activations_bytes), gib(st.total_bytes()), st.total_bytes() <= capacity ? "yes" : "no"});
+                 gib(st.activations_bytes), gib(st.total_bytes()),
+                 st.total_bytes() <= capacity ? "yes" : "no"});
     }
     out += s.render();
   }
   if (!mem.activations_known) {
-    out += "note: activations unknown: only the parameter count was given; pass --model or "
-           "--layers/--hidden/--heads for activation memory\n";
+    out +=
+        "note: activations unknown: only the parameter count was given; pass --model or "
+        "--layers/--hidden/--heads for activation memory\n";
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // The CLI as users meet it: exit statuses, JSON contract, and bad input naming the field.
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "support.hpp"
@@ -9,21 +9,26 @@
 using shardplan::test::run_cli;
 
 namespace {
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 }  // namespace
 
-TEST_CASE("memory --params 7e9 --gpus 1 --gpu H100-SXM --json: the seed's 112e9 bytes, does not fit") {
+TEST_CASE(
+    "memory --params 7e9 --gpus 1 --gpu H100-SXM --json: the seed's 112e9 bytes, does not fit") {
   const auto r = run_cli("memory --params 7e9 --gpus 1 --gpu H100-SXM --json");
   CHECK(r.status == 1);  // does not fit
   const auto j = nlohmann::json::parse(r.out);
   const auto& m = j.at("memory");
-  const double states = m.at("weights_bytes").get<double>() + m.at("gradients_bytes").get<double>() +
+  const double states = m.at("weights_bytes").get<double>() +
+                        m.at("gradients_bytes").get<double>() +
                         m.at("optimizer_bytes").get<double>();
   CHECK(states == doctest::Approx(112e9));
   CHECK(m.at("fits") == false);
   CHECK(m.at("activations_bytes").is_null());
   CHECK(m.at("stages").size() == 1);
-  for (const char* key : {"overhead_bytes", "total_bytes", "capacity_bytes"}) CHECK(m.contains(key));
+  for (const char* key : {"overhead_bytes", "total_bytes", "capacity_bytes"})
+    CHECK(m.contains(key));
   CHECK_FALSE(m.at("notes").empty());
 }
 
@@ -42,19 +47,20 @@ TEST_CASE("bad input exits 2 and names the field") {
   };
   const Case cases[] = {
       {"memory --model no-such-model", "--model"},
-      {"memory --model llama-2-7b --gpus 8 --tp 3", "--tp"},                 // 32 heads
-      {"memory --model llama-2-7b --gpus 8 --dp 3 --tp 2", "--dp"},          // 6 != 8
+      {"memory --model llama-2-7b --gpus 8 --tp 3", "--tp"},         // 32 heads
+      {"memory --model llama-2-7b --gpus 8 --dp 3 --tp 2", "--dp"},  // 6 != 8
       {"memory --model llama-2-7b --global-batch -4", "--global-batch"},
       {"memory --model llama-2-7b --gpu Z100", "--gpu"},
       {"memory --model llama-2-7b --precision fp12", "--precision"},
       {"memory --model llama-2-7b --zero 5", "--zero"},
       {"memory --params 7X", "--params"},
       {"memory --params -7e9", "--params"},
-      {"memory --model llama-2-7b --gpus 16 --tp 16", "--tp"},              // larger than a node
+      {"memory --model llama-2-7b --gpus 16 --tp 16", "--tp"},  // larger than a node
       {"memory --model llama-2-7b --link fast", "--link"},
       {"memory --model " SHARDPLAN_TEST_DATA "/hf/does-not-exist.json", "--model"},
   };
-  for (const Case& c : cases) shardplan::test::check_refused(c.args, c.field);  // nothing half-written
+  for (const Case& c : cases)
+    shardplan::test::check_refused(c.args, c.field);  // nothing half-written
 }
 
 TEST_CASE("unknown preset suggests the nearest names") {
@@ -64,7 +70,8 @@ TEST_CASE("unknown preset suggests the nearest names") {
 }
 
 TEST_CASE("malformed config.json exits 2 naming the file") {
-  const auto r = run_cli("memory --model " SHARDPLAN_SOURCE_DIR "/tests/data/malformed/config.json");
+  const auto r =
+      run_cli("memory --model " SHARDPLAN_SOURCE_DIR "/tests/data/malformed/config.json");
   CHECK(r.status == 2);
   CHECK(contains(r.err, "malformed/config.json"));
   CHECK(contains(r.err, "line"));

@@ -1,15 +1,17 @@
 // `comm` and `estimate` from the command line: the seed's numbers and the JSON contract.
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "support.hpp"
 
 using shardplan::test::run_cli;
 
 namespace {
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 }  // namespace
 
 TEST_CASE("comm --params 7e9 --gpus 8 --link 900GB/s --json: 27 ms, 6% of the step") {
@@ -19,7 +21,8 @@ TEST_CASE("comm --params 7e9 --gpus 8 --link 900GB/s --json: 27 ms, 6% of the st
   CHECK(dp.at("time_s").get<double>() == doctest::Approx(0.027).epsilon(0.03));
   CHECK(dp.at("bytes_per_step").get<double>() == doctest::Approx(24.5e9));
   CHECK(std::round(dp.at("share_of_step").get<double>() * 100) == 6);
-  for (const char* key : {"bytes_per_step", "time_s", "exposed_s", "share_of_step"}) CHECK(dp.contains(key));
+  for (const char* key : {"bytes_per_step", "time_s", "exposed_s", "share_of_step"})
+    CHECK(dp.contains(key));
   const auto j = nlohmann::json::parse(r.out).at("comm");
   CHECK(j.contains("tensor_parallel"));
   CHECK(j.contains("pipeline_parallel"));
@@ -37,12 +40,16 @@ TEST_CASE("comm over 10 Gbit/s: 19.6 s, 98% of the step") {
 }
 
 TEST_CASE("estimate --json has memory, time, throughput and comm") {
-  const auto r = run_cli("estimate --model llama-3.1-8b --cluster dgx-h100 --gpus 8 --zero 1 --global-batch 64 --recompute full "
-                         "--tokens 1T --gpu-hour-cost 2.5 --json");
+  const auto r = run_cli(
+      "estimate --model llama-3.1-8b --cluster dgx-h100 --gpus 8 --zero 1 --global-batch 64 "
+      "--recompute full "
+      "--tokens 1T --gpu-hour-cost 2.5 --json");
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
-  for (const char* k : {"step_s", "compute_s", "bubble_s", "exposed_comm_s", "optimizer_s"}) CHECK(j.at("time").contains(k));
-  for (const char* k : {"tokens_per_s", "tflops_per_gpu", "mfu", "hfu"}) CHECK(j.at("throughput").contains(k));
+  for (const char* k : {"step_s", "compute_s", "bubble_s", "exposed_comm_s", "optimizer_s"})
+    CHECK(j.at("time").contains(k));
+  for (const char* k : {"tokens_per_s", "tflops_per_gpu", "mfu", "hfu"})
+    CHECK(j.at("throughput").contains(k));
   CHECK(j.at("memory").contains("total_bytes"));
   CHECK(j.at("comm").contains("data_parallel"));
   const auto& t = j.at("time");
@@ -64,7 +71,7 @@ TEST_CASE("comm and estimate reject bad input naming the field") {
       {"comm --params 7e9 --gpus 8 --link 10parsecs", "--link"},
       {"comm --params 7e9 --gpus 8 --dp 3", "--dp"},
       {"estimate --model llama-3.1-70b --gpus 16 --tp 16", "--tp"},  // across nodes
-      {"estimate --params 7e9 --gpus 8 --tp 2", "--tp"},            // needs shapes
+      {"estimate --params 7e9 --gpus 8 --tp 2", "--tp"},             // needs shapes
       {"estimate --model llama-2-7b --gpus 8 --inter warp-drive", "--inter"},
       {"estimate --model llama-2-7b --gpu A100-80GB --precision fp8", "--precision"},
   };
@@ -72,7 +79,8 @@ TEST_CASE("comm and estimate reject bad input naming the field") {
 }
 
 TEST_CASE("--allow-tp-across-nodes lets tensor parallel span nodes") {
-  const auto r = run_cli("comm --model llama-3.1-70b --gpus 16 --tp 16 --allow-tp-across-nodes --json");
+  const auto r =
+      run_cli("comm --model llama-3.1-70b --gpus 16 --tp 16 --allow-tp-across-nodes --json");
   CHECK(r.status == 0);
 }
 

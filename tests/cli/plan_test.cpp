@@ -1,5 +1,6 @@
 // `shardplan plan` from the command line: the JSON contract, exit statuses and bad input.
 #include <doctest/doctest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
@@ -7,18 +8,23 @@
 using shardplan::test::run_cli;
 
 namespace {
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 }  // namespace
 
 TEST_CASE("plan --json: ladder, recommended, fastest, ranked and search") {
-  const auto r = run_cli("plan --model llama-2-7b --gpu H100-SXM --gpus 8 --global-batch 64 --seq-len 4096 --top 5 --json");
+  const auto r = run_cli(
+      "plan --model llama-2-7b --gpu H100-SXM --gpus 8 --global-batch 64 --seq-len 4096 --top 5 "
+      "--json");
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
   const auto& ladder = j.at("ladder");
   REQUIRE(ladder.size() >= 3);
   CHECK(ladder[0].at("rung") == "single-gpu");
   CHECK(ladder[0].at("fits") == false);
-  for (const char* k : {"rung", "fits", "reason", "memory_bytes", "comm_share"}) CHECK(ladder[0].contains(k));
+  for (const char* k : {"rung", "fits", "reason", "memory_bytes", "comm_share"})
+    CHECK(ladder[0].contains(k));
   const std::string stop = j.at("recommended").at("rung");
   CHECK((stop == "zero-1" || stop == "zero-2"));
   for (const char* k : {"memory", "time", "throughput", "comm", "plan"}) {
@@ -53,10 +59,11 @@ TEST_CASE("an impossible request exits 1 and says how close the search came") {
 }
 
 TEST_CASE("plan rejects bad flags naming them") {
-  for (const auto& [args, field] : {std::pair{"plan --model llama-2-7b --objective speed", "--objective"},
-                                    std::pair{"plan --model llama-2-7b --top 0", "--top"},
-                                    std::pair{"plan --model llama-2-7b --max-comm-share 3", "--max-comm-share"},
-                                    std::pair{"plan --gpus 8", "--model"}}) {
+  for (const auto& [args, field] :
+       {std::pair{"plan --model llama-2-7b --objective speed", "--objective"},
+        std::pair{"plan --model llama-2-7b --top 0", "--top"},
+        std::pair{"plan --model llama-2-7b --max-comm-share 3", "--max-comm-share"},
+        std::pair{"plan --gpus 8", "--model"}}) {
     shardplan::test::check_refused(args, field);
   }
 }

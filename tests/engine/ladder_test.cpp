@@ -1,9 +1,10 @@
 // The decision ladder on the five cases of issue "ladder" and the search's contracts.
+#include "shardplan/ladder.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 
-#include "shardplan/ladder.hpp"
 #include "shardplan/memory.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/search.hpp"
@@ -66,7 +67,8 @@ TEST_CASE("a model whose one layer cannot be gathered stops at tensor-parallel")
 
 TEST_CASE("gpt3-175b on 16 nodes of 8 A100s joined by 10 GbE stops at pipeline-parallel") {
   const ModelSpec m = load_model("gpt3-175b");
-  const LadderResult l = walk_ladder(m, test::training(2048, 128), gpus_of("A100-80GB", 128, "10gbe"));
+  const LadderResult l =
+      walk_ladder(m, test::training(2048, 128), gpus_of("A100-80GB", 128, "10gbe"));
   REQUIRE(l.stop >= 0);
   const RungVerdict& v = l.rungs[static_cast<size_t>(l.stop)];
   CHECK(v.rung == Rung::pipeline_parallel);

@@ -1,7 +1,8 @@
 // The op list: FLOPs of a GPT layer against Narayanan et al. 2021 Eq. 3.
+#include "shardplan/layer.hpp"
+
 #include <doctest/doctest.h>
 
-#include "shardplan/layer.hpp"
 #include "support.hpp"
 
 using namespace shardplan;

@@ -1,9 +1,11 @@
 // Memory model against its sources: the seed, the ZeRO paper, Korthikanti et al. 2022.
+#include "shardplan/memory.hpp"
+
 #include <doctest/doctest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "shardplan/layer.hpp"
-#include "shardplan/memory.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/units.hpp"
@@ -13,17 +15,21 @@ using namespace shardplan;
 
 namespace {
 
-double model_states(const StageMemory& s) { return s.model_states_bytes(); }
+double model_states(const StageMemory& s) {
+  return s.model_states_bytes();
+}
 
 }  // namespace
 
-TEST_CASE("seed: 7B with mixed-precision Adam needs 112e9 bytes = 104.3 GiB, more than an 80 GB card") {
+TEST_CASE(
+    "seed: 7B with mixed-precision Adam needs 112e9 bytes = 104.3 GiB, more than an 80 GB card") {
   // training-too-big-for-one-gpu.txt: "sixteen bytes per parameter ... about 104 GiB".
   ClusterOptions o;
   o.gpu = "H100-SXM";
   o.gpus = 1;
   const ClusterSpec c = build_cluster(o);
-  const MemoryBreakdown m = estimate_memory(test::params_only(7e9), test::training(4096, 1), test::plan(1, 1, 1), c);
+  const MemoryBreakdown m =
+      estimate_memory(test::params_only(7e9), test::training(4096, 1), test::plan(1, 1, 1), c);
   CHECK(model_states(m.worst()) == doctest::Approx(112e9).epsilon(1e-12));
   CHECK(model_states(m.worst()) / kGiB == doctest::Approx(104.3).epsilon(0.001));
   CHECK(m.bytes_per_param.total() == 16.0);
@@ -38,7 +44,8 @@ TEST_CASE("ZeRO paper: 7.5B parameters on 64 GPUs, model states per device") {
   for (int zero = 0; zero <= 3; ++zero) {
     ParallelPlan p = test::plan(64, 1, 1);
     p.zero = zero;
-    const MemoryBreakdown m = estimate_memory(test::params_only(7.5e9), test::training(2048, 64), p, test::cluster(64));
+    const MemoryBreakdown m =
+        estimate_memory(test::params_only(7.5e9), test::training(2048, 64), p, test::cluster(64));
     CAPTURE(zero);
     CHECK(model_states(m.worst()) / 1e9 == doctest::Approx(expected_gb[zero]).epsilon(0.02));
   }
@@ -91,7 +98,8 @@ TEST_CASE("Korthikanti et al. 2022 Figure 1 activations, from the per-tensor der
     p.recompute = parse_recompute(pl.at("recompute"), "recompute");
     p.sequence_parallel = pl.at("sequence_parallel");
     p.interleave = pl.at("interleave").is_null() ? 1 : pl.at("interleave").get<int>();
-    const MemoryBreakdown mem = estimate_memory(m, t, p, test::cluster(run.at("hardware").at("gpus_total")));
+    const MemoryBreakdown mem =
+        estimate_memory(m, t, p, test::cluster(run.at("hardware").at("gpus_total")));
     const double published = run.at("measured").at("activations_gib").get<double>() * kGiB;
     CAPTURE(id);
     CHECK(test::rel_err(mem.stages[0].layer_activations_bytes, published) < 0.02);
@@ -158,7 +166,8 @@ TEST_CASE("pipeline stages differ and the most loaded one is reported") {
   const ModelSpec m = load_model("llama-3.1-70b");
   ParallelPlan p = test::plan(2, 8, 4);
   p.zero = 1;
-  const MemoryBreakdown mem = estimate_memory(m, test::training(8192, 16), p, test::cluster(64, "dgx-h100"));
+  const MemoryBreakdown mem =
+      estimate_memory(m, test::training(8192, 16), p, test::cluster(64, "dgx-h100"));
   REQUIRE(mem.stages.size() == 4);
   CHECK(mem.stages[0].activations_bytes > mem.stages[3].activations_bytes);
   CHECK(mem.worst_stage == 0);
@@ -171,7 +180,8 @@ TEST_CASE("ZeRO-3 gathers a layer at a time") {
   const ModelSpec m = test::gpt(2, 65536, 256);
   ParallelPlan p = test::plan(64, 1, 1);
   p.zero = 3;
-  const MemoryBreakdown mem = estimate_memory(m, test::training(2048, 64), p, test::cluster(64, "dgx-h100"));
+  const MemoryBreakdown mem =
+      estimate_memory(m, test::training(2048, 64), p, test::cluster(64, "dgx-h100"));
   // One layer is 12 h^2 parameters: 51.5e9, 103 GB in bf16 (the ladder's example).
   CHECK(mem.gathered_layer_bytes / 1e9 == doctest::Approx(103.1).epsilon(0.01));
   CHECK_FALSE(mem.fits);

@@ -1,7 +1,8 @@
 // Exact parameter counts from architecture, checked against published totals.
+#include "shardplan/model.hpp"
+
 #include <doctest/doctest.h>
 
-#include "shardplan/model.hpp"
 #include "shardplan/profiles.hpp"
 #include "support.hpp"
 

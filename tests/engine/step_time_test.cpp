@@ -1,5 +1,7 @@
 // Step-time model: the seed's arithmetic, FLOP identities from the papers, and that the parts
 // of a step add up.
+#include "shardplan/step_time.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 #include "shardplan/collectives.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/profiles.hpp"
-#include "shardplan/step_time.hpp"
 #include "support.hpp"
 
 using namespace shardplan;
@@ -22,7 +23,9 @@ ClusterSpec flat(const std::string& link, int gpus) {
   return build_cluster(o);
 }
 
-double share(const Traffic& t, const StepTime& s) { return t.time_s / (s.step_s - t.exposed_s + t.time_s); }
+double share(const Traffic& t, const StepTime& s) {
+  return t.time_s / (s.step_s - t.exposed_s + t.time_s);
+}
 
 }  // namespace
 
@@ -100,7 +103,8 @@ TEST_CASE("pipeline bubble is (p-1)/(v m) of the ideal time") {
   CHECK(plain.time.bubble_s / plain.time.compute_s == doctest::Approx(7.0 / 64).epsilon(0.05));
   p.interleave = 3;
   const Estimate inter = estimate(m, t, p, test::cluster(64));
-  CHECK(inter.time.bubble_s / inter.time.compute_s == doctest::Approx(7.0 / (3 * 64)).epsilon(0.05));
+  CHECK(inter.time.bubble_s / inter.time.compute_s ==
+        doctest::Approx(7.0 / (3 * 64)).epsilon(0.05));
 }
 
 TEST_CASE("ZeRO-3 moves 1.5x the data-parallel volume") {
@@ -119,7 +123,8 @@ TEST_CASE("ZeRO-3 moves 1.5x the data-parallel volume") {
 
 TEST_CASE("the GEMM efficiency curve interpolates its points") {
   const GpuSpec g = load_gpu("A100-80GB");
-  for (const auto& pt : g.gemm_efficiency) CHECK(gemm_efficiency(g, pt.flops) == doctest::Approx(pt.efficiency));
+  for (const auto& pt : g.gemm_efficiency)
+    CHECK(gemm_efficiency(g, pt.flops) == doctest::Approx(pt.efficiency));
   CHECK(gemm_efficiency(g, 3e10) > gemm_efficiency(g, 1e10));
   CHECK(gemm_efficiency(g, 1e16) == doctest::Approx(g.gemm_efficiency.back().efficiency));
 }

@@ -1,8 +1,9 @@
 // Quantity parsing: the forms DESIGN.md promises (7e9, 7B, 900GB/s, 10Gbit/s, 400Gb/s).
+#include "shardplan/units.hpp"
+
 #include <doctest/doctest.h>
 
 #include "shardplan/error.hpp"
-#include "shardplan/units.hpp"
 
 using namespace shardplan;
 

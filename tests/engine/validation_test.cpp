@@ -1,11 +1,12 @@
 // Accuracy against the published runs shipped in profiles/validation/published-runs.json.
+#include "shardplan/validation.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <string>
 
 #include "shardplan/profiles.hpp"
-#include "shardplan/validation.hpp"
 
 using namespace shardplan;
 
@@ -29,7 +30,8 @@ TEST_CASE("Korthikanti et al. 2022 Table 5 iteration times: mean error below Cal
     CAPTURE(c.run->id);
     CHECK(std::fabs(c.error) <= 0.12);
   }
-  MESSAGE("Korthikanti Table 5: mean " << s.mean_abs_error * 100 << "%, max " << s.max_abs_error * 100 << "%");
+  MESSAGE("Korthikanti Table 5: mean " << s.mean_abs_error * 100 << "%, max "
+                                       << s.max_abs_error * 100 << "%");
   CHECK(s.mean_abs_error <= 0.0365);  // Calculon (Isaev et al. SC'23) reports 3.65% on these
 }
 
@@ -40,7 +42,8 @@ TEST_CASE("Narayanan et al. 2021 Table 1 throughputs: mean error within 5%, none
     CAPTURE(c.run->id);
     CHECK(std::fabs(c.error) <= 0.12);
   }
-  MESSAGE("Narayanan Table 1: mean " << s.mean_abs_error * 100 << "%, max " << s.max_abs_error * 100 << "%");
+  MESSAGE("Narayanan Table 1: mean " << s.mean_abs_error * 100 << "%, max " << s.max_abs_error * 100
+                                     << "%");
   CHECK(s.mean_abs_error <= 0.05);
 }
 
@@ -69,7 +72,8 @@ TEST_CASE("held-out runs (other frameworks, H100, fp8) the efficiencies were not
     const Prediction p = predict(run);
     CAPTURE(run.id);
     CHECK(p.predicted > 0);
-    if (run.id.rfind("llmfoundry-mpt-30b", 0) == 0 || run.id.rfind("llmfoundry-mpt-70b-64xA100", 0) == 0) {
+    if (run.id.rfind("llmfoundry-mpt-30b", 0) == 0 ||
+        run.id.rfind("llmfoundry-mpt-70b-64xA100", 0) == 0) {
       CHECK(std::fabs(p.error) <= 0.05);  // PyTorch FSDP on A100
     }
     if (run.id.rfind("nemo-", 0) == 0 || run.id.rfind("megatron-", 0) == 0) {

@@ -1,8 +1,8 @@
 // Hugging Face config.json input: the real files of eight families, counted exactly.
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "shardplan/error.hpp"
@@ -20,7 +20,8 @@ TEST_CASE("config.json of Llama, Mistral, Qwen2, Gemma, GPT-2, GPT-NeoX, Mixtral
   REQUIRE(expected.size() == 8);
   for (const auto& e : expected) {
     const std::string dir = e.at("dir");
-    const ModelSpec m = load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/" + dir + "/config.json");
+    const ModelSpec m =
+        load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/" + dir + "/config.json");
     CAPTURE(dir);
     CHECK(count_params(m).total == e.at("total_params").get<double>());
   }
@@ -29,7 +30,7 @@ TEST_CASE("config.json of Llama, Mistral, Qwen2, Gemma, GPT-2, GPT-NeoX, Mixtral
 TEST_CASE("family details that configs leave to code") {
   const std::string base = std::string(SHARDPLAN_TEST_DATA) + "/hf/";
   const ModelSpec qwen = load_model(base + "qwen2.5-7b/config.json");
-  CHECK(qwen.qkv_bias);        // Qwen2 has Q/K/V biases, no config key for them
+  CHECK(qwen.qkv_bias);  // Qwen2 has Q/K/V biases, no config key for them
   CHECK_FALSE(qwen.out_bias);
   const ModelSpec gemma = load_model(base + "gemma-7b/config.json");
   CHECK(gemma.mlp == MlpKind::geglu);
@@ -48,14 +49,19 @@ TEST_CASE("family details that configs leave to code") {
 
 TEST_CASE("malformed config.json names the file and the line") {
   try {
-    model_from_hf_config("{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 4096,,\n}", "bad/config.json");
+    model_from_hf_config("{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 4096,,\n}",
+                         "bad/config.json");
     FAIL("expected an InputError");
   } catch (const InputError& e) {
     const std::string what = e.what();
     CHECK(what.find("bad/config.json") != std::string::npos);
     CHECK(what.find("line 3") != std::string::npos);
   }
-  CHECK_THROWS_AS(model_from_hf_config(R"({"model_type": "llama", "hidden_size": 4096})", "x.json"), InputError);
-  CHECK_THROWS_AS(model_from_hf_config(R"({"model_type": "llama", "hidden_size": -1, "num_hidden_layers": 2,
-     "num_attention_heads": 2, "vocab_size": 10})", "x.json"), InputError);
+  CHECK_THROWS_AS(model_from_hf_config(R"({"model_type": "llama", "hidden_size": 4096})", "x.json"),
+                  InputError);
+  CHECK_THROWS_AS(
+      model_from_hf_config(R"({"model_type": "llama", "hidden_size": -1, "num_hidden_layers": 2,
+     "num_attention_heads": 2, "vocab_size": 10})",
+                           "x.json"),
+      InputError);
 }

@@ -1,13 +1,14 @@
 // Profiles: every preset loads strictly, names are case-insensitive, typos get suggestions.
+#include "shardplan/profiles.hpp"
+
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "shardplan/error.hpp"
-#include "shardplan/profiles.hpp"
 #include "shardplan/units.hpp"
 #include "support.hpp"
 
@@ -24,7 +25,9 @@ std::string error_of(auto&& f) {
   return "";
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 std::string write_temp(const std::string& text) {
   char path[] = "/tmp/shardplan-profile-XXXXXX.json";
@@ -39,12 +42,13 @@ std::string write_temp(const std::string& text) {
 
 TEST_CASE("every required preset exists and loads") {
   // Issue "Foundation", item 3: the preset names users type.
-  for (const char* g : {"A100-40GB", "A100-80GB", "H100-SXM", "H100-PCIe", "H200", "B200", "L40S", "MI300X"}) {
+  for (const char* g :
+       {"A100-40GB", "A100-80GB", "H100-SXM", "H100-PCIe", "H200", "B200", "L40S", "MI300X"}) {
     CAPTURE(g);
     CHECK(load_gpu(g).memory_bytes > 0);
   }
-  for (const char* l : {"nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "ib-hdr", "ib-ndr", "ib-xdr",
-                        "10gbe", "25gbe", "100gbe", "200gbe", "400gbe"}) {
+  for (const char* l : {"nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "ib-hdr", "ib-ndr",
+                        "ib-xdr", "10gbe", "25gbe", "100gbe", "200gbe", "400gbe"}) {
     CAPTURE(l);
     CHECK(load_link(l, "--link").busbw_bytes_per_s > 0);
   }
@@ -52,9 +56,10 @@ TEST_CASE("every required preset exists and loads") {
     CAPTURE(c);
     CHECK(load_cluster(c).gpus_per_node == 8);
   }
-  for (const char* m : {"gpt3-125m", "gpt3-350m", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "gpt3-175b",
-                        "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3.1-8b", "llama-3.1-70b",
-                        "llama-3.1-405b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b"}) {
+  for (const char* m :
+       {"gpt3-125m", "gpt3-350m", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "gpt3-175b",
+        "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3.1-8b", "llama-3.1-70b",
+        "llama-3.1-405b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b"}) {
     CAPTURE(m);
     CHECK(load_model(m).layers > 0);
   }
