@@ -60,6 +60,7 @@ struct StepTime {
   int micro_batches = 1;      // per pipeline per step (gradient accumulation steps)
   int critical_stage = 0;
   double recompute_s = 0;         // of compute_s, the recomputed forward
+  double contention_s = 0;  // of compute_s, what overlapped communication takes from compute
   bool optimizer_in_mfu = false;  // params-only: the assumed MFU already covers the optimizer
 };
 

@@ -387,6 +387,10 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
   }
 
   t.exposed_comm_s = comm.exposed_s();
+  // Communication that hides behind compute still runs on the GPU's SMs and HBM: compute
+  // beside it slows by the GPU profile's overlap_slowdown.
+  t.contention_s = c.gpu.overlap_slowdown * (comm.time_s() - t.exposed_comm_s);
+  t.compute_s += t.contention_s;
   t.step_s = t.compute_s + t.bubble_s + t.exposed_comm_s + t.optimizer_s;
 
   if (m.has_architecture()) {

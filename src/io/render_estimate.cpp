@@ -125,6 +125,7 @@ nlohmann::json to_json(const StepTime& s) {
           {"exposed_comm_s", s.exposed_comm_s},
           {"optimizer_s", s.optimizer_s},
           {"recompute_s", s.recompute_s},
+          {"contention_s", s.contention_s},
           {"micro_batches", s.micro_batches},
           {"critical_stage", s.critical_stage}};
 }
@@ -204,7 +205,10 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
                   s.micro_batches == 1 ? "" : "es",
                   s.recompute_s > 0
                       ? fmt::format(" + recompute ({})", format_seconds(s.recompute_s))
-                      : ""));
+                      : "") +
+          (s.contention_s > 0 ? fmt::format(", {} of it slowed by overlapped communication",
+                                            format_seconds(s.contention_s))
+                              : ""));
   row("pipeline bubble", s.bubble_s, "fill and drain, (p - 1)/v micro-batches");
   row("exposed communication", s.exposed_comm_s, "not hidden behind compute");
   row("optimizer step", s.optimizer_s,

@@ -102,9 +102,9 @@ TEST_CASE("profile files are strict: unknown keys and missing sources are errors
   nlohmann::json g = nlohmann::json::parse(R"({
     "name": "X1", "memory_gib": 10, "peak_tflops": {"bf16": 100}, "hbm_gb_per_s": 1000,
     "gemm_efficiency": [[1e9, 0.5], [1e12, 0.8]], "attention_efficiency": 0.5,
-    "memory_efficiency": 0.8, "kernel_overhead_us": 4, "context_gib": 0.5,
+    "memory_efficiency": 0.8, "kernel_overhead_us": 4, "overlap_slowdown": 0.1, "context_gib": 0.5,
     "sources": {"memory_gib": "a", "peak_tflops": "b", "hbm_gb_per_s": "c", "gemm_efficiency": "d",
-                "attention_efficiency": "e", "memory_efficiency": "f", "kernel_overhead_us": "g",
+                "attention_efficiency": "e", "memory_efficiency": "f", "kernel_overhead_us": "g", "overlap_slowdown": "i",
                 "context_gib": "h"}})");
   CHECK(load_gpu(write_temp(g.dump())).name == "X1");
   nlohmann::json typo = g;
