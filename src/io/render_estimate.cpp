@@ -31,6 +31,19 @@ std::string group_text(const Placement& g) {
                      g.ranks_per_node);
 }
 
+// Which figure of a link the model uses, and where it came from.
+std::string describe_link(const std::string& where, const LinkSpec& l, const char* per) {
+  if (l.user_given)
+    return fmt::format("{} {}, {} {}, as typed", where, l.name, format_rate(l.busbw_bytes_per_s),
+                       per);
+  if (l.measured) {
+    return fmt::format("{} {}: {} bus bandwidth {}, measured by shardplan probe", where, l.name,
+                       format_rate(l.busbw_bytes_per_s), per);
+  }
+  return fmt::format("{} {}: {} bus bandwidth {} as nccl-tests measure it (nominal {})", where,
+                     l.name, format_rate(l.busbw_bytes_per_s), per, format_rate(l.bytes_per_s));
+}
+
 struct Row {
   Parallelism parallelism;
   const Traffic* traffic;
@@ -189,7 +202,12 @@ std::string render_comm(const CommBreakdown& comm, const StepTime& s, const Para
       "  share of step = this traffic's time / (the step with it fully exposed); 'exposed' is "
       "what\n"
       "  compute does not hide (bucketed gradient reduction under backward, ZeRO-3 prefetch).\n";
-  return out;
+  out += "Links: " + describe_link("inside a node", c.intra, "per GPU");
+  if (c.nodes() > 1) {
+    out += "; " + describe_link(fmt::format("between nodes, {} per node", c.nics_per_node), c.nic,
+                                "per NIC");
+  }
+  return out + "\n";
 }
 
 std::string render_time(const Estimate& e, const TrainingSpec& tr, const ClusterSpec& c) {
