@@ -190,23 +190,16 @@ DeepSpeedConfig emit_deepspeed(const EmitInputs& in) {
   nlohmann::json provenance = nlohmann::json::array();
   for (const Provenance& x : why)
     provenance.push_back({{"setting", x.setting}, {"value", x.value}, {"source", x.source}});
+  // The plan as `estimate --json` writes it, with what DeepSpeed's batch identity and the
+  // launcher need beside it.
+  nlohmann::json plan = to_json(p);
+  plan["global_batch"] = tr.global_batch;
+  plan["gradient_accumulation_steps"] = accumulation_steps(in);
+  plan["nodes"] = in.cluster.nodes();
+  plan["gpus_per_node"] = in.cluster.gpus_per_node;
   j["_shardplan"] = {
       {"about", "written by shardplan; DeepSpeed ignores unknown top-level keys"},
-      {"plan",
-       {{"dp", p.dp},
-        {"tp", p.tp},
-        {"pp", p.pp},
-        {"cp", p.cp},
-        {"ep", p.ep},
-        {"zero", p.zero},
-        {"micro_batch", p.micro_batch},
-        {"global_batch", tr.global_batch},
-        {"gradient_accumulation_steps", accumulation_steps(in)},
-        {"recompute", to_string(p.recompute)},
-        {"sequence_parallel", p.sequence_parallel},
-        {"gpus", in.cluster.gpus},
-        {"nodes", in.cluster.nodes()},
-        {"gpus_per_node", in.cluster.gpus_per_node}}},
+      {"plan", plan},
       {"long_run",
        {{"checkpoint_interval_steps", in.settings.checkpoint_interval_steps},
         {"checkpoint_interval_s", in.settings.checkpoint_interval_s},
