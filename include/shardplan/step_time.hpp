@@ -4,28 +4,12 @@
 #pragma once
 
 #include "shardplan/comm.hpp"
+#include "shardplan/compute.hpp"
 #include "shardplan/layer.hpp"
 #include "shardplan/memory.hpp"
 #include "shardplan/specs.hpp"
 
 namespace shardplan {
-
-/// Share of peak a GEMM of `flops` reaches: the GPU profile's curve, interpolated in
-/// log(flops) and clamped at its ends.
-double gemm_efficiency(const GpuSpec& gpu, double flops);
-
-/// Forward and backward seconds of one op on one GPU (a roofline per op: FLOPs at the curve's
-/// efficiency or bytes at the memory efficiency, whichever is slower, plus launch cost).
-double op_forward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype);
-double op_backward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype);
-
-struct BlockTime {
-  double forward_s = 0;
-  double backward_s = 0;      // without any recompute
-  double selective_s = 0;     // forward of the ops selective recompute redoes
-  double gemm_forward_s = 0;  // the GEMMs' share of forward_s (what TP comm can hide behind)
-};
-BlockTime time_block(const Block& block, const GpuSpec& gpu, MathDtype dtype);
 
 /// Everything a micro-batch costs one device that does not depend on dp, pp, ZeRO,
 /// interleaving or recompute. The search computes it once per (tp, cp, sp, micro-batch).
@@ -60,7 +44,7 @@ struct StepTime {
   int micro_batches = 1;      // per pipeline per step (gradient accumulation steps)
   int critical_stage = 0;
   double recompute_s = 0;         // of compute_s, the recomputed forward
-  double contention_s = 0;  // of compute_s, what overlapped communication takes from compute
+  double contention_s = 0;        // of compute_s, what overlapped communication takes from compute
   bool optimizer_in_mfu = false;  // params-only: the assumed MFU already covers the optimizer
 };
 
@@ -105,10 +89,5 @@ struct Evaluation {
 Evaluation evaluate(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,
                     const ClusterSpec& cluster, const MicroBatchCost& cost,
                     const MemoryInputs& memory);
-
-/// Model FLOPs of one forward pass over `sequences` sequences: 2 x tokens x (matmul params a
-/// token touches + LM head) + 4 x sequences x L x s^2 x (heads x head_dim). For GPT shapes,
-/// 3x this is Korthikanti et al. Eq. 7: 72 B L s h^2 (1 + s/(6h) + V/(12 h L)).
-double forward_model_flops(const ModelSpec& model, double sequences, int seq_len);
 
 }  // namespace shardplan

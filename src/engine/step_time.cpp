@@ -1,6 +1,6 @@
-// The step model. Compute: each op of layer.cpp timed on the GPU profile (GEMM efficiency curve,
-// memory-bound kernels, launch cost), backward GEMMs at twice the forward FLOPs, recompute as
-// the forward again (full) or the core attention again (selective). Pipeline: 1F1B with the
+// The step model. Compute: each op of layer.cpp timed on the GPU profile (compute.cpp), backward
+// GEMMs at twice the forward FLOPs, recompute as the forward again (full) or the core attention
+// again (selective). Pipeline: 1F1B with the
 // slowest stage setting the pace and a (p-1)/v bubble (Narayanan et al. 2021, Sec. 2.2).
 // Communication: collectives.hpp on the tier each group spans, hidden behind the compute it
 // overlaps with in Megatron-LM / DeepSpeed / FSDP, exposed otherwise.
@@ -14,101 +14,6 @@
 #include "shardplan/plan.hpp"
 
 namespace shardplan {
-namespace {
-
-double peak_of(const GpuSpec& gpu, MathDtype dtype) {
-  const double p = gpu.peak_flops[static_cast<int>(dtype)];
-  return p > 0 ? p : gpu.peak_flops[static_cast<int>(MathDtype::bf16)];
-}
-
-// Attention kernels run in 16-bit even when the GEMMs run in fp8 (Transformer Engine).
-MathDtype attention_dtype(MathDtype gemm) {
-  return gemm == MathDtype::fp8 ? MathDtype::bf16 : gemm;
-}
-
-double stream_s(double bytes, const GpuSpec& gpu) {
-  return bytes / (gpu.hbm_bytes_per_s * gpu.memory_efficiency);
-}
-
-double gemm_s(double flops, double bytes, const GpuSpec& gpu, MathDtype dtype) {
-  return std::max(flops / (peak_of(gpu, dtype) * gemm_efficiency(gpu, flops)),
-                  stream_s(bytes, gpu));
-}
-
-}  // namespace
-
-double gemm_efficiency(const GpuSpec& gpu, double flops) {
-  const auto& c = gpu.gemm_efficiency;
-  SHARDPLAN_CHECK(!c.empty(), "GPU profile without a GEMM efficiency curve");
-  if (flops <= c.front().flops) return c.front().efficiency * flops / c.front().flops;
-  if (flops >= c.back().flops) return c.back().efficiency;
-  const double x = std::log(flops);
-  for (size_t i = 1; i < c.size(); ++i) {
-    if (flops <= c[i].flops) {
-      const double x0 = std::log(c[i - 1].flops), x1 = std::log(c[i].flops);
-      const double w = (x - x0) / (x1 - x0);
-      return c[i - 1].efficiency + w * (c[i].efficiency - c[i - 1].efficiency);
-    }
-  }
-  return c.back().efficiency;
-}
-
-double op_forward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
-  switch (op.kind) {
-    case OpKind::gemm:
-      return gemm_s(op.flops, op.bytes, gpu, dtype);
-    case OpKind::attention:
-      return op.flops / (peak_of(gpu, attention_dtype(dtype)) * gpu.attention_efficiency) +
-             gpu.kernel_overhead_s;
-    case OpKind::elementwise:
-      return stream_s(op.bytes, gpu) + gpu.kernel_overhead_s;
-  }
-  return 0;
-}
-
-double op_backward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
-  switch (op.kind) {
-    case OpKind::gemm:
-      // dgrad and wgrad: two GEMMs of the forward's size.
-      return 2.0 * gemm_s(op.flops, op.bytes, gpu, dtype);
-    case OpKind::attention:
-      return op.backward_flops / (peak_of(gpu, attention_dtype(dtype)) * gpu.attention_efficiency) +
-             gpu.kernel_overhead_s;
-    case OpKind::elementwise:
-      // Reads the incoming gradient and the saved tensor, writes the outgoing gradient: three
-      // tensors where the forward moved two.
-      return 1.5 * stream_s(op.bytes, gpu) + gpu.kernel_overhead_s;
-  }
-  return 0;
-}
-
-BlockTime time_block(const Block& block, const GpuSpec& gpu, MathDtype dtype) {
-  BlockTime t;
-  for (const Op& op : block.ops) {
-    const double f = op_forward_s(op, gpu, dtype);
-    t.forward_s += f;
-    t.backward_s += op_backward_s(op, gpu, dtype);
-    if (op.selective) t.selective_s += f;
-    if (op.kind == OpKind::gemm) t.gemm_forward_s += f;
-  }
-  // Selective recompute redoes the core attention: its GEMMs as well as softmax and dropout.
-  for (const Op& op : block.ops) {
-    if (op.kind == OpKind::gemm && op.batch > 1) t.selective_s += op_forward_s(op, gpu, dtype);
-  }
-  return t;
-}
-
-double forward_model_flops(const ModelSpec& m, double sequences, int seq_len) {
-  const ParamCounts c = count_params(m);
-  const double tokens = sequences * seq_len;
-  if (!m.has_architecture()) return 2.0 * tokens * c.total;
-  const double per_token =
-      m.layers * c.layer.matmul_active + static_cast<double>(m.hidden) * m.vocab;
-  const double attention = 4.0 * sequences * m.layers * static_cast<double>(seq_len) * seq_len *
-                           (static_cast<double>(m.heads) * m.head_dim);
-  return 2.0 * tokens * per_token + attention;
-}
-
 namespace {
 
 double tp_forward_s(const TpTraffic& t, const Placement& g, const ClusterSpec& c) {
@@ -221,7 +126,7 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
   t.micro_batches = mb;
   const StateBytes& per = mem.per_param;
   const MathDtype dtype = math_dtype(tr.precision);
-  const double peak = peak_of(c.gpu, dtype);
+  const double peak = peak_flops(c.gpu, dtype);
   const Placement dp = placement_of(Parallelism::data, p, c);
   const double replicas = static_cast<double>(p.dp) * p.cp;
   ev.model_flops = 3.0 * cost.forward_model_flops;
@@ -420,7 +325,7 @@ Estimate estimate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan
   est.comm = ev.comm;
   est.time = ev.time;
   Throughput& th = est.throughput;
-  th.peak_flops = peak_of(c.gpu, math_dtype(tr.precision));
+  th.peak_flops = peak_flops(c.gpu, math_dtype(tr.precision));
   th.model_flops = ev.model_flops;
   th.hardware_flops = ev.hardware_flops;
   const double step = est.time.step_s;

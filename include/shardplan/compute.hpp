@@ -1,0 +1,35 @@
+// Compute time on one GPU: each op of layer.hpp against the GPU profile's peaks, GEMM efficiency
+// curve, memory-bound efficiency and launch cost; and the model FLOPs that MFU counts.
+#pragma once
+
+#include "shardplan/layer.hpp"
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+/// Dense peak FLOP/s of a dtype; a dtype the GPU lacks falls back to its bf16 peak.
+double peak_flops(const GpuSpec& gpu, MathDtype dtype);
+
+/// Share of peak a GEMM of `flops` reaches: the GPU profile's curve, interpolated in
+/// log(flops) and clamped at its ends.
+double gemm_efficiency(const GpuSpec& gpu, double flops);
+
+/// Forward and backward seconds of one op on one GPU (a roofline per op: FLOPs at the curve's
+/// efficiency or bytes at the memory efficiency, whichever is slower, plus launch cost).
+double op_forward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype);
+double op_backward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype);
+
+struct BlockTime {
+  double forward_s = 0;
+  double backward_s = 0;      // without any recompute
+  double selective_s = 0;     // forward of the ops selective recompute redoes
+  double gemm_forward_s = 0;  // the GEMMs' share of forward_s (what TP comm can hide behind)
+};
+BlockTime time_block(const Block& block, const GpuSpec& gpu, MathDtype dtype);
+
+/// Model FLOPs of one forward pass over `sequences` sequences: 2 x tokens x (matmul params a
+/// token touches + LM head) + 4 x sequences x L x s^2 x (heads x head_dim). For GPT shapes,
+/// 3x this is Korthikanti et al. Eq. 7: 72 B L s h^2 (1 + s/(6h) + V/(12 h L)).
+double forward_model_flops(const ModelSpec& model, double sequences, int seq_len);
+
+}  // namespace shardplan
