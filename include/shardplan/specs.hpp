@@ -68,10 +68,10 @@ struct GpuSpec {
   double memory_efficiency = 0;                  // streaming kernels, share of hbm_bytes_per_s
   double kernel_overhead_s = 0;                  // fixed cost per kernel launch
   double overlap_slowdown = 0;  // compute lost per second of communication it overlaps
-  double context_bytes = 0;                      // CUDA context + library workspaces, per process
-  std::string intra_link;   // the node fabric this GPU comes with (a link preset)
-  std::string inter_link;   // the scale-out network of its reference node
-  bool calibrated = false;  // efficiencies replaced by probe measurements
+  double context_bytes = 0;     // CUDA context + library workspaces, per process
+  std::string intra_link;       // the node fabric this GPU comes with (a link preset)
+  std::string inter_link;       // the scale-out network of its reference node
+  bool calibrated = false;      // efficiencies replaced by probe measurements
 };
 
 /// One tier of the interconnect. Bandwidth is per GPU, one direction.

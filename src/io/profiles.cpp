@@ -173,15 +173,15 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   g.kernel_overhead_s = o.number("kernel_overhead_us") * 1e-6;
   g.overlap_slowdown = o.number("overlap_slowdown");
   if (g.overlap_slowdown < 0 || g.overlap_slowdown > 1) {
-    throw InputError(o.field("overlap_slowdown"), "is a share of compute time; must be between 0 and 1");
+    throw InputError(o.field("overlap_slowdown"),
+                     "is a share of compute time; must be between 0 and 1");
   }
   g.context_bytes = o.number("context_gib") * kGiB;
   g.calibrated = o.boolean_or("calibrated", false);
   g.source = where;
-  require_sources(
-      o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency", "attention_efficiency",
-          "memory_efficiency", "kernel_overhead_us", "overlap_slowdown", "context_gib", "intra_link",
-                      "inter_link"});
+  require_sources(o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency",
+                      "attention_efficiency", "memory_efficiency", "kernel_overhead_us",
+                      "overlap_slowdown", "context_gib", "intra_link", "inter_link"});
   o.finish();
   return g;
 }
