@@ -24,6 +24,10 @@ double parse_bytes(std::string_view text, const std::string& field);
 /// A duration in seconds: "30min", "2h", "90s", "1.5d", or a bare number of seconds.
 double parse_duration(std::string_view text, const std::string& field);
 
+/// A plain finite number, the whole text ("0.05", "2.5", "1e-3"); InputError naming `field`
+/// otherwise. Range checks are the caller's.
+double parse_number(std::string_view text, const std::string& field);
+
 /// A positive integer; "1,024" and "1k" are accepted. Throws InputError naming `field`.
 long long parse_positive_int(std::string_view text, const std::string& field);
 

@@ -251,11 +251,7 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   t.overlap_grad_reduce = t.overlap_param_gather = !o.no_overlap;
   t.tp_comm_overlap = o.tp_comm_overlap;
   if (!o.fragmentation.empty()) {
-    try {
-      t.fragmentation = std::stod(o.fragmentation);
-    } catch (const std::exception&) {
-      t.fragmentation = -1;
-    }
+    t.fragmentation = parse_number(o.fragmentation, "--fragmentation");
     if (!(t.fragmentation >= 0 && t.fragmentation <= 1)) {
       throw InputError("--fragmentation",
                        "'" + o.fragmentation + "' must be a share between 0 and 1");
@@ -263,11 +259,7 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   }
   if (!o.tokens.empty()) t.tokens = parse_count(o.tokens, "--tokens");
   if (!o.gpu_hour_cost.empty()) {
-    try {
-      t.gpu_hour_cost = std::stod(o.gpu_hour_cost);
-    } catch (const std::exception&) {
-      t.gpu_hour_cost = -1;
-    }
+    t.gpu_hour_cost = parse_number(o.gpu_hour_cost, "--gpu-hour-cost");
     if (!(t.gpu_hour_cost > 0 && t.gpu_hour_cost < 1e6)) {
       throw InputError("--gpu-hour-cost", "'" + o.gpu_hour_cost + "' must be a positive price");
     }

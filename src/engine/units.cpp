@@ -149,6 +149,16 @@ double parse_duration(std::string_view text, const std::string& field) {
   return require_positive(value * scale, text, field);
 }
 
+double parse_number(std::string_view text, const std::string& field) {
+  const std::string s = lower_without_spaces(text);
+  auto [value, rest] = split_number(s, field, "0.05, 2.5, 1e-3");
+  if (!rest.empty()) {
+    throw InputError(
+        field, "'" + std::string(text) + "' is not a plain number (unexpected '" + rest + "')");
+  }
+  return value;
+}
+
 long long parse_positive_int(std::string_view text, const std::string& field) {
   const double value = parse_count(text, field);
   if (value != std::floor(value) || value > 9.0e15) {

@@ -43,6 +43,14 @@ TEST_CASE("bandwidths: bytes with B, bits with b or bit") {
   CHECK_THROWS_AS(parse_bandwidth("0GB/s", "--link"), InputError);
 }
 
+TEST_CASE("plain numbers take the whole text") {
+  CHECK(parse_number("0.05", "--fragmentation") == 0.05);
+  CHECK(parse_number("2.5", "--gpu-hour-cost") == 2.5);
+  CHECK_THROWS_AS(parse_number("0.05abc", "--fragmentation"), InputError);
+  CHECK_THROWS_AS(parse_number("2x", "--gpu-hour-cost"), InputError);
+  CHECK_THROWS_AS(parse_number("cheap", "--gpu-hour-cost"), InputError);
+}
+
 TEST_CASE("sizes and durations") {
   CHECK(parse_bytes("80GB", "--disk") == 80e9);
   CHECK(parse_bytes("80GiB", "--disk") == 80.0 * kGiB);
