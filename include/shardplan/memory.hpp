@@ -38,7 +38,6 @@ inline constexpr double kNcclBytesPerCommunicator = 16.0 * 2.0 * 4.0 * 1024.0 * 
 struct StageMemory {
   int stage = 0;
   double params = 0;  // parameters this device holds before ZeRO sharding
-  double largest_layer_params = 0;
   // model states
   double weights_bytes = 0;
   double gradients_bytes = 0;
@@ -102,6 +101,10 @@ StageMemory stage_memory(const ModelSpec& model, const TrainingSpec& training,
 /// Memory of every pipeline stage's device. The plan must be valid (see check_plan).
 MemoryBreakdown estimate_memory(const ModelSpec& model, const TrainingSpec& training,
                                 const ParallelPlan& plan, const ClusterSpec& cluster);
+/// The same from inputs already built (estimate() shares them with the step model).
+MemoryBreakdown estimate_memory(const ModelSpec& model, const TrainingSpec& training,
+                                const ParallelPlan& plan, const ClusterSpec& cluster,
+                                const MemoryInputs& inputs);
 
 /// The most-loaded device's total. Activations fall and the embedding leaves after the first
 /// stage, and only the last holds the LM head and logits, so the peak is on the first or last

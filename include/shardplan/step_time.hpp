@@ -32,6 +32,10 @@ struct MicroBatchCost {
   double pp_bytes = 0;             // one stage boundary's activation, per GPU
   double forward_model_flops = 0;  // one forward pass over the global batch (model FLOPs)
 };
+/// The memory model's inputs from the same micro-batch description, so it is built once.
+MemoryInputs memory_inputs(const ModelSpec& model, const TrainingSpec& training,
+                           const MicroBatchCost& cost);
+
 MicroBatchCost micro_batch_cost(const ModelSpec& model, const TrainingSpec& training,
                                 const ParallelPlan& plan, const ClusterSpec& cluster);
 

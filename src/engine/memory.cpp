@@ -109,7 +109,6 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
   const StateBytes& per = in.per_param;
   const DeviceParams dev = device_params(m, p, stage);
   s.params = dev.total();
-  s.largest_layer_params = dev.largest_layer;
 
   // ZeRO shards over every rank that holds the same weights: dp x cp for dense weights, and
   // dp x cp / ep for experts (Megatron-LM's expert-data-parallel group).
@@ -154,8 +153,12 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
 
 MemoryBreakdown estimate_memory(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
                                 const ClusterSpec& c) {
+  return estimate_memory(m, tr, p, c, memory_inputs(m, tr, p));
+}
+
+MemoryBreakdown estimate_memory(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+                                const ClusterSpec& c, const MemoryInputs& in) {
   MemoryBreakdown out;
-  const MemoryInputs in = memory_inputs(m, tr, p);
   out.capacity_bytes = c.gpu.memory_bytes;
   out.bytes_per_param = in.per_param;
   out.activations_known = in.activations_known;

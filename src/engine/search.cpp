@@ -226,7 +226,7 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
           }
           if (!costed) {
             cost = micro_batch_cost(m, tr, p, c);
-            mem = memory_inputs(m, tr, p);
+            mem = memory_inputs(m, tr, cost);
             costed = true;
           }
           ++out.modelled;

@@ -314,13 +314,21 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
   return ev;
 }
 
+MemoryInputs memory_inputs(const ModelSpec& m, const TrainingSpec& tr, const MicroBatchCost& cost) {
+  MemoryInputs in;
+  in.per_param = state_bytes_per_param(m, tr);
+  in.activations_known = m.has_architecture();
+  in.activations = cost.activations;
+  return in;
+}
+
 Estimate estimate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
                   const ClusterSpec& c) {
   Estimate est;
   est.params_only = !m.has_architecture();
-  est.memory = estimate_memory(m, tr, p, c);
-  const MemoryInputs mem = memory_inputs(m, tr, p);
   const MicroBatchCost cost = micro_batch_cost(m, tr, p, c);
+  const MemoryInputs mem = memory_inputs(m, tr, cost);
+  est.memory = estimate_memory(m, tr, p, c, mem);
   const Evaluation ev = evaluate(m, tr, p, c, cost, mem);
   est.comm = ev.comm;
   est.time = ev.time;
