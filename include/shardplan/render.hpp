@@ -81,7 +81,7 @@ std::string render_time(const Estimate& e, const TrainingSpec& training,
                         const ClusterSpec& cluster);
 
 /// Why a rung passes or fails, in words ("optimizer state needs 84.0 GB, 85.5 GB H100-SXM card").
-std::string rung_reason(const RungVerdict& v, const ClusterSpec& cluster);
+std::string rung_reason(const RungVerdict& v, const ClusterSpec& cluster, double max_comm_share);
 nlohmann::json to_json(const LadderResult& ladder, const ClusterSpec& cluster);
 std::string render_ladder(const LadderResult& ladder, const ClusterSpec& cluster);
 std::string render_ranked(const std::vector<Candidate>& ranked, const ClusterSpec& cluster);

@@ -10,7 +10,7 @@
 
 namespace shardplan {
 
-std::string rung_reason(const RungVerdict& v, const ClusterSpec& c) {
+std::string rung_reason(const RungVerdict& v, const ClusterSpec& c, double max_comm_share) {
   const std::string card = fmt::format("{} {}", format_gib(c.gpu.memory_bytes), c.gpu.name);
   const std::string wire = v.crosses_nodes ? c.nic.name + " between nodes" : c.intra.name;
   auto gb = [](double b) { return format_gib(b); };
@@ -39,8 +39,8 @@ std::string rung_reason(const RungVerdict& v, const ClusterSpec& c) {
       return fmt::format("activations need {} at best ({} in all), {} card", gb(v.need_bytes),
                          gb(v.memory_bytes), card);
     case Blocker::communication:
-      return fmt::format("fits, but exposed communication is {} of the step over {}",
-                         format_percent(v.comm_share), wire);
+      return fmt::format("fits, but exposed communication is {} of the step over {} (limit {})",
+                         format_percent(v.comm_share), wire, format_percent(max_comm_share));
   }
   return "";
 }
@@ -48,11 +48,7 @@ std::string rung_reason(const RungVerdict& v, const ClusterSpec& c) {
 nlohmann::json to_json(const LadderResult& l, const ClusterSpec& c) {
   nlohmann::json a = nlohmann::json::array();
   for (const RungVerdict& v : l.rungs) {
-    std::string reason = rung_reason(v, c);
-    if (v.blocker == Blocker::communication) {
-      reason = fmt::format("fits, but exposed communication is {} of the step (limit {})",
-                           format_percent(v.comm_share), format_percent(l.max_comm_share));
-    }
+    const std::string reason = rung_reason(v, c, l.max_comm_share);
     a.push_back({{"rung", to_string(v.rung)},
                  {"fits", v.fits},
                  {"comm_ok", v.comm_ok},
@@ -84,13 +80,7 @@ std::string render_ladder(const LadderResult& l, const ClusterSpec& c) {
            {"reason", Table::Align::left}});
   for (size_t i = 0; i < l.rungs.size(); ++i) {
     const RungVerdict& v = l.rungs[i];
-    std::string reason = rung_reason(v, c);
-    if (v.blocker == Blocker::communication) {
-      reason = fmt::format("fits, but exposed communication is {} of the step over {} (limit {})",
-                           format_percent(v.comm_share),
-                           v.crosses_nodes ? c.nic.name + " between nodes" : c.intra.name,
-                           format_percent(l.max_comm_share));
-    }
+    const std::string reason = rung_reason(v, c, l.max_comm_share);
     t.add_row({to_string(v.rung), v.passes() ? "STOP HERE" : "no",
                v.has_plan ? format_gib(v.memory_bytes) : "-",
                v.fits ? format_percent(v.comm_share) : "-",
