@@ -22,7 +22,7 @@ enum class LauncherFormat { deepspeed, megatron, torchtitan, accelerate };
 const char* to_string(LauncherFormat f);
 LauncherFormat parse_launcher_format(const std::string& text, const std::string& field);
 
-/// The seed checkpoints "on time, not on epochs"; 30 minutes is the default interval when the
+/// Long runs checkpoint on wall-clock time, not on epochs; 30 minutes is the default interval when the
 /// user names none (--checkpoint-interval auto takes the runbook's Young interval instead).
 inline constexpr double kDefaultCheckpointIntervalS = 1800;
 /// Megatron-LM's --seed default (RNGConfig.seed = 1234), used by every format unless --seed.
@@ -42,7 +42,7 @@ struct LongRunSettings {
 };
 
 /// Settings from the runbook: its interval (Young's, the default, or the given one, as the
-/// runbook was asked), its keep-last-K and collective timeout, and the seed.
+/// runbook was asked), its keep-last-K and collective timeout, and the random seed.
 LongRunSettings long_run_settings(const Runbook& runbook, IntervalChoice choice, int seed,
                                   bool seed_given);
 

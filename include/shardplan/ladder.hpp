@@ -1,4 +1,4 @@
-// The decision ladder of the seed, walked in order: one GPU, gradient accumulation, ZeRO-1,
+// The decision ladder, walked in order: one GPU, gradient accumulation, ZeRO-1,
 // ZeRO-2, ZeRO-3, tensor parallel (inside a node), pipeline parallel (across nodes). Each rung
 // is a restricted search; the walk stops at the first rung whose best plan fits in memory and
 // whose exposed communication the interconnect can carry.

@@ -1,5 +1,5 @@
 // The runbook as people and programs read it: the checkpoint/failure/goodput table, the
-// procedures the seed asks for with this plan's numbers in them, and the --json object.
+// procedures of a long run with this plan's numbers in them, and the --json object.
 #pragma once
 
 #include <nlohmann/json.hpp>

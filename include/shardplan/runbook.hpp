@@ -37,7 +37,7 @@ inline constexpr double kDefaultStorageBytesPerSPerNode = 1e9;
 // to 1 MiB so it is visible; it is < 0.01% of any model the tool plans.
 inline constexpr double kSmallStateBytesPerRank = 1024.0 * 1024.0;
 
-/// The seed: "keep the last few checkpoints". Three lets a spike found one interval late still
+/// Keep the last few checkpoints. Three lets a spike found one interval late still
 /// roll back past it (PaLM restarted ~100 steps before a spike).
 inline constexpr int kDefaultKeepLast = 3;
 

@@ -75,7 +75,7 @@ struct Estimate {
 };
 
 /// Assumed MFU when only the parameter count is known: the low end of the 40-56% that dense
-/// LLM training reaches at scale (DESIGN.md reality checks; Llama 3 405B 38-43%).
+/// LLM training reaches at scale (Llama 3 405B: 38-43%, Dubey et al. 2024 Table 4).
 inline constexpr double kParamsOnlyMfu = 0.40;
 
 Estimate estimate(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,

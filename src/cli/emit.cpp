@@ -118,7 +118,7 @@ Runner setup_emit(CLI::App& sub) {
     }
     const MemoryBreakdown& memory = ei.estimate.memory;
     if (!memory.fits) {
-      // DESIGN.md: exit 1 = does not fit. A config that runs out of memory wastes the cluster.
+      // Exit 1 = does not fit (docs/design.md, exit codes). A config that runs out of memory wastes the cluster.
       std::fprintf(stderr,
                    "shardplan: error: the plan needs %s per device of %s (stage %d); no config "
                    "written (`shardplan estimate` shows where the memory goes)\n",

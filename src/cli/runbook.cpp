@@ -1,5 +1,6 @@
 // `shardplan runbook`: checkpoint size and write time, interruptions at the cluster's scale, the
-// Young/Daly interval, goodput, and the long-run procedures of the seed for one plan.
+// Young/Daly interval, goodput, and the long-run procedures (checkpoint on time, keep-last-K,
+// resume test, timeouts) for one plan.
 #include <cstdio>
 #include <iostream>
 

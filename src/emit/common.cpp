@@ -44,7 +44,7 @@ LongRunSettings long_run_settings(const Runbook& r, IntervalChoice choice, int s
   switch (choice) {
     case IntervalChoice::default_interval:
       s.interval_source =
-          "default 30 min (the seed: checkpoint on time, not epochs; --checkpoint-interval auto "
+          "default 30 min (checkpoint on wall-clock time, not epochs; --checkpoint-interval auto "
           "for the runbook's Young interval, " +
           format_seconds(k.young_interval_s) + ")";
       break;
@@ -102,7 +102,7 @@ std::vector<Provenance> common_provenance(const EmitInputs& in) {
                            format_seconds(s.checkpoint_interval_s),
                            format_seconds(in.estimate.time.step_s), s.interval_source)});
   v.push_back({"keep last", std::to_string(s.keep_last),
-               "runbook (--keep-last; the seed: keep the last few)"});
+               "runbook (--keep-last; keep the last few checkpoints)"});
   v.push_back({"collective timeout", fmt::format("{} min", s.timeout_minutes),
                fmt::format("runbook: max(10 min, 3 x longest wait {})",
                            format_seconds(in.runbook.longest_wait_s))});

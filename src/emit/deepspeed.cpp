@@ -57,7 +57,7 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
   n.push_back(fmt::format(
       "every {} steps call engine.save_checkpoint(dir, tag=f\"global_step{{step}}\", "
       "client_state=...) "
-      "with the seed, the data loader's position and the RNG states in client_state (the engine "
+      "with the random seed (--seed), the data loader's position and the RNG states in client_state (the engine "
       "saves model and optimizer shards, none of those); at start call engine.load_checkpoint(dir)",
       s.checkpoint_interval_steps));
   n.push_back(fmt::format(
@@ -167,7 +167,7 @@ DeepSpeedConfig emit_deepspeed(const EmitInputs& in) {
   why.push_back({"gradient_clipping", "1.0",
                  "written out: DeepSpeed's default went from 0 (off) to 1.0 in v0.19.3"});
   j["steps_per_print"] = 1;
-  why.push_back({"steps_per_print", "1", "the seed: log throughput per step"});
+  why.push_back({"steps_per_print", "1", "long runs: log throughput every step so a slow node shows at once"});
   j["checkpoint"] = {{"tag_validation", "Fail"}};
   why.push_back({"checkpoint.tag_validation", "Fail",
                  "a checkpoint tag that differs across ranks stops the run"});

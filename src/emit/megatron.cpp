@@ -148,7 +148,7 @@ void provenance(MegatronScript& s, const EmitInputs& in) {
   why.push_back({"--dataloader-type single", "resumable",
                  "restarts at the checkpoint's consumed_train_samples"});
   why.push_back(
-      {"--log-interval 1 --log-throughput", "every step", "the seed: log throughput per step"});
+      {"--log-interval 1 --log-throughput", "every step", "long runs: log throughput every step so a slow node shows at once"});
   why.push_back(
       {"--exit-signal-handler", "on", "saves a checkpoint and exits on SIGTERM (preemption)"});
   if (!in.training.fp32_grads && in.training.precision != Precision::fp32 &&

@@ -221,7 +221,7 @@ TorchtitanConfig emit_torchtitan(const EmitInputs& in) {
                          {"comm", comm},
                          {"metrics", toml::table{{"log_freq", 1}}},
                          {"debug", toml::table{{"seed", s.seed}}}};
-  why.push_back({"metrics.log_freq", "1", "the seed: log throughput per step"});
+  why.push_back({"metrics.log_freq", "1", "long runs: log throughput every step so a slow node shows at once"});
 
   const int nodes = in.cluster.nodes();
   c.meta.launch = {"pip install torchtitan==0.2.2   # TOML job configs end with v0.2.2"};

@@ -1,6 +1,6 @@
 // The ladder walk: each rung is a search over its own shape (the knobs that are not new
 // parallelisms -- micro-batch, recompute, sequence parallel -- stay free within a rung, as
-// DESIGN.md asks), judged on memory first and then on how much of the step waits for the wire.
+// docs/design.md says), judged on memory first and then on how much of the step waits for the wire.
 #include "shardplan/ladder.hpp"
 
 #include <algorithm>

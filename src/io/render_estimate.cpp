@@ -11,8 +11,8 @@
 namespace shardplan {
 namespace {
 
-// The step as it would be if this traffic were not hidden at all: the seed's "6 per cent of a
-// training step against 98 per cent" (time / (time + the rest of the step)).
+// The step as it would be if this traffic were not hidden at all, as the usual comparison "6 per
+// cent of a training step against 98 per cent" (time / (time + the rest of the step)).
 double serial_share(const Traffic& t, const StepTime& s) {
   const double rest = s.step_s - t.exposed_s;
   return t.time_s > 0 ? t.time_s / (rest + t.time_s) : 0;

@@ -1,4 +1,4 @@
-// Renders the runbook: its numbers with their derivations, the seed's long-run procedures filled
+// Renders the runbook: its numbers with their derivations, the long-run procedures filled
 // in for this plan, and the JSON contract of `shardplan runbook --json`.
 #include "shardplan/render_runbook.hpp"
 
@@ -53,7 +53,7 @@ std::vector<RunbookItem> runbook_items(const Runbook& r, const TrainingSpec& tr)
                    "weights, optimizer state (master weights and moments), LR-scheduler state and "
                    "step counter; the RNG "
                    "states (Python, NumPy, torch CPU and CUDA, the tensor-parallel RNG tracker); "
-                   "the seed, the data order "
+                   "the random seed, the data order "
                    "and the loader's position (consumed samples or the stateful loader's state) so "
                    "a resumed run does not "
                    "retrain on the same examples; the exact config (the launcher file shardplan "

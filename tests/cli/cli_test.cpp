@@ -15,7 +15,7 @@ bool contains(const std::string& s, const std::string& part) {
 }  // namespace
 
 TEST_CASE(
-    "memory --params 7e9 --gpus 1 --gpu H100-SXM --json: the seed's 112e9 bytes, does not fit") {
+    "memory --params 7e9 --gpus 1 --gpu H100-SXM --json: 7e9 x 16 B = 112e9 bytes, does not fit") {
   const auto r = run_cli("memory --params 7e9 --gpus 1 --gpu H100-SXM --json");
   CHECK(r.status == 1);  // does not fit
   const auto j = nlohmann::json::parse(r.out);

@@ -122,7 +122,7 @@ TEST_CASE("emit writes nothing for a plan that does not fit in memory (exit 1)")
   const auto r = run_cli("emit --format deepspeed --params 7e9 --gpus 1 --gpu H100-SXM");
   CHECK(r.status == 1);
   CHECK(r.out.empty());
-  CHECK(contains(r.err, "104.91 GiB per device"));  // the seed's 7B x 16 B = 104.3 GiB, + overheads
+  CHECK(contains(r.err, "104.91 GiB per device"));  // 7B x 16 B = 104.3 GiB, + overheads
 }
 
 TEST_CASE("emit refuses what a launcher cannot run, and bad input, naming the field") {

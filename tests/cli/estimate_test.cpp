@@ -1,4 +1,4 @@
-// `comm` and `estimate` from the command line: the seed's numbers and the JSON contract.
+// `comm` and `estimate` from the command line: the 7B gradient-sync numbers and the JSON contract.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Memory model against its sources: the seed, the ZeRO paper, Korthikanti et al. 2022.
+// Memory model against its sources: 16 B/param mixed-precision Adam, the ZeRO paper, Korthikanti et al. 2022.
 #include "shardplan/memory.hpp"
 
 #include <doctest/doctest.h>
@@ -22,8 +22,9 @@ double model_states(const StageMemory& s) {
 }  // namespace
 
 TEST_CASE(
-    "seed: 7B with mixed-precision Adam needs 112e9 bytes = 104.3 GiB, more than an 80 GB card") {
-  // training-too-big-for-one-gpu.txt: "sixteen bytes per parameter ... about 104 GiB".
+    "7B with mixed-precision Adam needs 112e9 bytes = 104.3 GiB, more than an 80 GB card") {
+  // 2 (bf16 weights) + 2 (bf16 grads) + 12 (fp32 master, momentum, variance) = 16 B/param
+  // (Rajbhandari et al. 2020, ZeRO, section 3.1); 7e9 x 16 = 112e9 B = 104.3 GiB.
   ClusterOptions o;
   o.gpu = "H100-SXM";
   o.gpus = 1;

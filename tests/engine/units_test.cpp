@@ -1,4 +1,4 @@
-// Quantity parsing: the forms DESIGN.md promises (7e9, 7B, 900GB/s, 10Gbit/s, 400Gb/s).
+// Quantity parsing: the forms the CLI accepts (7e9, 7B, 900GB/s, 10Gbit/s, 400Gb/s).
 #include "shardplan/units.hpp"
 
 #include <doctest/doctest.h>
@@ -34,7 +34,7 @@ TEST_CASE("errors name the field") {
 TEST_CASE("bandwidths: bytes with B, bits with b or bit") {
   CHECK(parse_bandwidth("900GB/s", "--link") == 900e9);
   CHECK(parse_bandwidth("900 GB/s", "--link") == 900e9);
-  CHECK(parse_bandwidth("10Gbit/s", "--link") == 1.25e9);  // the seed's 10 GbE = 1.25 GB/s
+  CHECK(parse_bandwidth("10Gbit/s", "--link") == 1.25e9);  // 10 GbE = 10e9 / 8 = 1.25 GB/s
   CHECK(parse_bandwidth("400Gb/s", "--link") == 50e9);
   CHECK(parse_bandwidth("25Gbps", "--link") == doctest::Approx(3.125e9));
   CHECK(parse_bandwidth("1.25e9", "--link") == 1.25e9);

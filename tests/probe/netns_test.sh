@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two "nodes" on one machine (DESIGN.md, Testing): two network namespaces joined by a veth pair
+# Two "nodes" on one machine (a two-node test without two machines): two network namespaces joined by a veth pair
 # shaped to 1 Gbit/s each way with tc tbf, each with its own hostname (a UTS namespace, or Open
 # MPI takes them for one node); Open MPI reaches the second through an `ip netns exec` agent
 # instead of ssh. The probe's inter-node bandwidth must come out within 25% of 125 MB/s and the
