@@ -18,6 +18,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "shardplan/error.hpp"
+#include "shardplan/files.hpp"
 #include "shardplan/layer.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/units.hpp"
@@ -322,7 +323,7 @@ int run_probe_command(const ProbeOptions& o) {
                  results.wrong());
     return status;
   }
-  probe::write_file_atomically(out_path, profile.dump(2) + "\n", "--out");
+  write_file_atomically(out_path, profile.dump(2) + "\n", "--out");
   load_cluster(out_path, "--out");  // what was written must plan: fail loudly if not
   if (o.json) {
     print_json(profile);

@@ -8,6 +8,7 @@
 #include <cctype>
 
 #include "shardplan/error.hpp"
+#include "shardplan/names.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan::cli {
@@ -78,9 +79,7 @@ RunbookInputs resolve_runbook_flags(const RunbookFlags& f, double default_interv
   if (in.failure_rate_given)
     o.failures_per_gpu_hour = parse_failure_rate(f.failure_rate, "--failure-rate");
   if (!f.restart_cost.empty()) o.restart_s = parse_duration(f.restart_cost, "--restart-cost");
-  std::string interval = f.checkpoint_interval;
-  std::transform(interval.begin(), interval.end(), interval.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string interval = lowered(f.checkpoint_interval);
   if (interval == "auto") {
     o.checkpoint_interval_s = 0;
   } else if (!interval.empty()) {

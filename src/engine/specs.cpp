@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "shardplan/error.hpp"
+#include "shardplan/names.hpp"
 
 namespace shardplan {
 namespace {
@@ -45,13 +46,6 @@ const char* name_of(const Name<E> (&table)[N], E value) {
     if (entry.value == value) return entry.name;
   }
   SHARDPLAN_CHECK(false, "enum value missing from its name table");
-}
-
-std::string lowered(const std::string& text) {
-  std::string out = text;
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
 }
 
 template <typename E, size_t N>

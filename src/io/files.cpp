@@ -1,4 +1,5 @@
-// Atomic replacement of output files: mkstemp beside the target, write, fsync, rename(2).
+// Atomic replacement of output files: mkstemp beside the target, write, fsync, rename(2),
+// fsync of the folder.
 #include "shardplan/files.hpp"
 
 #include <fcntl.h>
@@ -54,6 +55,12 @@ void write_file_atomically(const std::string& path, const std::string& text,
     const int saved = errno;
     std::remove(temp.data());
     throw InputError(field, "cannot replace " + path + ": " + std::strerror(saved));
+  }
+  // The rename itself survives a crash only once the folder is synced.
+  const int folder = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (folder >= 0) {
+    fsync(folder);
+    close(folder);
   }
 }
 

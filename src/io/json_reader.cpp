@@ -6,56 +6,9 @@
 #include <cmath>
 
 #include "shardplan/error.hpp"
+#include "shardplan/names.hpp"
 
 namespace shardplan {
-namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-}  // namespace
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-std::vector<std::string> nearest_names(const std::string& wanted,
-                                       const std::vector<std::string>& candidates, size_t count) {
-  const std::string key = lower(wanted);
-  std::vector<std::pair<size_t, std::string>> scored;
-  for (const auto& c : candidates) {
-    const std::string lc = lower(c);
-    size_t d = edit_distance(key, lc);
-    // A name that contains what was typed (h100 -> h100-sxm) is a better hint than its
-    // edit distance says.
-    if (!key.empty() && lc.find(key) != std::string::npos) d = std::min<size_t>(d, 1);
-    scored.emplace_back(d, c);
-  }
-  std::stable_sort(scored.begin(), scored.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
-  std::vector<std::string> out;
-  for (const auto& [d, name] : scored) {
-    if (out.size() == count) break;
-    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
-  }
-  return out;
-}
-
 nlohmann::json parse_json(const std::string& text, const std::string& origin) {
   try {
     return nlohmann::json::parse(text);

@@ -13,6 +13,7 @@
 #include "model_json.hpp"
 #include "shardplan/collectives.hpp"
 #include "shardplan/error.hpp"
+#include "shardplan/names.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan {
@@ -46,12 +47,6 @@ const char* noun_of(ProfileKind kind) {
   return "";
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 struct Preset {
   std::string path;  // "profiles/gpus/h100-sxm.json"
   nlohmann::json json;
@@ -81,10 +76,10 @@ std::vector<std::string> names_of(const nlohmann::json& j) {
 }
 
 const Preset* find_preset(ProfileKind kind, const std::string& name) {
-  const std::string key = lower(name);
+  const std::string key = lowered(name);
   for (const Preset& p : presets(kind)) {
     for (const auto& n : names_of(p.json)) {
-      if (lower(n) == key) return &p;
+      if (lowered(n) == key) return &p;
     }
   }
   return nullptr;
@@ -103,7 +98,7 @@ bool looks_like_path(const std::string& s) {
   for (const auto& n : near) hint += (hint.empty() ? "" : ", ") + n;
   throw InputError(field, fmt::format("unknown {} '{}'; nearest: {} (see `shardplan list {}s`, "
                                       "or give a path to a profile file)",
-                                      noun_of(kind), name, hint, lower(noun_of(kind))));
+                                      noun_of(kind), name, hint, lowered(noun_of(kind))));
 }
 
 // The profile's JSON for a preset name or a file path.

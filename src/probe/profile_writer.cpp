@@ -1,19 +1,15 @@
 // The calibrated cluster profile: the preset it starts from with the measured figures put in
 // (each with a source that says how it was measured), the raw rows, the fit and the provenance.
 // It loads through load_cluster like any cluster file, so `--cluster FILE` plans with it.
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <set>
 
 #include "shardplan/error.hpp"
+#include "shardplan/names.hpp"
 #include "shardplan/probe.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/units.hpp"
@@ -29,12 +25,6 @@ constexpr const char* kFitMethod =
     "defines them) on each size's median iteration averaged over ranks: busbw from the "
     "least-squares slope over the sizes within 16x of the largest, latency from every size "
     "with that slope fixed (weights 1/t^2)";
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 json parse_profile(ProfileKind kind, const std::string& name, const std::string& field) {
   return json::parse(profile_text(kind, name, field).first);
@@ -313,7 +303,7 @@ GpuSpec profile_gpu(const ProfileInputs& in) {
 }
 
 std::string gpu_preset_for_device(const std::string& device) {
-  const std::string d = lower(device);
+  const std::string d = lowered(device);
   auto has = [&](const char* part) { return d.find(part) != std::string::npos; };
   // Most specific first: the board names NVIDIA's and AMD's drivers report.
   if (has("h100") && has("pcie")) return "H100-PCIe";
@@ -464,47 +454,6 @@ json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& 
   profile["provenance"] = provenance_json(r, in);
   profile["sources"] = sources;
   return profile;
-}
-
-void write_file_atomically(const std::string& path, const std::string& text,
-                           const std::string& field) {
-  const size_t slash = path.rfind('/');
-  const std::string folder =
-      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
-  std::string temp = path + ".tmp-XXXXXX";
-  std::vector<char> name(temp.begin(), temp.end());
-  name.push_back('\0');
-  const int fd = mkstemp(name.data());
-  if (fd < 0) {
-    throw InputError(field,
-                     fmt::format("cannot create a file in '{}': {}", folder, std::strerror(errno)));
-  }
-  temp = name.data();
-  size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      throw InputError(field, fmt::format("cannot write '{}': {}", temp, std::strerror(err)));
-    }
-    written += static_cast<size_t>(n);
-  }
-  fchmod(fd, 0644);
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced || std::rename(temp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    throw InputError(field, fmt::format("cannot write '{}': {}", path, std::strerror(err)));
-  }
-  // The rename itself is durable once the folder is synced.
-  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
 }
 
 }  // namespace shardplan::probe

@@ -12,6 +12,7 @@
 
 #include "shardplan/collectives.hpp"
 #include "shardplan/error.hpp"
+#include "shardplan/files.hpp"
 #include "shardplan/probe.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/units.hpp"

@@ -1,10 +1,15 @@
-// "Did you mean" for everything users name: presets, profile keys, subcommands.
+// Names users type: case folding and "did you mean" for presets, profile keys, subcommands and
+// flags.
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shardplan {
+
+/// The text in lower case (ASCII), for case-insensitive names.
+std::string lowered(std::string_view text);
 
 /// Levenshtein distance between two names.
 size_t edit_distance(const std::string& a, const std::string& b);

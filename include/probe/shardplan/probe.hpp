@@ -360,11 +360,6 @@ nlohmann::json build_profile(const Results& results, const FitResult& fit,
 /// The '#' lines that close the table: fitted figures per tier, the GEMM verdict, stragglers.
 std::string render_summary(const Results& results, const FitResult& fit, const GpuSpec& gpu);
 
-/// Writes `text` to `path` atomically: a temporary file in the same folder, fsync, rename.
-/// InputError naming `field` when the folder cannot be written.
-void write_file_atomically(const std::string& path, const std::string& text,
-                           const std::string& field);
-
 /// The GPU preset whose name matches a device name ("NVIDIA H100 80GB HBM3" -> "H100-SXM"),
 /// or "" when none does.
 std::string gpu_preset_for_device(const std::string& device);
