@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 
 #include "cuda_support.hpp"
@@ -158,14 +159,104 @@ CublasLtGemm::Handle& CublasLtGemm::handle(int device) {
   return *h;
 }
 
+namespace {
+
+// The operation, the three layouts and cuBLASLt's first heuristic choice for one GPU's GEMM;
+// false when this GPU has no kernel for the shape.
+bool describe_gemm(Run& r, const Types& t, const GemmShape& s, cublasLtHandle_t lt,
+                   Watchdog& watchdog) {
+  const size_t m = s.m, n = s.n, k = s.k;
+  // A stored k x m and used transposed, B k x n, D m x n, all column-major.
+  const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
+  auto set = [&](cublasLtMatmulDescAttributes_t attribute, const void* value, size_t size) {
+    return cublasLtMatmulDescSetAttribute(r.op, attribute, value, size) == CUBLAS_STATUS_SUCCESS;
+  };
+  bool ok = cublasLtMatmulDescCreate(&r.op, t.compute, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+            set(CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)) &&
+            set(CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b));
+  if (ok && s.dtype == MathDtype::fp8) {
+    // Per-tensor scales for A and B: device pointers to fp32 (the compute type), 1.0 each.
+    const float ones[2] = {1.0f, 1.0f};
+    SHARDPLAN_CUDA(watchdog, cudaMalloc(&r.scales, sizeof(ones)));
+    SHARDPLAN_CUDA(watchdog, cudaMemcpyAsync(r.scales, ones, sizeof(ones), cudaMemcpyHostToDevice,
+                                             r.gpu.stream));
+    const float* scale_a = static_cast<const float*>(r.scales);
+    const float* scale_b = scale_a + 1;
+    ok = set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof(scale_a)) &&
+         set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof(scale_b));
+  }
+  ok = ok && cublasLtMatrixLayoutCreate(&r.la, t.ab, k, m, k) == CUBLAS_STATUS_SUCCESS &&
+       cublasLtMatrixLayoutCreate(&r.lb, t.ab, k, n, k) == CUBLAS_STATUS_SUCCESS &&
+       cublasLtMatrixLayoutCreate(&r.ld, t.cd, m, n, m) == CUBLAS_STATUS_SUCCESS;
+  int found = 0;
+  cublasLtMatmulPreference_t pref = nullptr;
+  if (ok && cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS) {
+    const size_t workspace = kWorkspaceBytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                         sizeof(workspace));
+    if (cublasLtMatmulAlgoGetHeuristic(lt, r.op, r.la, r.lb, r.ld, r.ld, pref, 1, &r.algo,
+                                       &found) != CUBLAS_STATUS_SUCCESS) {
+      found = 0;
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+  }
+  return ok && found > 0;
+}
+
+// Counts the checked outputs of one GPU's D that are not what the inputs imply.
+int wrong_outputs(const Run& r, const Types& t, const GemmShape& s, Watchdog& watchdog) {
+  std::vector<unsigned char> value(t.cd_size);
+  SHARDPLAN_CUDA(watchdog, cudaSetDevice(r.gpu.device));
+  int wrong = 0;
+  for (const auto& [row, col] : gemm_check_points(s)) {
+    const size_t offset = (static_cast<size_t>(row) + static_cast<size_t>(col) * s.m) * t.cd_size;
+    SHARDPLAN_CUDA(watchdog, cudaMemcpy(value.data(), static_cast<unsigned char*>(r.d) + offset,
+                                        t.cd_size, cudaMemcpyDeviceToHost));
+    wrong += !gemm_output_ok(s, row, col, decode_output(value.data(), s.dtype));
+  }
+  return wrong;
+}
+
+// Warm-up, then `iters` GEMMs per GPU, all GPUs in flight together; the intervals between the
+// events recorded after each, per GPU.
+std::vector<std::vector<double>> time_gemms(const std::vector<std::unique_ptr<Run>>& runs,
+                                            const std::function<void(Run&)>& matmul,
+                                            const std::string& what, int warmup, int iters,
+                                            Watchdog& watchdog) {
+  std::deque<Timeline> timelines;
+  for (auto& r : runs) {
+    SHARDPLAN_CUDA(watchdog, cudaSetDevice(r->gpu.device));
+    for (int w = 0; w < warmup; ++w) matmul(*r);
+    Timeline& line = timelines.emplace_back(watchdog, r->gpu.device, r->gpu.stream, iters);
+    line.mark(0);
+    for (int it = 1; it <= iters; ++it) {
+      matmul(*r);
+      line.mark(it);
+    }
+  }
+  for (int it = 1; it <= iters; ++it) {
+    watchdog.wait(
+        [&] {
+          bool all = true;
+          for (Timeline& line : timelines) all = line.reached(it) && all;
+          return all;
+        },
+        fmt::format("{}, iteration {}", what, it), __FILE__, __LINE__);
+  }
+  std::vector<std::vector<double>> intervals;
+  for (Timeline& line : timelines) intervals.push_back(line.intervals_s());
+  return intervals;
+}
+
+}  // namespace
+
 std::vector<RankTiming> CublasLtGemm::run(const std::vector<GemmGpu>& gpus, const GemmShape& s,
                                           int warmup, int iters) {
   const Types t = types_of(s.dtype);
-  const size_t m = s.m, n = s.n, k = s.k;
   const std::string what =
       fmt::format("cublasLtMatmul {}x{}x{} {}", s.m, s.n, s.k, to_string(s.dtype));
-  const auto a_host = encode_inputs(0, k * m, s.dtype);
-  const auto b_host = encode_inputs(1, k * n, s.dtype);
+  const auto a_host = encode_inputs(0, s.k * s.m, s.dtype);
+  const auto b_host = encode_inputs(1, s.k * s.n, s.dtype);
   std::vector<std::unique_ptr<Run>> runs;
   std::vector<RankTiming> out(gpus.size());
   for (size_t g = 0; g < gpus.size(); ++g) {
@@ -176,47 +267,13 @@ std::vector<RankTiming> CublasLtGemm::run(const std::vector<GemmGpu>& gpus, cons
     SHARDPLAN_CUDA(watchdog_, cudaSetDevice(r.gpu.device));
     SHARDPLAN_CUDA(watchdog_, cudaMalloc(&r.a, a_host.size()));
     SHARDPLAN_CUDA(watchdog_, cudaMalloc(&r.b, b_host.size()));
-    SHARDPLAN_CUDA(watchdog_, cudaMalloc(&r.d, m * n * t.cd_size));
+    SHARDPLAN_CUDA(watchdog_, cudaMalloc(&r.d, static_cast<size_t>(s.m) * s.n * t.cd_size));
     // On the GPU's stream, so the GEMMs after them wait for them (see backend_nccl.cpp).
     SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(r.a, a_host.data(), a_host.size(),
                                               cudaMemcpyHostToDevice, r.gpu.stream));
     SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(r.b, b_host.data(), b_host.size(),
                                               cudaMemcpyHostToDevice, r.gpu.stream));
-    // A stored k x m and used transposed, B k x n, D m x n, all column-major.
-    const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-    auto set = [&](cublasLtMatmulDescAttributes_t attribute, const void* value, size_t size) {
-      return cublasLtMatmulDescSetAttribute(r.op, attribute, value, size) == CUBLAS_STATUS_SUCCESS;
-    };
-    bool ok = cublasLtMatmulDescCreate(&r.op, t.compute, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
-              set(CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)) &&
-              set(CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b));
-    if (ok && s.dtype == MathDtype::fp8) {
-      // Per-tensor scales for A and B: device pointers to fp32 (the compute type), 1.0 each.
-      const float ones[2] = {1.0f, 1.0f};
-      SHARDPLAN_CUDA(watchdog_, cudaMalloc(&r.scales, sizeof(ones)));
-      SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(r.scales, ones, sizeof(ones),
-                                                cudaMemcpyHostToDevice, r.gpu.stream));
-      const float* scale_a = static_cast<const float*>(r.scales);
-      const float* scale_b = scale_a + 1;
-      ok = set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof(scale_a)) &&
-           set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof(scale_b));
-    }
-    ok = ok && cublasLtMatrixLayoutCreate(&r.la, t.ab, k, m, k) == CUBLAS_STATUS_SUCCESS &&
-         cublasLtMatrixLayoutCreate(&r.lb, t.ab, k, n, k) == CUBLAS_STATUS_SUCCESS &&
-         cublasLtMatrixLayoutCreate(&r.ld, t.cd, m, n, m) == CUBLAS_STATUS_SUCCESS;
-    int found = 0;
-    cublasLtMatmulPreference_t pref = nullptr;
-    if (ok && cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS) {
-      const size_t workspace = kWorkspaceBytes;
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                           &workspace, sizeof(workspace));
-      if (cublasLtMatmulAlgoGetHeuristic(h.lt, r.op, r.la, r.lb, r.ld, r.ld, pref, 1, &r.algo,
-                                         &found) != CUBLAS_STATUS_SUCCESS) {
-        found = 0;
-      }
-      cublasLtMatmulPreferenceDestroy(pref);
-    }
-    r.ok = ok && found > 0;
+    r.ok = describe_gemm(r, t, s, h.lt, watchdog_);
     out[g].rank = r.gpu.rank;
     out[g].detail = r.ok ? fmt::format("cublasLtMatmul {}", to_string(s.dtype))
                          : fmt::format(
@@ -226,7 +283,6 @@ std::vector<RankTiming> CublasLtGemm::run(const std::vector<GemmGpu>& gpus, cons
     if (!r.ok) return out;  // no iterations: the harness notes the shape and moves on
     runs.push_back(std::move(run));
   }
-
   const float alpha = 1.0f, beta = 0.0f;
   auto matmul = [&](Run& r) {
     const Handle& h = handle(r.gpu.device);
@@ -238,37 +294,10 @@ std::vector<RankTiming> CublasLtGemm::run(const std::vector<GemmGpu>& gpus, cons
                      fmt::format("cublasLtMatmul failed with status {}", static_cast<int>(status)));
     }
   };
-  std::deque<Timeline> timelines;
-  for (auto& r : runs) {
-    SHARDPLAN_CUDA(watchdog_, cudaSetDevice(r->gpu.device));
-    for (int w = 0; w < warmup; ++w) matmul(*r);
-    Timeline& line = timelines.emplace_back(watchdog_, r->gpu.device, r->gpu.stream, iters);
-    line.mark(0);
-    for (int it = 1; it <= iters; ++it) {
-      matmul(*r);
-      line.mark(it);
-    }
-  }
-  for (int it = 1; it <= iters; ++it) {
-    watchdog_.wait(
-        [&] {
-          bool all = true;
-          for (Timeline& line : timelines) all = line.reached(it) && all;
-          return all;
-        },
-        fmt::format("{}, iteration {}", what, it), __FILE__, __LINE__);
-  }
+  const auto intervals = time_gemms(runs, matmul, what, warmup, iters, watchdog_);
   for (size_t g = 0; g < runs.size(); ++g) {
-    out[g].iteration_s = timelines[g].intervals_s();
-    std::vector<unsigned char> value(t.cd_size);
-    SHARDPLAN_CUDA(watchdog_, cudaSetDevice(runs[g]->gpu.device));
-    for (const auto& [row, col] : gemm_check_points(s)) {
-      const size_t offset = (static_cast<size_t>(row) + static_cast<size_t>(col) * m) * t.cd_size;
-      SHARDPLAN_CUDA(watchdog_,
-                     cudaMemcpy(value.data(), static_cast<unsigned char*>(runs[g]->d) + offset,
-                                t.cd_size, cudaMemcpyDeviceToHost));
-      out[g].wrong += !gemm_output_ok(s, row, col, decode_output(value.data(), s.dtype));
-    }
+    out[g].iteration_s = intervals[g];
+    out[g].wrong = wrong_outputs(*runs[g], t, s, watchdog_);
   }
   return out;
 }
