@@ -1,0 +1,135 @@
+// The search against brute force: on a space small enough to walk plan by plan with estimate(),
+// the search must count every point, reject exactly what check_plan() rejects, and rank first
+// the plan that brute force finds fastest.
+#include "shardplan/search.hpp"
+
+#include <doctest/doctest.h>
+
+#include <limits>
+
+#include "shardplan/plan.hpp"
+#include "shardplan/profiles.hpp"
+#include "shardplan/step_time.hpp"
+#include "support.hpp"
+
+using namespace shardplan;
+
+namespace {
+
+// Every point of the space as a plan, in the search's own axis order.
+std::vector<ParallelPlan> points_of(const SearchSpace& space, int gpus) {
+  std::vector<ParallelPlan> out;
+  for (int tp : space.tp)
+    for (int pp : space.pp)
+      for (int cp : space.cp)
+        for (int ep : space.ep)
+          for (int zero : space.zero)
+            for (int mb : space.micro_batch)
+              for (int v : space.interleave)
+                for (Recompute r : space.recompute)
+                  for (bool sp : space.sequence_parallel) {
+                    ParallelPlan p;
+                    p.tp = tp;
+                    p.pp = pp;
+                    p.cp = cp;
+                    p.dp = gpus % (tp * pp * cp) == 0 ? gpus / (tp * pp * cp) : 0;
+                    p.ep = ep;
+                    p.zero = zero;
+                    p.micro_batch = mb;
+                    p.interleave = v;
+                    p.recompute = r;
+                    p.sequence_parallel = sp;
+                    out.push_back(p);
+                  }
+  return out;
+}
+
+struct Case {
+  const char* model;
+  const char* cluster;
+  int gpus;
+  int seq;
+  int global_batch;
+};
+
+}  // namespace
+
+TEST_CASE("the search ranks first the plan brute force finds fastest, and counts every point") {
+  for (const Case& k :
+       {Case{"llama-2-7b", "dgx-h100", 8, 4096, 64}, Case{"gpt3-13b", "dgx-a100", 16, 2048, 128}}) {
+    CAPTURE(k.model);
+    const ModelSpec m = load_model(k.model);
+    const ClusterSpec c = test::cluster(k.gpus, k.cluster);
+    const TrainingSpec t = test::training(k.seq, k.global_batch);
+    const SearchSpace space = full_space(m, t, c);
+    SearchOptions o;
+    o.top_k = 5;
+    o.threads = 1;
+    const SearchResult r = search(m, t, c, space, o);
+
+    const auto points = points_of(space, k.gpus);
+    REQUIRE(static_cast<long long>(points.size()) == space.size());
+    CHECK(r.evaluated == space.size());
+
+    long long runnable = 0, fitting = 0;
+    double best_step_s = std::numeric_limits<double>::infinity();
+    for (const ParallelPlan& p : points) {
+      if (p.dp == 0 || !check_plan(m, t, p, c).empty()) continue;
+      ++runnable;
+      const Estimate e = estimate(m, t, p, c);
+      if (!e.memory.fits) continue;
+      ++fitting;
+      best_step_s = std::min(best_step_s, e.time.step_s);
+    }
+    // What the search modelled is what check_plan() lets run; what fits is what estimate() fits.
+    CHECK(r.modelled == runnable);
+    CHECK(r.feasible == fitting);
+    REQUIRE(fitting > 0);
+    REQUIRE(!r.ranked.empty());
+    CHECK(r.ranked.front().step_s == doctest::Approx(best_step_s));
+
+    // Ranked best first, at most top_k, each one fits.
+    CHECK(r.ranked.size() <= 5);
+    for (size_t i = 1; i < r.ranked.size(); ++i)
+      CHECK(r.ranked[i - 1].objective <= r.ranked[i].objective);
+    for (const Candidate& cand : r.ranked) CHECK(cand.peak_bytes <= c.gpu.memory_bytes);
+
+    // The rejections and the modelled plans add up to every point visited.
+    long long rule_rejects = 0;
+    for (int i = 0; i < kRejectReasons; ++i) {
+      if (static_cast<Reject>(i) != Reject::memory) rule_rejects += r.rejected[i];
+    }
+    CHECK(rule_rejects + r.modelled == r.evaluated);
+    CHECK(r.rejected[static_cast<int>(Reject::memory)] + r.feasible == r.modelled);
+  }
+}
+
+TEST_CASE("a space of one point returns that plan, or nothing when it does not fit") {
+  const ModelSpec m = load_model("llama-2-7b");
+  const ClusterSpec c = test::cluster(8, "dgx-h100");
+  const TrainingSpec t = test::training(4096, 64);
+  SearchSpace one;
+  one.tp = {2};
+  one.pp = {1};
+  one.cp = {1};
+  one.ep = {1};
+  one.zero = {1};
+  one.micro_batch = {2};
+  one.interleave = {1};
+  one.recompute = {Recompute::selective};
+  one.sequence_parallel = {true};
+  const SearchResult r = search(m, t, c, one, {});
+  CHECK(r.evaluated == 1);
+  REQUIRE(r.ranked.size() == 1);
+  CHECK(describe(r.ranked[0].plan) ==
+        "dp 4 x tp 2 x pp 1, ZeRO-1, micro-batch 2, recompute selective, sequence parallel");
+
+  // The same plan for a model four times the width does not fit in 80 GB: nothing ranked, and
+  // the least-memory plan is the one point.
+  const ModelSpec big = load_model("llama-3.1-70b");
+  const SearchResult none = search(big, t, c, one, {});
+  CHECK(none.ranked.empty());
+  CHECK(none.feasible == 0);
+  REQUIRE(none.have_least_memory);
+  CHECK(none.least_memory.peak_bytes > c.gpu.memory_bytes);
+}
