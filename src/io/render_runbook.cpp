@@ -34,51 +34,42 @@ std::vector<RunbookItem> runbook_items(const Runbook& r, const TrainingSpec& tr)
        fmt::format(
            "save every {} steps ({} at {} per step), with the optimizer state: a weights-only "
            "checkpoint cannot resume Adam. A blocking save costs {}; asynchronous saving "
-           "(Megatron-LM "
-           "--async-save, torchtitan checkpoint.async_mode, PyTorch DCP async_save) leaves only "
-           "the "
-           "device-to-host copy on the critical path (PyTorch's 7B example: 148.8 s -> 6.3 s).",
+           "(Megatron-LM --async-save, torchtitan checkpoint.async_mode, PyTorch DCP async_save) "
+           "leaves only the device-to-host copy on the critical path (PyTorch's 7B example: "
+           "148.8 s -> 6.3 s).",
            k.interval_steps, format_seconds(k.effective_interval_s), format_seconds(r.step_s),
            format_seconds(k.write_s))});
   items.push_back(
       {"keep the last few",
        fmt::format(
-           "keep the last {} checkpoints ({} of disk with the next one in flight): a loss spike is "
-           "usually found after the checkpoint that contains it; {} x {} steps lets you roll back "
-           "{} "
-           "steps ({}).",
+           "keep the last {} checkpoints ({} of disk with the next one in flight): a loss spike "
+           "is usually found after the checkpoint that contains it; {} x {} steps lets you roll "
+           "back {} steps ({}).",
            k.keep_last, format_bytes(k.disk_bytes), k.keep_last, k.interval_steps, k.covered_steps,
            format_seconds(k.covered_steps * r.step_s))});
   items.push_back({"store with each checkpoint",
                    "weights, optimizer state (master weights and moments), LR-scheduler state and "
-                   "step counter; the RNG "
-                   "states (Python, NumPy, torch CPU and CUDA, the tensor-parallel RNG tracker); "
-                   "the random seed, the data order "
-                   "and the loader's position (consumed samples or the stateful loader's state) so "
-                   "a resumed run does not "
-                   "retrain on the same examples; the exact config (the launcher file shardplan "
-                   "wrote, the code's commit, "
-                   "the plan JSON). A run you cannot reproduce is a run you cannot debug."});
+                   "step counter; the RNG states (Python, NumPy, torch CPU and CUDA, the "
+                   "tensor-parallel RNG tracker); the random seed, the data order and the "
+                   "loader's position (consumed samples or the stateful loader's state) so a "
+                   "resumed run does not retrain on the same examples; the exact config (the "
+                   "launcher file shardplan wrote, the code's commit, the plan JSON). A run you "
+                   "cannot reproduce is a run you cannot debug."});
   items.push_back(
       {"test resume on day one",
        fmt::format("run {} steps, checkpoint at step {}, kill the job after it, restart from the "
-                   "checkpoint and "
-                   "check: the step counter and LR continue, the loss continues within noise, the "
-                   "next batch's "
-                   "sample ids equal an uninterrupted run's, and time the restart (the restart "
-                   "cost R; planned {}). "
-                   "Make resuming the normal path: every launch loads the latest checkpoint if "
-                   "there is one.",
+                   "checkpoint and check: the step counter and LR continue, the loss continues "
+                   "within noise, the next batch's sample ids equal an uninterrupted run's, and "
+                   "time the restart (the restart cost R; planned {}). Make resuming the normal "
+                   "path: every launch loads the latest checkpoint if there is one.",
                    2 * k.interval_steps, k.interval_steps, format_seconds(r.failures.restart_s))});
   items.push_back(
       {"log throughput per step",
        fmt::format("log step time, tokens/s (predicted {:.0f}), loss, gradient norm, learning "
-                   "rate{} and the "
-                   "slowest rank's step time, every step. Flag a straggler when the median "
-                   "tokens/s over the "
-                   "last {} steps ({}) falls {:.0f}% below the run's median: above the 1-2% "
-                   "diurnal variation "
-                   "Llama 3 reports, below the ~10% slow hosts MegaScale removed.",
+                   "rate{} and the slowest rank's step time, every step. Flag a straggler when "
+                   "the median tokens/s over the last {} steps ({}) falls {:.0f}% below the run's "
+                   "median: above the 1-2% diurnal variation Llama 3 reports, below the ~10% slow "
+                   "hosts MegaScale removed.",
                    r.tokens_per_s, tr.precision == Precision::fp16 ? ", loss scale" : "",
                    r.straggler_window_steps, format_seconds(r.straggler_window_steps * r.step_s),
                    r.straggler_drop * 100)});
@@ -86,25 +77,20 @@ std::vector<RunbookItem> runbook_items(const Runbook& r, const TrainingSpec& tr)
       {"collective timeout",
        fmt::format(
            "{} ({:.0f} x the longest legitimate wait, {}: the step, a checkpoint write that the "
-           "other "
-           "ranks wait for, or a restart's read; never below 10 min). Defaults: PyTorch NCCL 10 "
-           "min, "
-           "Megatron-LM --distributed-timeout-minutes 10, DeepSpeed 30 min up to v0.19.5 "
-           "(DEEPSPEED_TIMEOUT, minutes), torchtitan comm.train_timeout_seconds 100 after the "
-           "first "
-           "step. A collective that hangs is a job that is not crashed and not progressing.",
+           "other ranks wait for, or a restart's read; never below 10 min). Defaults: PyTorch "
+           "NCCL 10 min, Megatron-LM --distributed-timeout-minutes 10, DeepSpeed 30 min up to "
+           "v0.19.5 (DEEPSPEED_TIMEOUT, minutes), torchtitan comm.train_timeout_seconds 100 after "
+           "the first step. A collective that hangs is a job that is not crashed and not "
+           "progressing.",
            minutes(r.collective_timeout_s), kTimeoutHeadroom, format_seconds(r.longest_wait_s))});
   items.push_back(
       {"loss spike",
        fmt::format(
-           "when the loss jumps and does not recover: roll back to the last good checkpoint (PaLM: "
-           "~100 steps before the spike; up to {} steps are kept here), skip or reshuffle the "
-           "batches "
-           "around it (PaLM skipped 200-500 batches), and lower the learning rate for a while "
-           "(OPT-175B "
-           "lowered it and restarted from an earlier checkpoint). BLOOM's one spike recovered by "
-           "itself "
-           "in ~30 steps: wait a little before acting.",
+           "when the loss jumps and does not recover: roll back to the last good checkpoint "
+           "(PaLM: ~100 steps before the spike; up to {} steps are kept here), skip or reshuffle "
+           "the batches around it (PaLM skipped 200-500 batches), and lower the learning rate for "
+           "a while (OPT-175B lowered it and restarted from an earlier checkpoint). BLOOM's one "
+           "spike recovered by itself in ~30 steps: wait a little before acting.",
            k.covered_steps)});
   return items;
 }
@@ -114,8 +100,8 @@ std::vector<std::string> runbook_assumptions(const Runbook& r, const RunbookInpu
   const CheckpointPlan& k = r.checkpoint;
   if (!in.storage_given) {
     a.push_back(fmt::format(
-        "storage {} per node (default: BLOOM wrote 2.3 TB in ~40 s from 48 nodes = 1.2 GB/s "
-        "per node; Llama 3's Tectonic sustains 2 TB/s for 2,048 nodes = 0.98; --storage-bw)",
+        "storage {} per node (default: BLOOM wrote 2.3 TB in ~40 s from 48 nodes = 1.2 GB/s per "
+        "node; Llama 3's Tectonic sustains 2 TB/s for 2,048 nodes = 0.98; --storage-bw)",
         format_rate(k.node_bytes_per_s)));
   }
   if (!in.failure_rate_given) {
@@ -127,8 +113,8 @@ std::vector<std::string> runbook_assumptions(const Runbook& r, const RunbookInpu
   }
   if (!r.failures.restart_given) {
     a.push_back(fmt::format(
-        "restart {} = {} to detect, reschedule and re-initialise (default: MegaScale's "
-        "detection and diagnosis < 10 min) + {} to read the checkpoint (--restart-cost)",
+        "restart {} = {} to detect, reschedule and re-initialise (default: MegaScale's detection "
+        "and diagnosis < 10 min) + {} to read the checkpoint (--restart-cost)",
         format_seconds(r.failures.restart_s), format_seconds(kDefaultRestartFixedS),
         format_seconds(k.read_s)));
   }
@@ -139,10 +125,8 @@ std::vector<std::string> runbook_assumptions(const Runbook& r, const RunbookInpu
       "kilobytes)");
   a.push_back(
       "writes: replicated state by data-parallel rank 0 (DeepSpeed's layout), sharded state by "
-      "every "
-      "rank; Megatron-LM's fully parallel torch_dist save spreads replicated state over the "
-      "replicas "
-      "and can be faster");
+      "every rank; Megatron-LM's fully parallel torch_dist save spreads replicated state over the "
+      "replicas and can be faster");
   return a;
 }
 
@@ -151,22 +135,21 @@ std::vector<std::string> runbook_warnings(const Runbook& r) {
   const CheckpointPlan& k = r.checkpoint;
   if (!k.disk_fits) {
     w.push_back(fmt::format(
-        "keep-last {} needs {} ({} checkpoints of {} while the next is written) but the disk "
-        "has {}: keep fewer (--keep-last), or get {} more",
+        "keep-last {} needs {} ({} checkpoints of {} while the next is written) but the disk has "
+        "{}: keep fewer (--keep-last), or get {} more",
         k.keep_last, format_bytes(k.disk_bytes), k.keep_last + 1, format_bytes(k.total_bytes),
         format_bytes(k.disk_capacity_bytes), format_bytes(k.disk_bytes - k.disk_capacity_bytes)));
   }
   if (k.keep_last == 1) {
     w.push_back(
         "keep-last 1 cannot roll back past a loss spike found after the newest checkpoint; the "
-        "seed keeps "
-        "the last few");
+        "seed keeps the last few");
   }
   if (!r.first_order_valid) {
     w.push_back(fmt::format(
         "goodput {} is below 50%: failures come about as often as checkpoints, where the "
-        "first-order model is optimistic; checkpoint faster (asynchronous saves, more "
-        "storage bandwidth) or restart faster",
+        "first-order model is optimistic; checkpoint faster (asynchronous saves, more storage "
+        "bandwidth) or restart faster",
         format_percent(r.goodput)));
   }
   if (k.interval_given && k.effective_interval_s > 2 * k.young_interval_s) {
