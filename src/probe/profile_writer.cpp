@@ -162,7 +162,7 @@ json measurements_json(const Results& r) {
   return {{"collectives", rows}, {"gemm", gemms}};
 }
 
-json fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, bool curve_applied) {
+json tiers_json(const FitResult& fit) {
   json tiers = json::object();
   for (const TierFit& t : fit.tiers) {
     json per = json::object();
@@ -178,10 +178,10 @@ json fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, bool c
                                       {"groups", t.group.groups},
                                       {"collectives", per}};
   }
-  json skipped = json::object();
-  for (const GroupInfo& g : r.groups) {
-    if (!g.skipped.empty()) skipped[to_string(g.tier)] = g.skipped;
-  }
+  return tiers;
+}
+
+json gemm_fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, bool curve_applied) {
   json curve = json::array();
   for (const EfficiencyPoint& p : fit.gemm_curve)
     curve.push_back({p.flops, round_to(p.efficiency, 4)});
@@ -203,7 +203,11 @@ json fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, bool c
         "measured on the CPU (the mpi back-end's BLAS): kept here and out of the GPU "
         "profile's gemm_efficiency curve, which stays the preset's";
   }
-  // Per rank: each GEMM and each collective's largest size.
+  return gemm;
+}
+
+// Per rank: each GEMM and each collective's largest size, so a slow rank can be found.
+json per_rank_json(const Results& r) {
   std::map<int, json> per_rank;
   for (const RankInfo& rank : r.ranks) {
     per_rank[rank.rank] = {{"rank", rank.rank},
@@ -227,6 +231,10 @@ json fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, bool c
   }
   json ranks = json::array();
   for (auto& [rank, j] : per_rank) ranks.push_back(j);
+  return ranks;
+}
+
+json stragglers_json(const FitResult& fit) {
   json flagged = json::array();
   for (const Straggler& s : fit.stragglers) {
     flagged.push_back({{"what", s.what},
@@ -236,18 +244,22 @@ json fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, bool c
                        {"median_us", round_to(s.median_s * 1e6, 3)},
                        {"ratio", round_to(s.ratio, 3)}});
   }
-  return {{"model", kFitMethod},
-          {"tiers", tiers},
-          {"skipped_tiers", skipped},
-          {"gemm", gemm},
-          {"per_rank", ranks},
-          {"stragglers",
-           {{"threshold", kStragglerThreshold},
-            {"rule", fmt::format("a rank is flagged when its time exceeds the median across ranks "
-                                 "by more than {:.0f}% (slowest against the median), per GEMM "
-                                 "and per collective at its largest size",
-                                 (kStragglerThreshold - 1) * 100)},
-            {"flagged", flagged}}}};
+  return {{"threshold", kStragglerThreshold},
+          {"rule", fmt::format("a rank is flagged when its time exceeds the median across ranks "
+                               "by more than {:.0f}% (slowest against the median), per GEMM "
+                               "and per collective at its largest size",
+                               (kStragglerThreshold - 1) * 100)},
+          {"flagged", flagged}};
+}
+
+json fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, bool curve_applied) {
+  json skipped = json::object();
+  for (const GroupInfo& g : r.groups) {
+    if (!g.skipped.empty()) skipped[to_string(g.tier)] = g.skipped;
+  }
+  return {{"model", kFitMethod},          {"tiers", tiers_json(fit)},
+          {"skipped_tiers", skipped},     {"gemm", gemm_fit_json(r, fit, gpu, curve_applied)},
+          {"per_rank", per_rank_json(r)}, {"stragglers", stragglers_json(fit)}};
 }
 
 json provenance_json(const Results& r, const ProfileInputs& in) {
@@ -317,18 +329,21 @@ std::string gpu_preset_for_device(const std::string& device) {
   return "";
 }
 
-json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& in) {
-  const json cluster =
-      in.cluster.empty() ? json() : parse_profile(ProfileKind::cluster, in.cluster, "--cluster");
-  json gpu = base_gpu(in, cluster);
-  const GpuSpec gpu_spec = profile_gpu(in);
+namespace {
+
+std::string host_list_of(const Results& r) {
   std::set<std::string> hosts;
   for (const RankInfo& rank : r.ranks) hosts.insert(rank.host);
-  std::string host_list;
-  for (const auto& h : hosts) host_list += (host_list.empty() ? "" : ", ") + h;
-  const std::string day = in.date_utc.substr(0, 10);
+  std::string list;
+  for (const auto& h : hosts) list += (list.empty() ? "" : ", ") + h;
+  return list;
+}
 
-  // The GPU: measured memory and GEMM curve replace the preset's when the GPU was measured.
+// The GPU: the measured memory and GEMM curve replace the preset's when the GPU was measured.
+// Returns whether the curve was applied.
+bool apply_gpu_measurements(json& gpu, const Results& r, const FitResult& fit,
+                            const ProfileInputs& in, const GpuSpec& gpu_spec,
+                            const std::string& host_list) {
   const bool curve_applied = r.gemm_on_gpu && !fit.gemm_curve.empty();
   if (curve_applied) {
     json curve = json::array();
@@ -345,19 +360,116 @@ json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& 
   }
   if (r.gemm_on_gpu && !r.ranks.empty() && r.ranks.front().device_memory_bytes > 0) {
     gpu["memory_gib"] = round_to(r.ranks.front().device_memory_bytes / kGiB, 3);
-    gpu["sources"]["memory_gib"] = fmt::format(
-        "measured: cudaGetDeviceProperties totalGlobalMem "
-        "of {} on {}",
-        r.ranks.front().device, host_list);
+    gpu["sources"]["memory_gib"] =
+        fmt::format("measured: cudaGetDeviceProperties totalGlobalMem of {} on {}",
+                    r.ranks.front().device, host_list);
   }
-  gpu["description"] = fmt::format("{}{}", gpu.value("description", gpu.value("name", "")),
-                                   curve_applied ? "; GEMM curve and memory measured by shardplan "
-                                                   "probe on " +
-                                                       host_list
-                                                 : "");
+  const std::string measured =
+      curve_applied ? "; GEMM curve and memory measured by shardplan probe on " + host_list : "";
+  gpu["description"] = gpu.value("description", gpu.value("name", "")) + measured;
+  return curve_applied;
+}
+
+struct NicCount {
+  int nics = 0;
+  std::string source;
+};
+
+// NICs per node from a fit of the world measurement: the world all-reduce runs at
+// min(intra, k x nic x nics / G) (collectives.hpp). None when the tiers are missing or the NICs
+// were not the bottleneck (then the source says why).
+NicCount fitted_nics(const FitResult& fit, int gpus_per_node) {
+  const TierFit* intra = fit.find(Tier::intra);
+  const TierFit* inter = fit.find(Tier::inter);
+  const TierFit* world = fit.find(Tier::world);
+  if (!(world && intra && inter && world->find(Collective::all_reduce) &&
+        intra->find(Collective::all_reduce) && inter->find(Collective::all_reduce))) {
+    return {};
+  }
+  const double w = world->find(Collective::all_reduce)->busbw_bytes_per_s;
+  const double i = intra->find(Collective::all_reduce)->busbw_bytes_per_s;
+  const double n = inter->find(Collective::all_reduce)->busbw_bytes_per_s;
+  const int k = world->group.ranks_per_node;
+  if (w >= 0.9 * i) {
+    return {0, fmt::format("the world all_reduce ({:.3g} GB/s) ran at the intra tier's speed "
+                           "({:.3g} GB/s): the NICs were not the bottleneck, so it cannot "
+                           "count them; ",
+                           w / kGB, i / kGB)};
+  }
+  const int nics =
+      std::clamp(static_cast<int>(std::lround(w * gpus_per_node / (k * n))), 1, gpus_per_node);
+  return {nics, fmt::format("fitted: the world all_reduce reached {:.3g} GB/s with {} ranks per "
+                            "node and {:.3g} GB/s per NIC, so min(intra, k x nic x nics / "
+                            "gpus_per_node) gives {} NIC(s)",
+                            w / kGB, k, n / kGB, nics)};
+}
+
+// NICs per node: the flag, a fit of the world measurement, or the preset's convention.
+NicCount nics_per_node(const FitResult& fit, const ProfileInputs& in, const json& cluster,
+                       const json& gpu, int gpus_per_node) {
+  if (in.nics_per_node > 0) return {in.nics_per_node, "--nics-per-node"};
+  NicCount out = fitted_nics(fit, gpus_per_node);
+  if (out.nics > 0) return out;
+  if (!cluster.is_null()) {
+    const int preset_nics = cluster.at("nics_per_node").get<int>();
+    const int preset_gpus = cluster.at("gpus_per_node").get<int>();
+    out.nics = std::max(1, static_cast<int>(std::lround(static_cast<double>(preset_nics) *
+                                                        gpus_per_node / preset_gpus)));
+    out.source += fmt::format(
+        "cluster preset {}: {} NIC(s) for {} GPUs, scaled to {} GPU(s) "
+        "per node",
+        cluster.value("name", in.cluster), preset_nics, preset_gpus, gpus_per_node);
+    return out;
+  }
+  const std::string inter_name = gpu.value("inter_link", "");
+  json link;
+  try {
+    link = parse_profile(ProfileKind::link, inter_name, "inter_link");
+  } catch (const InputError&) {
+  }
+  const bool per_gpu = link.is_object() && link.value("nics", "") == "one_per_gpu";
+  out.nics = per_gpu ? gpus_per_node : 1;
+  out.source += fmt::format("the GPU profile's scale-out link {}: {}", inter_name,
+                            per_gpu ? "one NIC per GPU" : "one NIC per node");
+  return out;
+}
+
+// The intra and inter links: the measured tier, else the preset's link with the reason it was
+// not measured.
+void put_links(json& profile, const Results& r, const FitResult& fit, const json& cluster,
+               const json& gpu) {
+  auto skipped = [&](Tier t) {
+    for (const GroupInfo& g : r.groups) {
+      if (g.tier == t) return g.skipped.empty() ? std::string("no usable measurement") : g.skipped;
+    }
+    return std::string("not run");
+  };
+  const TierFit* intra = fit.find(Tier::intra);
+  const TierFit* inter = fit.find(Tier::inter);
+  profile["intra"] =
+      intra ? measured_link(*intra, r, "the link inside a node, per GPU")
+            : preset_link(cluster.is_null() ? gpu.at("intra_link") : cluster.at("intra"), "intra",
+                          skipped(Tier::intra));
+  profile["inter"] =
+      inter ? measured_link(*inter, r, "one NIC: the inter-node link with one rank per node")
+            : preset_link(cluster.is_null() ? gpu.at("inter_link") : cluster.at("inter"), "inter",
+                          skipped(Tier::inter));
+}
+
+}  // namespace
+
+json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& in) {
+  const json cluster =
+      in.cluster.empty() ? json() : parse_profile(ProfileKind::cluster, in.cluster, "--cluster");
+  json gpu = base_gpu(in, cluster);
+  const GpuSpec gpu_spec = profile_gpu(in);
+  const std::string host_list = host_list_of(r);
+  const bool curve_applied = apply_gpu_measurements(gpu, r, fit, in, gpu_spec, host_list);
 
   json profile;
-  profile["name"] = fmt::format("probed-{}-{}", *hosts.begin(),
+  const std::string day = in.date_utc.substr(0, 10);
+  const std::string first_host = host_list.substr(0, host_list.find(','));
+  profile["name"] = fmt::format("probed-{}-{}", first_host,
                                 day.substr(0, 4) + day.substr(5, 2) + day.substr(8, 2));
   profile["description"] = fmt::format("measured by shardplan probe ({}) on {} at {}", r.backend,
                                        host_list, in.date_utc);
@@ -373,82 +485,10 @@ json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& 
                         measured_per_node)
           : fmt::format("measured: {} rank(s) per node (MPI_COMM_TYPE_SHARED groups / local GPUs)",
                         measured_per_node);
-
-  // Links: measured tiers, else the preset's link with the reason it was not measured.
-  auto skipped = [&](Tier t) {
-    for (const GroupInfo& g : r.groups) {
-      if (g.tier == t) return g.skipped.empty() ? std::string("no usable measurement") : g.skipped;
-    }
-    return std::string("not run");
-  };
-  const TierFit* intra = fit.find(Tier::intra);
-  const TierFit* inter = fit.find(Tier::inter);
-  const TierFit* world = fit.find(Tier::world);
-  profile["intra"] =
-      intra ? measured_link(*intra, r, "the link inside a node, per GPU")
-            : preset_link(cluster.is_null() ? gpu.at("intra_link") : cluster.at("intra"), "intra",
-                          skipped(Tier::intra));
-  profile["inter"] =
-      inter ? measured_link(*inter, r,
-                            "one NIC: the inter-node link with one rank "
-                            "per node")
-            : preset_link(cluster.is_null() ? gpu.at("inter_link") : cluster.at("inter"), "inter",
-                          skipped(Tier::inter));
-
-  // NICs per node: the flag, a fit of the world measurement, or the preset's convention.
-  int nics = 0;
-  std::string nics_source;
-  if (in.nics_per_node > 0) {
-    nics = in.nics_per_node;
-    nics_source = "--nics-per-node";
-  } else if (world && intra && inter && world->find(Collective::all_reduce) &&
-             intra->find(Collective::all_reduce) && inter->find(Collective::all_reduce)) {
-    // The world all-reduce runs at min(intra, k x nic x nics / G) (collectives.hpp).
-    const double w = world->find(Collective::all_reduce)->busbw_bytes_per_s;
-    const double i = intra->find(Collective::all_reduce)->busbw_bytes_per_s;
-    const double n = inter->find(Collective::all_reduce)->busbw_bytes_per_s;
-    const int k = world->group.ranks_per_node;
-    if (w < 0.9 * i) {
-      nics =
-          std::clamp(static_cast<int>(std::lround(w * gpus_per_node / (k * n))), 1, gpus_per_node);
-      nics_source = fmt::format(
-          "fitted: the world all_reduce reached {:.3g} GB/s with {} ranks per "
-          "node and {:.3g} GB/s per NIC, so min(intra, k x nic x nics / "
-          "gpus_per_node) gives {} NIC(s)",
-          w / kGB, k, n / kGB, nics);
-    } else {
-      nics_source = fmt::format(
-          "the world all_reduce ({:.3g} GB/s) ran at the intra tier's speed "
-          "({:.3g} GB/s): the NICs were not the bottleneck, so it cannot "
-          "count them; ",
-          w / kGB, i / kGB);
-    }
-  }
-  if (nics == 0) {
-    if (!cluster.is_null()) {
-      const int preset_nics = cluster.at("nics_per_node").get<int>();
-      const int preset_gpus = cluster.at("gpus_per_node").get<int>();
-      nics = std::max(1, static_cast<int>(std::lround(static_cast<double>(preset_nics) *
-                                                      gpus_per_node / preset_gpus)));
-      nics_source += fmt::format(
-          "cluster preset {}: {} NIC(s) for {} GPUs, scaled to {} GPU(s) "
-          "per node",
-          cluster.value("name", in.cluster), preset_nics, preset_gpus, gpus_per_node);
-    } else {
-      const std::string inter_name = gpu.value("inter_link", "");
-      json link;
-      try {
-        link = parse_profile(ProfileKind::link, inter_name, "inter_link");
-      } catch (const InputError&) {
-      }
-      const bool per_gpu = link.is_object() && link.value("nics", "") == "one_per_gpu";
-      nics = per_gpu ? gpus_per_node : 1;
-      nics_source += fmt::format("the GPU profile's scale-out link {}: {}", inter_name,
-                                 per_gpu ? "one NIC per GPU" : "one NIC per node");
-    }
-  }
-  profile["nics_per_node"] = nics;
-  sources["nics_per_node"] = nics_source;
+  put_links(profile, r, fit, cluster, gpu);
+  const NicCount nics = nics_per_node(fit, in, cluster, gpu, gpus_per_node);
+  profile["nics_per_node"] = nics.nics;
+  sources["nics_per_node"] = nics.source;
   profile["measurements"] = measurements_json(r);
   profile["fit"] = fit_json(r, fit, gpu_spec, curve_applied);
   profile["provenance"] = provenance_json(r, in);
