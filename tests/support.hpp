@@ -42,6 +42,9 @@ std::string make_temp_dir();
 void write_file(const std::string& path, const std::string& text);
 std::string read_file(const std::string& path);
 
+/// Whether `part` occurs in `s` (for checking what a command printed).
+bool contains(const std::string& s, const std::string& part);
+
 /// Relative error |a - b| / |b|.
 double rel_err(double a, double b);
 

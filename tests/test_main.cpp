@@ -106,6 +106,10 @@ void check_refused(const std::string& args, const std::string& needle) {
   CHECK(r.out.empty());
 }
 
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
 double rel_err(double a, double b) {
   return std::fabs(a - b) / std::fabs(b);
 }

@@ -6,13 +6,8 @@
 
 #include "support.hpp"
 
+using shardplan::test::contains;
 using shardplan::test::run_cli;
-
-namespace {
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-}  // namespace
 
 TEST_CASE(
     "memory --params 7e9 --gpus 1 --gpu H100-SXM --json: 7e9 x 16 B = 112e9 bytes, does not fit") {

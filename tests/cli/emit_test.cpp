@@ -8,6 +8,7 @@
 
 #include "support.hpp"
 
+using shardplan::test::contains;
 using shardplan::test::make_temp_dir;
 using shardplan::test::read_file;
 using shardplan::test::run_cli;
@@ -19,10 +20,6 @@ const std::string kGpt3 =
     "--model gpt3-175b --cluster dgx-a100 --gpus 1024 --tp 8 --pp 8 --global-batch 1536 "
     "--micro-batch 1 "
     "--zero 1 --recompute full";
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 double step_s(const std::string& flags) {
   const auto r = run_cli("estimate " + flags + " --json");

@@ -6,13 +6,8 @@
 
 #include "support.hpp"
 
+using shardplan::test::contains;
 using shardplan::test::run_cli;
-
-namespace {
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-}  // namespace
 
 TEST_CASE("comm --params 7e9 --gpus 8 --link 900GB/s --json: 27 ms, 6% of the step") {
   const auto r = run_cli("comm --params 7e9 --gpus 8 --link 900GB/s --json");

@@ -5,13 +5,8 @@
 
 #include "support.hpp"
 
+using shardplan::test::contains;
 using shardplan::test::run_cli;
-
-namespace {
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-}  // namespace
 
 TEST_CASE("plan --json: ladder, recommended, fastest, ranked and search") {
   const auto r = run_cli(

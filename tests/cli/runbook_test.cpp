@@ -7,13 +7,8 @@
 
 #include "support.hpp"
 
+using shardplan::test::contains;
 using shardplan::test::run_cli;
-
-namespace {
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-}  // namespace
 
 TEST_CASE("runbook --json: checkpoint, failures and goodput keys; 7B = 7e9 x 14 B + small state") {
   const auto r = run_cli("runbook --params 7e9 --gpus 8 --zero 1 --tokens 10B --json");

@@ -14,6 +14,8 @@
 
 using namespace shardplan;
 
+using shardplan::test::contains;
+
 namespace {
 
 std::string error_of(auto&& f) {
@@ -23,10 +25,6 @@ std::string error_of(auto&& f) {
     return e.what();
   }
   return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
 }
 
 std::string write_temp(const std::string& text) {

@@ -14,14 +14,11 @@
 
 #include "support.hpp"
 
+using shardplan::test::contains;
 using shardplan::test::run_cli;
 using shardplan::test::run_command;
 
 namespace {
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 std::string temp_path(const char* stem) {
   std::string path = std::string("/tmp/shardplan-") + stem + "-XXXXXX";
