@@ -24,6 +24,7 @@ struct PlanFlags {
   int top = 10;
   double max_comm_share = 0.5;
   int threads = 0;
+  std::string trace;
 };
 
 nlohmann::json estimate_json(const Candidate& c, const Inputs& in) {
@@ -50,6 +51,7 @@ Runner setup_plan(CLI::App& sub) {
                  "Exposed communication a rung may have, as a share of the step (default 0.5)")
       ->group("Plan");
   sub.add_option("--threads", f->threads, "Search threads (default: all cores)")->group("Plan");
+  add_trace_option(sub, f->trace);
   add_json_option(sub, f->o);
   return [f]() {
     if (f->top < 1 || f->top > 10000)
@@ -82,6 +84,11 @@ Runner setup_plan(CLI::App& sub) {
     const RungVerdict* rec =
         have_recommended ? &ladder.rungs[static_cast<size_t>(ladder.stop)] : nullptr;
     const Candidate* fastest = found.ranked.empty() ? nullptr : &found.ranked.front();
+    if (rec) {
+      Inputs chosen = in;
+      chosen.plan = rec->plan.plan;
+      write_trace(f->trace, chosen, estimate(in.model, in.training, chosen.plan, in.cluster));
+    }
 
     if (f->o.json) {
       nlohmann::json j = {{"model", to_json(in.model)},
