@@ -160,10 +160,9 @@ ParallelPlan read_plan(StrictObject o) {
   } else if (p.interleave > 1) {
     p.schedule = Schedule::interleaved;
   }
-  for (auto [key, value] : {std::pair{"first_stage_layers", &p.first_stage_layers},
-                            std::pair{"last_stage_layers", &p.last_stage_layers}}) {
-    if (o.has(key) && !o.raw(key).is_null()) *value = o.integer(key);
-  }
+  // Absent or null: an even split.
+  p.first_stage_layers = o.integer_or("first_stage_layers", -1);
+  p.last_stage_layers = o.integer_or("last_stage_layers", -1);
   if (o.integer("gpus") != p.gpus()) {
     throw InputError(o.field("gpus"), fmt::format("should be dp x tp x pp x cp = {}", p.gpus()));
   }
