@@ -175,8 +175,10 @@ double peak_memory_bytes(const ModelSpec& m, const TrainingSpec& tr, const Paral
   const double first = stage_memory(m, tr, p, c, in, 0).total_bytes();
   if (p.pp == 1) return first;
   const double last = stage_memory(m, tr, p, c, in, p.pp - 1).total_bytes();
-  // A lighter first or last stage (--first-stage-layers) can leave the second stage heaviest.
-  const bool uneven = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
+  // A lighter first or last stage (given, or from an uneven split) can leave the second
+  // stage heaviest.
+  const bool uneven = p.first_stage_layers >= 0 || p.last_stage_layers >= 0 ||
+                      (m.has_architecture() && m.layers % (p.pp * p.interleave) != 0);
   if (!uneven || p.pp == 2) return std::max(first, last);
   return std::max({first, last, stage_memory(m, tr, p, c, in, 1).total_bytes()});
 }

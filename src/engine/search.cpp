@@ -49,7 +49,8 @@ const char* to_string(Reject r) {
     case Reject::tp_node:
       return "tp spans nodes";
     case Reject::pp_layers:
-      return "more stages than layers, or layers that do not split into the stage layout";
+      return "more stages than layers, or layers that do not split into the stage layout (or "
+             "repeat the even split)";
     case Reject::batch:
       return "global batch does not split into dp x micro-batch";
     case Reject::interleave:
@@ -196,13 +197,15 @@ std::vector<std::pair<Schedule, bool>> pipeline_axes(const SearchSpace& space) {
   return out;
 }
 
-// The first and last virtual stage one layer lighter, the rest even: when that does not split
-// (layers + 2 not a multiple of the chunks) the counts left make layout_splits refuse it.
+// The first and last virtual stage one layer lighter, the rest even. When that does not split
+// (layers + 2 not a multiple of the chunks), or is the split an uneven pp already makes, the
+// counts left make layout_splits refuse it.
 void set_lighter_ends(int layers, int chunks, ParallelPlan& p) {
   const int per_chunk = (layers + 2) / chunks;
   p.first_stage_layers = std::max(0, per_chunk - 1);
   p.last_stage_layers = std::max(0, per_chunk - 1);
-  if ((layers + 2) % chunks != 0 || chunks < 2) p.first_stage_layers = layers + 1;
+  const bool same_as_even = p.interleave == 1 && layers % chunks == chunks - 2;
+  if ((layers + 2) % chunks != 0 || chunks < 2 || same_as_even) p.first_stage_layers = layers + 1;
 }
 
 void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
@@ -232,7 +235,6 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
             ++out.evaluated;
             ParallelPlan p;
             p.schedule = schedule;
-            if (lighter) set_lighter_ends(m.layers, pp * v, p);
             p.tp = g.tp;
             p.cp = g.cp;
             p.ep = g.ep;
@@ -243,6 +245,7 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
             p.interleave = v;
             p.zero = zero;
             p.recompute = rc;
+            if (lighter) set_lighter_ends(m.layers, pp * v, p);
             Reject why;
             if (first_rule_broken(m, tr, p, c, opt.rules, &why)) {
               ++out.rejected[static_cast<int>(why)];
