@@ -96,7 +96,7 @@ std::optional<PlanProblem> schedule_problem(const ParallelPlan& p, int micro_bat
     case ScheduleIssue::none:
       return std::nullopt;
     case ScheduleIssue::needs_pipeline:
-      return PlanProblem{p.interleave > 1 ? "--interleave" : "--schedule",
+      return PlanProblem{p.schedule == Schedule::one_f_one_b ? "--interleave" : "--schedule",
                          fmt::format("{} is a pipeline schedule; it needs --pp > 1", name)};
     case ScheduleIssue::needs_virtual_stages:
       return PlanProblem{"--interleave", "interleaved needs --interleave 2 or more"};
