@@ -96,25 +96,37 @@ Timeline build_timeline(const ParallelPlan& p, const Estimate& e) {
     lane.add("optimizer step", "optimizer", t.optimizer_s);
     tl.span_s = std::max(tl.span_s, lane.now);
   }
-  // The slowest stage's streams: what each moves per step, the exposed part marked.
+  // The slowest stage's streams. Per-micro-batch streams (TP, PP, CP, EP) run inside its passes,
+  // their exposed part already counted there; the data-parallel ones overlap the last backward
+  // and leave their exposed part after the drain, where the stage tracks show it.
   const CommBreakdown& c = e.comm;
+  const double body_start = p.pp > 1 ? bubble * t.critical_stage / (p.pp - 1.0) : 0.0;
+  const double sync_start = bubble + stretch * crit_body;
   const struct {
     const char* name;
     const Traffic& traffic;
-  } streams[] = {{"TP", c.tp},
-                 {"PP send/recv", c.pp},
-                 {"CP", c.cp},
-                 {"EP", c.ep},
-                 {"DP/ZeRO gradients", c.dp_grads},
-                 {"DP/ZeRO weights", c.dp_params}};
+    bool data_parallel;
+  } streams[] = {{"TP", c.tp, false},
+                 {"PP send/recv", c.pp, false},
+                 {"CP", c.cp, false},
+                 {"EP", c.ep, false},
+                 {"DP/ZeRO gradients", c.dp_grads, true},
+                 {"DP/ZeRO weights", c.dp_params, true}};
   int track = 0;
+  double dp_exposed_start = sync_start;
   for (const auto& st : streams) {
     if (st.traffic.time_s <= 0) continue;
     tl.comm_names.push_back(st.name);
-    const double hidden = std::max(0.0, st.traffic.time_s - st.traffic.exposed_s);
-    StageLane lane{tl, track, p.pp > 1 ? bubble * t.critical_stage / (p.pp - 1.0) : 0.0};
+    const double exposed = st.traffic.exposed_s;
+    const double hidden = std::max(0.0, st.traffic.time_s - exposed);
+    StageLane lane{tl, track, body_start};
+    if (st.data_parallel && p.zero < 3) lane.now = std::max(body_start, sync_start - hidden);
     lane.add(fmt::format("{} overlapped", st.name), "comm", hidden, 2, track);
-    lane.add(fmt::format("{} exposed", st.name), "exposed", st.traffic.exposed_s, 2, track);
+    if (st.data_parallel && p.zero < 3) {
+      lane.now = dp_exposed_start;
+      dp_exposed_start += exposed;
+    }
+    lane.add(fmt::format("{} exposed", st.name), "exposed", exposed, 2, track);
     ++track;
   }
   return tl;
