@@ -189,6 +189,26 @@ double objective_of(Objective o, const Candidate& c, int gpus) {
   return c.step_s;
 }
 
+// Counts a modelled plan and keeps it among the top K, or as the closest to fitting.
+void record(const Candidate& cand, bool over_memory, const SearchOptions& opt, Partial& out) {
+  if (over_memory) {
+    ++out.rejected[static_cast<int>(Reject::memory)];
+    if (!out.have_least || cand.peak_bytes < out.least.peak_bytes ||
+        (cand.peak_bytes == out.least.peak_bytes && key_of(cand) < key_of(out.least))) {
+      out.least = cand;
+      out.have_least = true;
+    }
+    return;
+  }
+  ++out.feasible;
+  if (static_cast<int>(out.top.size()) < opt.top_k) {
+    out.top.push(cand);
+  } else if (key_of(cand) < key_of(out.top.top())) {
+    out.top.pop();
+    out.top.push(cand);
+  }
+}
+
 std::vector<std::pair<Schedule, bool>> pipeline_axes(const SearchSpace& space) {
   std::vector<std::pair<Schedule, bool>> out;
   for (Schedule s : space.schedule) {
@@ -265,22 +285,7 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
             cand.exposed_comm_s = ev.time.exposed_comm_s;
             cand.tokens_per_s = tokens / ev.time.step_s;
             cand.objective = objective_of(opt.objective, cand, c.gpus);
-            if (ev.peak_bytes > c.gpu.memory_bytes) {
-              ++out.rejected[static_cast<int>(Reject::memory)];
-              if (!out.have_least || ev.peak_bytes < out.least.peak_bytes ||
-                  (ev.peak_bytes == out.least.peak_bytes && key_of(cand) < key_of(out.least))) {
-                out.least = cand;
-                out.have_least = true;
-              }
-              continue;
-            }
-            ++out.feasible;
-            if (static_cast<int>(out.top.size()) < opt.top_k) {
-              out.top.push(cand);
-            } else if (key_of(cand) < key_of(out.top.top())) {
-              out.top.pop();
-              out.top.push(cand);
-            }
+            record(cand, ev.peak_bytes > c.gpu.memory_bytes, opt, out);
           }
         }
       }
