@@ -40,11 +40,16 @@ double bubble_s(const ParallelPlan& plan, const PassTimes& per_device);
 
 /// Micro-batches of a device's layers whose activations stage `stage` holds at its peak:
 /// 1F1B and ZB-H1 min(p - i, m) (Narayanan et al. 2021; ZB-H1 keeps 1F1B's memory, Qi et al.
-/// 2024 Sec. 2.1); interleaved min((p-i-1) 2 + (v-1) p + 1, m v) chunks of 1/v each
-/// (Megatron-LM's interleaved warm-up); GPipe all m; ZB-V p on every device (Qi et al. 2024,
-/// ZB-V: 1F1B's peak, balanced); DualPipeV p + 1/2 (DeepSeek-V3 Table 2: PP + 1 chunks of
-/// half a device, PP = 2p).
+/// 2024 Sec. 2.1); interleaved min((p-i-1) 2 + (v-1) g + 1, m v) chunks of 1/v each
+/// (Megatron-Core's interleaved warm-up, g the micro-batch group size, p by default); GPipe all m;
+/// ZB-V p on every device (Qi et al. 2024, ZB-V: 1F1B's peak, balanced); DualPipeV p + 1/2
+/// (DeepSeek-V3 Table 2: PP + 1 chunks of half a device, PP = 2p).
 double microbatches_in_flight(const ParallelPlan& plan, int micro_batches, int stage);
+
+/// Micro-batches per group of Megatron-Core's interleaved schedule
+/// (microbatch_group_size_per_vp_stage): pp when it divides the micro-batches, otherwise the
+/// smallest size in [pp, m] whose remainder is 0 or at least pp, as schedules.py requires.
+int microbatch_group_size(const ParallelPlan& plan, int micro_batches);
 
 /// What keeps a schedule from running a plan.
 enum class ScheduleIssue {

@@ -64,18 +64,22 @@ std::string layout_string(const ModelSpec& m, const ParallelPlan& p) {
 void pipeline_layout_args(Args& a, const EmitInputs& in) {
   const ParallelPlan& p = in.plan;
   const bool custom = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
-  if (custom && lighter_ends(in.model, p)) {
+  const bool counted = custom && lighter_ends(in.model, p);
+  // Per-rank first/last counts must split evenly over a rank's chunks; a layout string need not.
+  const bool layout = custom && !counted && p.interleave > 1;
+  if (counted) {
     a.add("--account-for-embedding-in-pipeline-split").add("--account-for-loss-in-pipeline-split");
-  } else if (custom && p.interleave == 1) {
+  } else if (layout) {
+    a.add("--pipeline-model-parallel-layout", layout_string(in.model, p));
+  } else if (custom) {
     if (p.first_stage_layers >= 0)
       a.add("--decoder-first-pipeline-num-layers", p.first_stage_layers);
     if (p.last_stage_layers >= 0) a.add("--decoder-last-pipeline-num-layers", p.last_stage_layers);
-  } else if (custom) {
-    // Per-rank first/last counts must split evenly over the rank's chunks; a layout need not.
-    a.add("--pipeline-model-parallel-layout", layout_string(in.model, p));
-    return;
   }
-  if (p.interleave > 1) a.add("--num-virtual-stages-per-pipeline-rank", p.interleave);
+  if (p.interleave == 1) return;
+  if (!layout) a.add("--num-virtual-stages-per-pipeline-rank", p.interleave);
+  const int group = microbatch_group_size(p, micro_batches_per_step(in.training, p));
+  if (group != p.pp) a.add("--microbatch-group-size-per-virtual-pipeline-stage", group);
 }
 
 void parallel_args(Args& a, const EmitInputs& in) {

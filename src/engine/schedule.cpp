@@ -62,13 +62,23 @@ double microbatches_in_flight(const ParallelPlan& p, int micro_batches, int stag
       break;
   }
   if (p.interleave == 1) return std::min<double>(p.pp - stage, m);
-  return std::min((p.pp - stage - 1) * 2.0 + (v - 1.0) * p.pp + 1.0, m * v) / v;
+  const double group = microbatch_group_size(p, micro_batches);
+  return std::min((p.pp - stage - 1) * 2.0 + (v - 1.0) * group + 1.0, m * v) / v;
+}
+
+int microbatch_group_size(const ParallelPlan& p, int micro_batches) {
+  for (int g = p.pp; g < micro_batches; ++g) {
+    const int rest = micro_batches % g;
+    if (rest == 0 || rest >= p.pp) return g;
+  }
+  return std::max(p.pp, micro_batches);
 }
 
 // Megatron-Core's interleaved schedule runs micro-batches in groups of
-// microbatch_group_size_per_vp_stage (default pp) and refuses fewer micro-batches than one
-// group; PyTorch's ScheduleZBVZeroBubble and DeepSeek's DualPipeV likewise need the pipeline
-// filled (DualPipeV: two micro-batches per device, one from each end of the V).
+// microbatch_group_size_per_vp_stage, at least pp and at most the micro-batches (schedules.py),
+// so it needs pp of them; any count from there has a valid group size; PyTorch's
+// ScheduleZBVZeroBubble and DeepSeek's DualPipeV likewise need the pipeline filled (DualPipeV: two
+// micro-batches per device, one from each end of the V).
 namespace {
 
 int min_micro_batches(const ParallelPlan& p) {

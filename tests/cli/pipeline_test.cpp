@@ -63,6 +63,11 @@ TEST_CASE("interleaving runs with micro-batches that are not a multiple of pp") 
       "--global-batch 20 --recompute full --json");
   REQUIRE(r.status == 0);
   CHECK(nlohmann::json::parse(r.out).at("time").at("micro_batches") == 20);
+  const auto mega = run_cli(
+      "emit --format megatron --model gpt3-175b --cluster dgx-h100 --gpus 64 --tp 8 --pp 8 "
+      "--interleave 2 --global-batch 20 --recompute full --zero 1");
+  REQUIRE(mega.status == 0);
+  CHECK(contains(mega.out, "--microbatch-group-size-per-virtual-pipeline-stage 10"));
 }
 
 TEST_CASE("zb-v and dualpipe-v take two chunks per device on their own") {

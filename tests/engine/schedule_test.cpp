@@ -113,6 +113,17 @@ TEST_CASE("V schedules put the first and last chunk on device 0") {
   CHECK(head_stage(pipeline(4, Schedule::interleaved, 2)) == 3);
 }
 
+TEST_CASE("Megatron-Core's micro-batch groups for counts that are not a multiple of pp") {
+  // schedules.py: the group size N is in [pp, M] and M mod N is 0 or at least pp.
+  const ParallelPlan p = pipeline(8, Schedule::interleaved, 2);
+  CHECK(microbatch_group_size(p, 16) == 8);
+  CHECK(microbatch_group_size(p, 20) == 10);
+  CHECK(microbatch_group_size(p, 17) == 9);  // 17 mod 9 = 8 >= pp
+  CHECK(microbatch_group_size(p, 8) == 8);
+  // A larger group keeps more forwards in flight: (p-1) 2 + (v-1) N + 1 chunks on stage 0.
+  CHECK(microbatches_in_flight(p, 20, 0) == doctest::Approx((7 * 2 + 10 + 1) / 2.0));
+}
+
 TEST_CASE("which plans a schedule can run") {
   CHECK(schedule_issue(pipeline(8, Schedule::interleaved, 2), 12) == ScheduleIssue::none);
   CHECK(schedule_issue(pipeline(8, Schedule::interleaved, 2), 4) ==
