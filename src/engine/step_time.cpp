@@ -135,6 +135,18 @@ PassTimes pass_times(const StageCost& s) {
   return t;
 }
 
+// The average device's passes: the schedule's fill and drain are counted in micro-batch slots
+// (Narayanan et al. 2021), and with unequal stages each slot takes its stage's time.
+PassTimes mean_passes(const StepTime& t, int pp) {
+  if (pp <= 1) return t.first_stage;
+  const double n = pp;
+  auto avg = [&](double PassTimes::*f) {
+    return (t.first_stage.*f + t.last_stage.*f + (n - 2.0) * (t.middle_stage.*f)) / n;
+  };
+  return {avg(&PassTimes::forward_s), avg(&PassTimes::input_grad_s),
+          avg(&PassTimes::weight_grad_s)};
+}
+
 }  // namespace
 
 Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
@@ -245,19 +257,7 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
   t.first_stage = pass_times(first);
   t.middle_stage = pass_times(middle);
   t.last_stage = pass_times(last);
-  // The schedule's fill and drain, for the average device's passes (Narayanan et al.'s bubble
-  // is a count of micro-batch slots; with unequal stages each slot is a stage's time).
-  PassTimes mean = t.first_stage;
-  if (p.pp > 1) {
-    const double n = p.pp;
-    auto avg = [&](double PassTimes::*f) {
-      return (t.first_stage.*f + t.last_stage.*f + (n - 2.0) * (t.middle_stage.*f)) / n;
-    };
-    mean.forward_s = avg(&PassTimes::forward_s);
-    mean.input_grad_s = avg(&PassTimes::input_grad_s);
-    mean.weight_grad_s = avg(&PassTimes::weight_grad_s);
-  }
-  t.bubble_s = bubble_s(p, mean);
+  t.bubble_s = bubble_s(p, mean_passes(t, p.pp));
   t.schedule = schedule_name(p);
 
   // Data-parallel gradient sync and ZeRO parameter gathers on the most loaded stage.
