@@ -37,9 +37,12 @@ Runner setup_comm(CLI::App& sub) {
 
 Runner setup_estimate(CLI::App& sub) {
   auto o = add_planning_options(sub);
-  return [o]() {
+  auto trace = std::make_shared<std::string>();
+  add_trace_option(sub, *trace);
+  return [o, trace]() {
     const Inputs in = resolve_timed_inputs(*o);
     const Estimate e = estimate(in.model, in.training, in.plan, in.cluster);
+    write_trace(*trace, in, e);
     if (o->json) {
       nlohmann::json j = to_json(e, in.plan, in.training, in.cluster);
       add_inputs_json(j, in);

@@ -8,9 +8,12 @@
 #include <iostream>
 
 #include "shardplan/error.hpp"
+#include "shardplan/files.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/render.hpp"
+#include "shardplan/schedule.hpp"
+#include "shardplan/trace.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan::cli {
@@ -42,6 +45,28 @@ ModelSpec gpt_style() {
   m.seq_len = 2048;
   m.max_positions = 2048;
   return m;
+}
+
+// The schedule and the stage layout: interleaved 1F1B when --interleave is given alone, two
+// chunks per device when a schedule needs them and --interleave is not given.
+void resolve_pipeline(const PlanningOptions& o, ParallelPlan& p) {
+  auto layers = [](const std::string& text, const char* field) {
+    return text.empty() ? -1 : text == "0" ? 0 : as_int(text, field, 100000);
+  };
+  p.first_stage_layers = layers(o.first_stage_layers, "--first-stage-layers");
+  p.last_stage_layers = layers(o.last_stage_layers, "--last-stage-layers");
+  if (o.schedule.empty()) {
+    if (p.interleave > 1) p.schedule = Schedule::interleaved;
+    return;
+  }
+  p.schedule = parse_schedule(o.schedule, "--schedule");
+  const bool two_chunks = p.schedule == Schedule::interleaved || is_v_shape(p.schedule);
+  if (o.interleave.empty() && two_chunks) p.interleave = 2;
+  if (p.schedule == Schedule::one_f_one_b && p.interleave > 1) {
+    throw InputError("--schedule",
+                     "1f1b runs one model chunk per device; with --interleave use --schedule "
+                     "interleaved (or zb-h1)");
+  }
 }
 
 }  // namespace
@@ -128,6 +153,15 @@ void add_plan_options(CLI::App& app, PlanningOptions& o) {
                "Megatron sequence parallelism (needs tp > 1)")
       ->group("Plan");
   app.add_option("--interleave", o.interleave, "Virtual pipeline stages per device")->group("Plan");
+  app.add_option("--schedule", o.schedule,
+                 "Pipeline schedule: 1f1b | interleaved | gpipe | zb-h1 | zb-v | dualpipe-v")
+      ->group("Plan");
+  app.add_option("--first-stage-layers", o.first_stage_layers,
+                 "Transformer layers of the first (virtual) pipeline stage; the rest split evenly")
+      ->group("Plan");
+  app.add_option("--last-stage-layers", o.last_stage_layers,
+                 "Transformer layers of the last (virtual) pipeline stage")
+      ->group("Plan");
   app.add_flag("--allow-tp-across-nodes", o.allow_tp_across_nodes, "Let tensor parallel span nodes")
       ->group("Plan");
 }
@@ -285,6 +319,7 @@ Inputs resolve_inputs(const PlanningOptions& o) {
   }
   if (!o.recompute.empty()) p.recompute = parse_recompute(o.recompute, "--recompute");
   p.sequence_parallel = o.sequence_parallel;
+  resolve_pipeline(o, p);
   const int model_parallel = p.tp * p.pp * p.cp;
   const int dp_flag = int_or(o.dp, "--dp", 0);
   const int default_gpus = (dp_flag > 0 ? dp_flag : 1) * model_parallel;
@@ -348,6 +383,22 @@ void add_inputs_json(nlohmann::json& j, const Inputs& in) {
   j["cluster"] = to_json(in.cluster);
   j["plan"] = to_json(in.plan);
   j["training"] = to_json(in.training);
+}
+
+void add_trace_option(CLI::App& app, std::string& path) {
+  app.add_option(
+      "--trace", path,
+      "Write one simulated step as Chrome Trace Event JSON (Perfetto, chrome://tracing)");
+}
+
+void write_trace(const std::string& path, const Inputs& in, const Estimate& estimate) {
+  if (path.empty()) return;
+  const Timeline tl = build_timeline(in.plan, estimate);
+  write_file_atomically(
+      path,
+      trace_json(tl, fmt::format("{} on {}: {}", in.model.name, describe_cluster(in.cluster),
+                                 describe(in.plan))),
+      "--trace");
 }
 
 void print_json(const nlohmann::json& j) {

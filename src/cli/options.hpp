@@ -8,6 +8,7 @@
 
 #include "shardplan/profiles.hpp"
 #include "shardplan/specs.hpp"
+#include "shardplan/step_time.hpp"
 
 namespace shardplan::cli {
 
@@ -26,6 +27,7 @@ struct PlanningOptions {
   std::string cluster, gpu, gpus, gpus_per_node, nics_per_node, intra, inter, link;
   // plan
   std::string dp, tp, pp, cp, ep, zero, recompute, interleave;
+  std::string schedule, first_stage_layers, last_stage_layers;
   bool sequence_parallel = false;
   bool allow_tp_across_nodes = false;
   // output
@@ -64,6 +66,11 @@ std::string describe_inputs(const Inputs& in);
 /// Adds the "model", "cluster", "plan" and "training" objects every --json output carries (and
 /// that `emit --plan` reads back).
 void add_inputs_json(nlohmann::json& j, const Inputs& in);
+
+/// --trace FILE: one simulated step as Chrome Trace Event JSON.
+void add_trace_option(CLI::App& app, std::string& path);
+/// Writes the step's timeline to `path` atomically (nothing when `path` is empty).
+void write_trace(const std::string& path, const Inputs& in, const Estimate& estimate);
 
 /// Writes text to stdout, or JSON with a trailing newline.
 void print_json(const nlohmann::json& j);

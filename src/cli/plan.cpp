@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <optional>
 
 #include "commands.hpp"
 #include "options.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/ladder.hpp"
 #include "shardplan/render.hpp"
+#include "shardplan/schedule.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/step_time.hpp"
 #include "shardplan/units.hpp"
@@ -24,6 +26,7 @@ struct PlanFlags {
   int top = 10;
   double max_comm_share = 0.5;
   int threads = 0;
+  std::string trace;
 };
 
 nlohmann::json estimate_json(const Candidate& c, const Inputs& in) {
@@ -31,6 +34,33 @@ nlohmann::json estimate_json(const Candidate& c, const Inputs& in) {
   nlohmann::json j = to_json(e, c.plan, in.training, in.cluster);
   j["plan"] = to_json(c.plan);
   return j;
+}
+
+// A plan beyond even 1F1B: another schedule, virtual stages, or a first/last stage layout.
+bool beyond_plain_1f1b(const ParallelPlan& p) {
+  return p.pp > 1 && (p.schedule != Schedule::one_f_one_b || p.interleave > 1 ||
+                      p.first_stage_layers >= 0 || p.last_stage_layers >= 0);
+}
+
+// The fastest plan with even stages and plain 1F1B: what the schedule axes win against.
+std::optional<Candidate> fastest_plain_1f1b(const Inputs& in, SearchSpace space, SearchOptions so) {
+  space.schedule = {Schedule::one_f_one_b};
+  space.interleave = {1};
+  space.lighter_ends = {false};
+  so.top_k = 1;
+  const SearchResult r = search(in.model, in.training, in.cluster, space, so);
+  if (r.ranked.empty()) return std::nullopt;
+  return r.ranked.front();
+}
+
+std::string schedule_gain(const Candidate& fastest, const Candidate& plain) {
+  return fmt::format(
+      "  its {} schedule{} pays: without interleaving, zero-bubble schedules or uneven stages the "
+      "fastest plan ({}) takes {} per step, {} slower, with {} per device against {}\n",
+      schedule_name(fastest.plan), fastest.plan.first_stage_layers >= 0 ? " and stage layout" : "",
+      describe(plain.plan), format_seconds(plain.step_s),
+      format_percent(plain.step_s / fastest.step_s - 1), format_gib(plain.peak_bytes),
+      format_gib(fastest.peak_bytes));
 }
 
 }  // namespace
@@ -50,6 +80,7 @@ Runner setup_plan(CLI::App& sub) {
                  "Exposed communication a rung may have, as a share of the step (default 0.5)")
       ->group("Plan");
   sub.add_option("--threads", f->threads, "Search threads (default: all cores)")->group("Plan");
+  add_trace_option(sub, f->trace);
   add_json_option(sub, f->o);
   return [f]() {
     if (f->top < 1 || f->top > 10000)
@@ -82,6 +113,14 @@ Runner setup_plan(CLI::App& sub) {
     const RungVerdict* rec =
         have_recommended ? &ladder.rungs[static_cast<size_t>(ladder.stop)] : nullptr;
     const Candidate* fastest = found.ranked.empty() ? nullptr : &found.ranked.front();
+    const std::optional<Candidate> plain = fastest && beyond_plain_1f1b(fastest->plan)
+                                               ? fastest_plain_1f1b(in, space, so)
+                                               : std::nullopt;
+    if (rec) {
+      Inputs chosen = in;
+      chosen.plan = rec->plan.plan;
+      write_trace(f->trace, chosen, estimate(in.model, in.training, chosen.plan, in.cluster));
+    }
 
     if (f->o.json) {
       nlohmann::json j = {{"model", to_json(in.model)},
@@ -92,6 +131,7 @@ Runner setup_plan(CLI::App& sub) {
       j["recommended"] = rec ? estimate_json(rec->plan, in) : nlohmann::json();
       if (rec) j["recommended"]["rung"] = to_string(rec->rung);
       j["fastest"] = fastest ? estimate_json(*fastest, in) : nlohmann::json();
+      j["fastest_plain_1f1b"] = plain ? estimate_json(*plain, in) : nlohmann::json();
       if (rec && fastest) {
         j["gap"] = {{"step_ratio", rec->plan.step_s / fastest->step_s},
                     {"throughput_ratio", fastest->step_s / rec->plan.step_s}};
@@ -140,7 +180,7 @@ Runner setup_plan(CLI::App& sub) {
         const double gap = rec->plan.step_s / fastest->step_s - 1;
         std::cout << fmt::format("; the recommended plan is {} slower", format_percent(gap));
       }
-      std::cout << "\n\n";
+      std::cout << "\n" << (plain ? schedule_gain(*fastest, *plain) : "") << "\n";
       std::cout << fmt::format(
           "Top {} by {} ({} configurations evaluated, {} modelled, {} feasible, in {})\n",
           found.ranked.size(), to_string(so.objective), found.evaluated, found.modelled,

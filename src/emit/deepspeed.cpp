@@ -4,6 +4,7 @@
 
 #include "common.hpp"
 #include "shardplan/render.hpp"
+#include "shardplan/schedule.hpp"
 
 namespace shardplan {
 namespace {
@@ -108,6 +109,15 @@ std::vector<PlanProblem> deepspeed_problems(const EmitInputs& in) {
   if (p.interleave > 1) {
     out.push_back(
         {"--interleave", "DeepSpeed's PipelineEngine has no interleaved (virtual-stage) schedule"});
+  } else if (p.pp > 1 && p.schedule != Schedule::one_f_one_b) {
+    out.push_back({"--schedule", fmt::format("DeepSpeed's PipelineEngine runs 1F1B only "
+                                             "(runtime/pipe/schedule.py TrainSchedule), not {}",
+                                             schedule_name(p))});
+  }
+  if (p.pp > 1 && (p.first_stage_layers >= 0 || p.last_stage_layers >= 0)) {
+    out.push_back({p.first_stage_layers >= 0 ? "--first-stage-layers" : "--last-stage-layers",
+                   "DeepSpeed's PipelineModule partitions by partition_method (uniform, "
+                   "parameters or type:regex), not by first and last stage layer counts"});
   }
   if (p.cp > 1) {
     out.push_back(

@@ -6,7 +6,9 @@
 #include <cmath>
 
 #include "common.hpp"
+#include "shardplan/plan.hpp"
 #include "shardplan/render.hpp"
+#include "shardplan/schedule.hpp"
 
 namespace shardplan {
 namespace {
@@ -34,11 +36,56 @@ bool fsdp(const ParallelPlan& p) {
   return p.zero >= 2;
 }
 
+// The first and last virtual stage one layer lighter than the rest: what Megatron-Core's
+// --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split give.
+bool lighter_ends(const ModelSpec& m, const ParallelPlan& p) {
+  const int chunks = p.pp * p.interleave;
+  const int per_chunk = chunk_layers(m.layers, p, chunks / 2);
+  return p.first_stage_layers == per_chunk - 1 && p.last_stage_layers == per_chunk - 1;
+}
+
+// Megatron-Core's --pipeline-model-parallel-layout: one entry per virtual stage in model order,
+// E the embedding, t a transformer layer, L the loss
+// (transformer/pipeline_parallel_layer_layout.py).
+std::string layout_string(const ModelSpec& m, const ParallelPlan& p) {
+  const int chunks = p.pp * p.interleave;
+  std::string out;
+  for (int c = 0; c < chunks; ++c) {
+    if (c > 0) out += "|";
+    if (c == 0) out += "E";
+    const int n = chunk_layers(m.layers, p, c);
+    if (n > 0) out += n == 1 ? "t" : fmt::format("t*{}", n);
+    if (c == chunks - 1) out += "L";
+  }
+  return out;
+}
+
+// Stage layout and virtual stages in Megatron-LM's own flags (megatron/training/arguments.py).
+void pipeline_layout_args(Args& a, const EmitInputs& in) {
+  const ParallelPlan& p = in.plan;
+  const bool custom = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
+  const bool counted = custom && lighter_ends(in.model, p);
+  // Per-rank first/last counts must split evenly over a rank's chunks; a layout string need not.
+  const bool layout = custom && !counted && p.interleave > 1;
+  if (counted) {
+    a.add("--account-for-embedding-in-pipeline-split").add("--account-for-loss-in-pipeline-split");
+  } else if (layout) {
+    a.add("--pipeline-model-parallel-layout", layout_string(in.model, p));
+  } else if (custom) {
+    if (p.first_stage_layers >= 0)
+      a.add("--decoder-first-pipeline-num-layers", p.first_stage_layers);
+    if (p.last_stage_layers >= 0) a.add("--decoder-last-pipeline-num-layers", p.last_stage_layers);
+  }
+  if (p.interleave == 1) return;
+  if (!layout) a.add("--num-virtual-stages-per-pipeline-rank", p.interleave);
+  const int group = microbatch_group_size(p, micro_batches_per_step(in.training, p));
+  if (group != p.pp) a.add("--microbatch-group-size-per-virtual-pipeline-stage", group);
+}
+
 void parallel_args(Args& a, const EmitInputs& in) {
   const ParallelPlan& p = in.plan;
   a.add("--tensor-model-parallel-size", p.tp).add("--pipeline-model-parallel-size", p.pp);
-  if (p.interleave > 1)
-    a.add("--num-layers-per-virtual-pipeline-stage", in.model.layers / (p.pp * p.interleave));
+  pipeline_layout_args(a, in);
   if (p.cp > 1) a.add("--context-parallel-size", p.cp);
   if (p.ep > 1) a.add("--expert-model-parallel-size", p.ep);
   if (p.sequence_parallel) a.add("--sequence-parallel");
@@ -175,6 +222,13 @@ std::vector<PlanProblem> megatron_problems(const EmitInputs& in) {
         {"--model",
          "pretrain_gpt.py needs the layer shapes; give --model or --layers/--hidden/--heads"});
     return out;
+  }
+  if (p.pp > 1 && p.schedule != Schedule::one_f_one_b && p.schedule != Schedule::interleaved) {
+    out.push_back(
+        {"--schedule", fmt::format("Megatron-LM runs 1F1B and interleaved 1F1B only "
+                                   "(megatron/core/pipeline_parallel/schedules.py), not {}; "
+                                   "--format torchtitan runs gpipe, zb-h1, zb-v and dualpipe-v",
+                                   schedule_name(p))});
   }
   if (fsdp(p) && p.pp > 1) {
     out.push_back(

@@ -6,7 +6,9 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "shardplan/plan.hpp"
 #include "shardplan/render.hpp"
+#include "shardplan/schedule.hpp"
 
 namespace shardplan {
 namespace {
@@ -42,6 +44,58 @@ const char* ac_mode(Recompute r) {
   return "none";
 }
 
+// torchtitan's schedule names (torch.distributed.pipelining.schedules.get_schedule_class).
+const char* titan_schedule(const ParallelPlan& p) {
+  switch (p.schedule) {
+    case Schedule::one_f_one_b:
+    case Schedule::interleaved:
+      return p.interleave > 1 ? "Interleaved1F1B" : "1F1B";
+    case Schedule::gpipe:
+      return "GPipe";
+    case Schedule::zb_h1:
+      return "InterleavedZeroBubble";
+    case Schedule::zb_v:
+      return "ZBVZeroBubble";
+    case Schedule::dualpipe_v:
+      return "DualPipeV";
+  }
+  return "1F1B";
+}
+
+// Layers per virtual stage and how much lighter the first and last are: torchtitan's
+// generate_llm_fqn_per_model_part gives stage 0 layers_per_stage - first_stage_less_layers
+// (distributed/pipeline_parallel.py).
+struct TitanLayout {
+  int per_stage = 0, first_less = 0, last_less = 0;
+};
+TitanLayout titan_layout(const EmitInputs& in) {
+  const ParallelPlan& p = in.plan;
+  const int chunks = p.pp * p.interleave;
+  TitanLayout l;
+  l.per_stage = chunk_layers(in.model.layers, p, chunks > 2 ? 1 : 0);
+  if (p.first_stage_layers >= 0) l.first_less = l.per_stage - p.first_stage_layers;
+  if (p.last_stage_layers >= 0) l.last_less = l.per_stage - p.last_stage_layers;
+  return l;
+}
+
+void pipeline_keys(const EmitInputs& in, toml::table& t, std::vector<Provenance>& why) {
+  const ParallelPlan& p = in.plan;
+  const TitanLayout l = titan_layout(in);
+  t.insert("pipeline_parallel_microbatch_size", p.micro_batch);
+  t.insert("pipeline_parallel_schedule", titan_schedule(p));
+  t.insert("pipeline_parallel_layers_per_stage", l.per_stage);
+  t.insert("pipeline_parallel_first_stage_less_layers", l.first_less);
+  t.insert("pipeline_parallel_last_stage_less_layers", l.last_less);
+  why.push_back({"parallelism.pipeline_parallel_schedule", titan_schedule(p),
+                 fmt::format("plan: {} schedule, {} model chunk{} per device", schedule_name(p),
+                             p.interleave, p.interleave > 1 ? "s" : "")});
+  why.push_back(
+      {"parallelism.pipeline_parallel_layers_per_stage", std::to_string(l.per_stage),
+       fmt::format("{} layers on pp {} x {} virtual stages; first stage {} lighter, last {} "
+                   "lighter, as planned",
+                   in.model.layers, p.pp, p.interleave, l.first_less, l.last_less)});
+}
+
 toml::table parallelism(const EmitInputs& in, std::vector<Provenance>& why) {
   const ParallelPlan& p = in.plan;
   const bool shard = p.zero >= 2;
@@ -65,20 +119,7 @@ toml::table parallelism(const EmitInputs& in, std::vector<Provenance>& why) {
     why.push_back({"parallelism.data_parallel_replicate_degree", std::to_string(p.dp),
                    "ZeRO-0: plain DDP replicas"});
   }
-  if (p.pp > 1) {
-    // Even stages, embedding and head counted as no layers: the split the plan assumed.
-    const int per_stage = in.model.layers / (p.pp * p.interleave);
-    t.insert("pipeline_parallel_microbatch_size", p.micro_batch);
-    t.insert("pipeline_parallel_schedule", p.interleave > 1 ? "Interleaved1F1B" : "1F1B");
-    t.insert("pipeline_parallel_layers_per_stage", per_stage);
-    t.insert("pipeline_parallel_first_stage_less_layers", 0);
-    t.insert("pipeline_parallel_last_stage_less_layers", 0);
-    why.push_back(
-        {"parallelism.pipeline_parallel_layers_per_stage", std::to_string(per_stage),
-         fmt::format(
-             "{} layers / (pp {} x interleave {}), first/last stage not lightened, as planned",
-             in.model.layers, p.pp, p.interleave)});
-  }
+  if (p.pp > 1) pipeline_keys(in, t, why);
   return t;
 }
 
@@ -92,6 +133,21 @@ std::vector<PlanProblem> torchtitan_problems(const EmitInputs& in) {
         {"--model",
          "torchtitan builds the model from its shapes; give --model or --layers/--hidden/--heads"});
     return out;
+  }
+  if (p.pp > 1 && p.schedule == Schedule::zb_h1 && p.interleave == 1) {
+    out.push_back({"--interleave",
+                   "torchtitan's zero-bubble H1 is InterleavedZeroBubble, a multi-stage schedule; "
+                   "use --interleave 2 or more"});
+  }
+  if (p.pp > 1) {
+    const TitanLayout l = titan_layout(in);
+    if (l.first_less < 0 || l.last_less < 0) {
+      out.push_back({l.first_less < 0 ? "--first-stage-layers" : "--last-stage-layers",
+                     fmt::format("torchtitan can make the first and last stage lighter "
+                                 "(pipeline_parallel_*_stage_less_layers) but not heavier than "
+                                 "the {} layers of the others",
+                                 l.per_stage)});
+    }
   }
   if (p.zero == 1) {
     out.push_back(

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
@@ -87,6 +88,10 @@ BlockTime time_block(const Block& block, const GpuSpec& gpu, MathDtype dtype) {
     t.backward_s += op_backward_s(op, gpu, dtype);
     if (op.selective) t.selective_s += f;
     if (op.kind == OpKind::gemm) t.gemm_forward_s += f;
+    // A weight GEMM's backward is dgrad + wgrad of equal size; the core attention's two GEMMs
+    // (layer.cpp names them "attention ...") multiply activations, so all of theirs is B.
+    if (op.kind == OpKind::gemm && !std::string_view(op.name).starts_with("attention"))
+      t.weight_grad_s += op_backward_s(op, gpu, dtype) / 2.0;
   }
   // Selective recompute redoes the core attention: its GEMMs as well as softmax and dropout.
   for (const Op& op : block.ops) {

@@ -8,6 +8,7 @@
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
+#include "shardplan/schedule.hpp"
 
 namespace shardplan {
 namespace {
@@ -82,15 +83,8 @@ ActivationProfile activation_profile(const MicroBatchWork& w, const ModelSpec& m
 }
 
 double layers_in_flight(int layers, const ParallelPlan& p, int micro_batches, int stage) {
-  const double v = p.interleave;
   if (p.pp == 1) return layers;  // accumulation runs micro-batches one after another
-  if (p.interleave == 1) {
-    const double in_flight = std::min(p.pp - stage, micro_batches);
-    return in_flight * stage_layers(layers, p, stage);
-  }
-  const double chunks = std::min((p.pp - stage - 1) * 2.0 + (v - 1.0) * p.pp + 1.0,
-                                 static_cast<double>(micro_batches) * v);
-  return chunks * layers / (p.pp * v);
+  return microbatches_in_flight(p, micro_batches, stage) * stage_layers(layers, p, stage);
 }
 
 MemoryInputs memory_inputs(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p) {
@@ -125,7 +119,7 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
   if (in.activations_known) {
     const ActivationProfile& a = in.activations;
     const bool first = stage == 0;
-    const bool last = stage == p.pp - 1;
+    const bool last = stage == head_stage(p);
     const int micro_batches = std::max(1, micro_batches_per_step(tr, p));
     s.layers_in_flight = layers_in_flight(m.layers, p, micro_batches, stage);
     s.layer_activations_bytes = s.layers_in_flight * a.layer_saved[static_cast<int>(p.recompute)];
@@ -180,7 +174,13 @@ double peak_memory_bytes(const ModelSpec& m, const TrainingSpec& tr, const Paral
                          const ClusterSpec& c, const MemoryInputs& in) {
   const double first = stage_memory(m, tr, p, c, in, 0).total_bytes();
   if (p.pp == 1) return first;
-  return std::max(first, stage_memory(m, tr, p, c, in, p.pp - 1).total_bytes());
+  const double last = stage_memory(m, tr, p, c, in, p.pp - 1).total_bytes();
+  // A lighter first or last stage (given, or from an uneven split) can leave the second
+  // stage heaviest.
+  const bool uneven = p.first_stage_layers >= 0 || p.last_stage_layers >= 0 ||
+                      (m.has_architecture() && m.layers % (p.pp * p.interleave) != 0);
+  if (!uneven || p.pp == 2) return std::max(first, last);
+  return std::max({first, last, stage_memory(m, tr, p, c, in, 1).total_bytes()});
 }
 
 }  // namespace shardplan

@@ -102,7 +102,7 @@ DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int sta
   d.largest_layer = dense_layer + expert_layer;
 
   const bool first = stage == 0;
-  const bool last = stage == plan.pp - 1;
+  const bool last = stage == head_stage(plan);
   // Vocabulary-parallel embedding and LM head (Megatron-LM VocabParallelEmbedding).
   const double table = static_cast<double>(m.vocab) * h / t;
   if (first)
@@ -111,7 +111,7 @@ DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int sta
         (m.positions == PositionKind::learned ? static_cast<double>(m.max_positions) * h : 0);
   if (last) {
     d.dense += norm_params(m);
-    if (!m.tied_embeddings || plan.pp > 1) d.dense += table;
+    if (!m.tied_embeddings || !first) d.dense += table;  // a tied table elsewhere is a copy
   }
   return d;
 }

@@ -3,23 +3,111 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
+
+#include "shardplan/schedule.hpp"
 
 namespace shardplan {
 
-int stage_layers(int layers, const ParallelPlan& p, int stage) {
+namespace {
+
+// Layers left for the chunks the first and last stage's counts do not fix, and those chunks.
+struct Rest {
+  int layers = 0;
+  int chunks = 0;
+  bool custom = false;
+};
+Rest rest_of(int layers, const ParallelPlan& p) {
+  Rest r{layers, p.pp * p.interleave, false};
+  if (p.first_stage_layers >= 0) {
+    r.layers -= p.first_stage_layers;
+    --r.chunks;
+    r.custom = true;
+  }
+  if (p.last_stage_layers >= 0) {
+    r.layers -= p.last_stage_layers;
+    --r.chunks;
+    r.custom = true;
+  }
+  return r;
+}
+
+// One chunk per device, no layout given: the extra layers go to the middle stages, then the
+// last, then the first.
+int default_stage_layers(int layers, const ParallelPlan& p, int stage) {
   const int base = layers / p.pp;
   const int extra = layers % p.pp;
   if (extra == 0) return base;
-  // Order in which stages take one more layer: the middle ones, then the last, then the first.
   const int order = stage == 0 ? p.pp - 1 : stage == p.pp - 1 ? p.pp - 2 : stage - 1;
   return base + (order < extra ? 1 : 0);
+}
+
+}  // namespace
+
+int chunk_layers(int layers, const ParallelPlan& p, int chunk) {
+  const int chunks = p.pp * p.interleave;
+  if (chunk == 0 && p.first_stage_layers >= 0) return p.first_stage_layers;
+  if (chunk == chunks - 1 && p.last_stage_layers >= 0) return p.last_stage_layers;
+  const Rest r = rest_of(layers, p);
+  if (!r.custom && p.interleave == 1) return default_stage_layers(layers, p, chunk);
+  return r.chunks > 0 ? r.layers / r.chunks : 0;
+}
+
+int chunk_device(const ParallelPlan& p, int chunk) {
+  if (is_v_shape(p.schedule) && p.interleave == 2)
+    return chunk < p.pp ? chunk : 2 * p.pp - 1 - chunk;
+  return chunk % p.pp;
+}
+
+int head_stage(const ParallelPlan& p) {
+  return is_v_shape(p.schedule) && p.interleave == 2 ? 0 : p.pp - 1;
+}
+
+int stage_layers(int layers, const ParallelPlan& p, int stage) {
+  if (p.interleave == 1) return chunk_layers(layers, p, stage);
+  if (is_v_shape(p.schedule) && p.interleave == 2)
+    return chunk_layers(layers, p, stage) + chunk_layers(layers, p, 2 * p.pp - 1 - stage);
+  int sum = 0;
+  for (int k = 0; k < p.interleave; ++k) sum += chunk_layers(layers, p, stage + k * p.pp);
+  return sum;
+}
+
+bool layout_splits(int layers, const ParallelPlan& p) {
+  const Rest r = rest_of(layers, p);
+  if (!r.custom) return p.interleave == 1 ? p.pp <= layers : layers % (p.pp * p.interleave) == 0;
+  if (r.layers < 0 || p.pp * p.interleave < 2) return false;
+  if (r.chunks == 0) return r.layers == 0;
+  return r.layers % r.chunks == 0 && r.layers / r.chunks > 0;
 }
 
 int micro_batches_per_step(const TrainingSpec& training, const ParallelPlan& plan) {
   const long long per_step = static_cast<long long>(plan.dp) * plan.micro_batch;
   return per_step > 0 ? static_cast<int>(training.global_batch / per_step) : 0;
 }
+
+namespace {
+
+PlanProblem layout_problem(int layers, const ParallelPlan& p) {
+  const int chunks = p.pp * p.interleave;
+  const Rest r = rest_of(layers, p);
+  if (!r.custom) {
+    return {"--interleave",
+            fmt::format("{} layers do not split into pp {} x interleave {} equal chunks; give "
+                        "--first-stage-layers / --last-stage-layers so that the rest split "
+                        "evenly (Llama 3 405B: 126 layers, pp 16, interleave 2, first and last 3)",
+                        layers, p.pp, p.interleave)};
+  }
+  const char* field = p.first_stage_layers >= 0 ? "--first-stage-layers" : "--last-stage-layers";
+  if (chunks < 2) return {field, "a first or last stage layout needs --pp > 1"};
+  return {field, fmt::format("{} layers less the first stage's {} and the last stage's {} leave "
+                             "{} for the other {} virtual stages; choose counts that leave a "
+                             "positive multiple of {}",
+                             layers, std::max(0, p.first_stage_layers),
+                             std::max(0, p.last_stage_layers), r.layers, r.chunks, r.chunks)};
+}
+
+}  // namespace
 
 std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
                                     const ParallelPlan& p, const ClusterSpec& c,
@@ -69,6 +157,8 @@ std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
   }
   if (!m.has_architecture()) {
     if (p.interleave > 1) fail("--interleave", "interleaving needs the model's layer count");
+    if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0)
+      fail("--first-stage-layers", "a stage layout needs the model's layer count");
     return out;
   }
   if (m.heads % p.tp != 0) {
@@ -86,20 +176,10 @@ std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
   if (p.pp > m.layers) {
     fail("--pp",
          fmt::format("{} pipeline stages for {} layers; use at most {}", p.pp, m.layers, m.layers));
-  } else if (p.interleave > 1 && m.layers % (p.pp * p.interleave) != 0) {
-    fail("--interleave",
-         fmt::format("{} layers do not split into pp {} x interleave {} equal chunks", m.layers,
-                     p.pp, p.interleave));
+  } else if (!layout_splits(m.layers, p)) {
+    out.push_back(layout_problem(m.layers, p));
   }
-  if (p.interleave > 1) {
-    if (p.pp == 1) fail("--interleave", "interleaving needs pipeline parallel (--pp > 1)");
-    const int mb = micro_batches_per_step(tr, p);
-    if (mb > 0 && mb % p.pp != 0) {
-      fail("--interleave", fmt::format("the interleaved schedule needs the {} micro-batches per "
-                                       "step to be a multiple of pp {}",
-                                       mb, p.pp));
-    }
-  }
+  if (auto s = schedule_problem(p, micro_batches_per_step(tr, p))) out.push_back(*s);
   if (p.ep > 1) {
     if (!m.is_moe()) {
       fail("--ep", "expert parallelism needs a mixture-of-experts model");
@@ -119,6 +199,12 @@ std::string describe(const ParallelPlan& p) {
                    to_string(p.recompute));
   if (p.sequence_parallel) s += ", sequence parallel";
   if (p.interleave > 1) s += fmt::format(", interleave {}", p.interleave);
+  if (p.pp > 1) s += fmt::format(", schedule {}", schedule_name(p));
+  if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
+    s += fmt::format(", first/last stage {}/{} layers",
+                     p.first_stage_layers >= 0 ? std::to_string(p.first_stage_layers) : "even",
+                     p.last_stage_layers >= 0 ? std::to_string(p.last_stage_layers) : "even");
+  }
   return s;
 }
 

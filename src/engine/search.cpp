@@ -18,6 +18,7 @@
 #include "shardplan/error.hpp"
 #include "shardplan/memory.hpp"
 #include "shardplan/model.hpp"
+#include "shardplan/schedule.hpp"
 #include "shardplan/step_time.hpp"
 
 namespace shardplan {
@@ -48,11 +49,12 @@ const char* to_string(Reject r) {
     case Reject::tp_node:
       return "tp spans nodes";
     case Reject::pp_layers:
-      return "more stages than layers, or interleaved chunks of unequal size";
+      return "more stages than layers, or layers that do not split into the stage layout (or "
+             "repeat the even split)";
     case Reject::batch:
       return "global batch does not split into dp x micro-batch";
     case Reject::interleave:
-      return "interleaving needs pp > 1 and micro-batches a multiple of pp";
+      return "the schedule cannot run it (chunks per device, too few micro-batches)";
     case Reject::sequence_parallel:
       return "sequence parallel needs tp > 1";
     case Reject::context_parallel:
@@ -67,7 +69,8 @@ const char* to_string(Reject r) {
 
 long long SearchSpace::size() const {
   return static_cast<long long>(tp.size()) * pp.size() * cp.size() * ep.size() * zero.size() *
-         micro_batch.size() * interleave.size() * recompute.size() * sequence_parallel.size();
+         micro_batch.size() * interleave.size() * recompute.size() * sequence_parallel.size() *
+         schedule.size() * lighter_ends.size();
 }
 
 namespace {
@@ -103,6 +106,8 @@ SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const Cluster
           ? std::vector<Recompute>{Recompute::none, Recompute::full}
           : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
   s.sequence_parallel = {false, true};
+  s.schedule = {Schedule::one_f_one_b, Schedule::zb_h1, Schedule::zb_v, Schedule::dualpipe_v};
+  s.lighter_ends = m.has_architecture() ? std::vector<bool>{false, true} : std::vector<bool>{false};
   return s;
 }
 
@@ -122,16 +127,12 @@ bool first_rule_broken(const ModelSpec& m, const TrainingSpec& tr, const Paralle
         m.ffn_hidden % p.tp != 0) {
       return fail(Reject::tp_shape);
     }
-    if (p.pp > m.layers || (p.interleave > 1 && m.layers % (p.pp * p.interleave) != 0)) {
-      return fail(Reject::pp_layers);
-    }
+    if (p.pp > m.layers || !layout_splits(m.layers, p)) return fail(Reject::pp_layers);
   } else if (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.interleave > 1) {
     return fail(Reject::tp_shape);
   }
-  if (p.interleave > 1) {
-    const long long micro = tr.global_batch / (static_cast<long long>(p.dp) * p.micro_batch);
-    if (p.pp == 1 || micro % p.pp != 0) return fail(Reject::interleave);
-  }
+  if (schedule_issue(p, micro_batches_per_step(tr, p)) != ScheduleIssue::none)
+    return fail(Reject::interleave);
   if (p.ep > 1 && (!m.is_moe() || m.experts % p.ep != 0 || (p.dp * p.cp) % p.ep != 0)) {
     return fail(Reject::expert_parallel);
   }
@@ -140,7 +141,7 @@ bool first_rule_broken(const ModelSpec& m, const TrainingSpec& tr, const Paralle
 
 namespace {
 
-using Key = std::tuple<double, int, int, int, int, int, int, int, int, int>;
+using Key = std::tuple<double, int, int, int, int, int, int, int, int, int, int, int>;
 
 Key key_of(const Candidate& c) {
   const ParallelPlan& p = c.plan;
@@ -153,7 +154,9 @@ Key key_of(const Candidate& c) {
           p.micro_batch,
           static_cast<int>(p.recompute),
           p.sequence_parallel ? 1 : 0,
-          p.interleave};
+          p.interleave,
+          static_cast<int>(p.schedule),
+          p.first_stage_layers};
 }
 
 struct Worse {
@@ -186,14 +189,44 @@ double objective_of(Objective o, const Candidate& c, int gpus) {
   return c.step_s;
 }
 
+// Counts a modelled plan and keeps it among the top K, or as the closest to fitting.
+void record(const Candidate& cand, bool over_memory, const SearchOptions& opt, Partial& out) {
+  if (over_memory) {
+    ++out.rejected[static_cast<int>(Reject::memory)];
+    if (!out.have_least || cand.peak_bytes < out.least.peak_bytes ||
+        (cand.peak_bytes == out.least.peak_bytes && key_of(cand) < key_of(out.least))) {
+      out.least = cand;
+      out.have_least = true;
+    }
+    return;
+  }
+  ++out.feasible;
+  if (static_cast<int>(out.top.size()) < opt.top_k) {
+    out.top.push(cand);
+  } else if (key_of(cand) < key_of(out.top.top())) {
+    out.top.pop();
+    out.top.push(cand);
+  }
+}
+
+std::vector<std::pair<Schedule, bool>> pipeline_axes(const SearchSpace& space) {
+  std::vector<std::pair<Schedule, bool>> out;
+  for (Schedule s : space.schedule) {
+    for (bool lighter : space.lighter_ends) out.emplace_back(s, lighter);
+  }
+  return out;
+}
+
 void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
                const SearchSpace& space, const SearchOptions& opt, Partial& out) {
   const long long inner = static_cast<long long>(space.pp.size()) * space.interleave.size() *
-                          space.zero.size() * space.recompute.size();
+                          space.zero.size() * space.recompute.size() * space.schedule.size() *
+                          space.lighter_ends.size();
   bool costed = false;
   MicroBatchCost cost;
   MemoryInputs mem;
   const double tokens = static_cast<double>(tr.global_batch) * tr.seq_len;
+  const auto axes = pipeline_axes(space);
   for (int pp : space.pp) {
     const long long mp = static_cast<long long>(g.tp) * pp * g.cp;
     if (c.gpus % mp != 0) {
@@ -205,54 +238,43 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
       continue;
     }
     for (int v : space.interleave) {
-      for (int zero : space.zero) {
-        for (Recompute rc : space.recompute) {
-          ++out.evaluated;
-          ParallelPlan p;
-          p.tp = g.tp;
-          p.cp = g.cp;
-          p.ep = g.ep;
-          p.sequence_parallel = g.sp;
-          p.micro_batch = g.micro_batch;
-          p.pp = pp;
-          p.dp = static_cast<int>(c.gpus / mp);
-          p.interleave = v;
-          p.zero = zero;
-          p.recompute = rc;
-          Reject why;
-          if (first_rule_broken(m, tr, p, c, opt.rules, &why)) {
-            ++out.rejected[static_cast<int>(why)];
-            continue;
-          }
-          if (!costed) {
-            cost = micro_batch_cost(m, tr, p, c);
-            mem = memory_inputs(m, tr, cost);
-            costed = true;
-          }
-          ++out.modelled;
-          const Evaluation ev = evaluate(m, tr, p, c, cost, mem);
-          Candidate cand;
-          cand.plan = p;
-          cand.step_s = ev.time.step_s;
-          cand.peak_bytes = ev.peak_bytes;
-          cand.exposed_comm_s = ev.time.exposed_comm_s;
-          cand.tokens_per_s = tokens / ev.time.step_s;
-          cand.objective = objective_of(opt.objective, cand, c.gpus);
-          if (ev.peak_bytes > c.gpu.memory_bytes) {
-            ++out.rejected[static_cast<int>(Reject::memory)];
-            if (!out.have_least || ev.peak_bytes < out.least.peak_bytes ||
-                (ev.peak_bytes == out.least.peak_bytes && key_of(cand) < key_of(out.least))) {
-              out.least = cand;
-              out.have_least = true;
+      for (const auto& [schedule, lighter] : axes) {
+        for (int zero : space.zero) {
+          for (Recompute rc : space.recompute) {
+            ++out.evaluated;
+            ParallelPlan p;
+            p.schedule = schedule;
+            p.tp = g.tp;
+            p.cp = g.cp;
+            p.ep = g.ep;
+            p.sequence_parallel = g.sp;
+            p.micro_batch = g.micro_batch;
+            p.pp = pp;
+            p.dp = static_cast<int>(c.gpus / mp);
+            p.interleave = v;
+            p.zero = zero;
+            p.recompute = rc;
+            if (lighter) set_lighter_ends(m.layers, pp * v, p);
+            Reject why;
+            if (first_rule_broken(m, tr, p, c, opt.rules, &why)) {
+              ++out.rejected[static_cast<int>(why)];
+              continue;
             }
-            continue;
-          }
-          ++out.feasible;
-          if (static_cast<int>(out.top.size()) < opt.top_k) {
-            out.top.push(cand);
-          } else if (key_of(cand) < key_of(out.top.top())) {
-            out.top.pop();
-            out.top.push(cand);
+            if (!costed) {
+              cost = micro_batch_cost(m, tr, p, c);
+              mem = memory_inputs(m, tr, cost);
+              costed = true;
+            }
+            ++out.modelled;
+            const Evaluation ev = evaluate(m, tr, p, c, cost, mem);
+            Candidate cand;
+            cand.plan = p;
+            cand.step_s = ev.time.step_s;
+            cand.peak_bytes = ev.peak_bytes;
+            cand.exposed_comm_s = ev.time.exposed_comm_s;
+            cand.tokens_per_s = tokens / ev.time.step_s;
+            cand.objective = objective_of(opt.objective, cand, c.gpus);
+            record(cand, ev.peak_bytes > c.gpu.memory_bytes, opt, out);
           }
         }
       }
@@ -261,6 +283,14 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
 }
 
 }  // namespace
+
+void set_lighter_ends(int layers, int chunks, ParallelPlan& p) {
+  const int per_chunk = (layers + 2) / chunks;
+  p.first_stage_layers = std::max(0, per_chunk - 1);
+  p.last_stage_layers = std::max(0, per_chunk - 1);
+  const bool same_as_even = p.interleave == 1 && layers % chunks == chunks - 2;
+  if ((layers + 2) % chunks != 0 || chunks < 2 || same_as_even) p.first_stage_layers = layers + 1;
+}
 
 SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
                     const SearchSpace& space, const SearchOptions& opt) {

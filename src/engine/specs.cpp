@@ -36,6 +36,10 @@ constexpr Name<Recompute> kRecomputeNames[] = {
     {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
 constexpr Name<AttentionKind> kAttentionNames[] = {{AttentionKind::flash, "flash"},
                                                    {AttentionKind::standard, "standard"}};
+constexpr Name<Schedule> kScheduleNames[] = {
+    {Schedule::one_f_one_b, "1f1b"}, {Schedule::interleaved, "interleaved"},
+    {Schedule::gpipe, "gpipe"},      {Schedule::zb_h1, "zb-h1"},
+    {Schedule::zb_v, "zb-v"},        {Schedule::dualpipe_v, "dualpipe-v"}};
 constexpr Name<MathDtype> kDtypeNames[] = {{MathDtype::fp64, "fp64"}, {MathDtype::fp32, "fp32"},
                                            {MathDtype::tf32, "tf32"}, {MathDtype::bf16, "bf16"},
                                            {MathDtype::fp16, "fp16"}, {MathDtype::fp8, "fp8"}};
@@ -89,6 +93,9 @@ const char* to_string(Recompute v) {
 const char* to_string(AttentionKind v) {
   return name_of(kAttentionNames, v);
 }
+const char* to_string(Schedule v) {
+  return name_of(kScheduleNames, v);
+}
 const char* to_string(MathDtype v) {
   return name_of(kDtypeNames, v);
 }
@@ -118,6 +125,9 @@ Recompute parse_recompute(const std::string& text, const std::string& field) {
 }
 AttentionKind parse_attention(const std::string& text, const std::string& field) {
   return parse_name(kAttentionNames, text, field);
+}
+Schedule parse_schedule(const std::string& text, const std::string& field) {
+  return parse_name(kScheduleNames, text, field);
 }
 
 void share_nics(ClusterSpec& c) {

@@ -12,6 +12,7 @@
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
+#include "shardplan/schedule.hpp"
 
 namespace shardplan {
 namespace {
@@ -95,6 +96,7 @@ struct StageCost {
   double zero3_fwd_exposed_s = 0, zero3_bwd_exposed_s = 0;
   double params = 0;
   double layers = 0;
+  double weight_grad_s = 0;  // of backward_s, the W pass
   double total() const {
     return compute_s + tp_exposed_s + cp_exposed_s + ep_s + pp_s + zero3_exposed_s;
   }
@@ -114,6 +116,35 @@ double optimizer_bytes_per_param(const StateBytes& b, const TrainingSpec& tr) {
   const double cast = mixed ? 4.0 + b.weights : 0.0;
   const double zero = b.gradients;
   return grad32 + unscale + norm + update + cast + zero;
+}
+
+}  // namespace
+
+namespace {
+
+// A stage's passes for one micro-batch with its exposed communication spread over them in
+// proportion, so that they add up to the stage's time per micro-batch.
+PassTimes pass_times(const StageCost& s) {
+  PassTimes t;
+  const double compute = s.forward_s + s.backward_s;
+  if (compute <= 0) return t;
+  const double k = s.total() / compute;
+  t.forward_s = k * s.forward_s;
+  t.weight_grad_s = k * s.weight_grad_s;
+  t.input_grad_s = k * (s.backward_s - s.weight_grad_s);
+  return t;
+}
+
+// The average device's passes: the schedule's fill and drain are counted in micro-batch slots
+// (Narayanan et al. 2021), and with unequal stages each slot takes its stage's time.
+PassTimes mean_passes(const StepTime& t, int pp) {
+  if (pp <= 1) return t.first_stage;
+  const double n = pp;
+  auto avg = [&](double PassTimes::*f) {
+    return (t.first_stage.*f + t.last_stage.*f + (n - 2.0) * (t.middle_stage.*f)) / n;
+  };
+  return {avg(&PassTimes::forward_s), avg(&PassTimes::input_grad_s),
+          avg(&PassTimes::weight_grad_s)};
 }
 
 }  // namespace
@@ -152,13 +183,16 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
       s.forward_s = layers * l.forward_s;
       s.backward_s = layers * (l.backward_s + rec);
       s.recompute_s = layers * rec;
+      s.weight_grad_s = layers * l.weight_grad_s;
       if (stage == 0) {
         s.forward_s += cost.embedding.forward_s;
         s.backward_s += cost.embedding.backward_s;
+        s.weight_grad_s += cost.embedding.weight_grad_s;
       }
-      if (stage == p.pp - 1) {
+      if (stage == head_stage(p)) {
         s.forward_s += cost.head.forward_s;
         s.backward_s += cost.head.backward_s;
+        s.weight_grad_s += cost.head.weight_grad_s;
       }
       s.compute_s = s.forward_s + s.backward_s;
       // Tensor parallel: the conjugate collectives in backward, and the forward's again when
@@ -191,7 +225,7 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
       // hides behind the previous unit's compute; the first one of each pass cannot.
       const double layers = m.has_architecture() ? stage_layers(m.layers, p, stage) : 1.0;
       s.zero3_units = layers + (m.has_architecture() && stage == 0 ? 1 : 0) +
-                      (m.has_architecture() && stage == p.pp - 1 ? 1 : 0);
+                      (m.has_architecture() && stage == head_stage(p) ? 1 : 0);
       const double unit = dev.dense / s.zero3_units;
       s.zero3_ag_s = collective_time(Collective::all_gather, unit * per.weights, dp, c);
       s.zero3_rs_s = collective_time(Collective::reduce_scatter, unit * per.gradients, dp, c);
@@ -218,16 +252,17 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
                           : middle.total() > first.total()                              ? middle
                                                                                         : first;
   t.critical_stage = &crit == &first ? 0 : &crit == &last ? p.pp - 1 : 1;
-  const double average = p.pp > 1
-                             ? (first.total() + last.total() + (p.pp - 2) * middle.total()) / p.pp
-                             : first.total();
   t.compute_s = mb * crit.compute_s;
   t.recompute_s = mb * crit.recompute_s;
-  t.bubble_s = p.pp > 1 ? (p.pp - 1.0) / p.interleave * average : 0.0;
+  t.first_stage = pass_times(first);
+  t.middle_stage = pass_times(middle);
+  t.last_stage = pass_times(last);
+  t.bubble_s = bubble_s(p, mean_passes(t, p.pp));
+  t.schedule = schedule_name(p);
 
   // Data-parallel gradient sync and ZeRO parameter gathers on the most loaded stage.
   CommBreakdown& comm = ev.comm;
-  const double stage_params = std::max(first.params, last.params);
+  const double stage_params = std::max({first.params, last.params, middle.params});
   const double grad_bytes = stage_params * per.gradients;
   const double weight_bytes = stage_params * per.weights;
   if (p.zero <= 2 && replicas > 1) {

@@ -4,6 +4,7 @@
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/render.hpp"
+#include "shardplan/schedule.hpp"
 
 namespace shardplan {
 
@@ -90,6 +91,11 @@ nlohmann::json to_json(const ParallelPlan& p) {
           {"recompute", to_string(p.recompute)},
           {"sequence_parallel", p.sequence_parallel},
           {"interleave", p.interleave},
+          {"schedule", schedule_name(p)},
+          {"first_stage_layers",
+           p.first_stage_layers >= 0 ? nlohmann::json(p.first_stage_layers) : nlohmann::json()},
+          {"last_stage_layers",
+           p.last_stage_layers >= 0 ? nlohmann::json(p.last_stage_layers) : nlohmann::json()},
           {"gpus", p.gpus()},
           {"summary", describe(p)}};
 }

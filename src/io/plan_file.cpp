@@ -12,6 +12,7 @@
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/profiles.hpp"
+#include "shardplan/schedule.hpp"
 
 namespace shardplan {
 namespace {
@@ -153,6 +154,15 @@ ParallelPlan read_plan(StrictObject o) {
   p.recompute = parse_recompute(o.string("recompute"), o.field("recompute"));
   p.sequence_parallel = o.boolean("sequence_parallel");
   p.interleave = o.integer("interleave");
+  // Plans written before schedules and layouts were planned carry neither.
+  if (o.has("schedule")) {
+    p.schedule = parse_schedule(o.string("schedule"), o.field("schedule"));
+  } else if (p.interleave > 1) {
+    p.schedule = Schedule::interleaved;
+  }
+  // Absent or null: an even split.
+  p.first_stage_layers = o.integer_or("first_stage_layers", -1);
+  p.last_stage_layers = o.integer_or("last_stage_layers", -1);
   if (o.integer("gpus") != p.gpus()) {
     throw InputError(o.field("gpus"), fmt::format("should be dp x tp x pp x cp = {}", p.gpus()));
   }

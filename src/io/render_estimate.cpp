@@ -140,7 +140,8 @@ nlohmann::json to_json(const StepTime& s) {
           {"recompute_s", s.recompute_s},
           {"contention_s", s.contention_s},
           {"micro_batches", s.micro_batches},
-          {"critical_stage", s.critical_stage}};
+          {"critical_stage", s.critical_stage},
+          {"schedule", s.schedule}};
 }
 
 nlohmann::json to_json(const Throughput& t) {
@@ -227,7 +228,7 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
           (s.contention_s > 0 ? fmt::format(", {} of it slowed by overlapped communication",
                                             format_seconds(s.contention_s))
                               : ""));
-  row("pipeline bubble", s.bubble_s, "fill and drain, (p - 1)/v micro-batches");
+  row("pipeline bubble", s.bubble_s, fmt::format("fill and drain of the {} schedule", s.schedule));
   row("exposed communication", s.exposed_comm_s, "not hidden behind compute");
   row("optimizer step", s.optimizer_s,
       s.optimizer_in_mfu ? "included in the assumed MFU"

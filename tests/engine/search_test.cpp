@@ -17,7 +17,7 @@ using namespace shardplan;
 namespace {
 
 // Every point of the space as a plan, in the search's own axis order.
-std::vector<ParallelPlan> points_of(const SearchSpace& space, int gpus) {
+std::vector<ParallelPlan> points_of(const SearchSpace& space, int gpus, int layers) {
   std::vector<ParallelPlan> out;
   for (int tp : space.tp)
     for (int pp : space.pp)
@@ -27,20 +27,24 @@ std::vector<ParallelPlan> points_of(const SearchSpace& space, int gpus) {
             for (int mb : space.micro_batch)
               for (int v : space.interleave)
                 for (Recompute r : space.recompute)
-                  for (bool sp : space.sequence_parallel) {
-                    ParallelPlan p;
-                    p.tp = tp;
-                    p.pp = pp;
-                    p.cp = cp;
-                    p.dp = gpus % (tp * pp * cp) == 0 ? gpus / (tp * pp * cp) : 0;
-                    p.ep = ep;
-                    p.zero = zero;
-                    p.micro_batch = mb;
-                    p.interleave = v;
-                    p.recompute = r;
-                    p.sequence_parallel = sp;
-                    out.push_back(p);
-                  }
+                  for (bool sp : space.sequence_parallel)
+                    for (Schedule schedule : space.schedule)
+                      for (bool lighter : space.lighter_ends) {
+                        ParallelPlan p;
+                        p.schedule = schedule;
+                        p.tp = tp;
+                        p.pp = pp;
+                        p.cp = cp;
+                        p.dp = gpus % (tp * pp * cp) == 0 ? gpus / (tp * pp * cp) : 0;
+                        p.ep = ep;
+                        p.zero = zero;
+                        p.micro_batch = mb;
+                        p.interleave = v;
+                        p.recompute = r;
+                        p.sequence_parallel = sp;
+                        if (lighter) set_lighter_ends(layers, pp * v, p);
+                        out.push_back(p);
+                      }
   return out;
 }
 
@@ -67,7 +71,7 @@ TEST_CASE("the search ranks first the plan brute force finds fastest, and counts
     o.threads = 1;
     const SearchResult r = search(m, t, c, space, o);
 
-    const auto points = points_of(space, k.gpus);
+    const auto points = points_of(space, k.gpus, m.layers);
     REQUIRE(static_cast<long long>(points.size()) == space.size());
     CHECK(r.evaluated == space.size());
 
@@ -118,6 +122,8 @@ TEST_CASE("a space of one point returns that plan, or nothing when it does not f
   one.interleave = {1};
   one.recompute = {Recompute::selective};
   one.sequence_parallel = {true};
+  one.schedule = {Schedule::one_f_one_b};
+  one.lighter_ends = {false};
   const SearchResult r = search(m, t, c, one, {});
   CHECK(r.evaluated == 1);
   REQUIRE(r.ranked.size() == 1);

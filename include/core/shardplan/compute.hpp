@@ -24,6 +24,7 @@ struct BlockTime {
   double backward_s = 0;      // without any recompute
   double selective_s = 0;     // forward of the ops selective recompute redoes
   double gemm_forward_s = 0;  // the GEMMs' share of forward_s (what TP comm can hide behind)
+  double weight_grad_s = 0;   // of backward_s, the weight GEMMs' wgrad half (the W pass)
 };
 BlockTime time_block(const Block& block, const GpuSpec& gpu, MathDtype dtype);
 

@@ -108,16 +108,15 @@ MemoryBreakdown estimate_memory(const ModelSpec& model, const TrainingSpec& trai
 
 /// The most-loaded device's total. Activations fall and the embedding leaves after the first
 /// stage, and only the last holds the LM head and logits, so the peak is on the first or last
-/// stage; this checks those two (tests compare it with estimate_memory on many plans).
+/// stage, or the second when the first is given fewer layers; this checks those (tests compare
+/// it with estimate_memory on many plans).
 double peak_memory_bytes(const ModelSpec& model, const TrainingSpec& training,
                          const ParallelPlan& plan, const ClusterSpec& cluster,
                          const MemoryInputs& inputs);
 
-/// Layer-micro-batches of activations a pipeline stage holds at the 1F1B peak: p - i
-/// micro-batches of L/p layers (Narayanan et al. 2021), or with v virtual stages
-/// (p - i - 1) * 2 + (v - 1) * p + 1 model chunks of L/(p v) layers (Megatron-LM's interleaved
-/// warm-up), capped by the micro-batches there are. Stage 0 holds L (1 + (p-1)/(p v)) layers'
-/// worth, Korthikanti et al. 2022 Sec. 4.2.3.
+/// Layer-micro-batches of activations a pipeline stage holds at its schedule's peak: the
+/// micro-batches in flight (schedule.hpp) times the stage's layers. Interleaved 1F1B on stage 0
+/// holds L (1 + (p-1)/(p v)) layers' worth, Korthikanti et al. 2022 Sec. 4.2.3.
 double layers_in_flight(int layers, const ParallelPlan& plan, int micro_batches, int stage);
 
 }  // namespace shardplan

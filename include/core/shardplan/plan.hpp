@@ -27,11 +27,32 @@ std::vector<PlanProblem> check_plan(const ModelSpec& model, const TrainingSpec& 
                                     const ParallelPlan& plan, const ClusterSpec& cluster,
                                     const PlanRules& rules = {});
 
-/// Transformer layers on a pipeline stage. When pp does not divide the layers, the extra layers
-/// go to the middle stages first, because the first stage also holds the embedding and the last
-/// the LM head: Llama 3 405B's 126 layers on 16 stages are 7, 8 x 14, 7 (Dubey et al. 2024
-/// Sec. 3.3.2), BLOOM's 70 on 12 are 5, 6 x 10, 5. Interleaved schedules need equal chunks.
+/// Transformer layers on pipeline stage (device) `stage`: the sum of its model chunks. With one
+/// chunk per device and no layout given, the extra layers of an uneven split go to the middle
+/// stages first, because the first stage also holds the embedding and the last the LM head:
+/// BLOOM's 70 layers on 12 stages are 5, 6 x 10, 5.
 int stage_layers(int layers, const ParallelPlan& plan, int stage);
+
+/// Transformer layers of virtual stage `chunk` (0 .. pp x interleave - 1, in model order). The
+/// first and last take --first-stage-layers / --last-stage-layers when given and the rest split
+/// evenly, as Megatron-Core's num_layers_in_first/last_pipeline_stage and torchtitan's
+/// pipeline_parallel_first/last_stage_less_layers do. Llama 3 405B: 126 layers on pp 16 x 2
+/// chunks, first and last 3, the others 4 (Dubey et al. 2024 Sec. 3.3.2: one layer fewer on the
+/// first and last stage; what Megatron-Core's --account-for-embedding-in-pipeline-split and
+/// --account-for-loss-in-pipeline-split give when the embedding and loss count as layers).
+int chunk_layers(int layers, const ParallelPlan& plan, int chunk);
+
+/// The device (pipeline rank) that runs virtual stage `chunk`: chunk mod pp in Megatron-LM's
+/// interleaving, a V (d and 2p - 1 - d) in ZB-V and DualPipeV.
+int chunk_device(const ParallelPlan& plan, int chunk);
+
+/// The device that holds the LM head and the loss: the last, or the first in a V schedule.
+int head_stage(const ParallelPlan& plan);
+
+/// Whether the layers split into the plan's virtual stages: every chunk gets the same share
+/// after the first and last stage's given counts (or the layers divide evenly with interleaving),
+/// and the middle chunks are not empty.
+bool layout_splits(int layers, const ParallelPlan& plan);
 
 /// Micro-batches each pipeline runs per optimizer step (gradient accumulation steps).
 int micro_batches_per_step(const TrainingSpec& training, const ParallelPlan& plan);

@@ -20,7 +20,7 @@ enum class Reject {
   tp_node,            // tp spans nodes (without --allow-tp-across-nodes)
   pp_layers,          // more stages than layers, or unequal interleaved chunks
   batch,              // global batch does not split into dp x micro-batch
-  interleave,         // interleaving needs pp > 1 and micro-batches a multiple of pp
+  interleave,         // the schedule cannot run it: chunks per device, micro-batches
   sequence_parallel,  // sequence parallel without tp
   context_parallel,   // cp does not divide the sequence
   expert_parallel,    // ep does not divide experts or dp x cp
@@ -32,6 +32,11 @@ const char* to_string(Reject r);
 /// The axes. dp is derived: gpus / (tp x pp x cp).
 struct SearchSpace {
   std::vector<int> tp, pp, cp, ep, zero, micro_batch, interleave;
+  std::vector<Schedule> schedule;
+  // false: layers split evenly; true: the first and last virtual stage one layer lighter, the
+  // embedding and the loss counted as a layer each (Llama 3 405B; Megatron-Core's
+  // --account-for-embedding/loss-in-pipeline-split; torchtitan's *_stage_less_layers = 1).
+  std::vector<bool> lighter_ends;
   std::vector<Recompute> recompute;
   std::vector<bool> sequence_parallel;
   /// Points in the cartesian product (before any rule is applied).
@@ -41,9 +46,15 @@ struct SearchSpace {
 /// Every axis at its full range for this model and cluster: tp up to a node (or all GPUs when
 /// allowed), pp up to the layers (uneven stages allowed) and interleave dividing them, cp for
 /// sequences of 8k and more, ep for mixture-of-experts models, ZeRO 0-3, micro-batches dividing the
-/// per-rank batch, all recompute policies, sequence parallel on and off.
+/// per-rank batch, all recompute policies, sequence parallel on and off, the pipeline schedules
+/// (1F1B / interleaved, ZB-H1, ZB-V, DualPipeV) and even or lighter first and last stages.
 SearchSpace full_space(const ModelSpec& model, const TrainingSpec& training,
                        const ClusterSpec& cluster, const PlanRules& rules = {});
+
+/// The search's `lighter_ends` layout for `chunks` = pp x interleave model chunks: the first
+/// and last chunk one layer lighter. A split that does not exist, or that an uneven pp already
+/// gives, is left for check_plan() to refuse, so each layout is visited once.
+void set_lighter_ends(int layers, int chunks, ParallelPlan& p);
 
 /// One evaluated plan.
 struct Candidate {

@@ -16,6 +16,9 @@ enum class Precision { fp32, bf16, fp16, fp8 };
 enum class OptimizerKind { adamw, sgd_momentum, adafactor, adam_8bit };
 enum class Recompute { none, selective, full };
 enum class AttentionKind { flash, standard };
+/// Pipeline schedules (schedule.hpp has their bubbles and memory). one_f_one_b with more than
+/// one virtual stage per device is Megatron-LM's interleaved 1F1B, the same as `interleaved`.
+enum class Schedule { one_f_one_b, interleaved, gpipe, zb_h1, zb_v, dualpipe_v };
 
 /// Model architecture only. `layers == 0` means only the parameter count is known (--params).
 struct ModelSpec {
@@ -127,6 +130,11 @@ struct ParallelPlan {
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
   int interleave = 1;  // virtual pipeline stages per device
+  Schedule schedule = Schedule::one_f_one_b;
+  // Transformer layers of the first and the last virtual pipeline stage (the model chunk that
+  // holds the embedding, and the one that holds the LM head and loss); -1: an even split.
+  int first_stage_layers = -1;
+  int last_stage_layers = -1;
 
   int gpus() const { return dp * tp * pp * cp; }
 };
@@ -143,6 +151,7 @@ const char* to_string(OptimizerKind v);
 const char* to_string(Recompute v);
 const char* to_string(AttentionKind v);
 const char* to_string(MathDtype v);
+const char* to_string(Schedule v);
 MlpKind parse_mlp(const std::string& text, const std::string& field);
 NormKind parse_norm(const std::string& text, const std::string& field);
 PositionKind parse_positions(const std::string& text, const std::string& field);
@@ -150,6 +159,7 @@ Precision parse_precision(const std::string& text, const std::string& field);
 OptimizerKind parse_optimizer(const std::string& text, const std::string& field);
 Recompute parse_recompute(const std::string& text, const std::string& field);
 AttentionKind parse_attention(const std::string& text, const std::string& field);
+Schedule parse_schedule(const std::string& text, const std::string& field);
 
 /// The dtype GEMMs run in for a training precision (fp8 runs its GEMMs in fp8).
 MathDtype math_dtype(Precision p);

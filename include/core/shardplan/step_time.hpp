@@ -7,6 +7,7 @@
 #include "shardplan/compute.hpp"
 #include "shardplan/layer.hpp"
 #include "shardplan/memory.hpp"
+#include "shardplan/schedule.hpp"
 #include "shardplan/specs.hpp"
 
 namespace shardplan {
@@ -42,7 +43,7 @@ MicroBatchCost micro_batch_cost(const ModelSpec& model, const TrainingSpec& trai
 struct StepTime {
   double step_s = 0;          // = compute_s + bubble_s + exposed_comm_s + optimizer_s
   double compute_s = 0;       // the slowest stage's forward, backward and recompute
-  double bubble_s = 0;        // pipeline fill and drain: (p - 1) / v of a micro-batch's time
+  double bubble_s = 0;        // pipeline fill and drain of the plan's schedule (schedule.hpp)
   double exposed_comm_s = 0;  // communication no compute hides
   double optimizer_s = 0;     // the optimizer update (memory-bound)
   int micro_batches = 1;      // per pipeline per step (gradient accumulation steps)
@@ -50,6 +51,10 @@ struct StepTime {
   double recompute_s = 0;         // of compute_s, the recomputed forward
   double contention_s = 0;        // of compute_s, what overlapped communication takes from compute
   bool optimizer_in_mfu = false;  // params-only: the assumed MFU already covers the optimizer
+  // One micro-batch's passes (exposed communication included) on the first device, a middle one
+  // and the last: what the timeline (trace.hpp) lays out.
+  PassTimes first_stage, middle_stage, last_stage;
+  const char* schedule = "1f1b";  // the schedule's name (schedule_name)
 };
 
 struct Throughput {

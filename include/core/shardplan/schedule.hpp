@@ -1,0 +1,71 @@
+// Pipeline schedules: how long each device idles per step (the bubble), how many micro-batches'
+// activations it holds at its peak, and which plans each schedule can run.
+#pragma once
+
+#include <optional>
+
+#include "shardplan/plan.hpp"
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+/// One micro-batch's compute on one device, over all its model chunks, split as the zero-bubble
+/// schedules split the backward pass (Qi et al. 2024 Sec. 2): B computes the gradients of the
+/// inputs (what the previous stage waits for), W those of the weights (what can wait).
+struct PassTimes {
+  double forward_s = 0;      // F
+  double input_grad_s = 0;   // B, with any recompute
+  double weight_grad_s = 0;  // W
+  double total_s() const { return forward_s + input_grad_s + weight_grad_s; }
+};
+
+/// Schedules that place two model chunks on each device in a V: device d holds virtual stages d
+/// and 2p - 1 - d, so device 0 holds both the embedding and the LM head.
+bool is_v_shape(Schedule s);
+
+/// The schedule's name as users type it; 1F1B with virtual stages is "interleaved".
+const char* schedule_name(const ParallelPlan& plan);
+
+/// Seconds a device idles in one step for pipeline fill and drain, per schedule:
+///   1F1B, interleaved  (p-1)(F+B+W)/v       Narayanan et al. 2021 Sec. 2.2
+///   GPipe              (p-1)(F+B+W)         Huang et al. 2019; Narayanan et al. 2021 Sec. 2.2.1
+///   ZB-H1              (p-1)(F+B-W)/v       Qi et al. 2024 Sec. 2.1 (v > 1: torchtitan's
+///                                           InterleavedZeroBubble, the 1/v of interleaving)
+///   ZB-V               (p-1)(F+B-2W)/2      chunk times F/2, B/2, W/2; 0 at F = B = W as Qi
+///                                           et al. report for ZB-V
+///   DualPipeV          (p-1)(F&B + B' - 3W)/2  DeepSeek-V3 report Table 2 (B' = B + W, the full
+///                                           backward; F&B = F + B', no overlap credited)
+/// with F, B, W one micro-batch's passes on the device. Never below zero.
+double bubble_s(const ParallelPlan& plan, const PassTimes& per_device);
+
+/// Micro-batches of a device's layers whose activations stage `stage` holds at its peak:
+/// 1F1B and ZB-H1 min(p - i, m) (Narayanan et al. 2021; ZB-H1 keeps 1F1B's memory, Qi et al.
+/// 2024 Sec. 2.1); interleaved min((p-i-1) 2 + (v-1) g + 1, m v) chunks of 1/v each
+/// (Megatron-Core's interleaved warm-up, g the micro-batch group size, p by default); GPipe all m;
+/// ZB-V p on every device (Qi et al. 2024, ZB-V: 1F1B's peak, balanced); DualPipeV p + 1/2
+/// (DeepSeek-V3 Table 2: PP + 1 chunks of half a device, PP = 2p).
+double microbatches_in_flight(const ParallelPlan& plan, int micro_batches, int stage);
+
+/// Micro-batches per group of Megatron-Core's interleaved schedule
+/// (microbatch_group_size_per_vp_stage): pp when it divides the micro-batches, otherwise the
+/// smallest size in [pp, m] whose remainder is 0 or at least pp, as schedules.py requires.
+int microbatch_group_size(const ParallelPlan& plan, int micro_batches);
+
+/// What keeps a schedule from running a plan.
+enum class ScheduleIssue {
+  none,
+  needs_pipeline,
+  needs_virtual_stages,
+  one_chunk_only,
+  two_chunks,
+  too_few_micro_batches
+};
+/// The first issue, cheap enough for the search's inner loop.
+ScheduleIssue schedule_issue(const ParallelPlan& plan, int micro_batches);
+
+/// Whether the plan's schedule can run it: the virtual stages it needs and the micro-batches it
+/// needs per step, as the flag to change and what would be valid. Kept apart so that each
+/// framework's list of schedules can gate it.
+std::optional<PlanProblem> schedule_problem(const ParallelPlan& plan, int micro_batches);
+
+}  // namespace shardplan

@@ -1,0 +1,43 @@
+// One simulated training step as a timeline (Chrome Trace Event JSON, opened by Perfetto and
+// chrome://tracing): a track per pipeline stage with each micro-batch's forward, backward
+// (recompute first), weight-gradient and idle time, tracks for the communication streams, and
+// the optimizer step.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "shardplan/specs.hpp"
+#include "shardplan/step_time.hpp"
+
+namespace shardplan {
+
+struct TraceEvent {
+  std::string name;
+  std::string category;  // forward, backward, recompute, weight-grad, comm, exposed, optimizer
+  int process = 0;       // 1: pipeline stages, 2: communication of the slowest stage
+  int track = 0;         // stage, or the communication stream
+  double start_s = 0;
+  double duration_s = 0;
+};
+
+struct Timeline {
+  std::vector<TraceEvent> events;
+  std::vector<std::string> stage_names, comm_names;
+  double span_s = 0;  // = the estimate's step time
+  int slowest_stage = 0;
+};
+
+/// The step laid out from the estimate's own quantities: each stage waits for the fill, runs its
+/// micro-batches in its schedule's order (warm-up forwards as many as it holds in flight, then
+/// one backward and weight gradient per forward, GPipe all forwards first), waits for the drain,
+/// then the exposed data-parallel traffic and the optimizer. The slowest stage idles exactly the
+/// estimate's bubble, and the last event ends at its step time. A layout of the model, not an
+/// event-driven simulation of each dependency.
+Timeline build_timeline(const ParallelPlan& plan, const Estimate& estimate);
+
+/// Chrome Trace Event JSON ("traceEvents", complete "X" events in microseconds, process and
+/// thread names as "M" metadata events).
+std::string trace_json(const Timeline& timeline, const std::string& title);
+
+}  // namespace shardplan

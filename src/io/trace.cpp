@@ -1,0 +1,165 @@
+// The step timeline and its Chrome Trace Event JSON.
+#include "shardplan/trace.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "shardplan/schedule.hpp"
+
+namespace shardplan {
+namespace {
+
+const PassTimes& stage_passes(const StepTime& t, int pp, int stage) {
+  if (stage == 0) return t.first_stage;
+  if (stage == pp - 1) return t.last_stage;
+  return t.middle_stage;
+}
+
+// The order a stage runs its micro-batches' passes: 'F' forward, 'B' backward (with W right
+// after, or deferred one slot in the zero-bubble schedules).
+std::vector<std::pair<char, int>> pass_order(const ParallelPlan& p, int micro_batches, int stage) {
+  std::vector<std::pair<char, int>> out;
+  const int m = micro_batches;
+  if (p.schedule == Schedule::gpipe) {
+    for (int i = 0; i < m; ++i) out.emplace_back('F', i);
+    for (int i = 0; i < m; ++i) out.emplace_back('B', i);
+    return out;
+  }
+  const int warm =
+      std::clamp(static_cast<int>(std::ceil(microbatches_in_flight(p, m, stage) - 1e-9)), 1, m);
+  for (int i = 0; i < warm; ++i) out.emplace_back('F', i);
+  for (int i = 0; i < m; ++i) {
+    out.emplace_back('B', i);
+    if (warm + i < m) out.emplace_back('F', warm + i);
+  }
+  return out;
+}
+
+struct StageLane {
+  Timeline& tl;
+  int stage;
+  double now;
+  void add(std::string name, const char* category, double seconds, int process = 1,
+           int track = -1) {
+    if (seconds <= 0) return;
+    tl.events.push_back(
+        {std::move(name), category, process, track < 0 ? stage : track, now, seconds});
+    now += seconds;
+  }
+};
+
+}  // namespace
+
+Timeline build_timeline(const ParallelPlan& p, const Estimate& e) {
+  Timeline tl;
+  const StepTime& t = e.time;
+  const int m = t.micro_batches;
+  const double bubble = t.bubble_s;
+  // Contention (compute slowed by overlapped communication) stretches every pass alike.
+  const PassTimes& crit = stage_passes(t, p.pp, t.critical_stage);
+  const double crit_body = m * crit.total_s();
+  const double stretch = crit_body > 0 ? (crit_body + t.contention_s) / crit_body : 1.0;
+  const double recompute_share =
+      t.compute_s > 0 ? t.recompute_s / std::max(1e-30, t.compute_s - t.contention_s) : 0.0;
+  const double dp_exposed = std::max(0.0, t.step_s - bubble - stretch * crit_body - t.optimizer_s);
+  tl.slowest_stage = t.critical_stage;
+  for (int s = 0; s < p.pp; ++s) {
+    tl.stage_names.push_back(fmt::format("stage {}", s));
+    const PassTimes& pt = stage_passes(t, p.pp, s);
+    const double fill = p.pp > 1 ? bubble * s / (p.pp - 1.0) : 0.0;
+    StageLane lane{tl, s, fill};
+    const double f = stretch * pt.forward_s / p.interleave;
+    const double b = stretch * pt.input_grad_s / p.interleave;
+    const double w = stretch * pt.weight_grad_s / p.interleave;
+    const double full = pt.forward_s + pt.input_grad_s + pt.weight_grad_s;
+    const double rec = stretch * recompute_share * full / p.interleave;
+    for (const auto& [kind, mb] : pass_order(p, m, s)) {
+      for (int k = 0; k < p.interleave; ++k) {
+        const std::string id =
+            p.interleave > 1 ? fmt::format("{}.{}", mb, kind == 'F' ? k : p.interleave - 1 - k)
+                             : std::to_string(mb);
+        if (kind == 'F') {
+          lane.add("F" + id, "forward", f);
+        } else {
+          lane.add("R" + id, "recompute", std::min(rec, b));
+          lane.add("B" + id, "backward", b - std::min(rec, b));
+          lane.add("W" + id, "weight-grad", w);
+        }
+      }
+    }
+    // Every stage reaches the drain's end together, then syncs gradients and steps.
+    lane.now = bubble + stretch * crit_body;
+    lane.add("data-parallel sync (exposed)", "exposed", dp_exposed);
+    lane.add("optimizer step", "optimizer", t.optimizer_s);
+    tl.span_s = std::max(tl.span_s, lane.now);
+  }
+  // The slowest stage's streams. Per-micro-batch streams (TP, PP, CP, EP) run inside its passes,
+  // their exposed part already counted there; the data-parallel ones overlap the last backward
+  // and leave their exposed part after the drain, where the stage tracks show it.
+  const CommBreakdown& c = e.comm;
+  const double body_start = p.pp > 1 ? bubble * t.critical_stage / (p.pp - 1.0) : 0.0;
+  const double sync_start = bubble + stretch * crit_body;
+  const struct {
+    const char* name;
+    const Traffic& traffic;
+    bool data_parallel;
+  } streams[] = {{"TP", c.tp, false},
+                 {"PP send/recv", c.pp, false},
+                 {"CP", c.cp, false},
+                 {"EP", c.ep, false},
+                 {"DP/ZeRO gradients", c.dp_grads, true},
+                 {"DP/ZeRO weights", c.dp_params, true}};
+  int track = 0;
+  double dp_exposed_start = sync_start;
+  for (const auto& st : streams) {
+    if (st.traffic.time_s <= 0) continue;
+    tl.comm_names.push_back(st.name);
+    const double exposed = st.traffic.exposed_s;
+    const double hidden = std::max(0.0, st.traffic.time_s - exposed);
+    StageLane lane{tl, track, body_start};
+    if (st.data_parallel && p.zero < 3) lane.now = std::max(body_start, sync_start - hidden);
+    lane.add(fmt::format("{} overlapped", st.name), "comm", hidden, 2, track);
+    if (st.data_parallel && p.zero < 3) {
+      lane.now = dp_exposed_start;
+      dp_exposed_start += exposed;
+    }
+    lane.add(fmt::format("{} exposed", st.name), "exposed", exposed, 2, track);
+    ++track;
+  }
+  return tl;
+}
+
+std::string trace_json(const Timeline& tl, const std::string& title) {
+  nlohmann::json events = nlohmann::json::array();
+  auto meta = [&](const char* what, int pid, int tid, const std::string& name) {
+    nlohmann::json ev = {{"ph", "M"}, {"name", what}, {"pid", pid}, {"args", {{"name", name}}}};
+    if (tid >= 0) ev["tid"] = tid;
+    events.push_back(ev);
+  };
+  meta("process_name", 1, -1, "pipeline stages");
+  meta("process_name", 2, -1, "communication (slowest stage)");
+  for (size_t i = 0; i < tl.stage_names.size(); ++i)
+    meta("thread_name", 1, static_cast<int>(i), tl.stage_names[i]);
+  for (size_t i = 0; i < tl.comm_names.size(); ++i)
+    meta("thread_name", 2, static_cast<int>(i), tl.comm_names[i]);
+  for (const TraceEvent& ev : tl.events) {
+    events.push_back({{"name", ev.name},
+                      {"cat", ev.category},
+                      {"ph", "X"},
+                      {"pid", ev.process},
+                      {"tid", ev.track},
+                      {"ts", ev.start_s * 1e6},
+                      {"dur", ev.duration_s * 1e6}});
+  }
+  nlohmann::json j = {
+      {"traceEvents", events},
+      {"displayTimeUnit", "ms"},
+      {"otherData",
+       {{"title", title}, {"step_s", tl.span_s}, {"slowest_stage", tl.slowest_stage}}}};
+  return j.dump() + "\n";
+}
+
+}  // namespace shardplan
