@@ -1,6 +1,7 @@
 // JSON renderers: every key carries its unit; key names are the stable contract of --json.
 #include <cmath>
 
+#include "model_json.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/render.hpp"
@@ -31,6 +32,7 @@ nlohmann::json to_json(const ModelSpec& m) {
             {"dropout", m.dropout},
             {"experts", m.experts},
             {"experts_per_token", m.experts_per_token}});
+  write_extended_architecture(m, j);
   return j;
 }
 
@@ -85,6 +87,7 @@ nlohmann::json to_json(const ParallelPlan& p) {
           {"pp", p.pp},
           {"cp", p.cp},
           {"ep", p.ep},
+          {"expert_tp", p.expert_tp()},
           {"zero", p.zero},
           {"micro_batch", p.micro_batch},
           {"recompute", to_string(p.recompute)},

@@ -50,6 +50,7 @@ ModelSpec read_model(StrictObject o) {
   m.dropout = o.boolean("dropout");
   m.experts = o.integer("experts");
   m.experts_per_token = o.integer("experts_per_token");
+  read_extended_architecture(o, m);
   o.finish();
   check_architecture(m, o.where());
   const double counted = count_params(m).total;
@@ -148,6 +149,8 @@ ParallelPlan read_plan(StrictObject o) {
   p.pp = o.integer("pp");
   p.cp = o.integer("cp");
   p.ep = o.integer("ep");
+  // expert_tp equal to tp (and older files without it) is the default, kept implicit.
+  if (o.has("expert_tp") && o.integer("expert_tp") != p.tp) p.etp = o.integer("expert_tp");
   p.zero = o.integer("zero");
   p.micro_batch = o.integer("micro_batch");
   p.recompute = parse_recompute(o.string("recompute"), o.field("recompute"));
