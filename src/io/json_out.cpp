@@ -78,23 +78,26 @@ nlohmann::json to_json(const TrainingSpec& t) {
                       {"fragmentation", t.fragmentation}};
   if (t.tokens > 0) j["tokens"] = t.tokens;
   if (t.gpu_hour_cost > 0) j["gpu_hour_cost"] = t.gpu_hour_cost;
+  if (t.moe_capacity_factor > 0) j["moe_capacity_factor"] = t.moe_capacity_factor;
   return j;
 }
 
 nlohmann::json to_json(const ParallelPlan& p) {
-  return {{"dp", p.dp},
-          {"tp", p.tp},
-          {"pp", p.pp},
-          {"cp", p.cp},
-          {"ep", p.ep},
-          {"expert_tp", p.expert_tp()},
-          {"zero", p.zero},
-          {"micro_batch", p.micro_batch},
-          {"recompute", to_string(p.recompute)},
-          {"sequence_parallel", p.sequence_parallel},
-          {"interleave", p.interleave},
-          {"gpus", p.gpus()},
-          {"summary", describe(p)}};
+  nlohmann::json j = {{"dp", p.dp},
+                      {"tp", p.tp},
+                      {"pp", p.pp},
+                      {"cp", p.cp},
+                      {"ep", p.ep},
+                      {"zero", p.zero},
+                      {"micro_batch", p.micro_batch},
+                      {"recompute", to_string(p.recompute)},
+                      {"sequence_parallel", p.sequence_parallel},
+                      {"interleave", p.interleave},
+                      {"gpus", p.gpus()},
+                      {"summary", describe(p)}};
+  // Only a plan that sets expert tensor parallelism apart from tp (Megatron-Core's default).
+  if (p.etp > 0) j["expert_tp"] = p.etp;
+  return j;
 }
 
 namespace {

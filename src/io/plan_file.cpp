@@ -138,6 +138,7 @@ TrainingSpec read_training(StrictObject o) {
     throw InputError(o.field("fragmentation"), "must be between 0 and 1");
   if (o.has("tokens")) t.tokens = o.positive("tokens");
   if (o.has("gpu_hour_cost")) t.gpu_hour_cost = o.positive("gpu_hour_cost");
+  if (o.has("moe_capacity_factor")) t.moe_capacity_factor = o.positive("moe_capacity_factor");
   o.finish();
   return t;
 }
@@ -149,8 +150,8 @@ ParallelPlan read_plan(StrictObject o) {
   p.pp = o.integer("pp");
   p.cp = o.integer("cp");
   p.ep = o.integer("ep");
-  // expert_tp equal to tp (and older files without it) is the default, kept implicit.
-  if (o.has("expert_tp") && o.integer("expert_tp") != p.tp) p.etp = o.integer("expert_tp");
+  // Written only when the plan sets expert tensor parallelism apart from tp.
+  if (o.has("expert_tp")) p.etp = o.integer("expert_tp");
   p.zero = o.integer("zero");
   p.micro_batch = o.integer("micro_batch");
   p.recompute = parse_recompute(o.string("recompute"), o.field("recompute"));
