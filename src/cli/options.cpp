@@ -114,6 +114,10 @@ void add_training_options(CLI::App& app, PlanningOptions& o) {
   app.add_option("--tokens", o.tokens,
                  "Training budget in tokens, e.g. 2T, for time and cost to train")
       ->group("Training");
+  app.add_option("--capacity-factor", o.capacity_factor,
+                 "MoE expert capacity factor, experts padded to it (default: dropless, routing "
+                 "assumed balanced)")
+      ->group("Training");
   app.add_option("--gpu-hour-cost", o.gpu_hour_cost, "Price of one GPU-hour, for the cost to train")
       ->group("Training");
 }
@@ -144,6 +148,10 @@ void add_plan_options(CLI::App& app, PlanningOptions& o) {
   app.add_option("--pp", o.pp, "Pipeline-parallel degree")->group("Plan");
   app.add_option("--cp", o.cp, "Context-parallel degree")->group("Plan");
   app.add_option("--ep", o.ep, "Expert-parallel degree (MoE)")->group("Plan");
+  app.add_option("--expert-tp", o.expert_tp,
+                 "Ranks splitting each expert (Megatron-Core --expert-tensor-parallel-size); "
+                 "default: --tp")
+      ->group("Plan");
   app.add_option("--zero", o.zero, "ZeRO stage 0-3 (3 = FSDP full shard)")->group("Plan");
   app.add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch (default 1)")
       ->group("Plan");
@@ -252,6 +260,8 @@ ModelSpec resolve_model(const PlanningOptions& o) {
                                             m.experts_per_token, m.experts));
   }
   if (any_architecture_flag(o) && !from_flags) m.source += " with flag overrides";
+  for (const std::string& note : m.notes)
+    std::fprintf(stderr, "shardplan: note: %s\n", note.c_str());
   return m;
 }
 
@@ -278,8 +288,17 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   if (!o.optimizer.empty()) t.optimizer = parse_optimizer(o.optimizer, "--optimizer");
   if (!o.attention.empty()) t.attention = parse_attention(o.attention, "--attention");
   t.seq_len = !o.seq_len.empty() ? as_int(o.seq_len, "--seq-len", 100'000'000)
-              : m.seq_len > 0    ? m.seq_len
+              : m.seq_len > 0    ? default_training_seq_len(m)
                                  : 4096;
+  if (!o.capacity_factor.empty()) {
+    t.moe_capacity_factor = parse_number(o.capacity_factor, "--capacity-factor");
+    if (!(t.moe_capacity_factor >= 1 && t.moe_capacity_factor <= 64)) {
+      throw InputError("--capacity-factor",
+                       "'" + o.capacity_factor +
+                           "' must be between 1 and 64 (1.0 = exactly the "
+                           "even share of tokens per expert); leave it out for dropless routing");
+    }
+  }
   t.global_batch = int_or(o.global_batch, "--global-batch", 0);  // 0: filled from the plan
   t.fp32_grads = o.fp32_grads;
   t.overlap_grad_reduce = t.overlap_param_gather = !o.no_overlap;
@@ -309,6 +328,7 @@ Inputs resolve_inputs(const PlanningOptions& o) {
   p.pp = int_or(o.pp, "--pp", 1);
   p.cp = int_or(o.cp, "--cp", 1);
   p.ep = int_or(o.ep, "--ep", 1);
+  p.etp = int_or(o.expert_tp, "--expert-tp", 0);
   p.micro_batch = int_or(o.micro_batch, "--micro-batch", 1);
   p.interleave = int_or(o.interleave, "--interleave", 1);
   if (!o.zero.empty()) {

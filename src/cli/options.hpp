@@ -20,6 +20,7 @@ struct PlanningOptions {
   // training
   std::string seq_len, global_batch, micro_batch, precision, optimizer, attention;
   std::string fragmentation, tokens, gpu_hour_cost;
+  std::string capacity_factor;
   bool fp32_grads = false;
   bool no_overlap = false;
   bool tp_comm_overlap = false;
@@ -28,6 +29,7 @@ struct PlanningOptions {
   // plan
   std::string dp, tp, pp, cp, ep, zero, recompute, interleave;
   std::string schedule, first_stage_layers, last_stage_layers;
+  std::string expert_tp;
   bool sequence_parallel = false;
   bool allow_tp_across_nodes = false;
   // output

@@ -103,12 +103,34 @@ void parallel_args(Args& a, const EmitInputs& in) {
   if (in.training.tp_comm_overlap && p.sequence_parallel) a.add("--tp-comm-overlap");
 }
 
+// Megatron-Core MoE flags: routed expert width, shared experts, which layers are MoE (a Python
+// list expression, 1 = MoE), expert tp, capacity and DeepSeek-V3's expert-bias balancing.
+void moe_args(Args& a, const EmitInputs& in) {
+  const ModelSpec& m = in.model;
+  a.add("--num-experts", m.experts).add("--moe-router-topk", m.experts_per_token);
+  a.add("--moe-ffn-hidden-size", m.ffn_hidden);
+  if (m.shared_ffn_hidden > 0) a.add("--moe-shared-expert-intermediate-size", m.shared_ffn_hidden);
+  if (m.first_dense_layers > 0 || m.moe_layer_step > 1) {
+    std::string pattern = "[";
+    for (int i = 0; i < m.layers; ++i)
+      pattern += (i ? "," : "") + std::string(m.is_moe_layer(i) ? "1" : "0");
+    a.add("--moe-layer-freq", pattern + "]");
+  }
+  if (in.plan.etp > 0) a.add("--expert-tensor-parallel-size", in.plan.etp);
+  if (in.training.moe_capacity_factor > 0) {
+    a.add("--moe-expert-capacity-factor", fmt::format("{:g}", in.training.moe_capacity_factor))
+        .add("--moe-pad-expert-input-to-capacity");
+  }
+  if (m.router_bias) a.add("--moe-router-enable-expert-bias");
+  if (m.mtp_layers > 0) a.add("--mtp-num-layers", m.mtp_layers);
+}
+
 void model_args(Args& a, const EmitInputs& in) {
   const ModelSpec& m = in.model;
   a.add("--num-layers", m.layers)
       .add("--hidden-size", m.hidden)
       .add("--num-attention-heads", m.heads);
-  a.add("--ffn-hidden-size", m.ffn_hidden);
+  a.add("--ffn-hidden-size", m.is_moe() ? m.dense_mlp_width() : m.ffn_hidden);
   if (m.kv_heads != m.heads) a.add("--group-query-attention").add("--num-query-groups", m.kv_heads);
   if (m.head_dim * m.heads != m.hidden) a.add("--kv-channels", m.head_dim);
   a.add("--seq-length", in.training.seq_len)
@@ -123,7 +145,16 @@ void model_args(Args& a, const EmitInputs& in) {
     if (m.qkv_bias) a.add("--add-qkv-bias");
   }
   if (!m.dropout) a.add("--attention-dropout", "0").add("--hidden-dropout", "0");
-  if (m.is_moe()) a.add("--num-experts", m.experts).add("--moe-router-topk", m.experts_per_token);
+  if (m.is_moe()) moe_args(a, in);
+  if (m.is_mla()) {
+    // Megatron-Core MLA: --qk-head-dim is the no-rope part, --qk-pos-emb-head-dim the rope part.
+    a.add("--multi-latent-attention").add("--kv-lora-rank", m.kv_lora_rank);
+    if (m.q_lora_rank > 0) a.add("--q-lora-rank", m.q_lora_rank);
+    a.add("--qk-head-dim", m.qk_nope_head_dim)
+        .add("--qk-pos-emb-head-dim", m.qk_rope_head_dim)
+        .add("--v-head-dim", m.v_head_dim);
+  }
+  if (m.qk_norm) a.add("--qk-layernorm");
   a.add("--attention-backend", in.training.attention == AttentionKind::flash ? "flash" : "unfused");
 }
 

@@ -34,8 +34,10 @@ Placement placement_of(Parallelism which, const ParallelPlan& p, const ClusterSp
       break;
     case Parallelism::expert:
       size = p.ep;
-      stride = p.tp * p.cp;
-      break;  // ep is carved out of dp
+      // ep is carved out of dp; with an explicit expert tp Megatron-Core folds the expert ranks
+      // (etp innermost, then ep) over tp x cp x dp, so ep neighbours are etp apart.
+      stride = p.etp > 0 ? p.etp : p.tp * p.cp;
+      break;
     case Parallelism::data:
       size = p.dp;
       stride = p.tp * p.cp;

@@ -104,10 +104,10 @@ double forward_model_flops(const ModelSpec& m, double sequences, int seq_len) {
   const ParamCounts c = count_params(m);
   const double tokens = sequences * seq_len;
   if (!m.has_architecture()) return 2.0 * tokens * c.total;
-  const double per_token =
-      m.layers * c.layer.matmul_active + static_cast<double>(m.hidden) * m.vocab;
-  const double attention = 4.0 * sequences * m.layers * static_cast<double>(seq_len) * seq_len *
-                           (static_cast<double>(m.heads) * m.head_dim);
+  const double per_token = c.layers_matmul_active + static_cast<double>(m.hidden) * m.vocab;
+  // QK^T and AV: 2 FLOPs per multiply-add over qk and v head widths (MLA's differ).
+  const double attention = 2.0 * sequences * attended_pairs(m, seq_len) *
+                           (static_cast<double>(m.heads) * (m.qk_head_width() + m.v_head_width()));
   return 2.0 * tokens * per_token + attention;
 }
 

@@ -43,13 +43,18 @@ struct Shape {
   double b = 0;       // micro-batch
   double tokens = 0;  // s * b
   double h = 0;
-  double heads = 0;  // local query heads
-  double kv = 0;     // local key/value heads
-  double d = 0;      // head dim
-  double f = 0;      // local MLP width (one expert)
-  double r = 1;      // share of a sequence-region tensor this device holds (1/t with SP)
-  double e = 2;      // bytes per activation element
-  double mask = 1;   // bytes per dropout-mask element
+  double heads = 0;   // local query heads
+  double kv = 0;      // local key/value heads
+  double d = 0;       // head dim
+  double dqk = 0;     // query/key width per head (MLA: nope + rope)
+  double dv = 0;      // value width per head
+  double f = 0;       // local MLP width of a dense layer
+  double fe = 0;      // local width of one routed expert (split by expert tp)
+  double fs = 0;      // local width of the shared expert(s)
+  double visits = 1;  // expert rows per token-visit: the capacity factor, 1 when dropless
+  double r = 1;       // share of a sequence-region tensor this device holds (1/t with SP)
+  double e = 2;       // bytes per activation element
+  double mask = 1;    // bytes per dropout-mask element
 };
 
 Shape make_shape(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p) {
@@ -62,7 +67,13 @@ Shape make_shape(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan&
   x.heads = static_cast<double>(m.heads) / p.tp;
   x.kv = local_kv_heads(m, p.tp);
   x.d = m.head_dim;
-  x.f = static_cast<double>(m.ffn_hidden) / p.tp;
+  x.dqk = m.qk_head_width();
+  x.dv = m.v_head_width();
+  if (m.is_mla()) x.kv = x.heads;  // MLA's up projections give every head its own K and V
+  x.f = static_cast<double>(m.is_moe() ? m.dense_mlp_width() : m.ffn_hidden) / p.tp;
+  x.fe = static_cast<double>(m.ffn_hidden) / p.expert_tp();
+  x.fs = static_cast<double>(m.shared_ffn_hidden) / p.tp;
+  x.visits = tr.moe_capacity_factor > 0 ? tr.moe_capacity_factor : 1.0;
   x.r = p.sequence_parallel ? 1.0 / p.tp : 1.0;
   x.e = activation_bytes(tr.precision);
   return x;
@@ -80,31 +91,62 @@ Op residual_op(const char* name, const Shape& x, bool dropout) {
   return elementwise(name, n * (3.0 * x.e + (dropout ? x.mask : 0)), dropout ? n * x.mask : 0);
 }
 
+// MLA's projections (DeepSeek-V2 Sec. 2.1): replicated down projections to the latent ranks,
+// split up projections per head. Each GEMM saves its input for the weight gradient.
+void add_mla_projections(Block& blk, const ModelSpec& m, const Shape& x) {
+  const double in = x.tokens * x.h * x.r * x.e;
+  const double kv_rank = m.kv_lora_rank;
+  if (m.q_lora_rank > 0) {
+    const double q_rank = m.q_lora_rank;
+    blk.ops.push_back(gemm("q down projection", x.tokens, q_rank, x.h, 1, x.e, in));
+    blk.ops.push_back(gemm("q up projection", x.tokens, x.heads * x.dqk, q_rank, 1, x.e,
+                           x.tokens * q_rank * x.e));
+  } else {
+    blk.ops.push_back(gemm("q projection", x.tokens, x.heads * x.dqk, x.h, 1, x.e, in));
+  }
+  // Reads the same normed input the query's first GEMM saved: nothing more to keep.
+  blk.ops.push_back(
+      gemm("kv down projection", x.tokens, kv_rank + m.qk_rope_head_dim, x.h, 1, x.e, 0));
+  blk.ops.push_back(gemm("kv up projection", x.tokens, x.heads * (m.qk_nope_head_dim + x.dv),
+                         kv_rank, 1, x.e, x.tokens * kv_rank * x.e));
+}
+
 void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const Shape& x) {
-  const double q_elems = x.tokens * x.heads * x.d;
-  const double kv_elems = x.tokens * x.kv * x.d;
+  const double q_elems = x.tokens * x.heads * x.dqk;
+  const double k_elems = x.tokens * x.kv * x.dqk;
+  const double v_elems = x.tokens * x.kv * x.dv;
+  const double out_elems = x.tokens * x.heads * x.dv;
   blk.ops.push_back(norm_op("input norm", x));
-  blk.ops.push_back(gemm("qkv projection", x.tokens, (x.heads + 2.0 * x.kv) * x.d, x.h, 1, x.e,
-                         x.tokens * x.h * x.r * x.e));
+  if (m.is_mla()) {
+    add_mla_projections(blk, m, x);
+  } else {
+    blk.ops.push_back(gemm("qkv projection", x.tokens, (x.heads + 2.0 * x.kv) * x.d, x.h, 1, x.e,
+                           x.tokens * x.h * x.r * x.e));
+  }
+  if (m.qk_norm) {
+    blk.ops.push_back(
+        elementwise("qk norm", 2.0 * (q_elems + k_elems) * x.e, (q_elems + k_elems) * x.e));
+  }
   if (m.positions == PositionKind::rotary) {
-    blk.ops.push_back(elementwise("rotary embedding", 2.0 * (q_elems + kv_elems) * x.e, 0));
+    blk.ops.push_back(elementwise("rotary embedding", 2.0 * (q_elems + k_elems) * x.e, 0));
   }
   const double score_elems = x.b * x.heads * x.s * x.s_kv;
   if (tr.attention == AttentionKind::flash) {
-    // FlashAttention-2 (Dao 2023): causal masking skips half the score tiles; backward does
-    // 5 matmuls against the forward's 2 (2.5x). It saves Q, K, V, the output and the
-    // log-sum-exp; the output is counted as the output projection's input below.
+    // FlashAttention-2 (Dao 2023): causal masking skips half the score tiles (a sliding window
+    // more); backward does 5 matmuls against the forward's 2 (2.5x). It saves Q, K, V, the
+    // output and the log-sum-exp; the output is counted as the output projection's input below.
     Op op;
     op.name = "flash attention";
     op.kind = OpKind::attention;
-    op.flops = 0.5 * 4.0 * x.b * x.heads * x.s * x.s_kv * x.d;
+    op.flops =
+        causal_attention_density(m, x.s_kv) * 2.0 * x.b * x.heads * x.s * x.s_kv * (x.dqk + x.dv);
     op.backward_flops = 2.5 * op.flops;
-    op.saved_bytes = (q_elems + 2.0 * kv_elems) * x.e + x.tokens * x.heads * 4.0;
+    op.saved_bytes = (q_elems + k_elems + v_elems) * x.e + x.tokens * x.heads * 4.0;
     blk.ops.push_back(op);
   } else {
     // Megatron-LM's unfused core attention: QK^T, fused scale-mask-softmax, dropout, AV.
     Op scores =
-        gemm("attention scores", x.s, x.s_kv, x.d, x.b * x.heads, x.e, (q_elems + kv_elems) * x.e);
+        gemm("attention scores", x.s, x.s_kv, x.dqk, x.b * x.heads, x.e, (q_elems + k_elems) * x.e);
     blk.ops.push_back(scores);
     blk.ops.push_back(elementwise("softmax", 2.0 * score_elems * x.e, score_elems * x.e, true));
     if (m.dropout) {
@@ -112,40 +154,50 @@ void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const
                                     score_elems * (x.mask + x.e), true));
     }
     blk.ops.push_back(
-        gemm("attention over values", x.s, x.d, x.s_kv, x.b * x.heads, x.e, kv_elems * x.e));
+        gemm("attention over values", x.s, x.dv, x.s_kv, x.b * x.heads, x.e, v_elems * x.e));
   }
-  blk.ops.push_back(gemm("output projection", x.tokens, x.h, x.heads * x.d, 1, x.e, q_elems * x.e));
+  blk.ops.push_back(
+      gemm("output projection", x.tokens, x.h, x.heads * x.dv, 1, x.e, out_elems * x.e));
   blk.ops.push_back(residual_op("attention residual", x, m.dropout));
 }
 
-void add_mlp(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape& x) {
-  blk.ops.push_back(norm_op("post-attention norm", x));
-  const double in_width = m.gated_mlp() ? 2.0 * x.f : x.f;
-  // Tokens each local expert sees: every token visits top-k experts; expert parallelism
-  // spreads the experts, and the all-to-all brings each device as many token-visits as it sent.
-  double rows = x.tokens;
-  double groups = 1;
-  if (m.is_moe()) {
-    const double local_experts = static_cast<double>(m.experts) / p.ep;
-    const double visits = x.tokens * m.experts_per_token;
-    blk.ops.push_back(gemm("router", x.tokens, m.experts, x.h, 1, x.e, x.tokens * m.experts * 4.0));
-    // Permuted copy of the tokens for the experts, and the unpermute that weights and sums them.
-    blk.ops.push_back(elementwise("token dispatch", 2.0 * visits * x.h * x.e, visits * x.h * x.e));
-    blk.ops.push_back(elementwise("token combine", 3.0 * visits * x.h * x.e, visits * x.h * x.e));
-    blk.alltoall_bytes = 2.0 * visits * x.h * x.e;
-    rows = visits / local_experts;
-    groups = local_experts;
-  }
-  const double fc1_saved = m.is_moe() ? 0 : x.tokens * x.h * x.r * x.e;  // MoE: the dispatch copy
-  blk.ops.push_back(gemm("mlp up projection", rows, in_width, x.h, groups, x.e, fc1_saved));
-  const double act = rows * groups * x.f;
+// Up projection, activation and down projection of `rows` tokens through `groups` MLPs of
+// local width f; `saved_input` is what the up projection keeps (0 when a copy already holds it).
+void add_mlp_gemms(Block& blk, const ModelSpec& m, const Shape& x, double rows, double groups,
+                   double f, double saved_input) {
+  const double in_width = m.gated_mlp() ? 2.0 * f : f;
+  blk.ops.push_back(gemm("mlp up projection", rows, in_width, x.h, groups, x.e, saved_input));
+  const double act = rows * groups * f;
   if (m.gated_mlp()) {
     // Fused SwiGLU/GeGLU (Megatron bias_swiglu): keeps gate and up outputs, writes the product.
     blk.ops.push_back(elementwise("gated activation", 3.0 * act * x.e, 2.0 * act * x.e));
   } else {
     blk.ops.push_back(elementwise("gelu", 2.0 * act * x.e, act * x.e));
   }
-  blk.ops.push_back(gemm("mlp down projection", rows, x.h, x.f, groups, x.e, act * x.e));
+  blk.ops.push_back(gemm("mlp down projection", rows, x.h, f, groups, x.e, act * x.e));
+}
+
+void add_mlp(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape& x, bool moe) {
+  blk.ops.push_back(norm_op("post-attention norm", x));
+  const double layer_input = x.tokens * x.h * x.r * x.e;
+  if (!moe) {
+    add_mlp_gemms(blk, m, x, x.tokens, 1, x.f, layer_input);
+    blk.ops.push_back(residual_op("mlp residual", x, m.dropout));
+    return;
+  }
+  // Tokens each local expert sees: every token visits top-k experts; expert parallelism
+  // spreads the experts, and the all-to-all brings each device as many token-visits as it sent
+  // (balanced routing, or the capacity each expert is padded to).
+  const double local_experts = static_cast<double>(m.experts) / p.ep;
+  const double visits = x.tokens * m.experts_per_token * x.visits;
+  blk.ops.push_back(gemm("router", x.tokens, m.experts, x.h, 1, x.e, x.tokens * m.experts * 4.0));
+  // Permuted copy of the tokens for the experts, and the unpermute that weights and sums them.
+  blk.ops.push_back(elementwise("token dispatch", 2.0 * visits * x.h * x.e, visits * x.h * x.e));
+  blk.ops.push_back(elementwise("token combine", 3.0 * visits * x.h * x.e, visits * x.h * x.e));
+  blk.alltoall_bytes = 2.0 * visits * x.h * x.e;
+  add_mlp_gemms(blk, m, x, visits / local_experts, local_experts, x.fe, 0);
+  // Shared experts (DeepSeekMoE) see every token, as a dense MLP split by tensor parallelism.
+  if (m.shared_ffn_hidden > 0) add_mlp_gemms(blk, m, x, x.tokens, 1, x.fs, layer_input);
   blk.ops.push_back(residual_op("mlp residual", x, m.dropout));
 }
 
@@ -158,19 +210,30 @@ MicroBatchWork describe_micro_batch(const ModelSpec& m, const TrainingSpec& tr,
   MicroBatchWork w;
   w.tokens = x.tokens;
 
-  Block& layer = w.layer;
-  add_attention(layer, m, tr, x);
-  add_mlp(layer, m, p, x);
-  layer.input_bytes = x.tokens * x.h * x.r * x.e;
-  if (p.tp > 1) {
-    layer.tp.bytes = x.tokens * x.h * x.e;
-    if (p.sequence_parallel) {
-      layer.tp.gathers = 2;   // before QKV and before the MLP
-      layer.tp.scatters = 2;  // after the output projection and after the MLP
-      layer.tp.backward_regathers = 2;
-    } else {
-      layer.tp.all_reduces = 2;  // after the output projection and after the MLP (Megatron's g)
+  // A MoE model with dense layers (DeepSeek's first three, Llama 4 Maverick's every other one)
+  // describes both kinds; `layer` is the MoE one.
+  w.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
+  w.dense_layers = m.layers - w.moe_layers;
+  auto describe_layer = [&](Block& layer, bool moe) {
+    add_attention(layer, m, tr, x);
+    add_mlp(layer, m, p, x, moe);
+    layer.input_bytes = x.tokens * x.h * x.r * x.e;
+    if (p.tp > 1) {
+      layer.tp.bytes = x.tokens * x.h * x.e;
+      if (p.sequence_parallel) {
+        layer.tp.gathers = 2;   // before QKV and before the MLP
+        layer.tp.scatters = 2;  // after the output projection and after the MLP
+        layer.tp.backward_regathers = 2;
+      } else {
+        layer.tp.all_reduces = 2;  // after the output projection and after the MLP (Megatron's g)
+      }
     }
+  };
+  describe_layer(w.layer, m.is_moe());
+  if (m.is_moe() && w.dense_layers > 0) {
+    describe_layer(w.dense_layer, false);
+  } else {
+    w.dense_layer = w.layer;
   }
 
   Block& emb = w.embedding;

@@ -73,6 +73,7 @@ ActivationProfile activation_profile(const MicroBatchWork& w, const ModelSpec& m
   ActivationProfile a;
   for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
     a.layer_saved[static_cast<int>(r)] = saved_activation_bytes(w.layer, r);
+    a.dense_layer_saved[static_cast<int>(r)] = saved_activation_bytes(w.dense_layer, r);
   }
   a.layer_working = full_saved_bytes(w.layer);
   // The embedding and LM head are not recomputed (Megatron-LM checkpoints transformer layers).
@@ -107,7 +108,8 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
   // ZeRO shards over every rank that holds the same weights: dp x cp for dense weights, and
   // dp x cp / ep for experts (Megatron-LM's expert-data-parallel group).
   const double replicas = static_cast<double>(p.dp) * p.cp;
-  const double expert_replicas = replicas / p.ep;
+  // Experts: tp x dp x cp ranks hold ep x etp distinct shards (Megatron-Core MoE folding).
+  const double expert_replicas = replicas * p.tp / (static_cast<double>(p.ep) * p.expert_tp());
   auto states = [&](double bytes, bool sharded) {
     return sharded ? bytes * (dev.dense / replicas + dev.experts / expert_replicas)
                    : bytes * dev.total();
@@ -122,7 +124,13 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
     const bool last = stage == head_stage(p);
     const int micro_batches = std::max(1, micro_batches_per_step(tr, p));
     s.layers_in_flight = layers_in_flight(m.layers, p, micro_batches, stage);
-    s.layer_activations_bytes = s.layers_in_flight * a.layer_saved[static_cast<int>(p.recompute)];
+    // A stage's layers are MoE and dense in the proportion it holds them.
+    const int here = m.has_architecture() ? stage_layers(m.layers, p, stage) : 0;
+    const double moe_share =
+        here > 0 && m.is_moe() ? static_cast<double>(stage_moe_layers(m, p, stage)) / here : 1.0;
+    const int r = static_cast<int>(p.recompute);
+    s.layer_activations_bytes = s.layers_in_flight * (moe_share * a.layer_saved[r] +
+                                                      (1.0 - moe_share) * a.dense_layer_saved[r]);
     s.activations_bytes = s.layer_activations_bytes;
     if (first)
       s.activations_bytes += (p.pp == 1 ? 1.0 : std::min(p.pp, micro_batches)) * a.embedding_saved;

@@ -1,4 +1,6 @@
-// Parameter counting: every weight matrix, bias and norm of a decoder-only transformer.
+// Parameter counting: every weight matrix, bias and norm of a decoder-only transformer, with
+// multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 Sec. 2.1), shared and routed experts
+// (DeepSeekMoE, arXiv:2401.06066 Sec. 3) and dense layers between MoE layers.
 #include "shardplan/model.hpp"
 
 #include <algorithm>
@@ -18,19 +20,123 @@ double mlp_matrices(const ModelSpec& m) {
   return m.gated_mlp() ? 3.0 : 2.0;
 }
 
-// One expert's (or the dense MLP's) parameters: up (and gate) and down projections.
-double one_mlp(const ModelSpec& m) {
+// One MLP of width f split over t ranks: up (and gate) and down projections; the down
+// projection's bias is replicated.
+double one_mlp(const ModelSpec& m, double f, double t) {
   const double h = m.hidden;
-  const double f = m.ffn_hidden;
-  double p = mlp_matrices(m) * h * f;
-  if (m.mlp_bias) p += (mlp_matrices(m) - 1.0) * f + h;
+  double p = mlp_matrices(m) * h * f / t;
+  if (m.mlp_bias) p += (mlp_matrices(m) - 1.0) * f / t + h;
   return p;
+}
+
+// Attention weights on one of t tensor-parallel ranks. `split` is what tensor parallelism
+// divides, `replicated` what every rank keeps, `matmul` the matrices a token multiplies by.
+struct AttentionParams {
+  double split = 0, replicated = 0, matmul = 0;
+  double total() const { return split + replicated; }
+};
+
+AttentionParams attention_params(const ModelSpec& m, int tp) {
+  AttentionParams a;
+  const double h = m.hidden;
+  const double t = tp;
+  const double heads = m.heads;
+  if (m.is_mla()) {
+    // MLA (DeepSeek-V2 Eq. 9-14): queries through a rank-q_lora down projection and its norm
+    // (or directly), keys and values through one joint down projection to kv_lora_rank plus the
+    // shared rope key, up projections per head, output from heads x v_head_dim. Megatron-Core's
+    // MLA keeps the down projections and their norms on every tensor-parallel rank.
+    const double qk = m.qk_head_width();
+    double q_down = 0, q_up = 0;
+    if (m.q_lora_rank > 0) {
+      q_down = h * m.q_lora_rank;
+      a.replicated += q_down + m.q_lora_rank;
+      q_up = static_cast<double>(m.q_lora_rank) * heads * qk;
+    } else {
+      q_up = h * heads * qk;
+    }
+    const double kv_down = h * (m.kv_lora_rank + m.qk_rope_head_dim);
+    const double kv_up =
+        static_cast<double>(m.kv_lora_rank) * heads * (m.qk_nope_head_dim + m.v_head_dim);
+    const double out = heads * m.v_head_dim * h;
+    a.replicated += kv_down + m.kv_lora_rank;
+    a.split = (q_up + kv_up + out) / t;
+    a.matmul = q_down + q_up + kv_down + kv_up + out;
+    return a;
+  }
+  const double q = heads * m.head_dim / t;
+  const double kv = local_kv_heads(m, tp) * m.head_dim;
+  a.split = h * q + 2.0 * h * kv + q * h + (m.qkv_bias ? q + 2.0 * kv : 0);
+  a.replicated = m.out_bias ? h : 0;
+  a.matmul = h * heads * m.head_dim * 2.0 + 2.0 * h * m.kv_heads * m.head_dim;
+  if (m.qk_norm) a.replicated += 2.0 * m.head_dim;  // one RMSNorm(head_dim) each for Q and K
+  return a;
+}
+
+LayerParams layer_params(const ModelSpec& m, bool moe) {
+  LayerParams l;
+  const AttentionParams a = attention_params(m, 1);
+  l.attention = a.total();
+  l.norms = m.norms_per_layer * norm_params(m);
+  const double h = m.hidden;
+  if (!moe) {
+    const double f = m.is_moe() ? m.dense_mlp_width() : m.ffn_hidden;
+    l.mlp = l.mlp_active = one_mlp(m, f, 1);
+    l.matmul_active = a.matmul + mlp_matrices(m) * h * f;
+    return l;
+  }
+  const double shared = m.shared_ffn_hidden > 0 ? one_mlp(m, m.shared_ffn_hidden, 1) : 0;
+  l.mlp = m.experts * one_mlp(m, m.ffn_hidden, 1) + shared;
+  l.mlp_active = m.experts_per_token * one_mlp(m, m.ffn_hidden, 1) + shared;
+  l.router = h * m.experts + (m.router_bias ? m.experts : 0) + (m.shared_expert_gate ? h : 0);
+  l.matmul_active =
+      a.matmul + h * m.experts +
+      mlp_matrices(m) * h *
+          (static_cast<double>(m.experts_per_token) * m.ffn_hidden + m.shared_ffn_hidden);
+  return l;
 }
 
 }  // namespace
 
 double local_kv_heads(const ModelSpec& model, int tp) {
   return std::max(1.0, static_cast<double>(model.kv_heads) / tp);
+}
+
+namespace {
+
+int sliding_layers(const ModelSpec& m) {
+  if (m.sliding_window <= 0) return 0;
+  const int global = m.global_attention_every > 0 ? m.layers / m.global_attention_every : 0;
+  return m.layers - global;
+}
+
+}  // namespace
+
+double causal_attention_density(const ModelSpec& m, double s) {
+  const int sliding = sliding_layers(m);
+  const double w = std::min<double>(m.sliding_window, s);
+  const double window_share = sliding > 0 ? (s * w - 0.5 * w * w) / (s * s) : 0.5;
+  return ((m.layers - sliding) * 0.5 + sliding * window_share) / m.layers;
+}
+
+double attended_pairs(const ModelSpec& m, double s) {
+  const int sliding = sliding_layers(m);
+  const double w = std::min<double>(m.sliding_window, s);
+  return (m.layers - sliding) * s * s + sliding * s * w;
+}
+
+int default_training_seq_len(const ModelSpec& m) {
+  return std::min(m.seq_len, kDefaultSeqLenCap);
+}
+
+int stage_moe_layers(const ModelSpec& m, const ParallelPlan& plan, int stage) {
+  if (!m.is_moe()) return 0;
+  int first = 0;
+  for (int s = 0; s < stage; ++s) first += stage_layers(m.layers, plan, s);
+  const int here = stage_layers(m.layers, plan, stage);
+  int n = 0;
+  for (int i = first; i < first + here; ++i) n += m.is_moe_layer(i) ? 1 : 0;
+  return n;
 }
 
 ParamCounts count_params(const ModelSpec& m) {
@@ -40,28 +146,28 @@ ParamCounts count_params(const ModelSpec& m) {
     return c;
   }
   const double h = m.hidden;
-  const double q = static_cast<double>(m.heads) * m.head_dim;
-  const double kv = static_cast<double>(m.kv_heads) * m.head_dim;
-
-  LayerParams& l = c.layer;
-  const double attention_matrices = h * q + 2.0 * h * kv + q * h;
-  l.attention = attention_matrices + (m.qkv_bias ? q + 2.0 * kv : 0) + (m.out_bias ? h : 0);
-  const double experts = m.is_moe() ? m.experts : 1;
-  const double active_experts = m.is_moe() ? m.experts_per_token : 1;
-  l.mlp = experts * one_mlp(m);
-  l.mlp_active = active_experts * one_mlp(m);
-  l.router = m.is_moe() ? h * m.experts : 0;
-  l.norms = 2.0 * norm_params(m);
-  l.matmul_active =
-      attention_matrices + active_experts * mlp_matrices(m) * h * m.ffn_hidden + l.router;
+  c.moe_layers = m.is_moe() ? m.moe_layer_count() : m.layers;
+  c.dense_layers = m.layers - c.moe_layers;
+  c.layer = layer_params(m, m.is_moe());
+  c.dense_layer = m.is_moe() ? layer_params(m, false) : c.layer;
+  c.layers_matmul_active =
+      c.moe_layers * c.layer.matmul_active + c.dense_layers * c.dense_layer.matmul_active;
 
   c.embedding = static_cast<double>(m.vocab) * h;
   c.positions = m.positions == PositionKind::learned ? static_cast<double>(m.max_positions) * h : 0;
   c.lm_head = m.tied_embeddings ? 0 : static_cast<double>(m.vocab) * h;
   c.final_norm = norm_params(m);
   const double outside_layers = c.embedding + c.positions + c.lm_head + c.final_norm;
-  c.total = m.layers * l.total() + outside_layers;
-  c.active = m.layers * (l.attention + l.mlp_active + l.router + l.norms) + outside_layers;
+  c.total =
+      c.moe_layers * c.layer.total() + c.dense_layers * c.dense_layer.total() + outside_layers;
+  c.active =
+      c.moe_layers * c.layer.active() + c.dense_layers * c.dense_layer.active() + outside_layers;
+  // DeepSeek-V3 Sec. 2.2: each MTP module is a transformer layer (a MoE layer in V3), a 2h x h
+  // projection and two RMSNorms (of the hidden state and the embedding), plus a final norm
+  // before the shared output head.
+  if (m.mtp_layers > 0) {
+    c.mtp = m.mtp_layers * (c.layer.total() + 2.0 * h * h + 3.0 * norm_params(m));
+  }
   return c;
 }
 
@@ -77,29 +183,24 @@ DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int sta
   SHARDPLAN_CHECK(stage >= 0 && stage < plan.pp, "stage out of range");
   const double t = plan.tp;
   const double h = m.hidden;
-  const double q = static_cast<double>(m.heads) * m.head_dim / t;
-  const double kv = local_kv_heads(m, plan.tp) * m.head_dim;
-
-  // Column-parallel Q/K/V and row-parallel O are split; O's bias and the norms are replicated.
-  const double attention =
-      h * q + 2.0 * h * kv + q * h + (m.qkv_bias ? q + 2.0 * kv : 0) + (m.out_bias ? h : 0);
-  const double f = m.ffn_hidden / t;
-  double one_expert = mlp_matrices(m) * h * f;
-  if (m.mlp_bias) one_expert += (mlp_matrices(m) - 1.0) * f + h;
-  const double norms = 2.0 * norm_params(m);
+  const double norms = m.norms_per_layer * norm_params(m);
+  const double attention = attention_params(m, plan.tp).total();
 
   const int layers_here = stage_layers(m.layers, plan, stage);
-  double dense_layer = attention + norms;
-  double expert_layer = 0;
+  const int moe_here = stage_moe_layers(m, plan, stage);
+  const double dense_layer = attention + norms + one_mlp(m, m.dense_mlp_width(), t);
+  double moe_dense = 0, moe_experts = 0;
   if (m.is_moe()) {
-    dense_layer += h * m.experts;  // the router, replicated
-    expert_layer = one_expert * m.experts / plan.ep;
-  } else {
-    dense_layer += one_expert;
+    // The router is replicated; shared experts are split by tp like a dense MLP; routed experts
+    // are spread over ep ranks and each split over etp ranks (Megatron-Core MoE parallel folding).
+    moe_dense = attention + norms + h * m.experts + (m.router_bias ? m.experts : 0) +
+                (m.shared_expert_gate ? h : 0) +
+                (m.shared_ffn_hidden > 0 ? one_mlp(m, m.shared_ffn_hidden, t) : 0);
+    moe_experts = one_mlp(m, m.ffn_hidden, plan.expert_tp()) * m.experts / plan.ep;
   }
-  d.dense = layers_here * dense_layer;
-  d.experts = layers_here * expert_layer;
-  d.largest_layer = dense_layer + expert_layer;
+  d.dense = (layers_here - moe_here) * dense_layer + moe_here * moe_dense;
+  d.experts = moe_here * moe_experts;
+  d.largest_layer = moe_here > 0 ? std::max(dense_layer, moe_dense + moe_experts) : dense_layer;
 
   const bool first = stage == 0;
   const bool last = stage == head_stage(plan);

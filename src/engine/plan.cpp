@@ -107,6 +107,26 @@ PlanProblem layout_problem(int layers, const ParallelPlan& p) {
                              std::max(0, p.last_stage_layers), r.layers, r.chunks, r.chunks)};
 }
 
+// Megatron-Core's MoE parallel folding: experts take etp x ep ranks out of tp x dp x cp, so ep may
+// exceed dp x cp when etp < tp.
+template <typename Fail>
+void expert_tp_problems(const ModelSpec& m, const ParallelPlan& p, Fail& fail) {
+  if (!m.is_moe()) {
+    fail("--expert-tp", "expert tensor parallelism needs a mixture-of-experts model");
+    return;
+  }
+  const long long ranks = static_cast<long long>(p.tp) * p.dp * p.cp;
+  if (m.experts % p.ep != 0 || ranks % (static_cast<long long>(p.ep) * p.etp) != 0) {
+    fail("--ep", fmt::format("expert parallel {} x expert tp {} must divide tp x dp x cp = {}, "
+                             "and ep the {} experts",
+                             p.ep, p.etp, ranks, m.experts));
+  }
+  if (m.ffn_hidden % p.etp != 0) {
+    fail("--expert-tp",
+         fmt::format("expert tp {} does not divide the expert width {}", p.etp, m.ffn_hidden));
+  }
+}
+
 }  // namespace
 
 std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
@@ -183,11 +203,12 @@ std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
   if (p.ep > 1) {
     if (!m.is_moe()) {
       fail("--ep", "expert parallelism needs a mixture-of-experts model");
-    } else if (m.experts % p.ep != 0 || (p.dp * p.cp) % p.ep != 0) {
+    } else if (p.etp == 0 && (m.experts % p.ep != 0 || (p.dp * p.cp) % p.ep != 0)) {
       fail("--ep", fmt::format("expert parallel {} must divide the {} experts and dp x cp = {}",
                                p.ep, m.experts, p.dp * p.cp));
     }
   }
+  if (p.etp > 0) expert_tp_problems(m, p, fail);
   return out;
 }
 
@@ -195,6 +216,7 @@ std::string describe(const ParallelPlan& p) {
   std::string s = fmt::format("dp {} x tp {} x pp {}", p.dp, p.tp, p.pp);
   if (p.cp > 1) s += fmt::format(" x cp {}", p.cp);
   if (p.ep > 1) s += fmt::format(", ep {}", p.ep);
+  if (p.etp > 0) s += fmt::format(", expert tp {}", p.etp);
   s += fmt::format(", ZeRO-{}, micro-batch {}, recompute {}", p.zero, p.micro_batch,
                    to_string(p.recompute));
   if (p.sequence_parallel) s += ", sequence parallel";

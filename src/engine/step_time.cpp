@@ -43,6 +43,8 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
   const MathDtype dtype = math_dtype(tr.precision);
   cost.tokens = w.tokens;
   cost.layer = time_block(w.layer, c.gpu, dtype);
+  cost.dense_layer =
+      w.dense_layers > 0 && w.moe_layers > 0 ? time_block(w.dense_layer, c.gpu, dtype) : cost.layer;
   cost.embedding = time_block(w.embedding, c.gpu, dtype);
   cost.head = time_block(w.head, c.gpu, dtype);
   cost.activations = activation_profile(w, m, tr, p);
@@ -97,6 +99,7 @@ struct StageCost {
   double params = 0;
   double layers = 0;
   double weight_grad_s = 0;  // of backward_s, the W pass
+  double moe_layers = 0;
   double total() const {
     return compute_s + tp_exposed_s + cp_exposed_s + ep_s + pp_s + zero3_exposed_s;
   }
@@ -176,7 +179,16 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
     } else {
       const double layers = stage_layers(m.layers, p, stage);
       s.layers = layers;
-      const BlockTime& l = cost.layer;
+      // The stage's layers as the mix of MoE and dense layers it holds.
+      const double moe_here = m.is_moe() ? stage_moe_layers(m, p, stage) : layers;
+      const double share = layers > 0 ? moe_here / layers : 1.0;
+      s.moe_layers = moe_here;
+      BlockTime l = cost.layer;
+      const BlockTime& dl = cost.dense_layer;
+      l.forward_s = share * l.forward_s + (1.0 - share) * dl.forward_s;
+      l.backward_s = share * l.backward_s + (1.0 - share) * dl.backward_s;
+      l.selective_s = share * l.selective_s + (1.0 - share) * dl.selective_s;
+      l.gemm_forward_s = share * l.gemm_forward_s + (1.0 - share) * dl.gemm_forward_s;
       double rec = 0;
       if (p.recompute == Recompute::full) rec = l.forward_s;
       if (p.recompute == Recompute::selective) rec = l.selective_s;
@@ -211,7 +223,7 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
       s.cp_s = layers * 3.0 * cost.cp_layer_s;
       s.cp_exposed_s = layers * (std::max(0.0, cost.cp_layer_s - cost.attention_s) +
                                  std::max(0.0, 2.0 * cost.cp_layer_s - 2.5 * cost.attention_s));
-      s.ep_s = layers * 2.0 * cost.ep_layer_s;
+      s.ep_s = moe_here * 2.0 * cost.ep_layer_s;  // dense layers send nothing to experts
     }
     if (p.pp > 1) {
       // Each micro-batch sends its activation forward and its gradient back, once per chunk.
@@ -312,7 +324,7 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
     comm.cp.exposed_s = mb * crit.cp_exposed_s;
   }
   if (p.ep > 1 && cost.ep_layer_bytes > 0) {
-    set_traffic(comm.ep, Collective::all_to_all, cost.ep_layer_bytes, mb * 4.0 * crit.layers,
+    set_traffic(comm.ep, Collective::all_to_all, cost.ep_layer_bytes, mb * 4.0 * crit.moe_layers,
                 placement_of(Parallelism::expert, p, c), c);
     comm.ep.exposed_s = mb * crit.ep_s;
   }

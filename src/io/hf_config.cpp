@@ -1,6 +1,8 @@
 // Hugging Face config.json -> ModelSpec. Field names differ by family (GPT-2's n_embd, NeoX's
-// use_parallel_residual, Mixtral's num_local_experts); what a family fixes in code rather than in
-// its config (Qwen2's Q/K/V biases, GPT-2's tied embeddings) is stated here, per model_type.
+// use_parallel_residual, Mixtral's num_local_experts, DeepSeek's n_routed_experts); what a family
+// fixes in code rather than in its config (Qwen2's Q/K/V biases, Gemma 2's four norms per layer,
+// GPT-2's tied embeddings) is stated here, per model_type, as transformers' modeling_*.py has it.
+// A model_type not listed is refused by name: guessing an architecture would mislead.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,12 +18,23 @@ namespace {
 
 // Families whose MLP is gated (gate, up and down projections) in transformers' modeling code.
 const std::set<std::string> kGatedFamilies = {
-    "llama",  "mistral",          "mixtral",     "qwen2",       "qwen2_moe",   "qwen3", "qwen3_moe",
-    "gemma",  "gemma2",           "gemma3_text", "olmo",        "olmo2",       "phi3",  "granite",
-    "cohere", "starcoder2_gated", "internlm2",   "deepseek_v2", "deepseek_v3", "yi",    "baichuan"};
+    "llama",       "mistral",     "mixtral", "qwen2",       "qwen2_moe",   "qwen3",
+    "qwen3_moe",   "gemma",       "gemma2",  "gemma3",      "gemma3_text", "olmo",
+    "olmo2",       "phi3",        "granite", "cohere",      "yi",          "internlm2",
+    "deepseek_v2", "deepseek_v3", "llama4",  "llama4_text", "baichuan"};
 // Families with a plain two-matrix GeLU MLP, LayerNorm and biases.
 const std::set<std::string> kGptFamilies = {"gpt2",  "gpt_neox", "gptj", "gpt_bigcode", "opt",
                                             "bloom", "falcon",   "phi",  "starcoder2"};
+// Families whose MLP width is fixed at 4 x hidden in code when the config leaves it out.
+const std::set<std::string> kFourHFamilies = {"gpt2", "gptj", "gpt_bigcode", "bloom", "falcon"};
+
+std::string supported_types() {
+  std::set<std::string> all = kGatedFamilies;
+  all.insert(kGptFamilies.begin(), kGptFamilies.end());
+  std::string out;
+  for (const auto& t : all) out += (out.empty() ? "" : ", ") + t;
+  return out;
+}
 
 int first_int(const nlohmann::json& j, std::initializer_list<const char*> keys, int fallback,
               const std::string& origin, bool required) {
@@ -37,9 +50,16 @@ int first_int(const nlohmann::json& j, std::initializer_list<const char*> keys, 
   if (required) {
     std::string names;
     for (const char* k : keys) names += (names.empty() ? "" : " or ") + std::string(k);
-    throw InputError(origin, "missing " + names);
+    throw InputError(origin + ": " + names, "missing; this family's config.json must give it");
   }
   return fallback;
+}
+
+bool present(const nlohmann::json& j, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    if (j.contains(k) && !j.at(k).is_null()) return true;
+  }
+  return false;
 }
 
 double first_number(const nlohmann::json& j, std::initializer_list<const char*> keys) {
@@ -53,22 +73,112 @@ bool flag(const nlohmann::json& j, const char* key, bool fallback) {
   return j.contains(key) && j.at(key).is_boolean() ? j.at(key).get<bool>() : fallback;
 }
 
+// Mixture-of-experts fields of Mixtral, Qwen-MoE, DeepSeek and Llama 4.
+void read_moe(const nlohmann::json& c, const std::string& type, const std::string& origin,
+              ModelSpec& m) {
+  m.experts =
+      first_int(c, {"num_local_experts", "num_experts", "n_routed_experts"}, 0, origin, false);
+  if (m.experts <= 1) {
+    m.experts = 0;
+    return;
+  }
+  m.experts_per_token = first_int(c, {"num_experts_per_tok"}, 0, origin, true);
+  const bool deepseek = type.rfind("deepseek", 0) == 0;
+  const bool qwen = type == "qwen2_moe" || type == "qwen3_moe";
+  const bool llama4 = type.rfind("llama4", 0) == 0;
+  if (deepseek || qwen) {
+    // moe_intermediate_size is one expert's width; intermediate_size the dense layers'.
+    m.dense_ffn_hidden = m.ffn_hidden;
+    m.ffn_hidden = first_int(c, {"moe_intermediate_size"}, 0, origin, true);
+  }
+  if (deepseek) {
+    m.first_dense_layers = first_int(c, {"first_k_dense_replace"}, 0, origin, false);
+    if (first_int(c, {"moe_layer_freq"}, 1, origin, false) != 1) {
+      throw InputError(origin + ": moe_layer_freq",
+                       "only 1 (every layer after "
+                       "first_k_dense_replace is MoE) is modelled");
+    }
+    m.shared_ffn_hidden = first_int(c, {"n_shared_experts"}, 0, origin, false) * m.ffn_hidden;
+    // DeepSeek-V3's auxiliary-loss-free balancing adds a per-expert bias (noaux_tc).
+    m.router_bias = c.value("topk_method", std::string()) == "noaux_tc";
+    m.mtp_layers = first_int(c, {"num_nextn_predict_layers"}, 0, origin, false);
+  }
+  if (qwen) {
+    m.moe_layer_step = std::max(1, first_int(c, {"decoder_sparse_step"}, 1, origin, false));
+    m.shared_ffn_hidden = first_int(c, {"shared_expert_intermediate_size"}, 0, origin, false);
+    m.shared_expert_gate = m.shared_ffn_hidden > 0;
+    if (c.contains("mlp_only_layers") && c.at("mlp_only_layers").is_array()) {
+      // Only a leading run of dense layers fits the layout model (first_dense_layers).
+      const auto& dense = c.at("mlp_only_layers");
+      for (size_t i = 0; i < dense.size(); ++i) {
+        if (!dense[i].is_number_integer() || dense[i].get<long long>() != static_cast<long long>(i))
+          throw InputError(origin + ": mlp_only_layers",
+                           "only a leading run [0, 1, ..., k-1] of dense layers is modelled");
+      }
+      m.first_dense_layers = static_cast<int>(dense.size());
+      if (m.first_dense_layers > 0 && m.moe_layer_step != 1)
+        throw InputError(origin + ": mlp_only_layers",
+                         "mlp_only_layers together with decoder_sparse_step > 1 is not modelled");
+    }
+  }
+  if (llama4) {
+    // Llama 4: routed experts and one shared expert of intermediate_size; the dense layers
+    // between MoE layers use intermediate_size_mlp.
+    m.shared_ffn_hidden = m.ffn_hidden;
+    m.dense_ffn_hidden = first_int(c, {"intermediate_size_mlp"}, m.ffn_hidden, origin, false);
+    m.moe_layer_step = std::max(1, first_int(c, {"interleave_moe_layer_step"}, 1, origin, false));
+  }
+}
+
+// DeepSeek-V2/V3 multi-head latent attention.
+void read_mla(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
+  m.kv_lora_rank = first_int(c, {"kv_lora_rank"}, 0, origin, false);
+  if (m.kv_lora_rank == 0) return;
+  m.q_lora_rank = first_int(c, {"q_lora_rank"}, 0, origin, false);
+  m.qk_rope_head_dim = first_int(c, {"qk_rope_head_dim"}, 0, origin, true);
+  m.qk_nope_head_dim = first_int(c, {"qk_nope_head_dim"}, 0, origin, true);
+  m.v_head_dim = first_int(c, {"v_head_dim"}, 0, origin, true);
+  m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  m.kv_heads = m.heads;
+}
+
+// Sliding-window attention of Gemma 2 (every other layer) and Gemma 3 (five local to one
+// global). Mistral-style configs' sliding_window is not applied: their presets train without it.
+void read_window(const nlohmann::json& c, const std::string& type, const std::string& origin,
+                 ModelSpec& m) {
+  if (type != "gemma2" && type != "gemma3_text") return;
+  m.norms_per_layer = 4;  // input, post-attention, pre- and post-feedforward RMSNorms
+  m.sliding_window = first_int(c, {"sliding_window"}, 0, origin, false);
+  m.global_attention_every =
+      type == "gemma2" ? 2 : first_int(c, {"sliding_window_pattern"}, 6, origin, false);
+  if (type == "gemma3_text") m.qk_norm = true;
+}
+
 }  // namespace
 
 ModelSpec model_from_hf_config(const std::string& text, const std::string& origin) {
   const nlohmann::json j = parse_json(text, origin);
   if (!j.is_object()) throw InputError(origin, "expected a JSON object");
-  // Multimodal wrappers keep the language model under text_config.
-  const nlohmann::json& c =
-      j.contains("text_config") && j.at("text_config").is_object() ? j.at("text_config") : j;
-  const std::string type = c.value("model_type", j.value("model_type", std::string()));
+  // Multimodal wrappers (Llama 4, Gemma 3) keep the language model under text_config.
+  const bool nested = j.contains("text_config") && j.at("text_config").is_object();
+  const nlohmann::json& c = nested ? j.at("text_config") : j;
+  std::string type = c.value("model_type", j.value("model_type", std::string()));
+  if (type.empty()) {
+    throw InputError(origin + ": model_type",
+                     "missing; it names the architecture (supported: " + supported_types() + ")");
+  }
+  if (type == "gemma3") type = "gemma3_text";  // a wrapper whose text_config omits model_type
+  if (type == "llama4") type = "llama4_text";
   const bool gpt_like = kGptFamilies.count(type) != 0;
-  const bool gated = kGatedFamilies.count(type) != 0 ||
-                     (!gpt_like && c.value("hidden_act", std::string()) == "silu");
+  if (!gpt_like && kGatedFamilies.count(type) == 0) {
+    throw InputError(origin + ": model_type",
+                     "'" + type + "' is not a supported decoder-only transformer; supported: " +
+                         supported_types());
+  }
 
   ModelSpec m;
-  m.name = c.value("_name_or_path", type.empty() ? origin : type);
-  m.source = origin + (type.empty() ? "" : " (Hugging Face " + type + " config)");
+  m.name = c.value("_name_or_path", j.value("_name_or_path", type));
+  m.source = origin + " (Hugging Face " + type + " config)";
   m.layers = first_int(c, {"num_hidden_layers", "n_layer", "num_layers"}, 0, origin, true);
   m.hidden = first_int(c, {"hidden_size", "n_embd", "d_model"}, 0, origin, true);
   m.heads = first_int(c, {"num_attention_heads", "n_head", "num_heads"}, 0, origin, true);
@@ -76,20 +186,38 @@ ModelSpec model_from_hf_config(const std::string& text, const std::string& origi
   if (type == "falcon" && flag(c, "multi_query", false) && !c.contains("num_kv_heads"))
     m.kv_heads = 1;
   m.head_dim = first_int(c, {"head_dim"}, m.heads > 0 ? m.hidden / m.heads : 0, origin, false);
-  m.ffn_hidden = first_int(c, {"moe_intermediate_size", "intermediate_size", "n_inner", "ffn_dim"},
-                           4 * m.hidden, origin, false);
-  m.vocab = first_int(c, {"vocab_size", "padded_vocab_size"}, 0, origin, true);
-  m.max_positions =
-      first_int(c, {"max_position_embeddings", "n_positions", "n_ctx"}, 2048, origin, false);
-  // Pre-training context: Llama 3.1-style rope scaling names the original one; very long
-  // contexts are capped so the default run is an ordinary pre-training step (--seq-len wins).
+  const std::initializer_list<const char*> mlp_keys = {"intermediate_size", "n_inner", "ffn_dim",
+                                                       "ffn_hidden_size"};
+  const bool four_h = kFourHFamilies.count(type) != 0 && !present(c, mlp_keys);
+  m.ffn_hidden = first_int(c, mlp_keys, 4 * m.hidden, origin, !four_h);
+  if (four_h) {
+    m.notes.push_back(fmt::format("{}: no MLP width in the config; {} fixes it at 4 x hidden = {}",
+                                  origin, type, m.ffn_hidden));
+  }
+  // Gemma 3's text_config leaves the vocabulary to Gemma3TextConfig's default.
+  const bool gemma3_vocab = type == "gemma3_text" && !present(c, {"vocab_size"});
+  m.vocab =
+      gemma3_vocab ? 262'208 : first_int(c, {"vocab_size", "padded_vocab_size"}, 0, origin, true);
+  if (gemma3_vocab) {
+    m.notes.push_back(origin + ": no vocab_size; transformers' Gemma3TextConfig default 262,208");
+  }
+  // Gemma 3's text_config also leaves the context to Gemma3TextConfig (131,072).
+  const int positions_default = type == "gemma3_text" ? 131'072 : 2048;
+  m.max_positions = first_int(c, {"max_position_embeddings", "n_positions", "n_ctx"},
+                              positions_default, origin, false);
+  if (!present(c, {"max_position_embeddings", "n_positions", "n_ctx"})) {
+    m.notes.push_back(
+        fmt::format("{}: no max_position_embeddings; assumed {}", origin, positions_default));
+  }
+  // The model's own context: Llama 3.1-style rope scaling names the pre-training one.
   int original = 0;
   if (c.contains("rope_scaling") && c.at("rope_scaling").is_object()) {
     original =
         first_int(c.at("rope_scaling"), {"original_max_position_embeddings"}, 0, origin, false);
   }
-  m.seq_len = std::min(original > 0 ? original : m.max_positions, 8192);
+  m.seq_len = original > 0 ? original : m.max_positions;
 
+  const bool gated = kGatedFamilies.count(type) != 0;
   m.mlp = gated ? (type.rfind("gemma", 0) == 0 ? MlpKind::geglu : MlpKind::swiglu) : MlpKind::gelu;
   m.norm = gpt_like ? NormKind::layernorm : NormKind::rmsnorm;
   m.positions = (type == "gpt2" || type == "opt" || type == "gpt_bigcode") ? PositionKind::learned
@@ -97,24 +225,17 @@ ModelSpec model_from_hf_config(const std::string& text, const std::string& origi
                                                                            : PositionKind::rotary;
   // transformers' PretrainedConfig ties by default; Llama-family configs default to untied.
   const bool tie_default = gpt_like ? type != "gpt_neox" : type.rfind("gemma", 0) == 0;
-  m.tied_embeddings = flag(c, "tie_word_embeddings", tie_default);
+  m.tied_embeddings = flag(c, "tie_word_embeddings", flag(j, "tie_word_embeddings", tie_default));
   const bool attention_bias = flag(c, "attention_bias", gpt_like);
   m.qkv_bias = flag(c, "qkv_bias", attention_bias || type == "qwen2" || type == "qwen2_moe");
   m.out_bias = attention_bias;
   m.mlp_bias = flag(c, "mlp_bias", gpt_like);
+  m.qk_norm = type == "qwen3" || type == "qwen3_moe";  // q_norm and k_norm over head_dim
   m.dropout = first_number(c, {"attention_dropout", "attn_pdrop", "resid_pdrop", "hidden_dropout",
                                "embd_pdrop", "dropout"}) > 0;
-  m.experts =
-      first_int(c, {"num_local_experts", "num_experts", "n_routed_experts"}, 0, origin, false);
-  m.experts_per_token =
-      m.experts > 0 ? first_int(c, {"num_experts_per_tok", "moe_topk"}, 2, origin, false) : 0;
-  if (m.experts > 0 &&
-      first_int(c, {"shared_expert_intermediate_size", "n_shared_experts"}, 0, origin, false) > 0) {
-    throw InputError(origin,
-                     "shared experts (Qwen-MoE / DeepSeek style) are not modelled yet; "
-                     "describe the model with --layers/--hidden/... instead");
-  }
-  if (m.experts == 1) m.experts = 0;
+  read_moe(c, type, origin, m);
+  read_mla(c, origin, m);
+  read_window(c, type, origin, m);
   check_architecture(m, origin);
   return m;
 }

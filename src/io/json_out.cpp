@@ -1,6 +1,7 @@
 // JSON renderers: every key carries its unit; key names are the stable contract of --json.
 #include <cmath>
 
+#include "model_json.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/render.hpp"
@@ -32,6 +33,7 @@ nlohmann::json to_json(const ModelSpec& m) {
             {"dropout", m.dropout},
             {"experts", m.experts},
             {"experts_per_token", m.experts_per_token}});
+  write_extended_architecture(m, j);
   return j;
 }
 
@@ -77,27 +79,32 @@ nlohmann::json to_json(const TrainingSpec& t) {
                       {"fragmentation", t.fragmentation}};
   if (t.tokens > 0) j["tokens"] = t.tokens;
   if (t.gpu_hour_cost > 0) j["gpu_hour_cost"] = t.gpu_hour_cost;
+  if (t.moe_capacity_factor > 0) j["moe_capacity_factor"] = t.moe_capacity_factor;
   return j;
 }
 
 nlohmann::json to_json(const ParallelPlan& p) {
-  return {{"dp", p.dp},
-          {"tp", p.tp},
-          {"pp", p.pp},
-          {"cp", p.cp},
-          {"ep", p.ep},
-          {"zero", p.zero},
-          {"micro_batch", p.micro_batch},
-          {"recompute", to_string(p.recompute)},
-          {"sequence_parallel", p.sequence_parallel},
-          {"interleave", p.interleave},
-          {"schedule", schedule_name(p)},
-          {"first_stage_layers",
-           p.first_stage_layers >= 0 ? nlohmann::json(p.first_stage_layers) : nlohmann::json()},
-          {"last_stage_layers",
-           p.last_stage_layers >= 0 ? nlohmann::json(p.last_stage_layers) : nlohmann::json()},
-          {"gpus", p.gpus()},
-          {"summary", describe(p)}};
+  nlohmann::json j = {
+      {"dp", p.dp},
+      {"tp", p.tp},
+      {"pp", p.pp},
+      {"cp", p.cp},
+      {"ep", p.ep},
+      {"zero", p.zero},
+      {"micro_batch", p.micro_batch},
+      {"recompute", to_string(p.recompute)},
+      {"sequence_parallel", p.sequence_parallel},
+      {"interleave", p.interleave},
+      {"schedule", schedule_name(p)},
+      {"first_stage_layers",
+       p.first_stage_layers >= 0 ? nlohmann::json(p.first_stage_layers) : nlohmann::json()},
+      {"last_stage_layers",
+       p.last_stage_layers >= 0 ? nlohmann::json(p.last_stage_layers) : nlohmann::json()},
+      {"gpus", p.gpus()},
+      {"summary", describe(p)}};
+  // Only a plan that sets expert tensor parallelism apart from tp (Megatron-Core's default).
+  if (p.etp > 0) j["expert_tp"] = p.etp;
+  return j;
 }
 
 namespace {

@@ -24,6 +24,62 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
   need(m.experts == 0 ||
            (m.experts >= 2 && m.experts_per_token >= 1 && m.experts_per_token <= m.experts),
        "experts", "a mixture of experts needs experts >= 2 and 1 <= experts_per_token <= experts");
+  need(m.moe_layer_step >= 1 && m.first_dense_layers >= 0 && m.first_dense_layers < m.layers,
+       "first_dense_layers", "needs 0 <= first_dense_layers < layers and moe_layer_step >= 1");
+  need(m.dense_ffn_hidden >= 0 && m.shared_ffn_hidden >= 0, "shared_ffn_hidden",
+       "MLP widths cannot be negative");
+  need(m.kv_lora_rank == 0 || (m.qk_nope_head_dim >= 1 && m.v_head_dim >= 1 &&
+                               m.qk_rope_head_dim >= 0 && m.q_lora_rank >= 0),
+       "kv_lora_rank", "latent attention needs qk_nope_head_dim and v_head_dim >= 1");
+  need(m.norms_per_layer >= 0 && m.norms_per_layer <= 8, "norms_per_layer", "must be 0-8");
+  need(m.mtp_layers >= 0 && m.sliding_window >= 0 && m.global_attention_every >= 0, "mtp_layers",
+       "mtp_layers, sliding_window and global_attention_every cannot be negative");
+}
+
+namespace {
+
+struct IntKey {
+  const char* key;
+  int ModelSpec::*field;
+  int plain;  // the value of a plain decoder, not written
+};
+constexpr IntKey kIntKeys[] = {
+    {"first_dense_layers", &ModelSpec::first_dense_layers, 0},
+    {"moe_layer_step", &ModelSpec::moe_layer_step, 1},
+    {"dense_ffn_hidden", &ModelSpec::dense_ffn_hidden, 0},
+    {"shared_ffn_hidden", &ModelSpec::shared_ffn_hidden, 0},
+    {"q_lora_rank", &ModelSpec::q_lora_rank, 0},
+    {"kv_lora_rank", &ModelSpec::kv_lora_rank, 0},
+    {"qk_rope_head_dim", &ModelSpec::qk_rope_head_dim, 0},
+    {"qk_nope_head_dim", &ModelSpec::qk_nope_head_dim, 0},
+    {"v_head_dim", &ModelSpec::v_head_dim, 0},
+    {"norms_per_layer", &ModelSpec::norms_per_layer, 2},
+    {"mtp_layers", &ModelSpec::mtp_layers, 0},
+    {"sliding_window", &ModelSpec::sliding_window, 0},
+    {"global_attention_every", &ModelSpec::global_attention_every, 0},
+};
+struct BoolKey {
+  const char* key;
+  bool ModelSpec::*field;
+};
+constexpr BoolKey kBoolKeys[] = {{"shared_expert_gate", &ModelSpec::shared_expert_gate},
+                                 {"router_bias", &ModelSpec::router_bias},
+                                 {"qk_norm", &ModelSpec::qk_norm}};
+
+}  // namespace
+
+void read_extended_architecture(StrictObject& o, ModelSpec& m) {
+  for (const IntKey& k : kIntKeys) m.*k.field = o.integer_or(k.key, k.plain);
+  for (const BoolKey& k : kBoolKeys) m.*k.field = o.boolean_or(k.key, false);
+}
+
+void write_extended_architecture(const ModelSpec& m, nlohmann::json& j) {
+  for (const IntKey& k : kIntKeys) {
+    if (m.*k.field != k.plain) j[k.key] = m.*k.field;
+  }
+  for (const BoolKey& k : kBoolKeys) {
+    if (m.*k.field) j[k.key] = true;
+  }
 }
 
 ModelSpec model_from_json(const nlohmann::json& j, const std::string& where) {
@@ -52,8 +108,10 @@ ModelSpec model_from_json(const nlohmann::json& j, const std::string& where) {
   m.dropout = o.boolean_or("dropout", false);
   m.experts = o.integer_or("experts", 0);
   m.experts_per_token = o.integer_or("experts_per_token", 0);
+  read_extended_architecture(o, m);
   if (o.has("published_params")) o.positive("published_params");
   o.string_or("published_params_source", "");
+  if (o.has("published_active_params")) o.positive("published_active_params");
   o.string_or("notes", "");
   o.finish();
   check_architecture(m, where);
@@ -65,7 +123,10 @@ std::vector<std::pair<std::string, std::string>> model_summary_figures(const Mod
   std::string shape = fmt::format("L{} h{} a{}", m.layers, m.hidden, m.heads);
   if (m.kv_heads != m.heads) shape += fmt::format(" kv{}", m.kv_heads);
   if (m.is_moe()) shape += fmt::format(" {}x top-{}", m.experts, m.experts_per_token);
+  if (m.shared_ffn_hidden > 0) shape += " +shared";
+  if (m.is_mla()) shape += " MLA";
   return {{"params", fmt::format("{:.2f}B", c.total / 1e9)},
+          {"active", fmt::format("{:.2f}B", c.active / 1e9)},
           {"shape", shape},
           {"mlp", fmt::format("{} {}", to_string(m.mlp), m.ffn_hidden)},
           {"vocab", std::to_string(m.vocab)},

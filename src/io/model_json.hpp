@@ -10,7 +10,15 @@
 
 namespace shardplan {
 
+class StrictObject;
+
 ModelSpec model_from_json(const nlohmann::json& j, const std::string& where);
+
+/// The architecture keys beyond a plain decoder (MoE layout, shared experts, MLA, QK-norm, extra
+/// norms, MTP, sliding window): read when present, written only when they differ from a plain
+/// decoder, so that presets, plan files and --json share one spelling.
+void read_extended_architecture(StrictObject& o, ModelSpec& m);
+void write_extended_architecture(const ModelSpec& m, nlohmann::json& j);
 
 /// Key figures for `shardplan list models`.
 std::vector<std::pair<std::string, std::string>> model_summary_figures(const ModelSpec& m);

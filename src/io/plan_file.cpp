@@ -51,6 +51,7 @@ ModelSpec read_model(StrictObject o) {
   m.dropout = o.boolean("dropout");
   m.experts = o.integer("experts");
   m.experts_per_token = o.integer("experts_per_token");
+  read_extended_architecture(o, m);
   o.finish();
   check_architecture(m, o.where());
   const double counted = count_params(m).total;
@@ -138,6 +139,7 @@ TrainingSpec read_training(StrictObject o) {
     throw InputError(o.field("fragmentation"), "must be between 0 and 1");
   if (o.has("tokens")) t.tokens = o.positive("tokens");
   if (o.has("gpu_hour_cost")) t.gpu_hour_cost = o.positive("gpu_hour_cost");
+  if (o.has("moe_capacity_factor")) t.moe_capacity_factor = o.positive("moe_capacity_factor");
   o.finish();
   return t;
 }
@@ -149,6 +151,8 @@ ParallelPlan read_plan(StrictObject o) {
   p.pp = o.integer("pp");
   p.cp = o.integer("cp");
   p.ep = o.integer("ep");
+  // Written only when the plan sets expert tensor parallelism apart from tp.
+  if (o.has("expert_tp")) p.etp = o.integer("expert_tp");
   p.zero = o.integer("zero");
   p.micro_batch = o.integer("micro_batch");
   p.recompute = parse_recompute(o.string("recompute"), o.field("recompute"));

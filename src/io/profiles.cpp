@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -398,11 +399,22 @@ ModelSpec load_model(const std::string& name_or_path, const std::string& field) 
   if (const Preset* p = find_preset(ProfileKind::model, name_or_path)) {
     return model_from_json(p->json, p->path);
   }
+  // A Hugging Face model directory (a snapshot or a save_pretrained folder) holds config.json.
+  std::error_code ec;
+  if (std::filesystem::is_directory(name_or_path, ec)) {
+    const std::string config = (std::filesystem::path(name_or_path) / "config.json").string();
+    if (!std::filesystem::is_regular_file(config, ec)) {
+      throw InputError(field, "'" + name_or_path +
+                                  "' is a directory without a config.json; give a Hugging Face "
+                                  "model directory, a config.json or a preset name");
+    }
+    return model_from_hf_config(read_text_file(config, field), config);
+  }
   if (!looks_like_path(name_or_path)) unknown_preset(ProfileKind::model, name_or_path, field);
   const std::string text = read_text_file(name_or_path, field);
   const nlohmann::json j = parse_json(text, name_or_path);
   if (!j.is_object()) throw InputError(name_or_path, "expected a JSON object");
-  if (j.contains("model_type") || j.contains("architectures")) {
+  if (j.contains("model_type") || j.contains("architectures") || j.contains("text_config")) {
     return model_from_hf_config(text, name_or_path);
   }
   return model_from_json(j, name_or_path);

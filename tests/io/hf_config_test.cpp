@@ -12,12 +12,14 @@
 
 using namespace shardplan;
 
-TEST_CASE("config.json of Llama, Mistral, Qwen2, Gemma, GPT-2, GPT-NeoX, Mixtral count exactly") {
+TEST_CASE(
+    "config.json of Llama, Mistral, Qwen2, Gemma, Gemma 2, GPT-2, GPT-NeoX, Mixtral count "
+    "exactly") {
   // tests/data/hf/EXPECTED.json: published totals with their sources.
   std::ifstream in(std::string(SHARDPLAN_TEST_DATA) + "/hf/EXPECTED.json");
   REQUIRE(in);
   const nlohmann::json expected = nlohmann::json::parse(in);
-  REQUIRE(expected.size() == 8);
+  REQUIRE(expected.size() == 9);
   for (const auto& e : expected) {
     const std::string dir = e.at("dir");
     const ModelSpec m =

@@ -29,7 +29,9 @@ struct BlockTime {
 BlockTime time_block(const Block& block, const GpuSpec& gpu, MathDtype dtype);
 
 /// Model FLOPs of one forward pass over `sequences` sequences: 2 x tokens x (matmul params a
-/// token touches + LM head) + 4 x sequences x L x s^2 x (heads x head_dim). For GPT shapes,
+/// token touches + LM head) + 2 x sequences x (query-key pairs summed over layers) x heads x
+/// (qk + v head widths), i.e. 4 x sequences x L x s^2 x heads x head_dim for ordinary full
+/// attention (sliding windows attend fewer keys; MLA's qk and v widths differ). For GPT shapes,
 /// 3x this is Korthikanti et al. Eq. 7: 72 B L s h^2 (1 + s/(6h) + V/(12 h L)).
 double forward_model_flops(const ModelSpec& model, double sequences, int seq_len);
 

@@ -49,7 +49,10 @@ struct Block {
 
 /// Everything a micro-batch asks of one device, per layer and at the two ends of the model.
 struct MicroBatchWork {
-  Block layer;        // one transformer layer
+  Block layer;         // one transformer layer (a MoE model: one MoE layer)
+  Block dense_layer;   // a MoE model's dense layers (== layer when all layers are alike)
+  int moe_layers = 0;  // how many of the model's layers are MoE layers
+  int dense_layers = 0;
   Block embedding;    // first pipeline stage only
   Block head;         // last pipeline stage only: final norm, LM head, loss
   double tokens = 0;  // tokens of one micro-batch on this device (s/cp * b)

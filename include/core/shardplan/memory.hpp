@@ -22,11 +22,12 @@ StateBytes state_bytes_per_param(const ModelSpec& model, const TrainingSpec& tra
 
 /// What a micro-batch saves for backward, per recompute policy (from the op list in layer.hpp).
 struct ActivationProfile {
-  double layer_saved[3] = {0, 0, 0};  // per layer, indexed by Recompute
-  double layer_working = 0;           // one layer's full saved set (rebuilt under full recompute)
-  double embedding_saved = 0;         // first stage, per in-flight micro-batch
-  double head_saved = 0;              // last stage: final norm, LM head input, fp32 softmax
-  double logits = 0;                  // last stage: 16-bit logits before the fp32 loss
+  double layer_saved[3] = {0, 0, 0};        // per layer, indexed by Recompute
+  double dense_layer_saved[3] = {0, 0, 0};  // a MoE model's dense layers (else == layer_saved)
+  double layer_working = 0;    // one layer's full saved set (rebuilt under full recompute)
+  double embedding_saved = 0;  // first stage, per in-flight micro-batch
+  double head_saved = 0;       // last stage: final norm, LM head input, fp32 softmax
+  double logits = 0;           // last stage: 16-bit logits before the fp32 loss
 };
 ActivationProfile activation_profile(const MicroBatchWork& work, const ModelSpec& model,
                                      const TrainingSpec& training, const ParallelPlan& plan);

@@ -7,39 +7,50 @@ namespace shardplan {
 
 /// Parameters of one transformer layer, split by where tensor parallelism puts them.
 struct LayerParams {
-  double attention = 0;   // Q, K, V, O matrices and their biases
-  double mlp = 0;         // all experts' matrices and biases (dense: the one MLP)
-  double mlp_active = 0;  // the experts one token visits (dense: == mlp)
-  double router = 0;
+  double attention = 0;  // Q, K, V, O matrices (MLA: its down/up projections), biases, QK norms
+  double mlp = 0;  // all experts' matrices and biases, shared experts included (dense: the MLP)
+  double mlp_active = 0;  // the experts one token visits, shared ones included (dense: == mlp)
+  double router = 0;      // router (and its bias), Qwen2-MoE's shared-expert gate
   double norms = 0;
   double total() const { return attention + mlp + router + norms; }
+  double active() const { return attention + mlp_active + router + norms; }
   /// Matrix parameters a token multiplies by (for FLOP counts): no biases or norms.
   double matmul_active = 0;
 };
 
 struct ParamCounts {
-  LayerParams layer;     // one layer (all layers are alike)
-  double embedding = 0;  // token embedding table
-  double positions = 0;  // learned position table
-  double lm_head = 0;    // output projection; 0 when tied to the embedding
+  LayerParams layer;        // one MoE layer (a dense model: its one kind of layer)
+  LayerParams dense_layer;  // one dense layer of a MoE model (== layer for dense models)
+  int moe_layers = 0;       // layers of the `layer` kind; the rest are `dense_layer`
+  int dense_layers = 0;
+  double layers_matmul_active = 0;  // summed over all layers
+  double embedding = 0;             // token embedding table
+  double positions = 0;             // learned position table
+  double lm_head = 0;               // output projection; 0 when tied to the embedding
   double final_norm = 0;
   double total = 0;
   double active = 0;  // parameters a token touches (== total for dense models)
+  /// DeepSeek-V3's multi-token-prediction modules (one more layer, a projection and two norms
+  /// each; embedding and head shared): not in `total`, as DeepSeek's 671B excludes them.
+  double mtp = 0;
 };
 
 /// Exact counts from the architecture. For a params-only model, total = params_only and the
 /// rest is zero. Reproduces published counts (Llama-2-7B 6,738,415,616; Llama-3-8B
-/// 8,030,261,248; Mixtral-8x7B 46,702,792,704; see tests/engine/model_test.cpp).
+/// 8,030,261,248; Mixtral-8x7B 46,702,792,704; Gemma-2-9B 9,241,705,984; DeepSeek-V3 671B;
+/// see tests/engine/model_test.cpp).
 ParamCounts count_params(const ModelSpec& model);
 
 /// Parameters held by one device of a pipeline stage, before any ZeRO sharding: tensor
-/// parallelism splits the matrices (replicating norms and row-parallel biases), expert
-/// parallelism splits the experts, and each stage holds its layers plus, on the first stage, the
-/// embedding (and position table) and, on the last, the final norm and LM head (a tied LM head
-/// is a second copy of the embedding there when pp > 1, as Megatron-LM keeps it).
+/// parallelism splits the matrices (replicating norms, row-parallel biases, the router and MLA's
+/// down projections, as Megatron-Core does), expert parallelism and expert tensor parallelism
+/// split the routed experts (shared experts are dense weights, split by tp), and each stage holds
+/// its layers plus, on the first stage, the embedding (and position table) and, on the last, the
+/// final norm and LM head (a tied LM head is a second copy of the embedding there when pp > 1, as
+/// Megatron-LM keeps it).
 struct DeviceParams {
   double dense = 0;    // replicated across the data-parallel group (dp * cp)
-  double experts = 0;  // replicated across dp * cp / ep only
+  double experts = 0;  // replicated across tp * dp * cp / (ep * etp) only
   double total() const { return dense + experts; }
   double largest_layer = 0;  // one layer's parameters on this device (for ZeRO-3 gathers)
 };
@@ -48,5 +59,24 @@ DeviceParams device_params(const ModelSpec& model, const ParallelPlan& plan, int
 /// Local K/V heads per tensor-parallel rank: kv_heads / tp, or 1 when tp > kv_heads
 /// (Megatron-LM replicates query groups).
 double local_kv_heads(const ModelSpec& model, int tp);
+
+/// Share of a causal attention's query-key score matrix (seq_len x seq_len) a layer computes,
+/// averaged over the layers: 1/2 for full causal attention; a sliding window of w < s keys
+/// computes s*w - w^2/2 of the s^2 (Gemma 2 / Gemma 3 local layers).
+double causal_attention_density(const ModelSpec& model, double seq_len);
+
+/// Query-key pairs per sequence summed over the layers, in the model-FLOPs convention that
+/// counts the full s^2 for global layers (Korthikanti et al. 2022 Eq. 7): s * min(s, w) for
+/// sliding-window layers.
+double attended_pairs(const ModelSpec& model, double seq_len);
+
+/// The training sequence length used when --seq-len is not given: the model's own pre-training
+/// context, capped at kDefaultSeqLenCap tokens so that a preset and the config.json of the same
+/// model (Qwen2.5-7B: 32,768 in its report, 131,072 in its config) train alike by default.
+inline constexpr int kDefaultSeqLenCap = 8192;
+int default_training_seq_len(const ModelSpec& model);
+
+/// MoE layers among a pipeline stage's layers (stages hold consecutive layers).
+int stage_moe_layers(const ModelSpec& model, const ParallelPlan& plan, int stage);
 
 }  // namespace shardplan

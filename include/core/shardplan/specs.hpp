@@ -45,9 +45,47 @@ struct ModelSpec {
   int experts_per_token = 0;
   double params_only = 0;  // total parameters when no architecture is known
 
+  // Mixture-of-experts layout. Layer i (from 0) is a MoE layer when i >= first_dense_layers and
+  // (i - first_dense_layers + 1) is a multiple of moe_layer_step (DeepSeek's
+  // first_k_dense_replace, Qwen-MoE's decoder_sparse_step, Llama 4's interleave_moe_layer_step).
+  int first_dense_layers = 0;
+  int moe_layer_step = 1;
+  int dense_ffn_hidden = 0;   // MLP width of the dense layers of a MoE model; 0 = ffn_hidden
+  int shared_ffn_hidden = 0;  // width of the always-on shared expert(s) of a MoE layer; 0 = none
+  bool shared_expert_gate = false;  // Qwen2-MoE's sigmoid gate on the shared expert (h weights)
+  bool router_bias = false;         // DeepSeek-V3's per-expert score-correction bias
+  // Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank == 0 means ordinary attention.
+  int q_lora_rank = 0;  // 0 = queries projected directly (DeepSeek-V2-Lite)
+  int kv_lora_rank = 0;
+  int qk_rope_head_dim = 0;
+  int qk_nope_head_dim = 0;
+  int v_head_dim = 0;
+  bool qk_norm = false;     // per-head RMSNorm of queries and keys (Qwen3, Gemma 3)
+  int norms_per_layer = 2;  // Gemma 2/3 add post-attention and post-MLP norms: 4
+  int mtp_layers = 0;       // DeepSeek-V3's multi-token-prediction modules, counted apart
+  // Sliding-window attention: every layer but each global_attention_every-th attends to the last
+  // sliding_window tokens only (Gemma 2: every 2nd global, Gemma 3: every 6th; 0 = none global).
+  int sliding_window = 0;
+  int global_attention_every = 0;
+  std::vector<std::string> notes;  // defaults a loader took for fields the input left out
+
   bool has_architecture() const { return layers > 0; }
   bool is_moe() const { return experts > 1; }
   bool gated_mlp() const { return mlp != MlpKind::gelu; }
+  bool is_mla() const { return kv_lora_rank > 0; }
+  bool is_moe_layer(int i) const {
+    return is_moe() && i >= first_dense_layers &&
+           (i - first_dense_layers + 1) % moe_layer_step == 0;
+  }
+  int moe_layer_count() const {
+    int n = 0;
+    for (int i = 0; i < layers; ++i) n += is_moe_layer(i) ? 1 : 0;
+    return n;
+  }
+  int dense_mlp_width() const { return dense_ffn_hidden > 0 ? dense_ffn_hidden : ffn_hidden; }
+  /// Per-head widths of the query/key dot product and of the values (MLA splits them).
+  int qk_head_width() const { return is_mla() ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
+  int v_head_width() const { return is_mla() ? v_head_dim : head_dim; }
 };
 
 /// Index into GpuSpec::peak_flops.
@@ -115,8 +153,13 @@ struct TrainingSpec {
   bool overlap_param_gather = true;  // ZeRO-3/FSDP prefetch of the next layer's weights
   bool tp_comm_overlap = false;      // Transformer Engine userbuffer overlap of TP comm
   double fragmentation = 0.05;       // allocator reserve beyond what tensors hold
-  double tokens = 0;                 // training budget for time-to-train, 0 = not asked
-  double gpu_hour_cost = 0;          // currency per GPU-hour, 0 = not asked
+  // Mixture of experts: 0 = dropless (Megatron-Core's default) with routing assumed balanced;
+  // c > 0 = each expert takes at most c x its even share of tokens, padded to that capacity
+  // (--moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity), so GEMM rows and
+  // all-to-all volume are c x the even share.
+  double moe_capacity_factor = 0;
+  double tokens = 0;         // training budget for time-to-train, 0 = not asked
+  double gpu_hour_cost = 0;  // currency per GPU-hour, 0 = not asked
 };
 
 struct ParallelPlan {
@@ -125,6 +168,10 @@ struct ParallelPlan {
   int pp = 1;
   int cp = 1;  // context parallel
   int ep = 1;  // expert parallel, carved out of dp
+  // Expert tensor parallel (Megatron-Core's --expert-tensor-parallel-size): how many ranks split
+  // each expert's matrices; 0 = the same as tp. Experts span ep x etp ranks of tp x dp x cp.
+  int etp = 0;
+  int expert_tp() const { return etp > 0 ? etp : tp; }
   int zero = 0;
   int micro_batch = 1;
   Recompute recompute = Recompute::none;

@@ -17,6 +17,7 @@ namespace shardplan {
 struct MicroBatchCost {
   double tokens = 0;  // per micro-batch on this device
   BlockTime layer, embedding, head;
+  BlockTime dense_layer;  // a MoE model's dense layers (== layer when all layers are alike)
   ActivationProfile activations;
   // tensor parallel, per layer per micro-batch
   double tp_layer_bytes = 0;  // one collective's size (s * b * h activations)
