@@ -1,4 +1,4 @@
-// Whether a parallel plan can run at all: divisibility and placement rules of the frameworks.
+// Shared facts about a parallel plan's shape: layers per stage, micro-batches, a description.
 #pragma once
 
 #include <string>
@@ -7,25 +7,6 @@
 #include "shardplan/specs.hpp"
 
 namespace shardplan {
-
-/// A reason a plan cannot run, naming the flag that would fix it.
-struct PlanProblem {
-  std::string field;    // e.g. "--tp"
-  std::string message;  // what is wrong and what would be valid
-};
-
-struct PlanRules {
-  bool allow_tp_across_nodes = false;
-};
-
-/// Every rule the plan breaks (empty when it can run): degrees multiply to the GPU count, tp
-/// divides the heads (and the KV heads or is a multiple of them), pp is at most the layers (and
-/// pp * v divides them with interleaving), the global batch divides into micro-batches per
-/// data-parallel rank, tp stays inside a node, sequence parallel needs tp > 1, ep divides dp * cp
-/// and the experts.
-std::vector<PlanProblem> check_plan(const ModelSpec& model, const TrainingSpec& training,
-                                    const ParallelPlan& plan, const ClusterSpec& cluster,
-                                    const PlanRules& rules = {});
 
 /// Transformer layers on a pipeline stage. When pp does not divide the layers, the extra layers
 /// go to the middle stages first, because the first stage also holds the embedding and the last

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "shardplan/framework.hpp"
+
 namespace shardplan {
 
 enum class MlpKind { gelu, swiglu, geglu };
@@ -114,6 +116,7 @@ struct TrainingSpec {
   double fragmentation = 0.05;       // allocator reserve beyond what tensors hold
   double tokens = 0;                 // training budget for time-to-train, 0 = not asked
   double gpu_hour_cost = 0;          // currency per GPU-hour, 0 = not asked
+  FrameworkProfile framework;        // the stack that runs the plan (default: the ideal one)
 };
 
 struct ParallelPlan {

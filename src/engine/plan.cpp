@@ -1,4 +1,4 @@
-// Plan feasibility rules, shared by user-given plans (errors) and the search (rejections).
+// Shared facts about a plan's shape: layers per stage, micro-batches per step, its description.
 #include "shardplan/plan.hpp"
 
 #include <fmt/format.h>
@@ -19,96 +19,6 @@ int stage_layers(int layers, const ParallelPlan& p, int stage) {
 int micro_batches_per_step(const TrainingSpec& training, const ParallelPlan& plan) {
   const long long per_step = static_cast<long long>(plan.dp) * plan.micro_batch;
   return per_step > 0 ? static_cast<int>(training.global_batch / per_step) : 0;
-}
-
-std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
-                                    const ParallelPlan& p, const ClusterSpec& c,
-                                    const PlanRules& rules) {
-  std::vector<PlanProblem> out;
-  auto fail = [&out](std::string field, std::string message) {
-    out.push_back({std::move(field), std::move(message)});
-  };
-  if (p.dp < 1 || p.tp < 1 || p.pp < 1 || p.cp < 1 || p.ep < 1 || p.micro_batch < 1 ||
-      p.interleave < 1) {
-    fail("--dp/--tp/--pp/--cp/--ep/--micro-batch/--interleave", "every degree must be at least 1");
-    return out;
-  }
-  if (p.gpus() != c.gpus) {
-    fail("--dp/--tp/--pp/--cp",
-         fmt::format("dp {} x tp {} x pp {} x cp {} = {} GPUs, but the cluster has {}; the "
-                     "product of the degrees must equal --gpus",
-                     p.dp, p.tp, p.pp, p.cp, p.gpus(), c.gpus));
-  }
-  if (p.zero < 0 || p.zero > 3)
-    fail("--zero", fmt::format("{} is not a ZeRO stage; use 0-3", p.zero));
-  if (p.tp > c.gpus_per_node && !rules.allow_tp_across_nodes) {
-    fail("--tp", fmt::format("tensor parallel {} spans more than the {} GPUs of a node; keep tp "
-                             "<= {} or pass --allow-tp-across-nodes",
-                             p.tp, c.gpus_per_node, c.gpus_per_node));
-  }
-  // A GPU without this dtype's tensor cores (fp8 on an A100); a cluster with no GPU profile at all
-  // (the probe checking a model's shapes) has nothing to say about precision.
-  const bool has_gpu = c.gpu.peak_flops[static_cast<int>(MathDtype::bf16)] > 0;
-  if (has_gpu && c.gpu.peak_flops[static_cast<int>(math_dtype(tr.precision))] <= 0) {
-    fail("--precision", fmt::format("{} has no {} tensor cores; use bf16 or fp16", c.gpu.name,
-                                    to_string(tr.precision)));
-  }
-  if (p.sequence_parallel && p.tp == 1) {
-    fail("--sequence-parallel",
-         "sequence parallelism splits tensor-parallel regions; it needs --tp > 1");
-  }
-  if (tr.global_batch % (static_cast<long long>(p.dp) * p.micro_batch) != 0) {
-    fail("--global-batch",
-         fmt::format("{} sequences do not split into micro-batches of {} on {} data-parallel "
-                     "ranks; use a multiple of {}",
-                     tr.global_batch, p.micro_batch, p.dp, p.dp * p.micro_batch));
-  }
-  if (tr.seq_len % p.cp != 0) {
-    fail("--cp", fmt::format("context parallel {} does not divide the sequence length {}", p.cp,
-                             tr.seq_len));
-  }
-  if (!m.has_architecture()) {
-    if (p.interleave > 1) fail("--interleave", "interleaving needs the model's layer count");
-    return out;
-  }
-  if (m.heads % p.tp != 0) {
-    fail("--tp",
-         fmt::format("tensor parallel {} does not divide the {} attention heads", p.tp, m.heads));
-  } else if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {
-    fail("--tp", fmt::format("tensor parallel {} neither divides nor is a multiple of the {} "
-                             "key/value heads",
-                             p.tp, m.kv_heads));
-  }
-  if (m.ffn_hidden % p.tp != 0) {
-    fail("--tp",
-         fmt::format("tensor parallel {} does not divide the MLP width {}", p.tp, m.ffn_hidden));
-  }
-  if (p.pp > m.layers) {
-    fail("--pp",
-         fmt::format("{} pipeline stages for {} layers; use at most {}", p.pp, m.layers, m.layers));
-  } else if (p.interleave > 1 && m.layers % (p.pp * p.interleave) != 0) {
-    fail("--interleave",
-         fmt::format("{} layers do not split into pp {} x interleave {} equal chunks", m.layers,
-                     p.pp, p.interleave));
-  }
-  if (p.interleave > 1) {
-    if (p.pp == 1) fail("--interleave", "interleaving needs pipeline parallel (--pp > 1)");
-    const int mb = micro_batches_per_step(tr, p);
-    if (mb > 0 && mb % p.pp != 0) {
-      fail("--interleave", fmt::format("the interleaved schedule needs the {} micro-batches per "
-                                       "step to be a multiple of pp {}",
-                                       mb, p.pp));
-    }
-  }
-  if (p.ep > 1) {
-    if (!m.is_moe()) {
-      fail("--ep", "expert parallelism needs a mixture-of-experts model");
-    } else if (m.experts % p.ep != 0 || (p.dp * p.cp) % p.ep != 0) {
-      fail("--ep", fmt::format("expert parallel {} must divide the {} experts and dp x cp = {}",
-                               p.ep, m.experts, p.dp * p.cp));
-    }
-  }
-  return out;
 }
 
 std::string describe(const ParallelPlan& p) {

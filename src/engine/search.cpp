@@ -41,30 +41,6 @@ Objective parse_objective(const std::string& text, const std::string& field) {
   throw InputError(field, "'" + text + "' is not one of: time, cost, throughput");
 }
 
-const char* to_string(Reject r) {
-  switch (r) {
-    case Reject::tp_shape:
-      return "tp does not divide heads, KV heads or MLP width";
-    case Reject::tp_node:
-      return "tp spans nodes";
-    case Reject::pp_layers:
-      return "more stages than layers, or interleaved chunks of unequal size";
-    case Reject::batch:
-      return "global batch does not split into dp x micro-batch";
-    case Reject::interleave:
-      return "interleaving needs pp > 1 and micro-batches a multiple of pp";
-    case Reject::sequence_parallel:
-      return "sequence parallel needs tp > 1";
-    case Reject::context_parallel:
-      return "cp does not divide the sequence";
-    case Reject::expert_parallel:
-      return "ep does not divide the experts or dp x cp";
-    case Reject::memory:
-      return "does not fit in device memory";
-  }
-  return "";
-}
-
 long long SearchSpace::size() const {
   return static_cast<long long>(tp.size()) * pp.size() * cp.size() * ep.size() * zero.size() *
          micro_batch.size() * interleave.size() * recompute.size() * sequence_parallel.size();
@@ -78,6 +54,17 @@ std::vector<int> divisors(long long n, long long max) {
     if (n % d == 0) out.push_back(static_cast<int>(d));
   }
   return out;
+}
+
+// Only what the framework can run: a point it cannot is not a plan for it.
+void restrict_to(SearchSpace& s, const FrameworkCaps& caps) {
+  std::erase_if(s.zero, [&](int z) { return !caps.has_zero(z); });
+  if (!caps.tensor_parallel) s.tp = {1};
+  if (!caps.sequence_parallel) s.sequence_parallel = {false};
+  if (caps.pipeline_schedules.empty()) s.pp = {1};
+  if (!caps.has_schedule(PipelineSchedule::interleaved)) s.interleave = {1};
+  if (!caps.context_parallel) s.cp = {1};
+  if (!caps.expert_parallel) s.ep = {1};
 }
 
 }  // namespace
@@ -103,39 +90,8 @@ SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const Cluster
           ? std::vector<Recompute>{Recompute::none, Recompute::full}
           : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
   s.sequence_parallel = {false, true};
+  restrict_to(s, tr.framework.caps);
   return s;
-}
-
-bool first_rule_broken(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
-                       const ClusterSpec& c, const PlanRules& rules, Reject* reason) {
-  auto fail = [reason](Reject r) {
-    *reason = r;
-    return true;
-  };
-  if (p.sequence_parallel && p.tp == 1) return fail(Reject::sequence_parallel);
-  if (p.tp > c.gpus_per_node && !rules.allow_tp_across_nodes) return fail(Reject::tp_node);
-  if (tr.seq_len % p.cp != 0) return fail(Reject::context_parallel);
-  if (tr.global_batch % (static_cast<long long>(p.dp) * p.micro_batch) != 0)
-    return fail(Reject::batch);
-  if (m.has_architecture()) {
-    if (m.heads % p.tp != 0 || (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) ||
-        m.ffn_hidden % p.tp != 0) {
-      return fail(Reject::tp_shape);
-    }
-    if (p.pp > m.layers || (p.interleave > 1 && m.layers % (p.pp * p.interleave) != 0)) {
-      return fail(Reject::pp_layers);
-    }
-  } else if (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.interleave > 1) {
-    return fail(Reject::tp_shape);
-  }
-  if (p.interleave > 1) {
-    const long long micro = tr.global_batch / (static_cast<long long>(p.dp) * p.micro_batch);
-    if (p.pp == 1 || micro % p.pp != 0) return fail(Reject::interleave);
-  }
-  if (p.ep > 1 && (!m.is_moe() || m.experts % p.ep != 0 || (p.dp * p.cp) % p.ep != 0)) {
-    return fail(Reject::expert_parallel);
-  }
-  return false;
 }
 
 namespace {
@@ -163,7 +119,8 @@ struct Worse {
 // One per thread, cache-line aligned so that threads never share a line.
 struct alignas(64) Partial {
   long long evaluated = 0, modelled = 0, feasible = 0;
-  std::array<long long, kRejectReasons> rejected{};
+  std::array<long long, kRules> rejected{};
+  long long rejected_memory = 0;
   std::priority_queue<Candidate, std::vector<Candidate>, Worse> top;  // worst on top
   bool have_least = false;
   Candidate least;
@@ -190,6 +147,7 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
                const SearchSpace& space, const SearchOptions& opt, Partial& out) {
   const long long inner = static_cast<long long>(space.pp.size()) * space.interleave.size() *
                           space.zero.size() * space.recompute.size();
+  const RuleContext rules{m, tr, c, opt.rules};
   bool costed = false;
   MicroBatchCost cost;
   MemoryInputs mem;
@@ -201,7 +159,7 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
       // under this pp is a batch split that cannot exist.
       const long long n = inner / space.pp.size();
       out.evaluated += n;
-      out.rejected[static_cast<int>(Reject::batch)] += n;
+      out.rejected[static_cast<int>(RuleId::gpu_count)] += n;
       continue;
     }
     for (int v : space.interleave) {
@@ -219,9 +177,8 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
           p.interleave = v;
           p.zero = zero;
           p.recompute = rc;
-          Reject why;
-          if (first_rule_broken(m, tr, p, c, opt.rules, &why)) {
-            ++out.rejected[static_cast<int>(why)];
+          if (const auto broken = first_broken(p, rules)) {
+            ++out.rejected[static_cast<int>(*broken)];
             continue;
           }
           if (!costed) {
@@ -239,7 +196,7 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
           cand.tokens_per_s = tokens / ev.time.step_s;
           cand.objective = objective_of(opt.objective, cand, c.gpus);
           if (ev.peak_bytes > c.gpu.memory_bytes) {
-            ++out.rejected[static_cast<int>(Reject::memory)];
+            ++out.rejected_memory;
             if (!out.have_least || ev.peak_bytes < out.least.peak_bytes ||
                 (ev.peak_bytes == out.least.peak_bytes && key_of(cand) < key_of(out.least))) {
               out.least = cand;
@@ -295,7 +252,8 @@ SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpe
     r.evaluated += p.evaluated;
     r.modelled += p.modelled;
     r.feasible += p.feasible;
-    for (int i = 0; i < kRejectReasons; ++i) r.rejected[i] += p.rejected[i];
+    for (int i = 0; i < kRules; ++i) r.rejected[i] += p.rejected[i];
+    r.rejected_memory += p.rejected_memory;
     while (!p.top.empty()) {
       all.push_back(p.top.top());
       p.top.pop();

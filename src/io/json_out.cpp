@@ -74,6 +74,7 @@ nlohmann::json to_json(const TrainingSpec& t) {
                       {"overlap_param_gather", t.overlap_param_gather},
                       {"tp_comm_overlap", t.tp_comm_overlap},
                       {"fragmentation", t.fragmentation}};
+  j["framework"] = t.framework.name.empty() ? "none" : t.framework.name;
   if (t.tokens > 0) j["tokens"] = t.tokens;
   if (t.gpu_hour_cost > 0) j["gpu_hour_cost"] = t.gpu_hour_cost;
   return j;

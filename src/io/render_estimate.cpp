@@ -153,6 +153,15 @@ nlohmann::json to_json(const Throughput& t) {
           {"peak_flops_per_gpu", t.peak_flops}};
 }
 
+std::string mfu_warning(double mfu, const TrainingSpec& tr) {
+  const FrameworkProfile& f = tr.framework;
+  if (f.max_published_mfu <= 0 || mfu <= f.max_published_mfu) return "";
+  return fmt::format(
+      "MFU {} is above the highest published for {} ({}: {}); the model is least trustworthy "
+      "here",
+      format_percent(mfu), f.name, format_percent(f.max_published_mfu), f.max_published_mfu_source);
+}
+
 nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingSpec& tr,
                        const ClusterSpec& c) {
   nlohmann::json j = {{"memory", to_json(e.memory)},
@@ -166,6 +175,7 @@ nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingS
         "only the parameter count was given",
         kParamsOnlyMfu * 100));
   }
+  if (const std::string w = mfu_warning(e.throughput.mfu, tr); !w.empty()) notes.push_back(w);
   j["notes"] = notes;
   if (tr.tokens > 0) {
     j["training_run"] = {
@@ -240,7 +250,9 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
       "(of {:.0f} TFLOP/s {} peak)\n",
       th.tokens_per_s, th.tflops_per_gpu, format_percent(th.mfu), format_percent(th.hfu),
       th.peak_flops / kTera, to_string(math_dtype(tr.precision)));
-  if (th.mfu > 0.6 && c.gpus > 8) {
+  if (const std::string w = mfu_warning(th.mfu, tr); !w.empty()) {
+    out += "warning: " + w + "\n";
+  } else if (th.mfu > 0.6 && c.gpus > 8) {
     out += "warning: above 60% MFU at scale is a red flag: published dense runs reach 40-56%\n";
   }
   if (e.params_only) {

@@ -144,12 +144,11 @@ TEST_CASE("emit refuses what a launcher cannot run, and bad input, naming the fi
   };
   const Case cases[] = {
       {"emit --format megatron " + zero3, "--zero", "pipeline"},
-      {"emit --format deepspeed " + zero2, "--zero",
-       "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"},
+      {"emit --format deepspeed " + zero2, "--zero", "ZeRO stages up to 1 only"},
       {"emit --format accelerate " + kGpt3, "--pp", "no pipeline parallelism"},
       {"emit --format torchtitan " + kGpt3, "--zero", "no ZeRO-1"},
       {"emit --format slurm " + kGpt3, "--format", "deepspeed, megatron, torchtitan or accelerate"},
-      {"emit " + kGpt3, "--format", ""},
+      {"emit --framework jax " + kGpt3, "--framework", "megatron, deepspeed, torchtitan or fsdp"},
       {"emit --format deepspeed --plan " + dir + "/missing.json", "--plan", ""},
       {"emit --format deepspeed --plan " + dir + "/broken.json", "broken.json", ""},
       {"emit --format deepspeed --plan " + dir + "/typo.json", "plan: pipline", ""},

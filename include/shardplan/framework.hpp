@@ -1,0 +1,81 @@
+// The training stack that runs a plan (Megatron-Core, DeepSpeed, torchtitan, PyTorch FSDP): what
+// it can run at all (its capabilities, which extend the plan rules) and how it runs it (kernels,
+// collectives, overlap), as loaded from profiles/frameworks/*.json.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shardplan {
+
+enum class Framework { megatron, deepspeed, torchtitan, fsdp };
+inline constexpr int kFrameworks = 4;
+const char* to_string(Framework f);
+/// InputError naming `field` with the valid names.
+Framework parse_framework(const std::string& text, const std::string& field);
+
+/// Pipeline schedules by the names the profiles use.
+enum class PipelineSchedule { one_f_one_b, interleaved, gpipe, zb_h1, zb_v, dualpipe_v };
+inline constexpr int kPipelineSchedules = 6;
+const char* to_string(PipelineSchedule s);  // "1f1b", "interleaved", "gpipe", "zb-h1", ...
+PipelineSchedule parse_pipeline_schedule(const std::string& text, const std::string& field);
+
+enum class OffloadTarget { cpu, nvme };
+
+/// Where a framework can move each kind of state off the GPU (empty: nowhere).
+struct OffloadCaps {
+  std::vector<OffloadTarget> optimizer, params, activations;
+};
+
+/// What a framework can run. A default-constructed value allows everything: the ideal stack the
+/// engine prices when no framework is named (engine tests, the probe).
+struct FrameworkCaps {
+  std::vector<int> zero_stages = {0, 1, 2, 3};
+  int max_zero_with_pp = 3;  // the highest ZeRO stage its pipeline engine combines with
+  bool tensor_parallel = true;
+  bool sequence_parallel = true;
+  std::vector<PipelineSchedule> pipeline_schedules = {
+      PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved, PipelineSchedule::gpipe,
+      PipelineSchedule::zb_h1,       PipelineSchedule::zb_v,        PipelineSchedule::dualpipe_v};
+  bool context_parallel = true;
+  bool expert_parallel = true;
+  bool fp8 = true;
+  bool fp16 = true;
+  bool tp_across_nodes = true;
+  bool replicate_only_1d = false;  // plain data parallel (ZeRO-0) refuses any other parallelism
+  OffloadCaps offload;
+
+  bool has_schedule(PipelineSchedule s) const;
+  bool has_zero(int stage) const;
+};
+
+/// Achieved share of the link's bus bandwidth for a collective group of `ranks` GPUs,
+/// interpolated in log(ranks); empty = 1 (the link's busbw as nccl-tests measures it).
+struct BusbwShare {
+  std::vector<std::pair<double, double>> points;  // (ranks, share), ascending ranks
+  double at(double ranks) const;
+};
+
+/// How a framework runs a plan, relative to the stack the GPU profiles were fitted on
+/// (Megatron-LM with fused kernels: every factor 1).
+struct FrameworkPricing {
+  double kernel_speed = 1;  // compute time is divided by this (eager < 1 < compiled gains)
+  BusbwShare dp_busbw;      // gradient reduce and ZeRO-1/2 parameter gathers
+  BusbwShare zero3_busbw;   // ZeRO-3 / FSDP per-unit gathers and reduce-scatters
+  BusbwShare tp_busbw;
+  bool tp_comm_overlap = false;  // overlaps TP comm with GEMMs by default
+};
+
+/// A framework profile: its name, capabilities, pricing and what validation says of it.
+struct FrameworkProfile {
+  std::string name;  // empty: no framework named (every capability, neutral pricing)
+  Framework id = Framework::megatron;
+  std::string source;  // the profile file
+  FrameworkCaps caps;
+  FrameworkPricing pricing;
+  double max_published_mfu = 0;  // highest MFU published for it at scale; 0 = unknown
+  std::string max_published_mfu_source;
+};
+
+}  // namespace shardplan

@@ -1,0 +1,85 @@
+// Names of frameworks and pipeline schedules, and the small queries on a framework's data.
+#include "shardplan/framework.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "shardplan/error.hpp"
+
+namespace shardplan {
+
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::megatron:
+      return "megatron";
+    case Framework::deepspeed:
+      return "deepspeed";
+    case Framework::torchtitan:
+      return "torchtitan";
+    case Framework::fsdp:
+      return "fsdp";
+  }
+  return "";
+}
+
+Framework parse_framework(const std::string& text, const std::string& field) {
+  for (int i = 0; i < kFrameworks; ++i) {
+    if (text == to_string(static_cast<Framework>(i))) return static_cast<Framework>(i);
+  }
+  throw InputError(field, "'" + text +
+                              "' is not a framework; use megatron, deepspeed, "
+                              "torchtitan or fsdp");
+}
+
+const char* to_string(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::one_f_one_b:
+      return "1f1b";
+    case PipelineSchedule::interleaved:
+      return "interleaved";
+    case PipelineSchedule::gpipe:
+      return "gpipe";
+    case PipelineSchedule::zb_h1:
+      return "zb-h1";
+    case PipelineSchedule::zb_v:
+      return "zb-v";
+    case PipelineSchedule::dualpipe_v:
+      return "dualpipe-v";
+  }
+  return "";
+}
+
+PipelineSchedule parse_pipeline_schedule(const std::string& text, const std::string& field) {
+  for (int i = 0; i < kPipelineSchedules; ++i) {
+    if (text == to_string(static_cast<PipelineSchedule>(i)))
+      return static_cast<PipelineSchedule>(i);
+  }
+  throw InputError(field, "'" + text +
+                              "' is not a pipeline schedule; use 1f1b, interleaved, "
+                              "gpipe, zb-h1, zb-v or dualpipe-v");
+}
+
+bool FrameworkCaps::has_schedule(PipelineSchedule s) const {
+  return std::find(pipeline_schedules.begin(), pipeline_schedules.end(), s) !=
+         pipeline_schedules.end();
+}
+
+bool FrameworkCaps::has_zero(int stage) const {
+  return std::find(zero_stages.begin(), zero_stages.end(), stage) != zero_stages.end();
+}
+
+double BusbwShare::at(double ranks) const {
+  if (points.empty()) return 1.0;
+  if (ranks <= points.front().first) return points.front().second;
+  if (ranks >= points.back().first) return points.back().second;
+  for (size_t i = 1; i < points.size(); ++i) {
+    const auto& [r1, s1] = points[i];
+    if (ranks > r1) continue;
+    const auto& [r0, s0] = points[i - 1];
+    const double t = std::log(ranks / r0) / std::log(r1 / r0);
+    return s0 + t * (s1 - s0);
+  }
+  return points.back().second;
+}
+
+}  // namespace shardplan
