@@ -67,6 +67,20 @@ struct FrameworkPricing {
   bool tp_comm_overlap = false;  // overlaps TP comm with GEMMs by default
 };
 
+/// How far measured steps fell from predicted ones for one GPU generation, from `shardplan
+/// validate`: measured step / predicted step - 1, lowest and highest (0 included).
+struct AccuracyClass {
+  std::string gpu_class;  // "A100", "H100": the generation a GPU preset's name starts with
+  int cases = 0;
+  bool held_out = true;  // false: only fitted cases exist for this class
+  double step_error_low = 0;
+  double step_error_high = 0;
+  std::string source;  // the validation case ids
+};
+
+/// The GPU generation of a preset name ("H200" and "H100-SXM" -> "H100"), empty if unknown.
+std::string gpu_class(const std::string& gpu_name);
+
 /// A framework profile: its name, capabilities, pricing and what validation says of it.
 struct FrameworkProfile {
   std::string name;  // empty: no framework named (every capability, neutral pricing)
@@ -76,6 +90,20 @@ struct FrameworkProfile {
   FrameworkPricing pricing;
   double max_published_mfu = 0;  // highest MFU published for it at scale; 0 = unknown
   std::string max_published_mfu_source;
+  std::vector<AccuracyClass> accuracy;
+
+  /// The accuracy class of a GPU, or nullptr when validation has no case on its generation.
+  const AccuracyClass* accuracy_for(const std::string& gpu_name) const;
 };
+
+/// A predicted step with the range validation says the measured one falls in.
+struct StepInterval {
+  double low_s = 0, high_s = 0;
+  const AccuracyClass* accuracy = nullptr;  // nullptr: no validation case for this class
+  /// True when a plan `faster_s` is faster by less than this interval can tell apart.
+  bool within(double faster_s) const { return faster_s >= low_s; }
+};
+StepInterval step_interval(const FrameworkProfile& framework, const std::string& gpu_name,
+                           double step_s);
 
 }  // namespace shardplan

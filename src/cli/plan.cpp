@@ -34,6 +34,14 @@ nlohmann::json estimate_json(const Candidate& c, const Inputs& in) {
   return j;
 }
 
+// The fastest plan's advantage is no larger than the recommended plan's validation interval
+// reaches below it: the model cannot tell them apart, so the simpler plan stays preferred.
+bool advantage_inside_interval(const RungVerdict& rec, const Candidate& fastest, const Inputs& in) {
+  const StepInterval si =
+      step_interval(in.training.framework, in.cluster.gpu.name, rec.plan.step_s);
+  return si.accuracy && fastest.step_s < rec.plan.step_s && si.within(fastest.step_s);
+}
+
 double plan_mfu(const Candidate& c, const Inputs& in) {
   return estimate(in.model, in.training, c.plan, in.cluster).throughput.mfu;
 }
@@ -161,7 +169,8 @@ Runner setup_plan(CLI::App& sub) {
       j["fastest"] = fastest ? estimate_json(*fastest, in) : nlohmann::json();
       if (rec && fastest) {
         j["gap"] = {{"step_ratio", rec->plan.step_s / fastest->step_s},
-                    {"throughput_ratio", fastest->step_s / rec->plan.step_s}};
+                    {"throughput_ratio", fastest->step_s / rec->plan.step_s},
+                    {"inside_interval", advantage_inside_interval(*rec, *fastest, in)}};
       }
       nlohmann::json ranked = nlohmann::json::array();
       for (const Candidate& c : found.ranked) ranked.push_back(estimate_json(c, in));
@@ -201,6 +210,10 @@ Runner setup_plan(CLI::App& sub) {
           "Recommended ({}, the simplest rung that works): {}\n  {} per step, {:.0f} tokens/s\n",
           to_string(rec->rung), describe(rec->plan.plan), format_seconds(rec->plan.step_s),
           rec->plan.tokens_per_s);
+      std::cout << "  interval "
+                << interval_text(step_interval(tr.framework, in.cluster.gpu.name, rec->plan.step_s),
+                                 tr)
+                << "\n";
       const std::string w = mfu_warning(plan_mfu(rec->plan, in), tr);
       if (!w.empty()) std::cout << "  warning: " << w << "\n";
     }
@@ -211,6 +224,14 @@ Runner setup_plan(CLI::App& sub) {
       if (rec) {
         const double gap = rec->plan.step_s / fastest->step_s - 1;
         std::cout << fmt::format("; the recommended plan is {} slower", format_percent(gap));
+      }
+      std::cout << "\n  interval "
+                << interval_text(step_interval(tr.framework, in.cluster.gpu.name, fastest->step_s),
+                                 tr);
+      if (rec && advantage_inside_interval(*rec, *fastest, in)) {
+        std::cout
+            << "\n  the fastest plan's advantage lies inside the recommended plan's interval: "
+               "the model cannot tell them apart, so the simpler, recommended plan is preferred";
       }
       const std::string w = mfu_warning(plan_mfu(*fastest, in), tr);
       if (!w.empty()) std::cout << "\n  warning: " << w;

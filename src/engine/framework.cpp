@@ -68,6 +68,30 @@ bool FrameworkCaps::has_zero(int stage) const {
   return std::find(zero_stages.begin(), zero_stages.end(), stage) != zero_stages.end();
 }
 
+std::string gpu_class(const std::string& name) {
+  for (const char* g : {"A100", "H100", "B200", "L40S", "MI300X"}) {
+    if (name.rfind(g, 0) == 0) return g;
+  }
+  if (name.rfind("H200", 0) == 0) return "H100";  // Hopper, the same kernels
+  return "";
+}
+
+const AccuracyClass* FrameworkProfile::accuracy_for(const std::string& gpu_name) const {
+  const std::string g = gpu_class(gpu_name);
+  for (const AccuracyClass& a : accuracy) {
+    if (a.gpu_class == g) return &a;
+  }
+  return nullptr;
+}
+
+StepInterval step_interval(const FrameworkProfile& f, const std::string& gpu_name, double step_s) {
+  StepInterval i;
+  i.accuracy = f.accuracy_for(gpu_name);
+  i.low_s = step_s * (1 + (i.accuracy ? i.accuracy->step_error_low : 0));
+  i.high_s = step_s * (1 + (i.accuracy ? i.accuracy->step_error_high : 0));
+  return i;
+}
+
 double BusbwShare::at(double ranks) const {
   if (points.empty()) return 1.0;
   if (ranks <= points.front().first) return points.front().second;

@@ -101,6 +101,30 @@ void read_words(StrictObject o) {
   o.finish();
 }
 
+std::vector<AccuracyClass> read_accuracy(StrictObject& o) {
+  std::vector<AccuracyClass> out;
+  const auto& raw = o.raw("accuracy");
+  if (!raw.is_array()) throw InputError(o.field("accuracy"), "expected a list of GPU classes");
+  for (size_t i = 0; i < raw.size(); ++i) {
+    StrictObject a(raw[i], o.field("accuracy") + fmt::format("[{}]", i));
+    AccuracyClass c;
+    c.gpu_class = a.string("gpu_class");
+    c.cases = a.integer("cases");
+    const std::string split = a.string("split");
+    if (split != "held-out" && split != "fitted")
+      throw InputError(a.field("split"), "'" + split + "' is not held-out or fitted");
+    c.held_out = split == "held-out";
+    c.step_error_low = a.number("step_error_low");
+    c.step_error_high = a.number("step_error_high");
+    if (c.cases < 1 || c.step_error_low > 0 || c.step_error_high < 0 || c.step_error_low <= -1)
+      throw InputError(a.field("cases"), "needs cases >= 1 and -1 < low <= 0 <= high");
+    c.source = a.string("source");
+    a.finish();
+    out.push_back(c);
+  }
+  return out;
+}
+
 FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string& where) {
   StrictObject o(j, where);
   FrameworkProfile f;
@@ -124,6 +148,7 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
   read_words(o.object("memory"));
   read_words(o.object("loss"));
   f.max_published_mfu = o.positive("max_published_mfu");
+  f.accuracy = read_accuracy(o);
   StrictObject sources = o.object("sources");
   for (const char* key : {"capabilities", "collectives", "overlap", "kernels", "recompute",
                           "memory", "loss", "max_published_mfu"})

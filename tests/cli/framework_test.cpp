@@ -126,3 +126,36 @@ TEST_CASE("plan --framework all: the best plan per framework side by side") {
   REQUIRE(table.status == 0);
   CHECK(contains(table.out, "torchtitan"));
 }
+
+TEST_CASE("estimate --json: the step with its validation interval and the class it comes from") {
+  const auto r = run_cli(
+      "estimate --model gpt3-175b --gpu A100-80GB --gpus 1536 --global-batch 1536 --zero 3 "
+      "--recompute full --framework deepspeed --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const double step = j.at("time").at("step_s");
+  // deepspeed x A100 held-out cases: steps 7.4% shorter (ZeRO-3, 1536 GPUs) to 20.2% longer (BLOOM)
+  CHECK(j.at("time").at("step_s_low").get<double>() == doctest::Approx(step * (1 - 0.074)));
+  CHECK(j.at("time").at("step_s_high").get<double>() == doctest::Approx(step * (1 + 0.202)));
+  CHECK(j.at("accuracy").at("class") == "deepspeed x A100");
+  CHECK(j.at("accuracy").at("cases") == 2);
+  CHECK(j.at("accuracy").at("split") == "held-out");
+}
+
+TEST_CASE("a plan above the framework's highest published MFU carries a warning in every command") {
+  // GPT-3 175B on 512 A100s, interleaved 3D parallelism: the model says 65% MFU; Megatron's best
+  // published at scale is 56.3% (Korthikanti et al. 2022 Table 5).
+  const std::string flags =
+      "--model gpt3-175b --gpu A100-80GB --gpus 512 --global-batch 1536 --tp 4 --pp 4 "
+      "--interleave 6 --sequence-parallel --zero 1";
+  const auto table = run_cli("estimate " + flags);
+  REQUIRE(table.status == 0);
+  CHECK(contains(table.out, "above the highest published for megatron"));
+  const auto j = nlohmann::json::parse(run_cli("estimate " + flags + " --json").out);
+  REQUIRE(j.at("notes").size() >= 1);
+  CHECK(contains(j.at("notes").back().get<std::string>(), "highest published"));
+  const auto plan =
+      run_cli("plan --model gpt3-175b --gpu A100-80GB --gpus 512 --global-batch 1536");
+  REQUIRE(plan.status == 0);
+  CHECK(contains(plan.out, "above the highest published for megatron"));
+}
