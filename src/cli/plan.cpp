@@ -61,7 +61,7 @@ nlohmann::json plan_problems_json(const Inputs& in, const PlanRules& rules) {
 // profile, and the best plans side by side.
 int plan_all(const PlanFlags& f, const SearchOptions& so, const LadderOptions& lo) {
   nlohmann::json rows = nlohmann::json::array();
-  std::string table = fmt::format("{:<11} {:<22} {:>10}  {:<62} {:>10}\n", "framework",
+  std::string table = fmt::format("{:<11} {:<22} {:>10}  {:<92} {:>10}\n", "framework",
                                   "recommended rung", "step", "fastest plan", "step");
   bool any = false;
   for (int i = 0; i < kFrameworks; ++i) {
@@ -92,7 +92,7 @@ int plan_all(const PlanFlags& f, const SearchOptions& so, const LadderOptions& l
     if (rec) row["recommended"]["rung"] = to_string(rec->rung);
     row["fastest"] = fastest ? estimate_json(*fastest, in) : nlohmann::json();
     rows.push_back(row);
-    table += fmt::format("{:<11} {:<22} {:>10}  {:<62} {:>10}\n", o.framework,
+    table += fmt::format("{:<11} {:<22} {:>10}  {:<92} {:>10}\n", o.framework,
                          rec ? to_string(rec->rung) : "none",
                          rec ? format_seconds(rec->plan.step_s) : "-",
                          fastest ? describe(fastest->plan) : "no plan fits",
