@@ -64,7 +64,8 @@ struct FrameworkPricing {
   BusbwShare dp_busbw;      // gradient reduce and ZeRO-1/2 parameter gathers
   BusbwShare zero3_busbw;   // ZeRO-3 / FSDP per-unit gathers and reduce-scatters
   BusbwShare tp_busbw;
-  bool tp_comm_overlap = false;  // overlaps TP comm with GEMMs by default
+  bool tp_comm_overlap = false;     // overlaps TP comm with GEMMs by default
+  bool overlap_grad_reduce = true;  // reduces ZeRO-0/1/2 gradients under backward by default
 };
 
 /// How far measured steps fell from predicted ones for one GPU generation, from `shardplan

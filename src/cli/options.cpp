@@ -257,6 +257,7 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   t.framework = load_framework(o.framework.empty() ? Framework::megatron
                                                    : parse_framework(o.framework, "--framework"));
   t.tp_comm_overlap = o.tp_comm_overlap || t.framework.pricing.tp_comm_overlap;
+  t.overlap_grad_reduce = t.overlap_grad_reduce && t.framework.pricing.overlap_grad_reduce;
   if (!o.fragmentation.empty()) {
     t.fragmentation = parse_number(o.fragmentation, "--fragmentation");
     if (!(t.fragmentation >= 0 && t.fragmentation <= 1)) {

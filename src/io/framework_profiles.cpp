@@ -136,7 +136,7 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
   f.caps = read_caps(o.object("capabilities"));
   read_collectives(o.object("collectives"), f.pricing);
   StrictObject overlap = o.object("overlap");
-  overlap.boolean("grad_reduce");
+  f.pricing.overlap_grad_reduce = overlap.boolean("grad_reduce");
   overlap.boolean("param_gather");
   f.pricing.tp_comm_overlap = overlap.boolean("tp_comm");
   overlap.finish();

@@ -124,8 +124,10 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
     // Which framework profile prices the run (its "profile"; none: the ideal stack), and
     // whether any profile figure was fitted on it.
     const std::string profile = string_or(r, "profile");
-    if (!profile.empty())
+    if (!profile.empty()) {
       t.framework = load_framework(parse_framework(profile, where + ": profile"));
+      t.overlap_grad_reduce = t.framework.pricing.overlap_grad_reduce;
+    }
     const std::string split = string_or(r, "split");
     if (split != "fitted" && split != "held-out" && !split.empty())
       throw InputError(where + ": split", "'" + split + "' is not fitted or held-out");

@@ -59,7 +59,8 @@ TEST_CASE("emit --checkpoint-interval auto uses the runbook's Young interval") {
 
 TEST_CASE("emit --plan FILE: an estimate --json file gives the same config as the flags") {
   const std::string dir = make_temp_dir();
-  const auto est = run_cli("estimate " + kGpt3 + " --json");
+  // The plan priced for DeepSpeed, as `emit --format deepspeed` with flags prices it.
+  const auto est = run_cli("estimate " + kGpt3 + " --framework deepspeed --json");
   REQUIRE(est.status == 0);
   write_file(dir + "/plan.json", est.out);
   const auto from_file = run_cli("emit --format torchtitan --zero 2 --plan " + dir + "/plan.json");
