@@ -70,8 +70,9 @@ Runner setup_emit(CLI::App& sub) {
   add_cluster_options(sub, *o);
   add_plan_options(sub, *o);
   auto e = std::make_shared<EmitFlags>();
-  sub.add_option("--format", e->format, "deepspeed | megatron | torchtitan | accelerate")
-      ->required()
+  sub.add_option("--format", e->format,
+                 "deepspeed | megatron | torchtitan | accelerate (default: the plan's framework's "
+                 "launcher; fsdp: accelerate)")
       ->group("Emit");
   sub.add_option("--plan", e->plan_file,
                  "A plan file from `shardplan estimate --json` or `plan --json`")
@@ -87,7 +88,6 @@ Runner setup_emit(CLI::App& sub) {
       sub, *f, "Checkpoint every DURATION (default 30min), or auto: the runbook's Young interval");
   CLI::App* app = &sub;
   return [o, e, f, app]() {
-    const LauncherFormat format = parse_launcher_format(e->format, "--format");
     std::string source = "flags";
     double file_step_s = 0;
     Inputs in;
@@ -97,8 +97,13 @@ Runner setup_emit(CLI::App& sub) {
     } else {
       if (!e->pick.empty())
         throw InputError("--pick", "chooses a plan in a --plan FILE; give --plan too");
+      // --format alone names the stack: the plan is checked with that framework's rules.
+      if (o->framework.empty() && !e->format.empty())
+        o->framework = to_string(framework_of(parse_launcher_format(e->format, "--format")));
       in = resolve_timed_inputs(*o);
     }
+    const LauncherFormat format = e->format.empty() ? default_format(in.training.framework.id)
+                                                    : parse_launcher_format(e->format, "--format");
     const bool seed_given = !e->seed.empty();
     const int seed = seed_given ? static_cast<int>(std::min<long long>(
                                       parse_positive_int(e->seed, "--seed"), 2147483647))

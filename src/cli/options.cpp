@@ -14,6 +14,7 @@
 #include "shardplan/render.hpp"
 #include "shardplan/schedule.hpp"
 #include "shardplan/trace.hpp"
+#include "shardplan/rule_words.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan::cli {
@@ -107,6 +108,10 @@ void add_training_options(CLI::App& app, PlanningOptions& o) {
       ->group("Training");
   app.add_flag("--tp-comm-overlap", o.tp_comm_overlap,
                "Overlap tensor-parallel comm with GEMMs (Transformer Engine)")
+      ->group("Training");
+  app.add_option("--framework", o.framework,
+                 "Stack that runs the plan: megatron | deepspeed | torchtitan | fsdp (default "
+                 "megatron); its profile sets what can run and how fast")
       ->group("Training");
   app.add_option("--fragmentation", o.fragmentation,
                  "Allocator reserve as a share of activations (default 0.05)")
@@ -302,7 +307,10 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   t.global_batch = int_or(o.global_batch, "--global-batch", 0);  // 0: filled from the plan
   t.fp32_grads = o.fp32_grads;
   t.overlap_grad_reduce = t.overlap_param_gather = !o.no_overlap;
-  t.tp_comm_overlap = o.tp_comm_overlap;
+  t.framework = load_framework(o.framework.empty() ? Framework::megatron
+                                                   : parse_framework(o.framework, "--framework"));
+  t.tp_comm_overlap = o.tp_comm_overlap || t.framework.pricing.tp_comm_overlap;
+  t.overlap_grad_reduce = t.overlap_grad_reduce && t.framework.pricing.overlap_grad_reduce;
   if (!o.fragmentation.empty()) {
     t.fragmentation = parse_number(o.fragmentation, "--fragmentation");
     if (!(t.fragmentation >= 0 && t.fragmentation <= 1)) {
@@ -356,7 +364,7 @@ Inputs resolve_inputs(const PlanningOptions& o) {
       one_replica.gpus = model_parallel;
       TrainingSpec any_batch = in.training;
       any_batch.global_batch = p.micro_batch;
-      const auto model_problems = check_plan(in.model, any_batch, p, one_replica, rules);
+      const auto model_problems = plan_problems(p, {in.model, any_batch, one_replica, rules});
       if (!model_problems.empty()) {
         throw InputError(model_problems.front().field, model_problems.front().message);
       }
@@ -368,34 +376,24 @@ Inputs resolve_inputs(const PlanningOptions& o) {
     p.dp = in.cluster.gpus / model_parallel;
   }
   if (in.training.global_batch == 0) in.training.global_batch = p.dp * p.micro_batch;
-  const auto problems = check_plan(in.model, in.training, p, in.cluster, rules);
-  if (!problems.empty()) throw InputError(problems.front().field, problems.front().message);
+  require_runnable(p, {in.model, in.training, in.cluster, rules});
   return in;
 }
 
 Inputs resolve_timed_inputs(const PlanningOptions& o) {
-  Inputs in = resolve_inputs(o);
-  if (!in.model.has_architecture() && (in.plan.tp > 1 || in.plan.pp > 1 || in.plan.cp > 1)) {
-    throw InputError(
-        in.plan.tp > 1   ? "--tp"
-        : in.plan.pp > 1 ? "--pp"
-                         : "--cp",
-        "tensor, pipeline and context parallel traffic depend on the layer shapes; give "
-        "--model or --layers/--hidden/--heads instead of --params");
-  }
-  return in;
+  return resolve_inputs(o);
 }
 
 std::string describe_inputs(const Inputs& in) {
   const TrainingSpec& tr = in.training;
   return fmt::format(
       "model    {}\ncluster  {}\nplan     {}\ntraining {}, {}, sequence {}, global batch {} "
-      "({} micro-batch{} per step)\n\n",
+      "({} micro-batch{} per step), framework {}\n\n",
       describe_model(in.model), describe_cluster(in.cluster), describe(in.plan),
       tr.precision == Precision::fp32 ? "fp32"
                                       : std::string(to_string(tr.precision)) + " mixed precision",
       to_string(tr.optimizer), tr.seq_len, tr.global_batch, micro_batches_per_step(tr, in.plan),
-      micro_batches_per_step(tr, in.plan) == 1 ? "" : "es");
+      micro_batches_per_step(tr, in.plan) == 1 ? "" : "es", describe_framework(tr.framework));
 }
 
 void add_inputs_json(nlohmann::json& j, const Inputs& in) {

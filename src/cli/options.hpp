@@ -21,6 +21,7 @@ struct PlanningOptions {
   std::string seq_len, global_batch, micro_batch, precision, optimizer, attention;
   std::string fragmentation, tokens, gpu_hour_cost;
   std::string capacity_factor;
+  std::string framework;  // megatron (default) | deepspeed | torchtitan | fsdp
   bool fp32_grads = false;
   bool no_overlap = false;
   bool tp_comm_overlap = false;
@@ -58,8 +59,7 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& model);
 /// Model, cluster, training and the one plan the flags describe; InputError (exit 2) when the
 /// plan cannot run, naming the flag to change.
 Inputs resolve_inputs(const PlanningOptions& o);
-/// resolve_inputs for commands that time a step: tensor, pipeline and context parallel need the
-/// layer shapes, so a --params model cannot use them.
+/// resolve_inputs for commands that time a step (the layer-shape rule now covers every command).
 Inputs resolve_timed_inputs(const PlanningOptions& o);
 
 /// The model / cluster / plan / training lines that head a command's table.

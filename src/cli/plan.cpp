@@ -13,6 +13,7 @@
 #include "shardplan/ladder.hpp"
 #include "shardplan/render.hpp"
 #include "shardplan/schedule.hpp"
+#include "shardplan/rule_words.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/step_time.hpp"
 #include "shardplan/units.hpp"
@@ -63,6 +64,78 @@ std::string schedule_gain(const Candidate& fastest, const Candidate& plain) {
       format_gib(fastest.peak_bytes));
 }
 
+// The fastest plan's advantage is no larger than the recommended plan's validation interval
+// reaches below it: the model cannot tell them apart, so the simpler plan stays preferred.
+bool advantage_inside_interval(const RungVerdict& rec, const Candidate& fastest, const Inputs& in) {
+  const StepInterval si =
+      step_interval(in.training.framework, in.cluster.gpu.name, rec.plan.step_s);
+  return si.accuracy && fastest.step_s < rec.plan.step_s && si.within(fastest.step_s);
+}
+
+double plan_mfu(const Candidate& c, const Inputs& in) {
+  return estimate(in.model, in.training, c.plan, in.cluster).throughput.mfu;
+}
+
+// Why no plan can run these inputs (fp8 on an A100), one sentence per broken rule.
+nlohmann::json plan_problems_json(const Inputs& in, const PlanRules& rules) {
+  const RuleContext ctx{in.model, in.training, in.cluster, rules};
+  nlohmann::json out = nlohmann::json::array();
+  for (const RuleProblem& r : check_inputs(ctx)) {
+    const PlanProblem p = words(r, ctx);
+    out.push_back(p.field + ": " + p.message);
+  }
+  return out;
+}
+
+// `plan --framework all`: the ladder and the search once per framework, each with its own
+// profile, and the best plans side by side.
+int plan_all(const PlanFlags& f, const SearchOptions& so, const LadderOptions& lo) {
+  nlohmann::json rows = nlohmann::json::array();
+  std::string table = fmt::format("{:<11} {:<22} {:>10}  {:<92} {:>10}\n", "framework",
+                                  "recommended rung", "step", "fastest plan", "step");
+  bool any = false;
+  for (int i = 0; i < kFrameworks; ++i) {
+    PlanningOptions o = f.o;
+    o.framework = to_string(static_cast<Framework>(i));
+    Inputs in;
+    in.model = resolve_model(o);
+    in.cluster = resolve_cluster(o, 0);
+    in.training = resolve_training(o, in.model);
+    if (in.training.global_batch == 0) in.training.global_batch = in.cluster.gpus;
+    if (!check_inputs({in.model, in.training, in.cluster, so.rules}).empty()) {
+      rows.push_back({{"framework", o.framework}, {"refused", plan_problems_json(in, so.rules)}});
+      table += fmt::format("{:<11} cannot run these inputs: {}\n", o.framework,
+                           plan_problems_json(in, so.rules).front().get<std::string>());
+      continue;
+    }
+    const LadderResult ladder = walk_ladder(in.model, in.training, in.cluster, lo);
+    const SearchResult found = search(in.model, in.training, in.cluster,
+                                      full_space(in.model, in.training, in.cluster, so.rules), so);
+    const RungVerdict* rec =
+        ladder.stop >= 0 ? &ladder.rungs[static_cast<size_t>(ladder.stop)] : nullptr;
+    const Candidate* fastest = found.ranked.empty() ? nullptr : &found.ranked.front();
+    any = any || fastest;
+    nlohmann::json row = {{"framework", o.framework},
+                          {"profile", in.training.framework.source},
+                          {"training", to_json(in.training)}};
+    row["recommended"] = rec ? estimate_json(rec->plan, in) : nlohmann::json();
+    if (rec) row["recommended"]["rung"] = to_string(rec->rung);
+    row["fastest"] = fastest ? estimate_json(*fastest, in) : nlohmann::json();
+    rows.push_back(row);
+    table += fmt::format("{:<11} {:<22} {:>10}  {:<92} {:>10}\n", o.framework,
+                         rec ? to_string(rec->rung) : "none",
+                         rec ? format_seconds(rec->plan.step_s) : "-",
+                         fastest ? describe(fastest->plan) : "no plan fits",
+                         fastest ? format_seconds(fastest->step_s) : "-");
+  }
+  if (f.o.json) {
+    print_json({{"frameworks", rows}});
+  } else {
+    std::cout << table;
+  }
+  return any ? 0 : 1;
+}
+
 }  // namespace
 
 Runner setup_plan(CLI::App& sub) {
@@ -91,11 +164,6 @@ Runner setup_plan(CLI::App& sub) {
     }
     if (f->threads < 0 || f->threads > 1024)
       throw InputError("--threads", "must be between 1 and 1024");
-    Inputs in;
-    in.model = resolve_model(f->o);
-    in.cluster = resolve_cluster(f->o, 0);
-    in.training = resolve_training(f->o, in.model);
-    if (in.training.global_batch == 0) in.training.global_batch = in.cluster.gpus;
     SearchOptions so;
     so.objective = parse_objective(f->objective, "--objective");
     so.top_k = f->top;
@@ -105,6 +173,13 @@ Runner setup_plan(CLI::App& sub) {
     lo.max_comm_share = f->max_comm_share;
     lo.rules = so.rules;
     lo.threads = f->threads;
+    if (f->o.framework == "all") return plan_all(*f, so, lo);
+    Inputs in;
+    in.model = resolve_model(f->o);
+    in.cluster = resolve_cluster(f->o, 0);
+    in.training = resolve_training(f->o, in.model);
+    if (in.training.global_batch == 0) in.training.global_batch = in.cluster.gpus;
+    require_runnable_inputs({in.model, in.training, in.cluster, so.rules});
 
     const LadderResult ladder = walk_ladder(in.model, in.training, in.cluster, lo);
     const SearchSpace space = full_space(in.model, in.training, in.cluster, so.rules);
@@ -134,14 +209,17 @@ Runner setup_plan(CLI::App& sub) {
       j["fastest_plain_1f1b"] = plain ? estimate_json(*plain, in) : nlohmann::json();
       if (rec && fastest) {
         j["gap"] = {{"step_ratio", rec->plan.step_s / fastest->step_s},
-                    {"throughput_ratio", fastest->step_s / rec->plan.step_s}};
+                    {"throughput_ratio", fastest->step_s / rec->plan.step_s},
+                    {"inside_interval", advantage_inside_interval(*rec, *fastest, in)}};
       }
       nlohmann::json ranked = nlohmann::json::array();
       for (const Candidate& c : found.ranked) ranked.push_back(estimate_json(c, in));
       j["ranked"] = ranked;
       nlohmann::json rejected = nlohmann::json::object();
-      for (int i = 0; i < kRejectReasons; ++i)
-        rejected[to_string(static_cast<Reject>(i))] = found.rejected[i];
+      for (int i = 0; i < kRules; ++i) {
+        if (found.rejected[i] > 0) rejected[to_string(static_cast<RuleId>(i))] = found.rejected[i];
+      }
+      rejected["memory"] = found.rejected_memory;
       j["search"] = {{"objective", to_string(so.objective)},
                      {"space_size", space.size()},
                      {"evaluated", found.evaluated},
@@ -160,17 +238,24 @@ Runner setup_plan(CLI::App& sub) {
 
     const TrainingSpec& tr = in.training;
     std::cout << fmt::format(
-        "model    {}\ncluster  {}\ntraining {}, {}, sequence {}, global batch {}\n\n",
+        "model    {}\ncluster  {}\ntraining {}, {}, sequence {}, global batch {}\nframework "
+        "{}\n\n",
         describe_model(in.model), describe_cluster(in.cluster),
         tr.precision == Precision::fp32 ? "fp32"
                                         : std::string(to_string(tr.precision)) + " mixed precision",
-        to_string(tr.optimizer), tr.seq_len, tr.global_batch);
+        to_string(tr.optimizer), tr.seq_len, tr.global_batch, describe_framework(tr.framework));
     std::cout << render_ladder(ladder, in.cluster) << "\n";
     if (rec) {
       std::cout << fmt::format(
           "Recommended ({}, the simplest rung that works): {}\n  {} per step, {:.0f} tokens/s\n",
           to_string(rec->rung), describe(rec->plan.plan), format_seconds(rec->plan.step_s),
           rec->plan.tokens_per_s);
+      std::cout << "  interval "
+                << interval_text(step_interval(tr.framework, in.cluster.gpu.name, rec->plan.step_s),
+                                 tr)
+                << "\n";
+      const std::string w = mfu_warning(plan_mfu(rec->plan, in), tr);
+      if (!w.empty()) std::cout << "  warning: " << w << "\n";
     }
     if (fastest) {
       std::cout << fmt::format("Fastest found: {}\n  {} per step, {:.0f} tokens/s",
@@ -180,6 +265,16 @@ Runner setup_plan(CLI::App& sub) {
         const double gap = rec->plan.step_s / fastest->step_s - 1;
         std::cout << fmt::format("; the recommended plan is {} slower", format_percent(gap));
       }
+      std::cout << "\n  interval "
+                << interval_text(step_interval(tr.framework, in.cluster.gpu.name, fastest->step_s),
+                                 tr);
+      if (rec && advantage_inside_interval(*rec, *fastest, in)) {
+        std::cout
+            << "\n  the fastest plan's advantage lies inside the recommended plan's interval: "
+               "the model cannot tell them apart, so the simpler, recommended plan is preferred";
+      }
+      const std::string w = mfu_warning(plan_mfu(*fastest, in), tr);
+      if (!w.empty()) std::cout << "\n  warning: " << w;
       std::cout << "\n" << (plain ? schedule_gain(*fastest, *plain) : "") << "\n";
       std::cout << fmt::format(
           "Top {} by {} ({} configurations evaluated, {} modelled, {} feasible, in {})\n",
@@ -187,10 +282,12 @@ Runner setup_plan(CLI::App& sub) {
           found.feasible, format_seconds(found.seconds));
       std::cout << render_ranked(found.ranked, in.cluster);
       std::cout << "Rejected:";
-      for (int i = 0; i < kRejectReasons; ++i) {
+      for (int i = 0; i < kRules; ++i) {
         if (found.rejected[i] > 0)
-          std::cout << fmt::format(" {} {};", found.rejected[i], to_string(static_cast<Reject>(i)));
+          std::cout << fmt::format(" {} {};", found.rejected[i], to_string(static_cast<RuleId>(i)));
       }
+      if (found.rejected_memory > 0)
+        std::cout << fmt::format(" {} do not fit in device memory;", found.rejected_memory);
       std::cout << "\n";
       if (so.objective != Objective::time) {
         std::cout << "note: with the GPU count and global batch fixed, time, cost and throughput "

@@ -21,6 +21,7 @@
 #include "shardplan/files.hpp"
 #include "shardplan/layer.hpp"
 #include "shardplan/plan.hpp"
+#include "shardplan/rule_words.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan::cli {
@@ -111,8 +112,7 @@ std::vector<GemmShape> model_shapes(const PlanningOptions& o, MathDtype dtype) {
   training.global_batch = plan.micro_batch;
   ClusterSpec one_replica;
   one_replica.gpus = one_replica.gpus_per_node = plan.tp;
-  const auto problems = check_plan(model, training, plan, one_replica);
-  if (!problems.empty()) throw InputError(problems.front().field, problems.front().message);
+  require_runnable(plan, {model, training, one_replica, {}});
   const MicroBatchWork work = describe_micro_batch(model, training, plan);
   std::vector<GemmShape> out;
   for (const Block* block : {&work.layer, &work.head}) {

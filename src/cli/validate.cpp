@@ -25,6 +25,29 @@ std::string group_of(const std::string& id) {
   return second == std::string::npos ? id : id.substr(0, second);
 }
 
+// Per framework profile (the one that priced each run): fitted and held-out cases apart.
+struct FrameworkErrors {
+  std::vector<Prediction> fitted, held_out;
+};
+
+std::string profile_of(const PublishedRun& run) {
+  return run.training.framework.name.empty() ? "none (ideal stack)" : run.training.framework.name;
+}
+
+std::string summary_cell(const std::vector<Prediction>& cases) {
+  if (cases.empty()) return "-";
+  const ValidationSummary s = summarize(cases);
+  return fmt::format("{} cases, mean {:.1f}%, max {:.1f}%", cases.size(), s.mean_abs_error * 100,
+                     s.max_abs_error * 100);
+}
+
+nlohmann::json summary_json(const std::vector<Prediction>& cases) {
+  const ValidationSummary s = summarize(cases);
+  return {{"cases", cases.size()},
+          {"mean_abs_error", cases.empty() ? 0.0 : s.mean_abs_error},
+          {"max_abs_error", cases.empty() ? 0.0 : s.max_abs_error}};
+}
+
 }  // namespace
 
 Runner setup_validate(CLI::App& sub) {
@@ -54,17 +77,20 @@ Runner setup_validate(CLI::App& sub) {
                                  "profiles/validation/published-runs.json", co);
       for (PublishedRun& r : load_published_runs(default_holdout_runs(),
                                                  "profiles/validation/holdout-runs.json", co)) {
-        r.id = "holdout: " + r.id;
+        if (r.held_out) r.id = "holdout: " + r.id;
         runs.push_back(std::move(r));
       }
     }
     std::map<std::string, std::vector<Prediction>> groups;
+    std::map<std::string, FrameworkErrors> by_framework;
     std::vector<std::string> order;
     for (const PublishedRun& run : runs) {
       if (!s->only.empty() && run.id.rfind(s->only, 0) != 0) continue;
       const std::string g = group_of(run.id);
       if (!groups.count(g)) order.push_back(g);
       groups[g].push_back(predict(run));
+      FrameworkErrors& f = by_framework[profile_of(run)];
+      (run.held_out ? f.held_out : f.fitted).push_back(groups[g].back());
     }
     if (order.empty()) throw InputError("--only", "no run id starts with '" + s->only + "'");
     nlohmann::json out = nlohmann::json::array();
@@ -106,7 +132,21 @@ Runner setup_validate(CLI::App& sub) {
                 << fmt::format("mean |error| {:.1f}%, max |error| {:.1f}% over {} cases\n\n",
                                sum.mean_abs_error * 100, sum.max_abs_error * 100, sum.cases.size());
     }
-    if (s->json) print_json(out);
+    if (s->json) {
+      nlohmann::json frameworks = nlohmann::json::object();
+      for (const auto& [name, f] : by_framework)
+        frameworks[name] = {{"fitted", summary_json(f.fitted)},
+                            {"held_out", summary_json(f.held_out)}};
+      print_json({{"groups", out}, {"frameworks", frameworks}});
+      return 0;
+    }
+    std::cout << "# per framework profile (the profile that priced each run)\n";
+    Table t({{"framework", Table::Align::left},
+             {"fitted", Table::Align::left},
+             {"held out", Table::Align::left}});
+    for (const auto& [name, f] : by_framework)
+      t.add_row({name, summary_cell(f.fitted), summary_cell(f.held_out)});
+    std::cout << t.render("");
     return 0;
   };
 }

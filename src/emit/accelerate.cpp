@@ -69,33 +69,7 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
 }  // namespace
 
 std::vector<PlanProblem> accelerate_problems(const EmitInputs& in) {
-  std::vector<PlanProblem> out = emit::common_problems(in);
-  const ParallelPlan& p = in.plan;
-  if (p.pp > 1) {
-    out.push_back(
-        {"--pp",
-         "accelerate's FSDP path has no pipeline parallelism (only distributed_type MEGATRON_LM "
-         "has); use --format megatron, deepspeed or torchtitan"});
-  }
-  if (p.zero == 1) {
-    out.push_back(
-        {"--zero",
-         "FSDP has no optimizer-only sharding (ZeRO-1); use --zero 2 (reshard_after_forward "
-         "false) or 3, or --format deepspeed"});
-  }
-  if (p.zero == 0 && (p.tp > 1 || p.cp > 1)) {
-    out.push_back(
-        {"--zero",
-         "accelerate's tensor and context parallelism (parallelism_config) need FSDP2 sharding; "
-         "use --zero 2 or 3"});
-  }
-  if (p.ep > 1) out.push_back({"--ep", "accelerate's FSDP path has no expert parallelism"});
-  if (p.tp > 1 && p.sequence_parallel) {
-    out.push_back({"--sequence-parallel",
-                   "accelerate's tensor parallelism (transformers tp_plan) has no Megatron-style "
-                   "sequence parallelism, which the plan's activation memory assumed"});
-  }
-  return out;
+  return emit::framework_problems(in, Framework::fsdp);
 }
 
 AccelerateConfig emit_accelerate(const EmitInputs& in) {

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "shardplan/error.hpp"
+#include "shardplan/profiles.hpp"
 #include "shardplan/render.hpp"
 
 namespace shardplan {
@@ -33,6 +34,34 @@ LauncherFormat parse_launcher_format(const std::string& text, const std::string&
   throw InputError(
       field,
       "'" + text + "' is not a launcher format; use deepspeed, megatron, torchtitan or accelerate");
+}
+
+LauncherFormat default_format(Framework f) {
+  switch (f) {
+    case Framework::megatron:
+      return LauncherFormat::megatron;
+    case Framework::deepspeed:
+      return LauncherFormat::deepspeed;
+    case Framework::torchtitan:
+      return LauncherFormat::torchtitan;
+    case Framework::fsdp:
+      return LauncherFormat::accelerate;
+  }
+  return LauncherFormat::megatron;
+}
+
+Framework framework_of(LauncherFormat f) {
+  switch (f) {
+    case LauncherFormat::megatron:
+      return Framework::megatron;
+    case LauncherFormat::deepspeed:
+      return Framework::deepspeed;
+    case LauncherFormat::torchtitan:
+      return Framework::torchtitan;
+    case LauncherFormat::accelerate:
+      return Framework::fsdp;
+  }
+  return Framework::megatron;
 }
 
 LongRunSettings long_run_settings(const Runbook& r, IntervalChoice choice, int seed,
@@ -125,6 +154,17 @@ std::vector<PlanProblem> common_problems(const EmitInputs& in) {
                      "of processes on every node",
                      in.cluster.gpus, in.cluster.gpus_per_node)});
   }
+  return out;
+}
+
+std::vector<PlanProblem> framework_problems(const EmitInputs& in, Framework framework) {
+  std::vector<PlanProblem> out = common_problems(in);
+  TrainingSpec training = in.training;
+  training.framework = load_framework(framework);
+  PlanRules rules;
+  rules.allow_tp_across_nodes = true;  // the plan was made with whatever the user allowed
+  for (PlanProblem& p : plan_problems(in.plan, {in.model, training, in.cluster, rules}))
+    out.push_back(std::move(p));
   return out;
 }
 

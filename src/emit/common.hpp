@@ -22,6 +22,10 @@ std::optional<long long> train_steps(const EmitInputs& in);
 /// Rules every launcher shares (whole nodes).
 std::vector<PlanProblem> common_problems(const EmitInputs& in);
 
+/// common_problems, then every plan rule with `framework`'s capabilities (the rules `plan
+/// --framework` searched with), so a launcher refuses nothing its planner would recommend.
+std::vector<PlanProblem> framework_problems(const EmitInputs& in, Framework framework);
+
 /// Fills meta.header: what the document is, the plan, the batch identity, the estimate and
 /// runbook figures, then provenance, the script's duties and the launch command.
 void finish_meta(EmitMeta& meta, const EmitInputs& in, const std::string& what);

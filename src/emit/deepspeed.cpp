@@ -95,54 +95,7 @@ std::vector<std::string> launch_lines(const EmitInputs& in) {
 }  // namespace
 
 std::vector<PlanProblem> deepspeed_problems(const EmitInputs& in) {
-  std::vector<PlanProblem> out = emit::common_problems(in);
-  const ParallelPlan& p = in.plan;
-  if (p.pp > 1 && p.zero >= 2) {
-    out.push_back(
-        {"--zero",
-         fmt::format(
-             "DeepSpeed's pipeline engine asserts \"ZeRO-2 and ZeRO-3 are incompatible with "
-             "pipeline parallelism\" (runtime/pipe/engine.py); ZeRO-{} with pp {} cannot "
-             "run: use --zero 0 or 1, or no --pp",
-             p.zero, p.pp)});
-  }
-  if (p.interleave > 1) {
-    out.push_back(
-        {"--interleave", "DeepSpeed's PipelineEngine has no interleaved (virtual-stage) schedule"});
-  } else if (p.pp > 1 && p.schedule != Schedule::one_f_one_b) {
-    out.push_back({"--schedule", fmt::format("DeepSpeed's PipelineEngine runs 1F1B only "
-                                             "(runtime/pipe/schedule.py TrainSchedule), not {}",
-                                             schedule_name(p))});
-  }
-  if (p.pp > 1 && (p.first_stage_layers >= 0 || p.last_stage_layers >= 0)) {
-    out.push_back({p.first_stage_layers >= 0 ? "--first-stage-layers" : "--last-stage-layers",
-                   "DeepSpeed's PipelineModule partitions by partition_method (uniform, "
-                   "parameters or type:regex), not by first and last stage layer counts"});
-  }
-  if (p.cp > 1) {
-    out.push_back(
-        {"--cp",
-         "DeepSpeed has no ring-attention context parallelism; its Ulysses sequence parallelism "
-         "(sequence_parallel_size) splits heads, with different traffic and memory"});
-  }
-  if (p.ep > 1) {
-    out.push_back({"--ep",
-                   "DeepSpeed sets expert parallelism in the model code "
-                   "(deepspeed.moe.layer.MoE(ep_size=...)), "
-                   "not in its config; use --format megatron or torchtitan"});
-  }
-  if (p.tp > 1 && p.pp == 1 && p.sequence_parallel) {
-    out.push_back({"--sequence-parallel",
-                   "DeepSpeed AutoTP (tensor_parallel.autotp_size) has no Megatron-style "
-                   "sequence parallelism, which the plan's activation memory assumed; re-plan "
-                   "without --sequence-parallel"});
-  }
-  if (in.training.precision == Precision::fp8) {
-    out.push_back({"--precision",
-                   "the DeepSpeed config has no fp8 training key (fp8 GEMMs come from Transformer "
-                   "Engine in the model); re-plan with --precision bf16 or use --format megatron"});
-  }
-  return out;
+  return emit::framework_problems(in, Framework::deepspeed);
 }
 
 DeepSpeedConfig emit_deepspeed(const EmitInputs& in) {

@@ -245,30 +245,13 @@ void provenance(MegatronScript& s, const EmitInputs& in) {
 }  // namespace
 
 std::vector<PlanProblem> megatron_problems(const EmitInputs& in) {
-  std::vector<PlanProblem> out = emit::common_problems(in);
-  const ParallelPlan& p = in.plan;
+  std::vector<PlanProblem> out = emit::framework_problems(in, Framework::megatron);
   const ModelSpec& m = in.model;
   if (!m.has_architecture()) {
     out.push_back(
         {"--model",
          "pretrain_gpt.py needs the layer shapes; give --model or --layers/--hidden/--heads"});
     return out;
-  }
-  if (p.pp > 1 && p.schedule != Schedule::one_f_one_b && p.schedule != Schedule::interleaved) {
-    out.push_back(
-        {"--schedule", fmt::format("Megatron-LM runs 1F1B and interleaved 1F1B only "
-                                   "(megatron/core/pipeline_parallel/schedules.py), not {}; "
-                                   "--format torchtitan runs gpipe, zb-h1, zb-v and dualpipe-v",
-                                   schedule_name(p))});
-  }
-  if (fsdp(p) && p.pp > 1) {
-    out.push_back(
-        {"--zero",
-         fmt::format(
-             "Megatron-LM shards gradients and weights (ZeRO-{}) only with Megatron-FSDP or "
-             "torch FSDP2; FSDP2 asserts pipeline size 1 and Megatron-FSDP documents no "
-             "pipeline support: use --zero 1 (--use-distributed-optimizer) with --pp {}",
-             p.zero, p.pp)});
   }
   if (m.mlp == MlpKind::geglu)
     out.push_back({"--mlp", "pretrain_gpt.py has no GeGLU MLP (only --swiglu and --quick-geglu)"});

@@ -126,44 +126,12 @@ toml::table parallelism(const EmitInputs& in, std::vector<Provenance>& why) {
 }  // namespace
 
 std::vector<PlanProblem> torchtitan_problems(const EmitInputs& in) {
-  std::vector<PlanProblem> out = emit::common_problems(in);
-  const ParallelPlan& p = in.plan;
+  std::vector<PlanProblem> out = emit::framework_problems(in, Framework::torchtitan);
   if (!in.model.has_architecture()) {
     out.push_back(
         {"--model",
          "torchtitan builds the model from its shapes; give --model or --layers/--hidden/--heads"});
     return out;
-  }
-  if (p.pp > 1 && p.schedule == Schedule::zb_h1 && p.interleave == 1) {
-    out.push_back({"--interleave",
-                   "torchtitan's zero-bubble H1 is InterleavedZeroBubble, a multi-stage schedule; "
-                   "use --interleave 2 or more"});
-  }
-  if (p.pp > 1) {
-    const TitanLayout l = titan_layout(in);
-    if (l.first_less < 0 || l.last_less < 0) {
-      out.push_back({l.first_less < 0 ? "--first-stage-layers" : "--last-stage-layers",
-                     fmt::format("torchtitan can make the first and last stage lighter "
-                                 "(pipeline_parallel_*_stage_less_layers) but not heavier than "
-                                 "the {} layers of the others",
-                                 l.per_stage)});
-    }
-  }
-  if (p.zero == 1) {
-    out.push_back(
-        {"--zero",
-         "torchtitan has no ZeRO-1: FSDP2 shards weights, gradients and optimizer state together; "
-         "use --zero 2 (fsdp_reshard_after_forward = never) or 3, or --format megatron/deepspeed"});
-  }
-  if (p.zero == 0 && (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1)) {
-    out.push_back(
-        {"--zero",
-         "torchtitan's plain DDP (replicate only) refuses other parallelisms (\"DDP has not "
-         "supported > 1D parallelism\", llama3/infra/parallelize.py): use --zero 2 or 3"});
-  }
-  if (in.training.precision == Precision::fp16) {
-    out.push_back({"--precision",
-                   "torchtitan's training.mixed_precision_param is bfloat16 or float32; use bf16"});
   }
   if (in.training.optimizer != OptimizerKind::adamw) {
     out.push_back(

@@ -79,14 +79,10 @@ int microbatch_group_size(const ParallelPlan& p, int micro_batches) {
 // so it needs pp of them; any count from there has a valid group size; PyTorch's
 // ScheduleZBVZeroBubble and DeepSeek's DualPipeV likewise need the pipeline filled (DualPipeV: two
 // micro-batches per device, one from each end of the V).
-namespace {
-
 int min_micro_batches(const ParallelPlan& p) {
   if (p.schedule == Schedule::dualpipe_v) return 2 * p.pp;
   return p.interleave > 1 ? p.pp : 1;
 }
-
-}  // namespace
 
 ScheduleIssue schedule_issue(const ParallelPlan& p, int micro_batches) {
   if (p.pp == 1 && (p.schedule != Schedule::one_f_one_b || p.interleave > 1))
@@ -98,34 +94,6 @@ ScheduleIssue schedule_issue(const ParallelPlan& p, int micro_batches) {
   if (micro_batches > 0 && micro_batches < min_micro_batches(p))
     return ScheduleIssue::too_few_micro_batches;
   return ScheduleIssue::none;
-}
-
-std::optional<PlanProblem> schedule_problem(const ParallelPlan& p, int micro_batches) {
-  const char* name = schedule_name(p);
-  switch (schedule_issue(p, micro_batches)) {
-    case ScheduleIssue::none:
-      return std::nullopt;
-    case ScheduleIssue::needs_pipeline:
-      return PlanProblem{p.schedule == Schedule::one_f_one_b ? "--interleave" : "--schedule",
-                         fmt::format("{} is a pipeline schedule; it needs --pp > 1", name)};
-    case ScheduleIssue::needs_virtual_stages:
-      return PlanProblem{"--interleave", "interleaved needs --interleave 2 or more"};
-    case ScheduleIssue::one_chunk_only:
-      return PlanProblem{"--interleave",
-                         "gpipe runs one model chunk per device; drop --interleave"};
-    case ScheduleIssue::two_chunks:
-      return PlanProblem{"--interleave",
-                         fmt::format("{} runs two model chunks per device in a V; use "
-                                     "--interleave 2 (or leave it out)",
-                                     name)};
-    case ScheduleIssue::too_few_micro_batches:
-      return PlanProblem{"--global-batch",
-                         fmt::format("the {} schedule needs at least {} micro-batches per step, "
-                                     "and the plan has {}; raise --global-batch or lower "
-                                     "--micro-batch",
-                                     name, min_micro_batches(p), micro_batches)};
-  }
-  return std::nullopt;
 }
 
 }  // namespace shardplan

@@ -42,31 +42,6 @@ Objective parse_objective(const std::string& text, const std::string& field) {
   throw InputError(field, "'" + text + "' is not one of: time, cost, throughput");
 }
 
-const char* to_string(Reject r) {
-  switch (r) {
-    case Reject::tp_shape:
-      return "tp does not divide heads, KV heads or MLP width";
-    case Reject::tp_node:
-      return "tp spans nodes";
-    case Reject::pp_layers:
-      return "more stages than layers, or layers that do not split into the stage layout (or "
-             "repeat the even split)";
-    case Reject::batch:
-      return "global batch does not split into dp x micro-batch";
-    case Reject::interleave:
-      return "the schedule cannot run it (chunks per device, too few micro-batches)";
-    case Reject::sequence_parallel:
-      return "sequence parallel needs tp > 1";
-    case Reject::context_parallel:
-      return "cp does not divide the sequence";
-    case Reject::expert_parallel:
-      return "ep does not divide the experts or dp x cp";
-    case Reject::memory:
-      return "does not fit in device memory";
-  }
-  return "";
-}
-
 long long SearchSpace::size() const {
   return static_cast<long long>(tp.size()) * pp.size() * cp.size() * ep.size() * zero.size() *
          micro_batch.size() * interleave.size() * recompute.size() * sequence_parallel.size() *
@@ -81,6 +56,21 @@ std::vector<int> divisors(long long n, long long max) {
     if (n % d == 0) out.push_back(static_cast<int>(d));
   }
   return out;
+}
+
+// Only what the framework can run: a point it cannot is not a plan for it.
+void restrict_to(SearchSpace& s, const FrameworkCaps& caps) {
+  std::erase_if(s.zero, [&](int z) { return !caps.has_zero(z); });
+  if (!caps.tensor_parallel) s.tp = {1};
+  if (!caps.sequence_parallel) s.sequence_parallel = {false};
+  if (caps.pipeline_schedules.empty()) s.pp = {1};
+  if (!caps.has_schedule(Schedule::interleaved)) s.interleave = {1};
+  // 1F1B stays: with pp 1 it is no pipeline at all; the rule table refuses the rest.
+  std::erase_if(s.schedule,
+                [&](Schedule x) { return x != Schedule::one_f_one_b && !caps.has_schedule(x); });
+  if (caps.stage_layout == FrameworkCaps::StageLayout::none) s.lighter_ends = {false};
+  if (!caps.context_parallel) s.cp = {1};
+  if (!caps.expert_parallel) s.ep = {1};
 }
 
 }  // namespace
@@ -108,35 +98,8 @@ SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const Cluster
   s.sequence_parallel = {false, true};
   s.schedule = {Schedule::one_f_one_b, Schedule::zb_h1, Schedule::zb_v, Schedule::dualpipe_v};
   s.lighter_ends = m.has_architecture() ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  restrict_to(s, tr.framework.caps);
   return s;
-}
-
-bool first_rule_broken(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
-                       const ClusterSpec& c, const PlanRules& rules, Reject* reason) {
-  auto fail = [reason](Reject r) {
-    *reason = r;
-    return true;
-  };
-  if (p.sequence_parallel && p.tp == 1) return fail(Reject::sequence_parallel);
-  if (p.tp > c.gpus_per_node && !rules.allow_tp_across_nodes) return fail(Reject::tp_node);
-  if (tr.seq_len % p.cp != 0) return fail(Reject::context_parallel);
-  if (tr.global_batch % (static_cast<long long>(p.dp) * p.micro_batch) != 0)
-    return fail(Reject::batch);
-  if (m.has_architecture()) {
-    if (m.heads % p.tp != 0 || (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) ||
-        m.ffn_hidden % p.tp != 0) {
-      return fail(Reject::tp_shape);
-    }
-    if (p.pp > m.layers || !layout_splits(m.layers, p)) return fail(Reject::pp_layers);
-  } else if (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.interleave > 1) {
-    return fail(Reject::tp_shape);
-  }
-  if (schedule_issue(p, micro_batches_per_step(tr, p)) != ScheduleIssue::none)
-    return fail(Reject::interleave);
-  if (p.ep > 1 && (!m.is_moe() || m.experts % p.ep != 0 || (p.dp * p.cp) % p.ep != 0)) {
-    return fail(Reject::expert_parallel);
-  }
-  return false;
 }
 
 namespace {
@@ -166,7 +129,8 @@ struct Worse {
 // One per thread, cache-line aligned so that threads never share a line.
 struct alignas(64) Partial {
   long long evaluated = 0, modelled = 0, feasible = 0;
-  std::array<long long, kRejectReasons> rejected{};
+  std::array<long long, kRules> rejected{};
+  long long rejected_memory = 0;
   std::priority_queue<Candidate, std::vector<Candidate>, Worse> top;  // worst on top
   bool have_least = false;
   Candidate least;
@@ -192,7 +156,7 @@ double objective_of(Objective o, const Candidate& c, int gpus) {
 // Counts a modelled plan and keeps it among the top K, or as the closest to fitting.
 void record(const Candidate& cand, bool over_memory, const SearchOptions& opt, Partial& out) {
   if (over_memory) {
-    ++out.rejected[static_cast<int>(Reject::memory)];
+    ++out.rejected_memory;
     if (!out.have_least || cand.peak_bytes < out.least.peak_bytes ||
         (cand.peak_bytes == out.least.peak_bytes && key_of(cand) < key_of(out.least))) {
       out.least = cand;
@@ -222,6 +186,7 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
   const long long inner = static_cast<long long>(space.pp.size()) * space.interleave.size() *
                           space.zero.size() * space.recompute.size() * space.schedule.size() *
                           space.lighter_ends.size();
+  const RuleContext rules{m, tr, c, opt.rules};
   bool costed = false;
   MicroBatchCost cost;
   MemoryInputs mem;
@@ -234,7 +199,7 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
       // under this pp is a batch split that cannot exist.
       const long long n = inner / space.pp.size();
       out.evaluated += n;
-      out.rejected[static_cast<int>(Reject::batch)] += n;
+      out.rejected[static_cast<int>(RuleId::gpu_count)] += n;
       continue;
     }
     for (int v : space.interleave) {
@@ -255,9 +220,8 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
             p.zero = zero;
             p.recompute = rc;
             if (lighter) set_lighter_ends(m.layers, pp * v, p);
-            Reject why;
-            if (first_rule_broken(m, tr, p, c, opt.rules, &why)) {
-              ++out.rejected[static_cast<int>(why)];
+            if (const auto broken = first_broken(p, rules)) {
+              ++out.rejected[static_cast<int>(*broken)];
               continue;
             }
             if (!costed) {
@@ -325,7 +289,8 @@ SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpe
     r.evaluated += p.evaluated;
     r.modelled += p.modelled;
     r.feasible += p.feasible;
-    for (int i = 0; i < kRejectReasons; ++i) r.rejected[i] += p.rejected[i];
+    for (int i = 0; i < kRules; ++i) r.rejected[i] += p.rejected[i];
+    r.rejected_memory += p.rejected_memory;
     while (!p.top.empty()) {
       all.push_back(p.top.top());
       p.top.pop();

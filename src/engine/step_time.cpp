@@ -59,6 +59,11 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
   cost.tp_backward_calls = cost.tp_forward_calls + lt.backward_regathers;
   cost.tp_edges_s = tp_forward_s(w.embedding.tp, tp, c) + tp_backward_s(w.embedding.tp, tp, c) +
                     tp_forward_s(w.head.tp, tp, c) + tp_backward_s(w.head.tp, tp, c);
+  // The framework's TP collectives reach this share of the link's busbw (its profile).
+  const double tp_share = tr.framework.pricing.tp_busbw.at(p.tp);
+  cost.tp_forward_s /= tp_share;
+  cost.tp_backward_s /= tp_share;
+  cost.tp_edges_s /= tp_share;
 
   for (const Op& op : w.layer.ops) {
     if (op.kind == OpKind::attention || op.selective || (op.kind == OpKind::gemm && op.batch > 1)) {
@@ -206,6 +211,11 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
         s.backward_s += cost.head.backward_s;
         s.weight_grad_s += cost.head.weight_grad_s;
       }
+      // Kernels slower or faster than the fused ones the GPU profile was fitted on.
+      const double speed = tr.framework.pricing.kernel_speed;
+      s.forward_s /= speed;
+      s.backward_s /= speed;
+      s.recompute_s /= speed;
       s.compute_s = s.forward_s + s.backward_s;
       // Tensor parallel: the conjugate collectives in backward, and the forward's again when
       // the layer is recomputed in full. Exposed unless Transformer Engine overlaps them with
@@ -239,8 +249,11 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
       s.zero3_units = layers + (m.has_architecture() && stage == 0 ? 1 : 0) +
                       (m.has_architecture() && stage == head_stage(p) ? 1 : 0);
       const double unit = dev.dense / s.zero3_units;
-      s.zero3_ag_s = collective_time(Collective::all_gather, unit * per.weights, dp, c);
-      s.zero3_rs_s = collective_time(Collective::reduce_scatter, unit * per.gradients, dp, c);
+      // What share of busbw the framework's per-unit gathers reach at this group size.
+      const double share = tr.framework.pricing.zero3_busbw.at(dp.ranks);
+      s.zero3_ag_s = collective_time(Collective::all_gather, unit * per.weights, dp, c) / share;
+      s.zero3_rs_s =
+          collective_time(Collective::reduce_scatter, unit * per.gradients, dp, c) / share;
       const double n = s.zero3_units;
       s.zero3_s = n * (2.0 * s.zero3_ag_s + s.zero3_rs_s);
       if (tr.overlap_param_gather) {
@@ -281,6 +294,9 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
     const double calls = p.zero == 2 ? mb : 1;  // ZeRO-2 reduce-scatters each micro-batch
     const Collective grads = p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
     set_traffic(comm.dp_grads, grads, grad_bytes, calls, dp, c);
+    const double dp_share = tr.framework.pricing.dp_busbw.at(dp.ranks);
+    comm.dp_grads.call_s /= dp_share;
+    comm.dp_grads.time_s /= dp_share;
     // Bucketed reduction overlaps the backward of the micro-batch that produced the gradients.
     const double window = crit.backward_s;
     comm.dp_grads.exposed_s = !tr.overlap_grad_reduce ? comm.dp_grads.time_s

@@ -7,6 +7,7 @@
 
 #include "shardplan/memory.hpp"
 #include "shardplan/plan.hpp"
+#include "shardplan/rules.hpp"
 #include "shardplan/step_time.hpp"
 #include "shardplan/units.hpp"
 

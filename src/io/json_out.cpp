@@ -77,6 +77,7 @@ nlohmann::json to_json(const TrainingSpec& t) {
                       {"overlap_param_gather", t.overlap_param_gather},
                       {"tp_comm_overlap", t.tp_comm_overlap},
                       {"fragmentation", t.fragmentation}};
+  j["framework"] = t.framework.name.empty() ? "none" : t.framework.name;
   if (t.tokens > 0) j["tokens"] = t.tokens;
   if (t.gpu_hour_cost > 0) j["gpu_hour_cost"] = t.gpu_hour_cost;
   if (t.moe_capacity_factor > 0) j["moe_capacity_factor"] = t.moe_capacity_factor;

@@ -97,6 +97,12 @@ bool StrictObject::boolean_or(const std::string& key, bool fallback) {
   return has(key) ? boolean(key) : fallback;
 }
 
+std::vector<std::string> StrictObject::keys() const {
+  std::vector<std::string> out;
+  for (const auto& item : object_.items()) out.push_back(item.key());
+  return out;
+}
+
 std::vector<std::string> StrictObject::strings_or_empty(const std::string& key) {
   read_.insert(key);
   std::vector<std::string> out;

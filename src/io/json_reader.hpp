@@ -33,6 +33,9 @@ class StrictObject {
   const nlohmann::json& raw(const std::string& key);  // required, any type
   StrictObject object(const std::string& key);        // required, a JSON object
 
+  /// Every key of the object, in order.
+  std::vector<std::string> keys() const;
+
   /// Throws for the first key that was never read. Call after reading everything.
   void finish() const;
   const std::string& where() const { return where_; }

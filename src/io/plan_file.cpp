@@ -13,6 +13,7 @@
 #include "shardplan/plan.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/schedule.hpp"
+#include "shardplan/rule_words.hpp"
 
 namespace shardplan {
 namespace {
@@ -137,6 +138,10 @@ TrainingSpec read_training(StrictObject o) {
   t.fragmentation = o.number("fragmentation");
   if (!(t.fragmentation >= 0 && t.fragmentation <= 1))
     throw InputError(o.field("fragmentation"), "must be between 0 and 1");
+  // Files written before --framework existed carry none: the ideal stack priced them.
+  const std::string framework = o.string_or("framework", "none");
+  if (framework != "none")
+    t.framework = load_framework(parse_framework(framework, o.field("framework")));
   if (o.has("tokens")) t.tokens = o.positive("tokens");
   if (o.has("gpu_hour_cost")) t.gpu_hour_cost = o.positive("gpu_hour_cost");
   if (o.has("moe_capacity_factor")) t.moe_capacity_factor = o.positive("moe_capacity_factor");
@@ -236,9 +241,7 @@ PlanFile read_plan_file(const std::string& text, const std::string& origin, Plan
   }
   PlanRules rules;
   rules.allow_tp_across_nodes = true;  // the plan was made with whatever the user allowed
-  const auto problems = check_plan(f.model, f.training, f.plan, f.cluster, rules);
-  if (!problems.empty())
-    throw InputError(plan_where + " (" + problems.front().field + ")", problems.front().message);
+  require_runnable(f.plan, {f.model, f.training, f.cluster, rules}, plan_where);
   return f;
 }
 

@@ -121,6 +121,18 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
                       ? parse_precision(r.at("precision"), where + ": precision")
                       : Precision::fp16;
 
+    // Which framework profile prices the run (its "profile"; none: the ideal stack), and
+    // whether any profile figure was fitted on it.
+    const std::string profile = string_or(r, "profile");
+    if (!profile.empty()) {
+      t.framework = load_framework(parse_framework(profile, where + ": profile"));
+      t.overlap_grad_reduce = t.framework.pricing.overlap_grad_reduce;
+    }
+    const std::string split = string_or(r, "split");
+    if (split != "fitted" && split != "held-out" && !split.empty())
+      throw InputError(where + ": split", "'" + split + "' is not fitted or held-out");
+    run.held_out = split == "held-out";
+
     const auto& me = r.at("measured");
     if (me.contains("tokens_per_s_per_gpu")) {
       run.metric = Metric::tokens_per_s_per_gpu;

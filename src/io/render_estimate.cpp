@@ -154,6 +154,37 @@ nlohmann::json to_json(const Throughput& t) {
           {"peak_flops_per_gpu", t.peak_flops}};
 }
 
+nlohmann::json accuracy_json(const StepInterval& si, const TrainingSpec& tr, const ClusterSpec& c) {
+  const std::string fw = tr.framework.name.empty() ? "none" : tr.framework.name;
+  if (!si.accuracy) {
+    return {{"class", fw + " x " + gpu_class(c.gpu.name)},
+            {"cases", 0},
+            {"split", "none"},
+            {"note", "no validation case for this framework on this GPU generation"}};
+  }
+  const AccuracyClass& a = *si.accuracy;
+  return {{"class", fw + " x " + a.gpu_class},           {"cases", a.cases},
+          {"split", a.held_out ? "held-out" : "fitted"}, {"step_error_low", a.step_error_low},
+          {"step_error_high", a.step_error_high},        {"source", a.source}};
+}
+
+std::string interval_text(const StepInterval& si, const TrainingSpec& tr) {
+  if (!si.accuracy) return "no validation case for this framework and GPU generation";
+  const AccuracyClass& a = *si.accuracy;
+  return fmt::format("{} to {} ({} x {}, {} {} case{})", format_seconds(si.low_s),
+                     format_seconds(si.high_s), tr.framework.name, a.gpu_class, a.cases,
+                     a.held_out ? "held-out" : "fitted", a.cases == 1 ? "" : "s");
+}
+
+std::string mfu_warning(double mfu, const TrainingSpec& tr) {
+  const FrameworkProfile& f = tr.framework;
+  if (f.max_published_mfu <= 0 || mfu <= f.max_published_mfu) return "";
+  return fmt::format(
+      "MFU {} is above the highest published for {} ({}: {}); the model is least trustworthy "
+      "here",
+      format_percent(mfu), f.name, format_percent(f.max_published_mfu), f.max_published_mfu_source);
+}
+
 nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingSpec& tr,
                        const ClusterSpec& c) {
   nlohmann::json j = {{"memory", to_json(e.memory)},
@@ -167,7 +198,14 @@ nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingS
         "only the parameter count was given",
         kParamsOnlyMfu * 100));
   }
+  if (const std::string w = mfu_warning(e.throughput.mfu, tr); !w.empty()) notes.push_back(w);
   j["notes"] = notes;
+  const StepInterval si = step_interval(tr.framework, c.gpu.name, e.time.step_s);
+  j["time"]["step_s_low"] = si.low_s;
+  j["time"]["step_s_high"] = si.high_s;
+  j["throughput"]["tokens_per_s_low"] = e.throughput.tokens_per_s * e.time.step_s / si.high_s;
+  j["throughput"]["tokens_per_s_high"] = e.throughput.tokens_per_s * e.time.step_s / si.low_s;
+  j["accuracy"] = accuracy_json(si, tr, c);
   if (tr.tokens > 0) {
     j["training_run"] = {
         {"tokens", tr.tokens}, {"time_s", e.train_s}, {"gpu_hours", e.train_gpu_hours}};
@@ -241,7 +279,11 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
       "(of {:.0f} TFLOP/s {} peak)\n",
       th.tokens_per_s, th.tflops_per_gpu, format_percent(th.mfu), format_percent(th.hfu),
       th.peak_flops / kTera, to_string(math_dtype(tr.precision)));
-  if (th.mfu > 0.6 && c.gpus > 8) {
+  out += fmt::format("Step interval from validation: {}\n",
+                     interval_text(step_interval(tr.framework, c.gpu.name, s.step_s), tr));
+  if (const std::string w = mfu_warning(th.mfu, tr); !w.empty()) {
+    out += "warning: " + w + "\n";
+  } else if (th.mfu > 0.6 && c.gpus > 8) {
     out += "warning: above 60% MFU at scale is a red flag: published dense runs reach 40-56%\n";
   }
   if (e.params_only) {

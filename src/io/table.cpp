@@ -113,6 +113,11 @@ std::string describe_model(const ModelSpec& m) {
   return fmt::format("{} ({} params, {}, vocab {})", m.name, format_count(c.total), shape, m.vocab);
 }
 
+std::string describe_framework(const FrameworkProfile& f) {
+  if (f.name.empty()) return "none named (an ideal stack: every capability, reference kernels)";
+  return f.name + " (" + f.source + ")";
+}
+
 std::string describe_cluster(const ClusterSpec& c) {
   std::string s =
       fmt::format("{} x {} ({:.1f} GiB)", c.gpus, c.gpu.name, c.gpu.memory_bytes / kGiB);

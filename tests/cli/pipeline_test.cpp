@@ -15,10 +15,13 @@ namespace {
 
 // Dubey et al. 2024 Table 4: 16,384 H100, TP 8, PP 16, DP 128, 2,048 sequences of 8,192;
 // Sec. 3.3.2: interleaved, first and last stage one layer lighter, no activation checkpointing.
-const std::string kLlama3 =
+const std::string kLlama3Layout =
     "--model llama-3.1-405b --cluster dgx-h100 --gpus 16384 --tp 8 --pp 16 --interleave 2 "
     "--first-stage-layers 3 --last-stage-layers 3 --global-batch 2048 --seq-len 8192 "
     "--sequence-parallel";
+// Meta's stack shards weights, gradients and optimizer state under pipelines (FSDP with PP),
+// which torchtitan runs and Megatron-LM does not.
+const std::string kLlama3 = kLlama3Layout + " --framework torchtitan";
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -73,7 +76,7 @@ TEST_CASE("interleaving runs with micro-batches that are not a multiple of pp") 
 TEST_CASE("zb-v and dualpipe-v take two chunks per device on their own") {
   const auto r = run_cli(
       "estimate --model gpt3-175b --cluster dgx-h100 --gpus 64 --tp 8 --pp 8 --global-batch 32 "
-      "--recompute full --schedule zb-v --json");
+      "--recompute full --schedule zb-v --framework torchtitan --zero 2 --json");
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j.at("plan").at("interleave") == 2);
@@ -81,7 +84,8 @@ TEST_CASE("zb-v and dualpipe-v take two chunks per device on their own") {
 }
 
 TEST_CASE("emit writes the layout in each launcher's keys and refuses schedules it lacks") {
-  const auto mega = run_cli("emit --format megatron " + kLlama3 + " --zero 1 --fragmentation 0.04");
+  const auto mega =
+      run_cli("emit --format megatron " + kLlama3Layout + " --zero 1 --fragmentation 0.04");
   REQUIRE(mega.status == 0);
   CHECK(contains(mega.out, "--account-for-embedding-in-pipeline-split"));
   CHECK(contains(mega.out, "--account-for-loss-in-pipeline-split"));
@@ -105,8 +109,9 @@ TEST_CASE("emit writes the layout in each launcher's keys and refuses schedules 
       " --model gpt3-175b --cluster dgx-h100 --gpus 64 --tp 8 --pp 8 --global-batch 32 "
       "--recompute full --schedule zb-v";
   check_refused("emit --format megatron" + zbv + " --zero 1", "--schedule");
-  check_refused("emit --format deepspeed" + zbv + " --zero 1", "--interleave");
-  const auto zbv_titan = run_cli("emit --format torchtitan" + zbv + " --zero 2");
+  check_refused("emit --format deepspeed" + zbv + " --zero 1 --framework deepspeed", "--schedule");
+  const auto zbv_titan =
+      run_cli("emit --format torchtitan" + zbv + " --zero 2 --framework torchtitan");
   REQUIRE(zbv_titan.status == 0);
   CHECK(contains(zbv_titan.out, "pipeline_parallel_schedule = 'ZBVZeroBubble'"));
 }
@@ -134,7 +139,7 @@ TEST_CASE("--trace writes the step as Chrome Trace Event JSON spanning the step 
 TEST_CASE("plan shows what a zero-bubble schedule buys, and the memory it costs") {
   const auto r = run_cli(
       "plan --model llama-3.1-405b --cluster dgx-h100 --gpus 1024 --global-batch 512 "
-      "--seq-len 8192 --threads 2 --top 3 --json");
+      "--seq-len 8192 --threads 2 --top 3 --framework torchtitan --json");
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
   const std::string schedule = j.at("fastest").at("plan").at("schedule");

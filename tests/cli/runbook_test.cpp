@@ -34,7 +34,7 @@ TEST_CASE("runbook --json: checkpoint, failures and goodput keys; 7B = 7e9 x 14 
 TEST_CASE("runbook: Llama 3 405B on 16,384 H100s predicts the paper's 7.76 interruptions a day") {
   const auto r = run_cli(
       "runbook --model llama-3.1-405b --cluster dgx-h100 --gpus 16384 --tp 8 --pp 2 --zero 3 "
-      "--recompute full --global-batch 2048 --json");
+      "--recompute full --global-batch 2048 --framework torchtitan --json");  // FSDP with PP
   REQUIRE(r.status == 0);
   CHECK(r.err.empty());  // the plan fits
   const auto j = nlohmann::json::parse(r.out);

@@ -110,7 +110,7 @@ TEST_CASE("the search is deterministic and thread-count independent") {
     CHECK(describe(a.ranked[i].plan) == describe(b.ranked[i].plan));
     CHECK(a.ranked[i].step_s == b.ranked[i].step_s);
   }
-  long long rejected = 0;
+  long long rejected = a.rejected_memory;
   for (long long n : a.rejected) rejected += n;
   CHECK(a.feasible + rejected == a.evaluated);
 }

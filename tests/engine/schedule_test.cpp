@@ -135,9 +135,6 @@ TEST_CASE("which plans a schedule can run") {
   CHECK(schedule_issue(pipeline(8, Schedule::dualpipe_v, 2), 15) ==
         ScheduleIssue::too_few_micro_batches);
   CHECK(schedule_issue(pipeline(1, Schedule::zb_h1, 1), 16) == ScheduleIssue::needs_pipeline);
-  const auto problem = schedule_problem(pipeline(8, Schedule::interleaved, 2), 4);
-  REQUIRE(problem);
-  CHECK(problem->field == "--global-batch");
 }
 
 TEST_CASE("estimates follow the schedule: zero-bubble shrinks the bubble, GPipe holds more") {

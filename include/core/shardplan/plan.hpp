@@ -1,4 +1,5 @@
-// Whether a parallel plan can run at all: divisibility and placement rules of the frameworks.
+// Shared facts about a parallel plan's shape: layers per stage and chunk, micro-batches, a
+// description. Whether a plan can run at all is rules.hpp.
 #pragma once
 
 #include <string>
@@ -7,25 +8,6 @@
 #include "shardplan/specs.hpp"
 
 namespace shardplan {
-
-/// A reason a plan cannot run, naming the flag that would fix it.
-struct PlanProblem {
-  std::string field;    // e.g. "--tp"
-  std::string message;  // what is wrong and what would be valid
-};
-
-struct PlanRules {
-  bool allow_tp_across_nodes = false;
-};
-
-/// Every rule the plan breaks (empty when it can run): degrees multiply to the GPU count, tp
-/// divides the heads (and the KV heads or is a multiple of them), pp is at most the layers (and
-/// pp * v divides them with interleaving), the global batch divides into micro-batches per
-/// data-parallel rank, tp stays inside a node, sequence parallel needs tp > 1, ep divides dp * cp
-/// and the experts.
-std::vector<PlanProblem> check_plan(const ModelSpec& model, const TrainingSpec& training,
-                                    const ParallelPlan& plan, const ClusterSpec& cluster,
-                                    const PlanRules& rules = {});
 
 /// Transformer layers on pipeline stage (device) `stage`: the sum of its model chunks. With one
 /// chunk per device and no layout given, the extra layers of an uneven split go to the middle
@@ -48,6 +30,15 @@ int chunk_device(const ParallelPlan& plan, int chunk);
 
 /// The device that holds the LM head and the loss: the last, or the first in a V schedule.
 int head_stage(const ParallelPlan& plan);
+
+/// Layers left for the virtual stages that the first and last stage's counts do not fix, and how
+/// many such stages there are; `custom` when either count is given.
+struct LayoutRest {
+  int layers = 0;
+  int chunks = 0;
+  bool custom = false;
+};
+LayoutRest layout_rest(int layers, const ParallelPlan& plan);
 
 /// Whether the layers split into the plan's virtual stages: every chunk gets the same share
 /// after the first and last stage's given counts (or the layers divide evenly with interleaving),

@@ -60,12 +60,10 @@ enum class ScheduleIssue {
   two_chunks,
   too_few_micro_batches
 };
+/// Micro-batches per step the schedule needs to fill its pipeline (1 without one).
+int min_micro_batches(const ParallelPlan& plan);
+
 /// The first issue, cheap enough for the search's inner loop.
 ScheduleIssue schedule_issue(const ParallelPlan& plan, int micro_batches);
-
-/// Whether the plan's schedule can run it: the virtual stages it needs and the micro-batches it
-/// needs per step, as the flag to change and what would be valid. Kept apart so that each
-/// framework's list of schedules can gate it.
-std::optional<PlanProblem> schedule_problem(const ParallelPlan& plan, int micro_batches);
 
 }  // namespace shardplan

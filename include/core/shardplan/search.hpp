@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "shardplan/plan.hpp"
+#include "shardplan/rules.hpp"
 #include "shardplan/specs.hpp"
 
 namespace shardplan {
@@ -13,21 +14,6 @@ namespace shardplan {
 enum class Objective { time, cost, throughput };
 const char* to_string(Objective o);
 Objective parse_objective(const std::string& text, const std::string& field);
-
-/// Why a point of the space was not feasible. Counted per reason.
-enum class Reject {
-  tp_shape,           // tp does not divide the heads, KV heads or MLP width
-  tp_node,            // tp spans nodes (without --allow-tp-across-nodes)
-  pp_layers,          // more stages than layers, or unequal interleaved chunks
-  batch,              // global batch does not split into dp x micro-batch
-  interleave,         // the schedule cannot run it: chunks per device, micro-batches
-  sequence_parallel,  // sequence parallel without tp
-  context_parallel,   // cp does not divide the sequence
-  expert_parallel,    // ep does not divide experts or dp x cp
-  memory,             // does not fit the device
-};
-inline constexpr int kRejectReasons = 9;
-const char* to_string(Reject r);
 
 /// The axes. dp is derived: gpus / (tp x pp x cp).
 struct SearchSpace {
@@ -71,7 +57,8 @@ struct SearchResult {
   long long evaluated = 0;        // points of the space visited (every rule checked)
   long long modelled = 0;  // of those, the ones that passed the rules: memory and time modelled
   long long feasible = 0;  // of those, the ones that fit
-  std::array<long long, kRejectReasons> rejected{};
+  std::array<long long, kRules> rejected{};  // by the first rule broken (rules.hpp)
+  long long rejected_memory = 0;             // kept every rule, does not fit the device
   double seconds = 0;
   bool have_least_memory = false;
   Candidate least_memory;  // the plan that came closest to fitting, when none fits
@@ -87,10 +74,5 @@ struct SearchOptions {
 SearchResult search(const ModelSpec& model, const TrainingSpec& training,
                     const ClusterSpec& cluster, const SearchSpace& space,
                     const SearchOptions& options);
-
-/// Which rule a plan breaks first, or nothing (memory is not checked here).
-bool first_rule_broken(const ModelSpec& model, const TrainingSpec& training,
-                       const ParallelPlan& plan, const ClusterSpec& cluster, const PlanRules& rules,
-                       Reject* reason);
 
 }  // namespace shardplan

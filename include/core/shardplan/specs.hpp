@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "shardplan/framework.hpp"
+
 namespace shardplan {
 
 enum class MlpKind { gelu, swiglu, geglu };
@@ -16,9 +18,6 @@ enum class Precision { fp32, bf16, fp16, fp8 };
 enum class OptimizerKind { adamw, sgd_momentum, adafactor, adam_8bit };
 enum class Recompute { none, selective, full };
 enum class AttentionKind { flash, standard };
-/// Pipeline schedules (schedule.hpp has their bubbles and memory). one_f_one_b with more than
-/// one virtual stage per device is Megatron-LM's interleaved 1F1B, the same as `interleaved`.
-enum class Schedule { one_f_one_b, interleaved, gpipe, zb_h1, zb_v, dualpipe_v };
 
 /// Model architecture only. `layers == 0` means only the parameter count is known (--params).
 struct ModelSpec {
@@ -158,8 +157,9 @@ struct TrainingSpec {
   // (--moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity), so GEMM rows and
   // all-to-all volume are c x the even share.
   double moe_capacity_factor = 0;
-  double tokens = 0;         // training budget for time-to-train, 0 = not asked
-  double gpu_hour_cost = 0;  // currency per GPU-hour, 0 = not asked
+  double tokens = 0;           // training budget for time-to-train, 0 = not asked
+  double gpu_hour_cost = 0;    // currency per GPU-hour, 0 = not asked
+  FrameworkProfile framework;  // the stack that runs the plan (default: the ideal one)
 };
 
 struct ParallelPlan {

@@ -32,6 +32,7 @@ struct PublishedRun {
   bool interleaved = false;  // the source says "interleaved" without the degree
   Metric metric = Metric::iteration_time_s;
   double measured = 0;
+  bool held_out = false;  // "split": "held-out": no profile figure was fitted on it
 };
 
 struct Prediction {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "shardplan/plan.hpp"
+#include "shardplan/rule_words.hpp"
 #include "shardplan/runbook.hpp"
 #include "shardplan/specs.hpp"
 #include "shardplan/step_time.hpp"
@@ -21,6 +22,10 @@ namespace shardplan {
 enum class LauncherFormat { deepspeed, megatron, torchtitan, accelerate };
 const char* to_string(LauncherFormat f);
 LauncherFormat parse_launcher_format(const std::string& text, const std::string& field);
+/// The format a framework is launched with by default (fsdp: accelerate).
+LauncherFormat default_format(Framework framework);
+/// The framework a launcher format runs (accelerate: fsdp).
+Framework framework_of(LauncherFormat format);
 
 /// Long runs checkpoint on wall-clock time, not on epochs; 30 minutes is the default interval when the
 /// user names none (--checkpoint-interval auto takes the runbook's Young interval instead).

@@ -61,6 +61,10 @@ struct ClusterOptions {
 /// its profile's node fabric and scale-out network; a typed bandwidth is used exactly as given.
 ClusterSpec build_cluster(const ClusterOptions& options);
 
+/// A framework's profile (profiles/frameworks/NAME.json, compiled in): its capabilities, which
+/// extend the plan rules, and how it runs a plan.
+FrameworkProfile load_framework(Framework framework);
+
 /// A model preset, a Hugging Face config.json, or a shardplan model JSON file.
 ModelSpec load_model(const std::string& name_or_path, const std::string& field = "--model");
 

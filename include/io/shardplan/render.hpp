@@ -90,5 +90,15 @@ std::string render_ranked(const std::vector<Candidate>& ranked, const ClusterSpe
 std::string describe_model(const ModelSpec& m);
 /// One line naming the cluster, e.g. "16 x H100-SXM (2 nodes of 8; nvlink4 inside, 8 x ib-ndr)".
 std::string describe_cluster(const ClusterSpec& c);
+/// "4.1 s to 4.6 s (fsdp x H100, 2 held-out cases)": the step interval and where it comes from.
+std::string interval_text(const StepInterval& interval, const TrainingSpec& training);
+
+/// A warning when `mfu` is above the highest MFU published for the training's framework (its
+/// profile's max_published_mfu), else empty.
+std::string mfu_warning(double mfu, const TrainingSpec& training);
+
+/// The profile that priced a plan, e.g. "megatron (profiles/frameworks/megatron.json)", or the
+/// ideal stack when none was named.
+std::string describe_framework(const FrameworkProfile& f);
 
 }  // namespace shardplan

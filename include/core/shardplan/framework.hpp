@@ -1,0 +1,117 @@
+// The training stack that runs a plan (Megatron-Core, DeepSpeed, torchtitan, PyTorch FSDP): what
+// it can run at all (its capabilities, which extend the plan rules) and how it runs it (kernels,
+// collectives, overlap), as loaded from profiles/frameworks/*.json.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shardplan {
+
+enum class Framework { megatron, deepspeed, torchtitan, fsdp };
+inline constexpr int kFrameworks = 4;
+const char* to_string(Framework f);
+/// InputError naming `field` with the valid names.
+Framework parse_framework(const std::string& text, const std::string& field);
+
+/// Pipeline schedules (schedule.hpp has their bubbles and memory; specs.hpp their names, "1f1b",
+/// "interleaved", "gpipe", "zb-h1", "zb-v", "dualpipe-v", as the profiles and --schedule spell
+/// them). one_f_one_b with more than one virtual stage per device is Megatron-LM's interleaved
+/// 1F1B, the same as `interleaved`.
+enum class Schedule { one_f_one_b, interleaved, gpipe, zb_h1, zb_v, dualpipe_v };
+
+enum class OffloadTarget { cpu, nvme };
+
+/// Where a framework can move each kind of state off the GPU (empty: nowhere).
+struct OffloadCaps {
+  std::vector<OffloadTarget> optimizer, params, activations;
+};
+
+/// What a framework can run. A default-constructed value allows everything: the ideal stack the
+/// engine prices when no framework is named (engine tests, the probe).
+struct FrameworkCaps {
+  std::vector<int> zero_stages = {0, 1, 2, 3};
+  int max_zero_with_pp = 3;  // the highest ZeRO stage its pipeline engine combines with
+  bool tensor_parallel = true;
+  bool sequence_parallel = true;
+  std::vector<Schedule> pipeline_schedules = {Schedule::one_f_one_b, Schedule::interleaved,
+                                              Schedule::gpipe,       Schedule::zb_h1,
+                                              Schedule::zb_v,        Schedule::dualpipe_v};
+  /// First and last stage layer counts: any (Megatron-Core), lighter than the others only
+  /// (torchtitan), or none (an even split; DeepSpeed partitions by its own method).
+  enum class StageLayout { any, lighter, none };
+  StageLayout stage_layout = StageLayout::any;
+  /// Schedules it runs only with 2 or more virtual stages per device (torchtitan's zb-h1 is
+  /// ScheduleInterleavedZeroBubble).
+  std::vector<Schedule> interleaved_only_schedules;
+  bool context_parallel = true;
+  bool expert_parallel = true;
+  bool fp8 = true;
+  bool fp16 = true;
+  bool tp_across_nodes = true;
+  bool replicate_only_1d = false;  // plain data parallel (ZeRO-0) refuses any other parallelism
+  OffloadCaps offload;
+
+  bool has_schedule(Schedule s) const;
+  bool has_zero(int stage) const;
+};
+
+/// Achieved share of the link's bus bandwidth for a collective group of `ranks` GPUs,
+/// interpolated in log(ranks); empty = 1 (the link's busbw as nccl-tests measures it).
+struct BusbwShare {
+  std::vector<std::pair<double, double>> points;  // (ranks, share), ascending ranks
+  double at(double ranks) const;
+};
+
+/// How a framework runs a plan, relative to the stack the GPU profiles were fitted on
+/// (Megatron-LM with fused kernels: every factor 1).
+struct FrameworkPricing {
+  double kernel_speed = 1;  // compute time is divided by this (eager < 1 < compiled gains)
+  BusbwShare dp_busbw;      // gradient reduce and ZeRO-1/2 parameter gathers
+  BusbwShare zero3_busbw;   // ZeRO-3 / FSDP per-unit gathers and reduce-scatters
+  BusbwShare tp_busbw;
+  bool tp_comm_overlap = false;     // overlaps TP comm with GEMMs by default
+  bool overlap_grad_reduce = true;  // reduces ZeRO-0/1/2 gradients under backward by default
+};
+
+/// How far measured steps fell from predicted ones for one GPU generation, from `shardplan
+/// validate`: measured step / predicted step - 1, lowest and highest (0 included).
+struct AccuracyClass {
+  std::string gpu_class;  // "A100", "H100": the generation a GPU preset's name starts with
+  int cases = 0;
+  bool held_out = true;  // false: only fitted cases exist for this class
+  double step_error_low = 0;
+  double step_error_high = 0;
+  std::string source;  // the validation case ids
+};
+
+/// The GPU generation of a preset name ("H200" and "H100-SXM" -> "H100"), empty if unknown.
+std::string gpu_class(const std::string& gpu_name);
+
+/// A framework profile: its name, capabilities, pricing and what validation says of it.
+struct FrameworkProfile {
+  std::string name;  // empty: no framework named (every capability, neutral pricing)
+  Framework id = Framework::megatron;
+  std::string source;  // the profile file
+  FrameworkCaps caps;
+  FrameworkPricing pricing;
+  double max_published_mfu = 0;  // highest MFU published for it at scale; 0 = unknown
+  std::string max_published_mfu_source;
+  std::vector<AccuracyClass> accuracy;
+
+  /// The accuracy class of a GPU, or nullptr when validation has no case on its generation.
+  const AccuracyClass* accuracy_for(const std::string& gpu_name) const;
+};
+
+/// A predicted step with the range validation says the measured one falls in.
+struct StepInterval {
+  double low_s = 0, high_s = 0;
+  const AccuracyClass* accuracy = nullptr;  // nullptr: no validation case for this class
+  /// True when a plan `faster_s` is faster by less than this interval can tell apart.
+  bool within(double faster_s) const { return faster_s >= low_s; }
+};
+StepInterval step_interval(const FrameworkProfile& framework, const std::string& gpu_name,
+                           double step_s);
+
+}  // namespace shardplan

@@ -1,0 +1,99 @@
+// The plan rules, once: a table of (rule, predicate over a plan and its context). `estimate`,
+// the search, the ladder and `emit` all ask this table whether a plan can run, so they cannot
+// disagree. The framework's capabilities are rules of the same table. Problems are values; the
+// edge (rule_words.hpp) turns them into flags and sentences.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "shardplan/framework.hpp"
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+enum class RuleId {
+  degrees_positive,            // every degree and the micro-batch at least 1
+  gpu_count,                   // dp x tp x pp x cp equals the cluster's GPUs
+  zero_stage,                  // ZeRO stage 0-3
+  tp_within_node,              // tp inside a node unless allowed to cross
+  precision_supported,         // the GPU has tensor cores for the precision
+  sequence_parallel_needs_tp,  // sequence parallel splits TP regions
+  batch_split,                 // global batch = dp x micro-batch x accumulation
+  cp_divides_sequence,         // context parallel divides the sequence
+  layer_shapes_needed,         // tp / pp / cp / interleave need the architecture
+  tp_divides_heads,
+  tp_fits_kv_heads,  // tp divides the KV heads or is a multiple of them
+  tp_divides_ffn,
+  pp_within_layers,
+  stage_layout,  // layers split into the virtual stages (first/last counts, the rest even)
+  interleave_needs_pp,
+  schedule_runs,  // the schedule's chunks per device and micro-batches (schedule.hpp)
+  ep_needs_moe,
+  ep_divides,           // ep divides the experts and dp x cp (ep x expert tp: tp x dp x cp)
+  expert_tp_needs_moe,  // --expert-tp splits experts
+  expert_tp_divides_ffn,
+  // the framework's capabilities
+  framework_zero_stage,
+  framework_zero_with_pp,
+  framework_tp,
+  framework_sequence_parallel,
+  framework_pp,
+  framework_schedule,      // the framework runs this pipeline schedule
+  framework_stage_layout,  // the framework sets first/last stage layer counts
+  framework_cp,
+  framework_ep,
+  framework_fp8,
+  framework_fp16,
+  framework_tp_across_nodes,
+  framework_replicate_1d,
+};
+inline constexpr int kRules = 33;
+/// A short snake_case name for JSON and counts ("tp_divides_heads").
+const char* to_string(RuleId r);
+
+/// What the user allows beyond the defaults.
+struct PlanRules {
+  bool allow_tp_across_nodes = false;
+};
+
+/// What a rule reads besides the plan.
+struct RuleContext {
+  const ModelSpec& model;
+  const TrainingSpec& training;
+  const ClusterSpec& cluster;
+  PlanRules rules;
+  const FrameworkCaps& caps() const { return training.framework.caps; }
+};
+
+/// One broken rule: which one, and the plan it was found in (the edge words it from both).
+struct RuleProblem {
+  RuleId rule;
+  ParallelPlan plan;
+};
+
+struct Rule {
+  RuleId id;
+  bool (*broken)(const ParallelPlan& plan, const RuleContext& context);
+};
+
+/// Every rule in the order they are checked. The first one guards the rest: when a degree is
+/// below 1, no other rule is asked.
+const std::vector<Rule>& plan_rules();
+
+/// Every rule the plan breaks (empty when it can run).
+std::vector<RuleProblem> check_plan(const ParallelPlan& plan, const RuleContext& context);
+
+/// The first rule the plan breaks, in table order, or nothing: what the search counts.
+std::optional<RuleId> first_broken(const ParallelPlan& plan, const RuleContext& context);
+
+/// The rules no plan can keep because they are about the inputs alone (fp8 on an A100, a
+/// precision the framework lacks): `plan` refuses these up front as `estimate` does.
+std::vector<RuleProblem> check_inputs(const RuleContext& context);
+
+/// check_plan with the context spelled out.
+std::vector<RuleProblem> check_plan(const ModelSpec& model, const TrainingSpec& training,
+                                    const ParallelPlan& plan, const ClusterSpec& cluster,
+                                    const PlanRules& rules = {});
+
+}  // namespace shardplan

@@ -1,0 +1,81 @@
+// Names of frameworks and pipeline schedules, and the small queries on a framework's data.
+#include "shardplan/framework.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "shardplan/error.hpp"
+
+namespace shardplan {
+
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::megatron:
+      return "megatron";
+    case Framework::deepspeed:
+      return "deepspeed";
+    case Framework::torchtitan:
+      return "torchtitan";
+    case Framework::fsdp:
+      return "fsdp";
+  }
+  return "";
+}
+
+Framework parse_framework(const std::string& text, const std::string& field) {
+  for (int i = 0; i < kFrameworks; ++i) {
+    if (text == to_string(static_cast<Framework>(i))) return static_cast<Framework>(i);
+  }
+  throw InputError(field, "'" + text +
+                              "' is not a framework; use megatron, deepspeed, "
+                              "torchtitan or fsdp");
+}
+
+bool FrameworkCaps::has_schedule(Schedule s) const {
+  return std::find(pipeline_schedules.begin(), pipeline_schedules.end(), s) !=
+         pipeline_schedules.end();
+}
+
+bool FrameworkCaps::has_zero(int stage) const {
+  return std::find(zero_stages.begin(), zero_stages.end(), stage) != zero_stages.end();
+}
+
+std::string gpu_class(const std::string& name) {
+  for (const char* g : {"A100", "H100", "B200", "L40S", "MI300X"}) {
+    if (name.rfind(g, 0) == 0) return g;
+  }
+  if (name.rfind("H200", 0) == 0) return "H100";  // Hopper, the same kernels
+  return "";
+}
+
+const AccuracyClass* FrameworkProfile::accuracy_for(const std::string& gpu_name) const {
+  const std::string g = gpu_class(gpu_name);
+  for (const AccuracyClass& a : accuracy) {
+    if (a.gpu_class == g) return &a;
+  }
+  return nullptr;
+}
+
+StepInterval step_interval(const FrameworkProfile& f, const std::string& gpu_name, double step_s) {
+  StepInterval i;
+  i.accuracy = f.accuracy_for(gpu_name);
+  i.low_s = step_s * (1 + (i.accuracy ? i.accuracy->step_error_low : 0));
+  i.high_s = step_s * (1 + (i.accuracy ? i.accuracy->step_error_high : 0));
+  return i;
+}
+
+double BusbwShare::at(double ranks) const {
+  if (points.empty()) return 1.0;
+  if (ranks <= points.front().first) return points.front().second;
+  if (ranks >= points.back().first) return points.back().second;
+  for (size_t i = 1; i < points.size(); ++i) {
+    const auto& [r1, s1] = points[i];
+    if (ranks > r1) continue;
+    const auto& [r0, s0] = points[i - 1];
+    const double t = std::log(ranks / r0) / std::log(r1 / r0);
+    return s0 + t * (s1 - s0);
+  }
+  return points.back().second;
+}
+
+}  // namespace shardplan

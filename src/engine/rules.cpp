@@ -1,0 +1,312 @@
+// The plan rules as one table: divisibility and placement rules that hold for every stack, then
+// the framework's capabilities (FrameworkCaps, from profiles/frameworks/*.json).
+#include "shardplan/rules.hpp"
+
+#include <algorithm>
+
+#include "shardplan/plan.hpp"
+#include "shardplan/schedule.hpp"
+
+namespace shardplan {
+namespace {
+
+using P = const ParallelPlan&;
+using C = const RuleContext&;
+
+bool has_shapes(C c) {
+  return c.model.has_architecture();
+}
+
+bool degrees_positive(P p, C) {
+  return p.dp < 1 || p.tp < 1 || p.pp < 1 || p.cp < 1 || p.ep < 1 || p.micro_batch < 1 ||
+         p.interleave < 1;
+}
+
+bool gpu_count(P p, C c) {
+  return p.gpus() != c.cluster.gpus;
+}
+bool zero_stage(P p, C) {
+  return p.zero < 0 || p.zero > 3;
+}
+bool tp_within_node(P p, C c) {
+  return p.tp > c.cluster.gpus_per_node && !c.rules.allow_tp_across_nodes;
+}
+
+// A GPU without this dtype's tensor cores (fp8 on an A100). A cluster with no GPU profile at all
+// (the probe checking a model's shapes) has nothing to say about precision.
+bool precision_supported(P, C c) {
+  const GpuSpec& g = c.cluster.gpu;
+  const bool has_gpu = g.peak_flops[static_cast<int>(MathDtype::bf16)] > 0;
+  return has_gpu && g.peak_flops[static_cast<int>(math_dtype(c.training.precision))] <= 0;
+}
+
+bool sequence_parallel_needs_tp(P p, C) {
+  return p.sequence_parallel && p.tp == 1;
+}
+bool batch_split(P p, C c) {
+  return c.training.global_batch % (static_cast<long long>(p.dp) * p.micro_batch) != 0;
+}
+bool cp_divides_sequence(P p, C c) {
+  return c.training.seq_len % p.cp != 0;
+}
+bool layer_shapes_needed(P p, C c) {
+  return !has_shapes(c) && (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.interleave > 1 ||
+                            p.first_stage_layers >= 0 || p.last_stage_layers >= 0);
+}
+bool tp_divides_heads(P p, C c) {
+  return has_shapes(c) && c.model.heads % p.tp != 0;
+}
+bool tp_fits_kv_heads(P p, C c) {
+  const ModelSpec& m = c.model;
+  return has_shapes(c) && m.heads % p.tp == 0 && m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0;
+}
+bool tp_divides_ffn(P p, C c) {
+  return has_shapes(c) && c.model.ffn_hidden % p.tp != 0;
+}
+bool pp_within_layers(P p, C c) {
+  return has_shapes(c) && p.pp > c.model.layers;
+}
+bool stage_layout(P p, C c) {
+  return has_shapes(c) && p.pp <= c.model.layers && !layout_splits(c.model.layers, p);
+}
+// Virtual stages asked for with --interleave (1F1B or interleaved) and no pipeline; another
+// schedule without a pipeline is schedule_runs' to name.
+bool interleave_needs_pp(P p, C) {
+  const bool one_f_one_b =
+      p.schedule == Schedule::one_f_one_b || p.schedule == Schedule::interleaved;
+  return p.interleave > 1 && p.pp == 1 && one_f_one_b;
+}
+// Everything else the schedule needs (schedule_issue).
+bool schedule_runs(P p, C c) {
+  if (interleave_needs_pp(p, c)) return false;
+  return schedule_issue(p, micro_batches_per_step(c.training, p)) != ScheduleIssue::none;
+}
+bool ep_needs_moe(P p, C c) {
+  return p.ep > 1 && !c.model.is_moe();
+}
+// Megatron-Core's MoE parallel folding: with expert tp set, experts take ep x etp ranks out of
+// tp x dp x cp, so ep may exceed dp x cp when etp < tp; without it, ep divides dp x cp.
+bool ep_divides(P p, C c) {
+  const ModelSpec& m = c.model;
+  if (!m.is_moe() || (p.ep == 1 && p.etp == 0)) return false;
+  if (m.experts % p.ep != 0) return true;
+  if (p.etp == 0) return (p.dp * p.cp) % p.ep != 0;
+  const long long ranks = static_cast<long long>(p.tp) * p.dp * p.cp;
+  return ranks % (static_cast<long long>(p.ep) * p.etp) != 0;
+}
+bool expert_tp_needs_moe(P p, C c) {
+  return p.etp > 0 && !c.model.is_moe();
+}
+bool expert_tp_divides_ffn(P p, C c) {
+  return p.etp > 0 && c.model.is_moe() && c.model.ffn_hidden % p.etp != 0;
+}
+
+bool framework_zero_stage(P p, C c) {
+  return !c.caps().has_zero(p.zero);
+}
+bool framework_zero_with_pp(P p, C c) {
+  return p.pp > 1 && c.caps().has_zero(p.zero) && p.zero > c.caps().max_zero_with_pp;
+}
+bool framework_tp(P p, C c) {
+  return p.tp > 1 && !c.caps().tensor_parallel;
+}
+bool framework_sequence_parallel(P p, C c) {
+  return p.sequence_parallel && p.tp > 1 && !c.caps().sequence_parallel;
+}
+bool framework_pp(P p, C c) {
+  return p.pp > 1 && c.caps().pipeline_schedules.empty();
+}
+// The schedule the plan runs: 1F1B with more than one virtual stage per device is interleaved
+// 1F1B (Narayanan et al. 2021 Sec. 2.2.2).
+bool framework_schedule(P p, C c) {
+  if (p.pp == 1) return false;
+  const Schedule s =
+      p.schedule == Schedule::one_f_one_b && p.interleave > 1 ? Schedule::interleaved : p.schedule;
+  if (!c.caps().has_schedule(s)) return true;
+  const auto& only = c.caps().interleaved_only_schedules;
+  return p.interleave < 2 && std::find(only.begin(), only.end(), s) != only.end();
+}
+bool framework_stage_layout(P p, C c) {
+  if (p.pp == 1 || (p.first_stage_layers < 0 && p.last_stage_layers < 0)) return false;
+  switch (c.caps().stage_layout) {
+    case FrameworkCaps::StageLayout::any:
+      return false;
+    case FrameworkCaps::StageLayout::none:
+      return true;
+    case FrameworkCaps::StageLayout::lighter: {
+      if (!has_shapes(c) || !layout_splits(c.model.layers, p)) return false;
+      const LayoutRest r = layout_rest(c.model.layers, p);
+      const int others = r.chunks > 0 ? r.layers / r.chunks : 0;
+      return p.first_stage_layers > others || p.last_stage_layers > others;
+    }
+  }
+  return false;
+}
+bool framework_cp(P p, C c) {
+  return p.cp > 1 && !c.caps().context_parallel;
+}
+bool framework_ep(P p, C c) {
+  return p.ep > 1 && !c.caps().expert_parallel;
+}
+bool framework_fp8(P, C c) {
+  return c.training.precision == Precision::fp8 && !c.caps().fp8;
+}
+bool framework_fp16(P, C c) {
+  return c.training.precision == Precision::fp16 && !c.caps().fp16;
+}
+bool framework_tp_across_nodes(P p, C c) {
+  return p.tp > c.cluster.gpus_per_node && c.rules.allow_tp_across_nodes &&
+         !c.caps().tp_across_nodes;
+}
+bool framework_replicate_1d(P p, C c) {
+  return c.caps().replicate_only_1d && p.zero == 0 &&
+         (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1);
+}
+
+}  // namespace
+
+const std::vector<Rule>& plan_rules() {
+  static const std::vector<Rule> rules = {
+      {RuleId::degrees_positive, degrees_positive},
+      {RuleId::gpu_count, gpu_count},
+      {RuleId::zero_stage, zero_stage},
+      {RuleId::tp_within_node, tp_within_node},
+      {RuleId::precision_supported, precision_supported},
+      {RuleId::sequence_parallel_needs_tp, sequence_parallel_needs_tp},
+      {RuleId::batch_split, batch_split},
+      {RuleId::cp_divides_sequence, cp_divides_sequence},
+      {RuleId::layer_shapes_needed, layer_shapes_needed},
+      {RuleId::tp_divides_heads, tp_divides_heads},
+      {RuleId::tp_fits_kv_heads, tp_fits_kv_heads},
+      {RuleId::tp_divides_ffn, tp_divides_ffn},
+      {RuleId::pp_within_layers, pp_within_layers},
+      {RuleId::stage_layout, stage_layout},
+      {RuleId::interleave_needs_pp, interleave_needs_pp},
+      {RuleId::schedule_runs, schedule_runs},
+      {RuleId::ep_needs_moe, ep_needs_moe},
+      {RuleId::ep_divides, ep_divides},
+      {RuleId::expert_tp_needs_moe, expert_tp_needs_moe},
+      {RuleId::expert_tp_divides_ffn, expert_tp_divides_ffn},
+      {RuleId::framework_zero_stage, framework_zero_stage},
+      {RuleId::framework_zero_with_pp, framework_zero_with_pp},
+      {RuleId::framework_tp, framework_tp},
+      {RuleId::framework_sequence_parallel, framework_sequence_parallel},
+      {RuleId::framework_pp, framework_pp},
+      {RuleId::framework_schedule, framework_schedule},
+      {RuleId::framework_stage_layout, framework_stage_layout},
+      {RuleId::framework_cp, framework_cp},
+      {RuleId::framework_ep, framework_ep},
+      {RuleId::framework_fp8, framework_fp8},
+      {RuleId::framework_fp16, framework_fp16},
+      {RuleId::framework_tp_across_nodes, framework_tp_across_nodes},
+      {RuleId::framework_replicate_1d, framework_replicate_1d},
+  };
+  return rules;
+}
+
+std::vector<RuleProblem> check_plan(const ParallelPlan& p, const RuleContext& c) {
+  std::vector<RuleProblem> out;
+  for (const Rule& r : plan_rules()) {
+    if (!r.broken(p, c)) continue;
+    out.push_back({r.id, p});
+    if (r.id == RuleId::degrees_positive) break;  // the other rules divide by the degrees
+  }
+  return out;
+}
+
+std::vector<RuleProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
+                                    const ParallelPlan& p, const ClusterSpec& c,
+                                    const PlanRules& rules) {
+  return check_plan(p, RuleContext{m, tr, c, rules});
+}
+
+std::vector<RuleProblem> check_inputs(const RuleContext& c) {
+  std::vector<RuleProblem> out;
+  ParallelPlan any;
+  any.dp = c.cluster.gpus;
+  for (RuleId id : {RuleId::precision_supported, RuleId::framework_fp8, RuleId::framework_fp16}) {
+    if (plan_rules()[static_cast<size_t>(id)].broken(any, c)) out.push_back({id, any});
+  }
+  return out;
+}
+
+std::optional<RuleId> first_broken(const ParallelPlan& p, const RuleContext& c) {
+  for (const Rule& r : plan_rules()) {
+    if (r.broken(p, c)) return r.id;
+  }
+  return std::nullopt;
+}
+
+const char* to_string(RuleId r) {
+  switch (r) {
+    case RuleId::degrees_positive:
+      return "degrees_positive";
+    case RuleId::gpu_count:
+      return "gpu_count";
+    case RuleId::zero_stage:
+      return "zero_stage";
+    case RuleId::tp_within_node:
+      return "tp_within_node";
+    case RuleId::precision_supported:
+      return "precision_supported";
+    case RuleId::sequence_parallel_needs_tp:
+      return "sequence_parallel_needs_tp";
+    case RuleId::batch_split:
+      return "batch_split";
+    case RuleId::cp_divides_sequence:
+      return "cp_divides_sequence";
+    case RuleId::layer_shapes_needed:
+      return "layer_shapes_needed";
+    case RuleId::tp_divides_heads:
+      return "tp_divides_heads";
+    case RuleId::tp_fits_kv_heads:
+      return "tp_fits_kv_heads";
+    case RuleId::tp_divides_ffn:
+      return "tp_divides_ffn";
+    case RuleId::pp_within_layers:
+      return "pp_within_layers";
+    case RuleId::stage_layout:
+      return "stage_layout";
+    case RuleId::interleave_needs_pp:
+      return "interleave_needs_pp";
+    case RuleId::schedule_runs:
+      return "schedule_runs";
+    case RuleId::ep_needs_moe:
+      return "ep_needs_moe";
+    case RuleId::ep_divides:
+      return "ep_divides";
+    case RuleId::expert_tp_needs_moe:
+      return "expert_tp_needs_moe";
+    case RuleId::expert_tp_divides_ffn:
+      return "expert_tp_divides_ffn";
+    case RuleId::framework_zero_stage:
+      return "framework_zero_stage";
+    case RuleId::framework_zero_with_pp:
+      return "framework_zero_with_pp";
+    case RuleId::framework_tp:
+      return "framework_tp";
+    case RuleId::framework_sequence_parallel:
+      return "framework_sequence_parallel";
+    case RuleId::framework_pp:
+      return "framework_pp";
+    case RuleId::framework_schedule:
+      return "framework_schedule";
+    case RuleId::framework_stage_layout:
+      return "framework_stage_layout";
+    case RuleId::framework_cp:
+      return "framework_cp";
+    case RuleId::framework_ep:
+      return "framework_ep";
+    case RuleId::framework_fp8:
+      return "framework_fp8";
+    case RuleId::framework_fp16:
+      return "framework_fp16";
+    case RuleId::framework_tp_across_nodes:
+      return "framework_tp_across_nodes";
+    case RuleId::framework_replicate_1d:
+      return "framework_replicate_1d";
+  }
+  return "";
+}
+
+}  // namespace shardplan

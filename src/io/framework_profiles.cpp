@@ -1,0 +1,190 @@
+// Framework profiles (profiles/frameworks/*.json), read strictly: every key is read or named as
+// unknown, and every section carries its source.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "json_reader.hpp"
+#include "shardplan/error.hpp"
+#include "shardplan/profiles.hpp"
+
+namespace shardplan {
+namespace {
+
+std::vector<OffloadTarget> targets(StrictObject& o, const std::string& key) {
+  std::vector<OffloadTarget> out;
+  for (const std::string& t : o.strings_or_empty(key)) {
+    if (t == "cpu") {
+      out.push_back(OffloadTarget::cpu);
+    } else if (t == "nvme") {
+      out.push_back(OffloadTarget::nvme);
+    } else {
+      throw InputError(o.field(key), "'" + t + "' is not an offload target; use cpu or nvme");
+    }
+  }
+  return out;
+}
+
+std::vector<int> zero_stages(StrictObject& o) {
+  std::vector<int> out;
+  const auto& raw = o.raw("zero_stages");
+  if (!raw.is_array() || raw.empty())
+    throw InputError(o.field("zero_stages"), "expected a list of ZeRO stages 0-3");
+  for (const auto& z : raw) {
+    if (!z.is_number_integer() || z.get<int>() < 0 || z.get<int>() > 3)
+      throw InputError(o.field("zero_stages"), "expected a list of ZeRO stages 0-3");
+    out.push_back(z.get<int>());
+  }
+  return out;
+}
+
+FrameworkCaps read_caps(StrictObject o) {
+  FrameworkCaps c;
+  c.zero_stages = zero_stages(o);
+  c.max_zero_with_pp = o.integer("max_zero_with_pp");
+  c.tensor_parallel = o.boolean("tensor_parallel");
+  c.sequence_parallel = o.boolean("sequence_parallel");
+  c.pipeline_schedules.clear();
+  for (const std::string& s : o.strings_or_empty("pipeline_schedules"))
+    c.pipeline_schedules.push_back(parse_schedule(s, o.field("pipeline_schedules")));
+  const std::string layout = o.string("stage_layout");
+  if (layout == "any") {
+    c.stage_layout = FrameworkCaps::StageLayout::any;
+  } else if (layout == "lighter") {
+    c.stage_layout = FrameworkCaps::StageLayout::lighter;
+  } else if (layout == "none") {
+    c.stage_layout = FrameworkCaps::StageLayout::none;
+  } else {
+    throw InputError(o.field("stage_layout"), "'" + layout + "' is not any, lighter or none");
+  }
+  for (const std::string& s : o.strings_or_empty("interleaved_only_schedules")) {
+    c.interleaved_only_schedules.push_back(
+        parse_schedule(s, o.field("interleaved_only_schedules")));
+  }
+  c.context_parallel = o.boolean("context_parallel");
+  c.expert_parallel = o.boolean("expert_parallel");
+  c.fp8 = o.boolean("fp8");
+  c.fp16 = o.boolean("fp16");
+  c.tp_across_nodes = o.boolean("tp_across_nodes");
+  c.replicate_only_1d = o.boolean("replicate_only_1d");
+  StrictObject off = o.object("offload");
+  c.offload.optimizer = targets(off, "optimizer");
+  c.offload.params = targets(off, "params");
+  c.offload.activations = targets(off, "activations");
+  off.finish();
+  o.finish();
+  return c;
+}
+
+BusbwShare read_share(StrictObject& o, const std::string& key) {
+  BusbwShare s;
+  if (!o.has(key)) return s;
+  for (const auto& point : o.raw(key)) {
+    if (!point.is_array() || point.size() != 2 || !point[0].is_number() || !point[1].is_number())
+      throw InputError(o.field(key), "each point is [group size in GPUs, share of busbw]");
+    const double ranks = point[0].get<double>(), share = point[1].get<double>();
+    if (!(ranks >= 2) || !(share > 0 && share <= 1) ||
+        (!s.points.empty() && ranks <= s.points.back().first))
+      throw InputError(o.field(key), "points need ascending group sizes >= 2 and 0 < share <= 1");
+    s.points.emplace_back(ranks, share);
+  }
+  return s;
+}
+
+// One collective section: what it issues (words for the reader) and the achieved busbw share.
+BusbwShare read_collective(StrictObject o) {
+  o.string("collective");
+  o.string_or("buckets", "");
+  o.string_or("gathers_per_micro_batch", "");
+  BusbwShare s = read_share(o, "busbw_share");
+  o.finish();
+  return s;
+}
+
+void read_collectives(StrictObject o, FrameworkPricing& p) {
+  p.dp_busbw = read_collective(o.object("data_parallel"));
+  p.zero3_busbw = read_collective(o.object("sharded_data_parallel"));
+  p.tp_busbw = read_collective(o.object("tensor_parallel"));
+  o.finish();
+}
+
+// Sections the planner documents but prices through the rules and the memory model elsewhere:
+// every key is a sentence with its own figures.
+void read_words(StrictObject o) {
+  for (const std::string& key : o.keys()) o.string(key);
+  o.finish();
+}
+
+std::vector<AccuracyClass> read_accuracy(StrictObject& o) {
+  std::vector<AccuracyClass> out;
+  const auto& raw = o.raw("accuracy");
+  if (!raw.is_array()) throw InputError(o.field("accuracy"), "expected a list of GPU classes");
+  for (size_t i = 0; i < raw.size(); ++i) {
+    StrictObject a(raw[i], o.field("accuracy") + fmt::format("[{}]", i));
+    AccuracyClass c;
+    c.gpu_class = a.string("gpu_class");
+    c.cases = a.integer("cases");
+    const std::string split = a.string("split");
+    if (split != "held-out" && split != "fitted")
+      throw InputError(a.field("split"), "'" + split + "' is not held-out or fitted");
+    c.held_out = split == "held-out";
+    c.step_error_low = a.number("step_error_low");
+    c.step_error_high = a.number("step_error_high");
+    if (c.cases < 1 || c.step_error_low > 0 || c.step_error_high < 0 || c.step_error_low <= -1)
+      throw InputError(a.field("cases"), "needs cases >= 1 and -1 < low <= 0 <= high");
+    c.source = a.string("source");
+    a.finish();
+    out.push_back(c);
+  }
+  return out;
+}
+
+FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string& where) {
+  StrictObject o(j, where);
+  FrameworkProfile f;
+  f.name = o.string("name");
+  f.id = parse_framework(f.name, o.field("name"));
+  f.source = where;
+  o.string("description");
+  o.string("versions");
+  f.caps = read_caps(o.object("capabilities"));
+  read_collectives(o.object("collectives"), f.pricing);
+  StrictObject overlap = o.object("overlap");
+  f.pricing.overlap_grad_reduce = overlap.boolean("grad_reduce");
+  overlap.boolean("param_gather");
+  f.pricing.tp_comm_overlap = overlap.boolean("tp_comm");
+  overlap.finish();
+  StrictObject kernels = o.object("kernels");
+  kernels.string("class");
+  f.pricing.kernel_speed = kernels.positive("speed");
+  kernels.finish();
+  read_words(o.object("recompute"));
+  read_words(o.object("memory"));
+  read_words(o.object("loss"));
+  f.max_published_mfu = o.positive("max_published_mfu");
+  f.accuracy = read_accuracy(o);
+  StrictObject sources = o.object("sources");
+  for (const char* key : {"capabilities", "collectives", "overlap", "kernels", "recompute",
+                          "memory", "loss", "max_published_mfu"})
+    sources.string(key);
+  f.max_published_mfu_source = j.at("sources").at("max_published_mfu").get<std::string>();
+  sources.finish();
+  o.finish();
+  return f;
+}
+
+}  // namespace
+
+FrameworkProfile load_framework(Framework id) {
+  static std::map<Framework, FrameworkProfile> cache;
+  if (auto it = cache.find(id); it != cache.end()) return it->second;
+  const std::string path = fmt::format("frameworks/{}.json", to_string(id));
+  for (const EmbeddedFile& f : embedded_profiles()) {
+    if (path != f.path) continue;
+    const std::string where = "profiles/" + path;
+    return cache.emplace(id, framework_from_json(parse_json(f.text, where), where)).first->second;
+  }
+  throw InputError("--framework", "no profile " + path + " in this build");
+}
+
+}  // namespace shardplan

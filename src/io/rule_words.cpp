@@ -1,0 +1,254 @@
+// Flags and sentences for the plan rules (rules.hpp); the engine only returns which rule broke.
+#include "shardplan/rule_words.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "shardplan/error.hpp"
+#include "shardplan/plan.hpp"
+#include "shardplan/schedule.hpp"
+
+namespace shardplan {
+namespace {
+
+PlanProblem layout_words(int layers, const ParallelPlan& p) {
+  const int chunks = p.pp * p.interleave;
+  const LayoutRest r = layout_rest(layers, p);
+  if (!r.custom) {
+    return {"--interleave",
+            fmt::format("{} layers do not split into pp {} x interleave {} equal chunks; give "
+                        "--first-stage-layers / --last-stage-layers so that the rest split "
+                        "evenly (Llama 3 405B: 126 layers, pp 16, interleave 2, first and last 3)",
+                        layers, p.pp, p.interleave)};
+  }
+  const char* field = p.first_stage_layers >= 0 ? "--first-stage-layers" : "--last-stage-layers";
+  if (chunks < 2) return {field, "a first or last stage layout needs --pp > 1"};
+  return {field, fmt::format("{} layers less the first stage's {} and the last stage's {} leave "
+                             "{} for the other {} virtual stages; choose counts that leave a "
+                             "positive multiple of {}",
+                             layers, std::max(0, p.first_stage_layers),
+                             std::max(0, p.last_stage_layers), r.layers, r.chunks, r.chunks)};
+}
+
+PlanProblem schedule_words(const ParallelPlan& p, int micro_batches) {
+  const char* name = schedule_name(p);
+  switch (schedule_issue(p, micro_batches)) {
+    case ScheduleIssue::none:
+      break;
+    case ScheduleIssue::needs_pipeline:
+      return {p.schedule == Schedule::one_f_one_b ? "--interleave" : "--schedule",
+              fmt::format("{} is a pipeline schedule; it needs --pp > 1", name)};
+    case ScheduleIssue::needs_virtual_stages:
+      return {"--interleave", "interleaved needs --interleave 2 or more"};
+    case ScheduleIssue::one_chunk_only:
+      return {"--interleave", "gpipe runs one model chunk per device; drop --interleave"};
+    case ScheduleIssue::two_chunks:
+      return {"--interleave", fmt::format("{} runs two model chunks per device in a V; use "
+                                          "--interleave 2 (or leave it out)",
+                                          name)};
+    case ScheduleIssue::too_few_micro_batches:
+      return {"--global-batch",
+              fmt::format("the {} schedule needs at least {} micro-batches per step, "
+                          "and the plan has {}; raise --global-batch or lower "
+                          "--micro-batch",
+                          name, min_micro_batches(p), micro_batches)};
+  }
+  return {"--schedule", fmt::format("{} cannot run this plan", name)};
+}
+
+std::string stack(const RuleContext& c) {
+  const FrameworkProfile& f = c.training.framework;
+  return f.name.empty() ? std::string("the stack") : f.name;
+}
+
+std::string zero_list(const FrameworkCaps& caps) {
+  std::string s;
+  for (int z : caps.zero_stages) s += (s.empty() ? "" : ", ") + std::to_string(z);
+  return s;
+}
+
+PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
+  const ParallelPlan& p = r.plan;
+  const FrameworkCaps& caps = c.caps();
+  const std::string f = stack(c);
+  const std::string why = c.training.framework.source.empty()
+                              ? std::string()
+                              : " (" + c.training.framework.source + ")";
+  switch (r.rule) {
+    case RuleId::framework_zero_stage:
+      return {"--zero", fmt::format("{} has no ZeRO-{}{}; its stages are {}", f, p.zero, why,
+                                    zero_list(caps))};
+    case RuleId::framework_zero_with_pp:
+      return {"--zero",
+              fmt::format("{} combines pipeline parallel with ZeRO stages up to {} "
+                          "only{}; ZeRO-{} with pp {} cannot run: use --zero {} or no --pp",
+                          f, caps.max_zero_with_pp, why, p.zero, p.pp, caps.max_zero_with_pp)};
+    case RuleId::framework_tp:
+      return {"--tp", fmt::format("{} has no tensor parallelism{}", f, why)};
+    case RuleId::framework_sequence_parallel:
+      return {"--sequence-parallel",
+              fmt::format("{} has no Megatron-style sequence parallelism{}", f, why)};
+    case RuleId::framework_pp:
+      return {"--pp", fmt::format("{} has no pipeline parallelism{}", f, why)};
+    case RuleId::framework_schedule: {
+      std::string runs;
+      for (Schedule s : caps.pipeline_schedules)
+        runs += (runs.empty() ? "" : ", ") + std::string(to_string(s));
+      const bool interleaved = p.schedule == Schedule::interleaved ||
+                               (p.schedule == Schedule::one_f_one_b && p.interleave > 1);
+      if (caps.has_schedule(interleaved ? Schedule::interleaved : p.schedule)) {
+        return {"--interleave", fmt::format("{} runs {} only with 2 or more virtual stages per "
+                                            "device{}; use --interleave 2 or more",
+                                            f, to_string(p.schedule), why)};
+      }
+      return {interleaved ? "--interleave" : "--schedule",
+              fmt::format("{} runs the pipeline schedules {} only{}; {} is not one of them", f,
+                          runs, why, interleaved ? "interleaved" : to_string(p.schedule))};
+    }
+    case RuleId::framework_stage_layout:
+      return {p.first_stage_layers >= 0 ? "--first-stage-layers" : "--last-stage-layers",
+              caps.stage_layout == FrameworkCaps::StageLayout::none
+                  ? fmt::format("{} splits the layers evenly (it sets no first or last stage "
+                                "layer counts){}; drop the stage layout",
+                                f, why)
+                  : fmt::format("{} can make the first and last stage lighter than the others "
+                                "but not heavier{}",
+                                f, why)};
+    case RuleId::framework_cp:
+      return {"--cp", fmt::format("{} has no ring-attention context parallelism{}", f, why)};
+    case RuleId::framework_ep:
+      return {"--ep", fmt::format("{} sets no expert parallelism from a plan{}", f, why)};
+    case RuleId::framework_fp8:
+      return {"--precision", fmt::format("{} has no fp8 training path{}; use bf16", f, why)};
+    case RuleId::framework_fp16:
+      return {"--precision", fmt::format("{} trains in bf16 or fp32, not fp16{}", f, why)};
+    case RuleId::framework_tp_across_nodes:
+      return {"--allow-tp-across-nodes",
+              fmt::format("{} keeps tensor parallel inside a node{}", f, why)};
+    case RuleId::framework_replicate_1d:
+      return {"--zero", fmt::format("{}'s plain data parallel (ZeRO-0) runs no other "
+                                    "parallelism{}; use --zero {}",
+                                    f, why, caps.has_zero(2) ? 2 : 3)};
+    default:
+      break;
+  }
+  return {"--framework", "unknown rule"};
+}
+
+PlanProblem shape_words(const RuleProblem& r, const RuleContext& c) {
+  const ParallelPlan& p = r.plan;
+  const ModelSpec& m = c.model;
+  switch (r.rule) {
+    case RuleId::layer_shapes_needed:
+      return {p.tp > 1   ? "--tp"
+              : p.pp > 1 ? "--pp"
+              : p.cp > 1 ? "--cp"
+                         : "--interleave",
+              "tensor, pipeline and context parallel and interleaving depend on the layer "
+              "shapes; give --model or --layers/--hidden/--heads instead of --params"};
+    case RuleId::tp_divides_heads:
+      return {"--tp", fmt::format("tensor parallel {} does not divide the {} attention heads", p.tp,
+                                  m.heads)};
+    case RuleId::tp_fits_kv_heads:
+      return {"--tp", fmt::format("tensor parallel {} neither divides nor is a multiple of the {} "
+                                  "key/value heads",
+                                  p.tp, m.kv_heads)};
+    case RuleId::tp_divides_ffn:
+      return {"--tp", fmt::format("tensor parallel {} does not divide the MLP width {}", p.tp,
+                                  m.ffn_hidden)};
+    case RuleId::pp_within_layers:
+      return {"--pp", fmt::format("{} pipeline stages for {} layers; use at most {}", p.pp,
+                                  m.layers, m.layers)};
+    case RuleId::stage_layout:
+      return layout_words(m.layers, p);
+    case RuleId::interleave_needs_pp:
+      return {"--interleave", "interleaving needs pipeline parallel (--pp > 1)"};
+    case RuleId::schedule_runs:
+      return schedule_words(p, micro_batches_per_step(c.training, p));
+    case RuleId::ep_needs_moe:
+      return {"--ep", "expert parallelism needs a mixture-of-experts model"};
+    case RuleId::ep_divides:
+      if (p.etp > 0) {
+        return {"--ep",
+                fmt::format("expert parallel {} x expert tp {} must divide tp x dp x cp = {}, and "
+                            "ep the {} experts",
+                            p.ep, p.etp, static_cast<long long>(p.tp) * p.dp * p.cp, m.experts)};
+      }
+      return {"--ep", fmt::format("expert parallel {} must divide the {} experts and dp x cp = {}",
+                                  p.ep, m.experts, p.dp * p.cp)};
+    case RuleId::expert_tp_needs_moe:
+      return {"--expert-tp", "expert tensor parallelism needs a mixture-of-experts model"};
+    case RuleId::expert_tp_divides_ffn:
+      return {"--expert-tp",
+              fmt::format("expert tp {} does not divide the expert width {}", p.etp, m.ffn_hidden)};
+    default:
+      return framework_words(r, c);
+  }
+}
+
+}  // namespace
+
+PlanProblem words(const RuleProblem& r, const RuleContext& c) {
+  const ParallelPlan& p = r.plan;
+  const ClusterSpec& cl = c.cluster;
+  const TrainingSpec& tr = c.training;
+  switch (r.rule) {
+    case RuleId::degrees_positive:
+      return {"--dp/--tp/--pp/--cp/--ep/--micro-batch/--interleave",
+              "every degree must be at least 1"};
+    case RuleId::gpu_count:
+      return {"--dp/--tp/--pp/--cp",
+              fmt::format("dp {} x tp {} x pp {} x cp {} = {} GPUs, but the cluster has {}; the "
+                          "product of the degrees must equal --gpus",
+                          p.dp, p.tp, p.pp, p.cp, p.gpus(), cl.gpus)};
+    case RuleId::zero_stage:
+      return {"--zero", fmt::format("{} is not a ZeRO stage; use 0-3", p.zero)};
+    case RuleId::tp_within_node:
+      return {"--tp", fmt::format("tensor parallel {} spans more than the {} GPUs of a node; keep "
+                                  "tp <= {} or pass --allow-tp-across-nodes",
+                                  p.tp, cl.gpus_per_node, cl.gpus_per_node)};
+    case RuleId::precision_supported:
+      return {"--precision", fmt::format("{} has no {} tensor cores; use bf16 or fp16", cl.gpu.name,
+                                         to_string(tr.precision))};
+    case RuleId::sequence_parallel_needs_tp:
+      return {"--sequence-parallel",
+              "sequence parallelism splits tensor-parallel regions; it needs --tp > 1"};
+    case RuleId::batch_split:
+      return {"--global-batch",
+              fmt::format("{} sequences do not split into micro-batches of {} on {} "
+                          "data-parallel ranks; use a multiple of {}",
+                          tr.global_batch, p.micro_batch, p.dp, p.dp * p.micro_batch)};
+    case RuleId::cp_divides_sequence:
+      return {"--cp", fmt::format("context parallel {} does not divide the sequence length {}",
+                                  p.cp, tr.seq_len)};
+    default:
+      return shape_words(r, c);
+  }
+}
+
+std::vector<PlanProblem> plan_problems(const ParallelPlan& plan, const RuleContext& context) {
+  std::vector<PlanProblem> out;
+  for (const RuleProblem& r : check_plan(plan, context)) out.push_back(words(r, context));
+  return out;
+}
+
+void require_runnable_inputs(const RuleContext& context) {
+  const auto problems = check_inputs(context);
+  if (problems.empty()) return;
+  const PlanProblem p = words(problems.front(), context);
+  throw InputError(p.field, p.message);
+}
+
+void require_runnable(const ParallelPlan& plan, const RuleContext& context,
+                      const std::string& prefix) {
+  const auto problems = plan_problems(plan, context);
+  if (problems.empty()) return;
+  const PlanProblem& first = problems.front();
+  std::string message = first.message;
+  for (size_t i = 1; i < problems.size(); ++i)
+    message += "; also " + problems[i].field + ": " + problems[i].message;
+  throw InputError(prefix.empty() ? first.field : prefix + " (" + first.field + ")", message);
+}
+
+}  // namespace shardplan

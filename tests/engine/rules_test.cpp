@@ -1,0 +1,265 @@
+// The one rule table: each rule on a plan that breaks it and one that keeps it, and agreement of
+// check_plan (estimate), the search and the emitters' checks on thousands of random plans.
+#include "shardplan/rules.hpp"
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "shardplan/profiles.hpp"
+#include "shardplan/rule_words.hpp"
+#include "shardplan/search.hpp"
+#include "support.hpp"
+
+using namespace shardplan;
+
+namespace {
+
+// Llama-2-70B's shape (64 heads, 8 KV heads, 80 layers, MLP 28672) on 64 A100s, batch 64.
+struct Fixture {
+  ModelSpec model = load_model("llama-2-70b");
+  TrainingSpec training = test::training(4096, 64);
+  ClusterSpec cluster = test::cluster(64);
+  PlanRules rules;
+  RuleContext context() const { return {model, training, cluster, rules}; }
+};
+
+bool breaks(const Fixture& f, const ParallelPlan& p, RuleId id) {
+  for (const RuleProblem& r : check_plan(p, f.context())) {
+    if (r.rule == id) return true;
+  }
+  return false;
+}
+
+// A plan that keeps every rule: dp 8 x tp 8, ZeRO-1.
+ParallelPlan good() {
+  ParallelPlan p = test::plan(8, 8, 1);
+  p.zero = 1;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("the good plan keeps every rule; the table lists each rule once") {
+  Fixture f;
+  CHECK(check_plan(good(), f.context()).empty());
+  REQUIRE(plan_rules().size() == static_cast<size_t>(kRules));
+  for (int i = 0; i < kRules; ++i) CHECK(plan_rules()[static_cast<size_t>(i)].id == RuleId(i));
+}
+
+TEST_CASE("each general rule fires on the plan that breaks it, and only there") {
+  Fixture f;
+  auto with = [](auto change) {
+    ParallelPlan p = good();
+    change(p);
+    return p;
+  };
+  struct Case {
+    RuleId rule;
+    ParallelPlan plan;
+  };
+  const std::vector<Case> cases = {
+      {RuleId::degrees_positive, with([](ParallelPlan& p) { p.micro_batch = 0; })},
+      {RuleId::gpu_count, with([](ParallelPlan& p) { p.dp = 4; })},
+      {RuleId::zero_stage, with([](ParallelPlan& p) { p.zero = 4; })},
+      {RuleId::tp_within_node, with([](ParallelPlan& p) { p.tp = 16, p.dp = 4; })},
+      {RuleId::sequence_parallel_needs_tp,
+       with([](ParallelPlan& p) { p.tp = 1, p.dp = 64, p.sequence_parallel = true; })},
+      {RuleId::batch_split, with([](ParallelPlan& p) { p.micro_batch = 3; })},
+      {RuleId::cp_divides_sequence, with([](ParallelPlan& p) { p.cp = 3; })},  // 4096 / 3
+      {RuleId::tp_divides_heads, with([](ParallelPlan& p) { p.tp = 3; })},
+      {RuleId::pp_within_layers, with([](ParallelPlan& p) { p.pp = 128, p.dp = 1, p.tp = 1; })},
+      {RuleId::interleave_needs_pp, with([](ParallelPlan& p) { p.interleave = 2; })},
+      {RuleId::ep_needs_moe, with([](ParallelPlan& p) { p.ep = 2; })},
+  };
+  REQUIRE(cases.size() == 11);
+  for (const Case& c : cases) {
+    CAPTURE(std::string(to_string(c.rule)));
+    CHECK(breaks(f, c.plan, c.rule));
+  }
+  CHECK_FALSE(breaks(f, good(), RuleId::tp_within_node));
+}
+
+TEST_CASE("shape rules: KV heads, MLP width, interleaved chunks and micro-batches") {
+  Fixture f;
+  f.model.kv_heads = 8;
+  ParallelPlan p = good();
+  p.tp = 16, p.dp = 4;  // 16 is a multiple of 8 KV heads: allowed when TP may cross nodes
+  f.rules.allow_tp_across_nodes = true;
+  CHECK_FALSE(breaks(f, p, RuleId::tp_fits_kv_heads));
+  f.model.kv_heads = 32;  // 16 divides 32
+  CHECK_FALSE(breaks(f, p, RuleId::tp_fits_kv_heads));
+  f.model.kv_heads = 24, f.model.heads = 96;  // 16 neither divides 24 nor is a multiple of it
+  CHECK(breaks(f, p, RuleId::tp_fits_kv_heads));
+
+  Fixture g;
+  g.model.ffn_hidden = 28670;
+  CHECK(breaks(g, good(), RuleId::tp_divides_ffn));
+
+  Fixture h;
+  ParallelPlan v = test::plan(2, 8, 4);
+  v.interleave = 3;  // 80 layers into 4 x 3 chunks
+  CHECK(breaks(h, v, RuleId::stage_layout));
+  v.first_stage_layers = 7;  // 80 - 7 - 7 = 66 layers for the other 10 chunks: no
+  v.last_stage_layers = 7;
+  CHECK(breaks(h, v, RuleId::stage_layout));
+  v.first_stage_layers = 4;  // 80 - 4 - 4 = 72 = 10 x 7.2: no
+  CHECK(breaks(h, v, RuleId::stage_layout));
+  v.first_stage_layers = v.last_stage_layers = 5;  // 80 - 10 = 70 = 10 chunks x 7
+  CHECK_FALSE(breaks(h, v, RuleId::stage_layout));
+  v.first_stage_layers = v.last_stage_layers = -1;
+  v.interleave = 5;  // 80 = 4 x 5 x 4, and 32 micro-batches per step fill pp 4
+  CHECK_FALSE(breaks(h, v, RuleId::schedule_runs));
+  h.training.global_batch = 6;  // 3 micro-batches cannot fill pp 4 (Megatron-Core needs >= pp)
+  CHECK(breaks(h, v, RuleId::schedule_runs));
+}
+
+TEST_CASE("layer shapes: a --params model runs no tp, pp, cp or interleaving") {
+  Fixture f;
+  f.model = test::params_only(7e9);
+  CHECK(breaks(f, good(), RuleId::layer_shapes_needed));
+  CHECK(check_plan(test::plan(64, 1, 1), f.context()).empty());
+}
+
+TEST_CASE("expert parallel must divide the experts and dp x cp") {
+  Fixture f;
+  f.model = load_model("mixtral-8x7b");
+  ParallelPlan p = good();
+  p.ep = 8;
+  CHECK_FALSE(breaks(f, p, RuleId::ep_divides));
+  p.ep = 16;
+  CHECK(breaks(f, p, RuleId::ep_divides));
+}
+
+TEST_CASE("fp8 on an A100 breaks precision_supported; on an H100 it runs") {
+  Fixture f;
+  f.training.precision = Precision::fp8;
+  CHECK(breaks(f, good(), RuleId::precision_supported));
+  f.cluster = test::cluster(64, "dgx-h100");
+  CHECK(check_plan(good(), f.context()).empty());
+}
+
+TEST_CASE("framework rules come from the profiles") {
+  Fixture f;
+  auto as = [&](Framework fw) {
+    f.training.framework = load_framework(fw);
+    return f;
+  };
+  ParallelPlan zero3_pp = test::plan(8, 1, 8);
+  zero3_pp.zero = 3;
+  CHECK(breaks(as(Framework::megatron), zero3_pp, RuleId::framework_zero_with_pp));
+  CHECK(breaks(as(Framework::deepspeed), zero3_pp, RuleId::framework_zero_with_pp));
+  CHECK_FALSE(breaks(as(Framework::torchtitan), zero3_pp, RuleId::framework_zero_with_pp));
+  CHECK(breaks(as(Framework::fsdp), zero3_pp, RuleId::framework_pp));
+
+  ParallelPlan interleaved = test::plan(2, 8, 4);
+  interleaved.zero = 1;
+  interleaved.interleave = 2;
+  CHECK(breaks(as(Framework::deepspeed), interleaved, RuleId::framework_schedule));
+  CHECK_FALSE(breaks(as(Framework::megatron), interleaved, RuleId::framework_schedule));
+
+  CHECK(breaks(as(Framework::torchtitan), good(), RuleId::framework_zero_stage));  // no ZeRO-1
+  ParallelPlan ddp_tp = good();
+  ddp_tp.zero = 0;
+  CHECK(breaks(as(Framework::torchtitan), ddp_tp, RuleId::framework_replicate_1d));
+  CHECK(breaks(as(Framework::fsdp), ddp_tp, RuleId::framework_replicate_1d));
+
+  ParallelPlan sp = good();
+  sp.sequence_parallel = true;
+  CHECK(breaks(as(Framework::deepspeed), sp, RuleId::framework_sequence_parallel));
+  CHECK(breaks(as(Framework::fsdp), sp, RuleId::framework_sequence_parallel));
+
+  ParallelPlan cp = test::plan(4, 8, 1);
+  cp.cp = 2;
+  cp.zero = 1;
+  CHECK(breaks(as(Framework::deepspeed), cp, RuleId::framework_cp));
+
+  Fixture moe = as(Framework::deepspeed);
+  moe.model = load_model("mixtral-8x7b");
+  ParallelPlan ep = good();
+  ep.ep = 8;
+  CHECK(breaks(moe, ep, RuleId::framework_ep));
+
+  Fixture h100 = as(Framework::deepspeed);
+  h100.cluster = test::cluster(64, "dgx-h100");
+  h100.training.precision = Precision::fp8;
+  CHECK(breaks(h100, good(), RuleId::framework_fp8));
+  Fixture fp16 = as(Framework::torchtitan);
+  fp16.training.precision = Precision::fp16;
+  ParallelPlan z3 = good();
+  z3.zero = 3;
+  CHECK(breaks(fp16, z3, RuleId::framework_fp16));
+
+  Fixture no_tp = as(Framework::megatron);
+  no_tp.training.framework.caps.tensor_parallel = false;
+  CHECK(breaks(no_tp, good(), RuleId::framework_tp));
+  Fixture no_cross = as(Framework::megatron);
+  no_cross.training.framework.caps.tp_across_nodes = false;
+  no_cross.rules.allow_tp_across_nodes = true;
+  ParallelPlan wide = good();
+  wide.tp = 16, wide.dp = 4;
+  wide.zero = 1;
+  no_cross.model.heads = 64;
+  CHECK(breaks(no_cross, wide, RuleId::framework_tp_across_nodes));
+}
+
+TEST_CASE("check_plan, the search and emit agree on 4,000 random plans") {
+  std::mt19937 rng(20261130);
+  const std::vector<std::string> models = {"llama-2-70b", "gpt3-175b", "mixtral-8x7b",
+                                           "llama-3.1-8b"};
+  const std::vector<int> degrees = {1, 2, 3, 4, 8, 16};
+  auto pick = [&](const auto& v) { return v[rng() % v.size()]; };
+  int runnable = 0, refused = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const ModelSpec m = load_model(pick(models));
+    TrainingSpec tr = test::training(pick(std::vector<int>{2048, 4096, 6000}),
+                                     pick(std::vector<int>{16, 64, 96, 512}));
+    const Framework fw = static_cast<Framework>(rng() % kFrameworks);
+    tr.framework = load_framework(fw);
+    tr.precision = rng() % 4 == 0   ? Precision::fp8
+                   : rng() % 5 == 0 ? Precision::fp16
+                                    : Precision::bf16;
+    const ClusterSpec c =
+        test::cluster(pick(std::vector<int>{8, 64, 128}), rng() % 2 ? "dgx-a100" : "dgx-h100");
+    ParallelPlan p;
+    p.tp = pick(degrees), p.pp = pick(degrees), p.cp = pick(std::vector<int>{1, 1, 2});
+    p.dp = std::max(1, c.gpus / (p.tp * p.pp * p.cp));
+    p.ep = pick(std::vector<int>{1, 1, 2, 8});
+    p.zero = static_cast<int>(rng() % 4);
+    p.micro_batch = pick(std::vector<int>{1, 2, 3});
+    p.interleave = pick(std::vector<int>{1, 1, 2, 5});
+    p.sequence_parallel = rng() % 2;
+    p.recompute = Recompute::full;
+    PlanRules rules;
+    rules.allow_tp_across_nodes = rng() % 4 == 0;
+    const RuleContext ctx{m, tr, c, rules};
+    const bool ok = check_plan(p, ctx).empty();
+    CAPTURE(describe(p));
+    CHECK(ok == !first_broken(p, ctx).has_value());
+    CHECK(ok == plan_problems(p, ctx).empty());
+
+    // The search over this one point, with memory taken out of the question.
+    SearchSpace one;
+    one.tp = {p.tp};
+    one.pp = {p.pp};
+    one.cp = {p.cp};
+    one.ep = {p.ep};
+    one.zero = {p.zero};
+    one.micro_batch = {p.micro_batch};
+    one.interleave = {p.interleave};
+    one.schedule = {p.schedule};
+    one.lighter_ends = {false};
+    one.recompute = {p.recompute};
+    one.sequence_parallel = {p.sequence_parallel};
+    ClusterSpec roomy = c;
+    roomy.gpu.memory_bytes = 1e18;
+    SearchOptions so;
+    so.threads = 1;
+    so.rules = rules;
+    const bool searched = p.gpus() == c.gpus && search(m, tr, roomy, one, so).modelled == 1;
+    CHECK(ok == searched);
+    (ok ? runnable : refused)++;
+  }
+  CHECK(runnable > 100);  // both outcomes are well represented
+  CHECK(refused > 100);
+}
