@@ -42,6 +42,10 @@ std::string make_temp_dir();
 void write_file(const std::string& path, const std::string& text);
 std::string read_file(const std::string& path);
 
+/// Whether any src=, href= or url( in an HTML page points at a remote resource (http:, https:,
+/// //): what a self-contained report must not hold.
+bool references_remote(const std::string& page);
+
 /// Relative error |a - b| / |b|.
 double rel_err(double a, double b);
 
