@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -157,6 +158,8 @@ ProvisionRequest resolve_request(const ProvisionFlags& f) {
   }
   if (f.threads < 0 || f.threads > 1024)
     throw InputError("--threads", "must be between 1 and 1024");
+  // A framework flag resolves here, into rq.planning (its rules) and the training spec, so every
+  // option is planned and estimated with it (engine: plan_option in provision.cpp).
   rq.planning.max_comm_share = f.max_comm_share;
   rq.planning.search.top_k = 1;
   rq.planning.search.threads = f.threads;

@@ -33,8 +33,8 @@ ProvisionOption plan_option(const ModelSpec& model, const TrainingSpec& base, co
   if (!fastest) return o;
   o.fits = true;
   o.plan = fastest->plan;
-  // Where a framework (--framework) and the step-time interval will join: the framework's
-  // rules and overheads adjust the estimate of the chosen plan here, and only here.
+  // Where a framework profile and the step-time interval join: the framework's rules and
+  // overheads shape the search above (request.planning) and this estimate, here and only here.
   o.estimate = estimate(model, o.training, o.plan, o.cluster);
   o.headroom_bytes = o.estimate.memory.margin_bytes();
   return o;

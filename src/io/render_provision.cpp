@@ -92,7 +92,7 @@ nlohmann::json to_json(const ProvisionOption& o) {
     j["step_s"] = j["time_to_train_s"] = j["cost"] = nullptr;
   } else {
     j["plan"] = to_json(o.plan);
-    j["step_s"] = o.step_s();
+    j["step_s"] = o.step_s();  // a step-time interval (step_s_low/high) goes beside it
     j["time_to_train_s"] = o.time_to_train_s();
     j["gpu_hours"] = o.estimate.train_gpu_hours;
     j["cost"] = o.cost();
