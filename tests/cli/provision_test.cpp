@@ -70,6 +70,22 @@ TEST_CASE("provision --deadline: the cheapest that meets it, or exit 1 naming th
   CHECK(pj.at("fastest").at("gpus") == 512);
 }
 
+TEST_CASE("provision --budget: the best costs at most the budget, or exit 1") {
+  const auto r = run_cli(kMustShow + " --objective time --budget 1.5M --json");
+  REQUIRE(r.status == 0);
+  const auto p = nlohmann::json::parse(r.out).at("provision");
+  const auto& best = p.at("best");
+  CHECK(best.at("cost").get<double>() <= 1.5e6);
+  for (const auto& o : p.at("options")) {
+    CHECK(o.at("within_budget") == (o.at("cost").get<double>() <= 1.5e6));
+    if (o.at("within_budget").get<bool>())
+      CHECK(best.at("time_to_train_s").get<double>() <= o.at("time_to_train_s").get<double>());
+  }
+  const auto poor = run_cli(kMustShow + " --budget '$100k'");
+  CHECK(poor.status == 1);
+  CHECK(contains(poor.out, "No option meets the budget of $100k. The fastest is"));
+}
+
 TEST_CASE("provision --objective time ranks by time to train; --gpu-hour-cost replaces prices") {
   const auto r = run_cli(
       "provision --model llama-3.1-8b --tokens 100B --gpu H100,A100-80GB --gpus 8..32 "
