@@ -10,6 +10,11 @@ cd "$(dirname "$0")"
 PACKAGES=(build-essential cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev libfmt-dev
           doctest-dev libtomlplusplus-dev libyaml-cpp-dev libopenmpi-dev openmpi-bin
           libopenblas-dev iproute2 util-linux)
+# The --html reports' charting libraries come from npm (third_party/charts); a node that is
+# already installed (with its npm) is used as it is.
+command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
+# Headless Chromium renders the --html reports in the tests; only `./build.sh test` needs it.
+[ "${1:-}" = test ] && PACKAGES+=(chromium)
 
 install_missing() {
   local missing=()
@@ -24,6 +29,15 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+# vega, vega-lite and vega-embed exactly as package-lock.json pins them.
+install_charts() {
+  local charts=third_party/charts
+  if [ ! -f "$charts/node_modules/.package-lock.json" ] ||
+     [ "$charts/package-lock.json" -nt "$charts/node_modules/.package-lock.json" ]; then
+    (cd "$charts" && npm ci --ignore-scripts --no-audit --no-fund)
+  fi
+}
+
 build() {
   local dir=${BUILD_DIR:-build}
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -31,6 +45,7 @@ build() {
 }
 
 install_missing
+install_charts
 build
 dir=${BUILD_DIR:-build}
 case "${1:-}" in

@@ -45,6 +45,10 @@ std::string read_file(const std::string& path);
 /// Whether `part` occurs in `s` (for checking what a command printed).
 bool contains(const std::string& s, const std::string& part);
 
+/// Whether any src=, href= or url( in an HTML page points at a remote resource (http:, https:,
+/// //): what a self-contained report must not hold.
+bool references_remote(const std::string& page);
+
 /// Relative error |a - b| / |b|.
 double rel_err(double a, double b);
 

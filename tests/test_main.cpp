@@ -110,6 +110,19 @@ bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
+bool references_remote(const std::string& page) {
+  for (const std::string needle : {"src=", "href=", "url("}) {
+    for (size_t at = page.find(needle); at != std::string::npos; at = page.find(needle, at + 1)) {
+      size_t i = at + needle.size();
+      while (i < page.size() && (page[i] == ' ' || page[i] == '"' || page[i] == '\'')) ++i;
+      const std::string rest = page.substr(i, 8);
+      if (rest.rfind("http:", 0) == 0 || rest.rfind("https:", 0) == 0 || rest.rfind("//", 0) == 0)
+        return true;
+    }
+  }
+  return false;
+}
+
 double rel_err(double a, double b) {
   return std::fabs(a - b) / std::fabs(b);
 }

@@ -24,5 +24,7 @@ Runner setup_validate(CLI::App& sub);
 Runner setup_runbook(CLI::App& sub);
 Runner setup_emit(CLI::App& sub);
 Runner setup_probe(CLI::App& sub);
+Runner setup_provision(CLI::App& sub);
+Runner setup_report(CLI::App& sub);
 
 }  // namespace shardplan::cli

@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "shardplan/render.hpp"
+#include "shardplan/reports.hpp"
 #include "shardplan/step_time.hpp"
 
 namespace shardplan::cli {
@@ -39,10 +40,15 @@ Runner setup_estimate(CLI::App& sub) {
   auto o = add_planning_options(sub);
   auto trace = std::make_shared<std::string>();
   add_trace_option(sub, *trace);
-  return [o, trace]() {
+  auto html = std::make_shared<std::string>();
+  sub.add_option("--html", *html, "Also write a self-contained HTML report with charts");
+  return [o, trace, html]() {
     const Inputs in = resolve_timed_inputs(*o);
     const Estimate e = estimate(in.model, in.training, in.plan, in.cluster);
     write_trace(*trace, in, e);
+    if (!html->empty()) {
+      write_html(*html, estimate_report(e, in.model, in.training, in.plan, in.cluster), "--html");
+    }
     if (o->json) {
       nlohmann::json j = to_json(e, in.plan, in.training, in.cluster);
       add_inputs_json(j, in);

@@ -23,6 +23,10 @@ const std::vector<Command>& command_table() {
        setup_memory},
       {"comm", "What each parallelism sends per step, how long it takes and how much is exposed",
        setup_comm},
+      {"provision",
+       "Which GPUs and how many: every (GPU type, count) planned and priced, the best by a "
+       "deadline",
+       setup_provision},
       {"estimate", "Memory, communication and step time of one plan: tokens/s, MFU, time to train",
        setup_estimate},
       {"runbook", "Long runs: checkpoint size and interval, failures, goodput, and what to do",
@@ -33,6 +37,8 @@ const std::vector<Command>& command_table() {
       {"list", "List presets: models, gpus, links, clusters", setup_list},
       {"probe", "Measure this cluster (NCCL/cuBLASLt or MPI/BLAS) and write a calibrated profile",
        setup_probe},
+      {"report", "An HTML report with charts of a probe profile: bus bandwidth, GEMM throughput",
+       setup_report},
   };
   return table;
 }

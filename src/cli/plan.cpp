@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <optional>
 
@@ -11,9 +12,11 @@
 #include "options.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/ladder.hpp"
+#include "shardplan/planning.hpp"
 #include "shardplan/render.hpp"
 #include "shardplan/schedule.hpp"
 #include "shardplan/rule_words.hpp"
+#include "shardplan/reports.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/step_time.hpp"
 #include "shardplan/units.hpp"
@@ -28,7 +31,11 @@ struct PlanFlags {
   double max_comm_share = 0.5;
   int threads = 0;
   std::string trace;
+  std::string html;
 };
+
+// Plans the --html report's scatter draws (the table and JSON still show --top).
+constexpr int kHtmlPlans = 300;
 
 nlohmann::json estimate_json(const Candidate& c, const Inputs& in) {
   const Estimate e = estimate(in.model, in.training, c.plan, in.cluster);
@@ -154,6 +161,7 @@ Runner setup_plan(CLI::App& sub) {
       ->group("Plan");
   sub.add_option("--threads", f->threads, "Search threads (default: all cores)")->group("Plan");
   add_trace_option(sub, f->trace);
+  sub.add_option("--html", f->html, "Also write a self-contained HTML report with charts");
   add_json_option(sub, f->o);
   return [f]() {
     if (f->top < 1 || f->top > 10000)
@@ -164,16 +172,20 @@ Runner setup_plan(CLI::App& sub) {
     }
     if (f->threads < 0 || f->threads > 1024)
       throw InputError("--threads", "must be between 1 and 1024");
-    SearchOptions so;
+    PlanningRequest request;
+    SearchOptions& so = request.search;
     so.objective = parse_objective(f->objective, "--objective");
-    so.top_k = f->top;
+    so.top_k = f->html.empty() ? f->top : std::max(f->top, kHtmlPlans);
     so.threads = f->threads;
     so.rules.allow_tp_across_nodes = f->o.allow_tp_across_nodes;
-    LadderOptions lo;
-    lo.max_comm_share = f->max_comm_share;
-    lo.rules = so.rules;
-    lo.threads = f->threads;
-    if (f->o.framework == "all") return plan_all(*f, so, lo);
+    request.max_comm_share = f->max_comm_share;
+    if (f->o.framework == "all") {
+      LadderOptions lo;
+      lo.max_comm_share = f->max_comm_share;
+      lo.rules = so.rules;
+      lo.threads = f->threads;
+      return plan_all(*f, so, lo);
+    }
     Inputs in;
     in.model = resolve_model(f->o);
     in.cluster = resolve_cluster(f->o, 0);
@@ -181,13 +193,13 @@ Runner setup_plan(CLI::App& sub) {
     if (in.training.global_batch == 0) in.training.global_batch = in.cluster.gpus;
     require_runnable_inputs({in.model, in.training, in.cluster, so.rules});
 
-    const LadderResult ladder = walk_ladder(in.model, in.training, in.cluster, lo);
-    const SearchSpace space = full_space(in.model, in.training, in.cluster, so.rules);
-    const SearchResult found = search(in.model, in.training, in.cluster, space, so);
-    const bool have_recommended = ladder.stop >= 0;
-    const RungVerdict* rec =
-        have_recommended ? &ladder.rungs[static_cast<size_t>(ladder.stop)] : nullptr;
-    const Candidate* fastest = found.ranked.empty() ? nullptr : &found.ranked.front();
+    const PlanningResult planned = plan_cluster(in.model, in.training, in.cluster, request);
+    const LadderResult& ladder = planned.ladder;
+    const SearchSpace& space = planned.space;
+    SearchResult found = planned.found;
+    if (found.ranked.size() > static_cast<size_t>(f->top)) found.ranked.resize(f->top);
+    const RungVerdict* rec = planned.recommended();
+    const Candidate* fastest = planned.fastest();
     const std::optional<Candidate> plain = fastest && beyond_plain_1f1b(fastest->plan)
                                                ? fastest_plain_1f1b(in, space, so)
                                                : std::nullopt;
@@ -195,6 +207,9 @@ Runner setup_plan(CLI::App& sub) {
       Inputs chosen = in;
       chosen.plan = rec->plan.plan;
       write_trace(f->trace, chosen, estimate(in.model, in.training, chosen.plan, in.cluster));
+    }
+    if (!f->html.empty()) {
+      write_html(f->html, plan_report(planned, in.model, in.training, in.cluster), "--html");
     }
 
     if (f->o.json) {

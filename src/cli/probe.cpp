@@ -22,6 +22,7 @@
 #include "shardplan/layer.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/rule_words.hpp"
+#include "shardplan/reports.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan::cli {
@@ -43,6 +44,7 @@ struct ProbeOptions {
   std::string gemm_dtypes;
   std::string gpu, cluster, gpus_per_node, nics_per_node;
   bool json = false;
+  std::string html;
   int debug_hang_rank = -1;
 };
 
@@ -192,6 +194,7 @@ void add_probe_options(CLI::App& sub, ProbeOptions& o) {
                  "Scale-out NICs per node (default: fitted "
                  "from the world measurement, or the preset)");
   sub.add_flag("--json", o.json, "Print the profile JSON on stdout instead of the table");
+  sub.add_option("--html", o.html, "Also write a self-contained HTML report with charts");
   sub.add_option("--debug-hang-rank", o.debug_hang_rank, "Tests: this rank stops responding")
       ->group("");  // hidden
   add_model_options(sub, o.model);
@@ -325,6 +328,7 @@ int run_probe_command(const ProbeOptions& o) {
   }
   write_file_atomically(out_path, profile.dump(2) + "\n", "--out");
   load_cluster(out_path, "--out");  // what was written must plan: fail loudly if not
+  if (!o.html.empty()) write_html(o.html, probe_report(profile, out_path), "--html");
   if (o.json) {
     print_json(profile);
   } else {

@@ -174,10 +174,18 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   }
   g.context_bytes = o.number("context_gib") * kGiB;
   g.calibrated = o.boolean_or("calibrated", false);
+  g.list_price_usd_per_gpu_hour = o.number_or("list_price_usd_per_gpu_hour", 0);
+  if (g.list_price_usd_per_gpu_hour < 0) {
+    throw InputError(o.field("list_price_usd_per_gpu_hour"), "a price cannot be negative");
+  }
   g.source = where;
-  require_sources(o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency",
-                      "attention_efficiency", "memory_efficiency", "kernel_overhead_us",
-                      "overlap_slowdown", "context_gib", "intra_link", "inter_link"});
+  require_sources(
+      o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency", "attention_efficiency",
+          "memory_efficiency", "kernel_overhead_us", "overlap_slowdown", "context_gib",
+          "intra_link", "inter_link", "list_price_usd_per_gpu_hour"});
+  if (g.list_price_usd_per_gpu_hour > 0) {
+    g.list_price_source = j.at("sources").at("list_price_usd_per_gpu_hour").get<std::string>();
+  }
   o.finish();
   return g;
 }

@@ -71,11 +71,16 @@ std::vector<std::string> fields(const std::string& line) {
 TEST_CASE("mpirun -np 2 probe --backend mpi: nccl-tests table, a profile, and a plan with it" *
           doctest::test_suite("probe_mpi")) {
   const std::string out = temp_path("probe-mpi");
-  const auto r = run_command(mpirun(2, "probe --backend mpi --out " + out +
-                                           " --min-bytes 1KiB --max-bytes 1MiB --iters 5 --warmup 2"
-                                           " --gemm-sizes 64,96 --model gpt2 --seq-len 128"));
+  const auto r = run_command(mpirun(2, "probe --backend mpi --out " + out + " --html " + out +
+                                           ".html --min-bytes 1KiB --max-bytes 1MiB --iters 5"
+                                           " --warmup 2 --gemm-sizes 64,96 --model gpt2"
+                                           " --seq-len 128"));
   INFO(r.err);
   REQUIRE(r.status == 0);
+  // --html: the report of what was just measured (the html test renders such a page).
+  const std::string page = shardplan::test::read_file(out + ".html");
+  CHECK(page.find("Bus bandwidth vs message size") != std::string::npos);
+  CHECK(page.find("GEMM throughput vs size") != std::string::npos);
 
   // The table: nccl-tests' names and units lines, '#' before every non-data line, nine columns.
   const std::regex heading(R"(^# (\w+) \(\w+_perf\) on the .*)");

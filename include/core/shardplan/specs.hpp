@@ -112,6 +112,10 @@ struct GpuSpec {
   std::string intra_link;       // the node fabric this GPU comes with (a link preset)
   std::string inter_link;       // the scale-out network of its reference node
   bool calibrated = false;      // efficiencies replaced by probe measurements
+  // A public on-demand list price of one GPU-hour in USD (0: none in the profile), and where it
+  // was read. A list price, not a quote: `provision --gpu-hour-cost` replaces it.
+  double list_price_usd_per_gpu_hour = 0;
+  std::string list_price_source;
 };
 
 /// One tier of the interconnect. Bandwidth is per GPU, one direction.

@@ -1,0 +1,43 @@
+// The charts of the --html reports, as Vega-Lite specs built from engine results. They format;
+// they compute nothing the engine should own (a probe's fitted curve is its fit's own formula).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "shardplan/html_report.hpp"
+#include "shardplan/ladder.hpp"
+#include "shardplan/memory.hpp"
+#include "shardplan/provision.hpp"
+#include "shardplan/search.hpp"
+#include "shardplan/step_time.hpp"
+
+namespace shardplan {
+
+/// Memory per device, stacked by part, one bar per pipeline stage, against the capacity.
+Chart memory_chart(const MemoryBreakdown& memory, const std::string& plan_name);
+
+/// Each plan's step: compute, recompute, bubble, exposed communication per parallelism, optimizer.
+Chart step_chart(const std::vector<std::pair<std::string, Estimate>>& plans);
+
+/// Each rung's memory per device and exposed-communication share against the two limits.
+Chart ladder_chart(const LadderResult& ladder);
+
+/// Searched plans: step time vs memory per device, coloured by ZeRO stage, shaped by TP/PP, with
+/// the recommended and fastest plans marked.
+Chart search_chart(const std::vector<Candidate>& plans, const ParallelPlan* recommended,
+                   const ParallelPlan* fastest, double capacity_bytes);
+
+/// Time to train vs cost of every option that fits, the Pareto frontier drawn, the deadline and
+/// the best option marked.
+Chart provision_chart(const ProvisionResult& result, const ProvisionRequest& request);
+
+/// A probe profile: bus bandwidth vs message size per tier and collective (measured points,
+/// fitted curve, the link's nominal figure). InputError naming `origin` when it has no rows.
+Chart busbw_chart(const nlohmann::json& profile, const std::string& origin);
+/// A probe profile: GEMM TFLOP/s vs size (FLOPs per GEMM) per dtype, against the dense peak.
+Chart gemm_chart(const nlohmann::json& profile, const std::string& origin);
+
+}  // namespace shardplan

@@ -1,0 +1,41 @@
+// Self-contained HTML reports: Vega-Lite charts (specs built with nlohmann/json) rendered by the
+// vega, vega-lite and vega-embed builds inlined into the page, so the file opens offline and a
+// Content-Security-Policy forbids it to fetch anything.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace shardplan {
+
+/// One chart: a Vega-Lite spec, its title and a one-line caption saying what to read from it.
+struct Chart {
+  std::string title;
+  std::string caption;
+  nlohmann::json spec;
+};
+
+struct HtmlReport {
+  std::string title;
+  std::vector<std::string> summary;  // lines under the title
+  std::vector<Chart> charts;
+};
+
+/// An inlined charting library (generated from third_party/charts at build time).
+struct ChartLibrary {
+  const char* name;
+  const char* version;
+  const char* code;
+};
+const std::vector<ChartLibrary>& chart_libraries();
+
+/// The whole page. When the charts have drawn, a script writes
+/// <pre id="shardplan-rendered">{"charts": N, "marks": [...], "errors": [...]}</pre> into it,
+/// which the headless-browser test reads.
+std::string render_html(const HtmlReport& report);
+
+/// Renders the report and writes it atomically; InputError naming `field` when it cannot.
+void write_html(const std::string& path, const HtmlReport& report, const std::string& field);
+
+}  // namespace shardplan

@@ -1,0 +1,134 @@
+// The provision table and its JSON (see render_provision.hpp).
+#include "shardplan/render_provision.hpp"
+
+#include <fmt/format.h>
+
+#include "shardplan/plan.hpp"
+#include "shardplan/render.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan {
+
+std::string format_usd(double usd) {
+  if (usd >= 1e9) return fmt::format("${:.2f}B", usd / 1e9);
+  if (usd >= 1e6) return fmt::format("${:.2f}M", usd / 1e6);
+  if (usd >= 1e3) return fmt::format("${:.0f}k", usd / 1e3);
+  return fmt::format("${:.0f}", usd);
+}
+
+std::string describe_option(const ProvisionOption& o) {
+  if (!o.fits) return fmt::format("{} x {} (no plan fits)", o.gpus, o.gpu);
+  return fmt::format("{} x {} ({}): {}, {}", o.gpus, o.gpu, describe(o.plan),
+                     format_seconds(o.time_to_train_s()), format_usd(o.cost()));
+}
+
+namespace {
+
+std::string format_hours(double h) {
+  if (h >= 1e6) return fmt::format("{:.2f}M", h / 1e6);
+  if (h >= 1e3) return fmt::format("{:.1f}k", h / 1e3);
+  return fmt::format("{:.0f}", h);
+}
+
+std::string recommended_cell(const ProvisionOption& o) {
+  if (!o.has_recommended) return "-";
+  if (o.fits && o.recommended_step_s > o.step_s() * 1.0005) {
+    return fmt::format("{} (+{})", to_string(o.recommended_rung),
+                       format_percent(o.recommended_step_s / o.step_s() - 1));
+  }
+  return fmt::format("{} (same speed)", to_string(o.recommended_rung));
+}
+
+std::string marks(const ProvisionOption& o, const ProvisionResult& r, size_t i) {
+  std::string m = r.best && *r.best == i ? ">" : " ";
+  m += o.pareto ? "*" : " ";
+  return m;
+}
+
+}  // namespace
+
+std::string render_provision(const ProvisionResult& r, const ProvisionRequest& request) {
+  using A = Table::Align;
+  Table t({{"", A::left},
+           {"GPU", A::left},
+           {"GPUs"},
+           {"fastest plan", A::left},
+           {"step"},
+           {"to train"},
+           {"GPU-hours"},
+           {"cost"},
+           {"MFU"},
+           {"headroom"},
+           {"recommended (vs fastest)", A::left}});
+  for (size_t i = 0; i < r.options.size(); ++i) {
+    const ProvisionOption& o = r.options[i];
+    if (!o.fits) {
+      t.add_row({marks(o, r, i), o.gpu, std::to_string(o.gpus), "no plan fits", "-", "-", "-", "-",
+                 "-", "-", recommended_cell(o)});
+      continue;
+    }
+    const bool late = request.deadline_s > 0 && !o.meets_deadline;
+    t.add_row({marks(o, r, i), o.gpu, std::to_string(o.gpus), describe(o.plan),
+               format_seconds(o.step_s()),
+               format_seconds(o.time_to_train_s()) + (late ? " (late)" : ""),
+               format_hours(o.estimate.train_gpu_hours), format_usd(o.cost()),
+               format_percent(o.estimate.throughput.mfu), format_gib(o.headroom_bytes),
+               recommended_cell(o)});
+  }
+  return t.render();
+}
+
+nlohmann::json to_json(const ProvisionOption& o) {
+  nlohmann::json j = {{"gpu", o.gpu},
+                      {"gpus", o.gpus},
+                      {"fits", o.fits},
+                      {"pareto", o.pareto},
+                      {"meets_deadline", o.meets_deadline},
+                      {"within_budget", o.within_budget},
+                      {"gpu_hour_cost", o.training.gpu_hour_cost},
+                      {"global_batch", o.training.global_batch}};
+  if (!o.fits) {
+    j["plan"] = nullptr;
+    j["step_s"] = j["time_to_train_s"] = j["cost"] = nullptr;
+  } else {
+    j["plan"] = to_json(o.plan);
+    j["step_s"] = o.step_s();  // a step-time interval (step_s_low/high) goes beside it
+    j["time_to_train_s"] = o.time_to_train_s();
+    j["gpu_hours"] = o.estimate.train_gpu_hours;
+    j["cost"] = o.cost();
+    j["tokens_per_s"] = o.estimate.throughput.tokens_per_s;
+    j["mfu"] = o.estimate.throughput.mfu;
+    j["memory_bytes"] = o.estimate.memory.total_bytes();
+    j["capacity_bytes"] = o.estimate.memory.capacity_bytes;
+    j["headroom_bytes"] = o.headroom_bytes;
+  }
+  j["recommended"] = o.has_recommended ? nlohmann::json{{"rung", to_string(o.recommended_rung)},
+                                                        {"plan", to_json(o.recommended)},
+                                                        {"step_s", o.recommended_step_s}}
+                                       : nlohmann::json();
+  return j;
+}
+
+nlohmann::json to_json(const ProvisionResult& r, const ProvisionRequest& request) {
+  nlohmann::json options = nlohmann::json::array();
+  for (const ProvisionOption& o : r.options) options.push_back(to_json(o));
+  auto pick = [&](const std::optional<size_t>& i) {
+    return i ? to_json(r.options[*i]) : nlohmann::json();
+  };
+  nlohmann::json prices = nlohmann::json::object();
+  for (const GpuOffer& offer : request.offers) {
+    prices[offer.cluster.gpu.name] = {{"usd_per_gpu_hour", offer.gpu_hour_cost},
+                                      {"source", offer.price_source}};
+  }
+  return {{"objective", to_string(request.objective)},
+          {"deadline_s", request.deadline_s > 0 ? nlohmann::json(request.deadline_s) : nullptr},
+          {"budget", request.budget > 0 ? nlohmann::json(request.budget) : nullptr},
+          {"prices", prices},
+          {"options", options},
+          {"best", pick(r.best)},
+          {"fastest", pick(r.fastest)},
+          {"cheapest", pick(r.cheapest)},
+          {"seconds", r.seconds}};
+}
+
+}  // namespace shardplan

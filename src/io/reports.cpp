@@ -1,0 +1,117 @@
+// Which charts each --html report holds (see reports.hpp).
+#include "shardplan/reports.hpp"
+
+#include <fmt/format.h>
+
+#include "shardplan/charts.hpp"
+#include "shardplan/plan.hpp"
+#include "shardplan/render.hpp"
+#include "shardplan/render_provision.hpp"
+
+namespace shardplan {
+namespace {
+
+std::string training_line(const TrainingSpec& tr) {
+  return fmt::format("training: {}, {}, sequence {}, global batch {}",
+                     tr.precision == Precision::fp32
+                         ? "fp32"
+                         : std::string(to_string(tr.precision)) + " mixed precision",
+                     to_string(tr.optimizer), tr.seq_len, tr.global_batch);
+}
+
+std::string plan_line(const char* what, const ParallelPlan& plan, const Estimate& e) {
+  return fmt::format("{}: {}: {} per step, {:.0f} tokens/s, MFU {}", what, describe(plan),
+                     format_seconds(e.time.step_s), e.throughput.tokens_per_s,
+                     format_percent(e.throughput.mfu));
+}
+
+}  // namespace
+
+HtmlReport plan_report(const PlanningResult& planned, const ModelSpec& model,
+                       const TrainingSpec& training, const ClusterSpec& cluster) {
+  HtmlReport r;
+  r.title =
+      fmt::format("shardplan plan: {} on {} x {}", model.name, cluster.gpus, cluster.gpu.name);
+  r.summary = {"model: " + describe_model(model), "cluster: " + describe_cluster(cluster),
+               training_line(training)};
+  const RungVerdict* rec = planned.recommended();
+  const Candidate* fastest = planned.fastest();
+  std::vector<std::pair<std::string, Estimate>> steps;
+  if (rec) {
+    steps.emplace_back("recommended", estimate(model, training, rec->plan.plan, cluster));
+    r.summary.push_back(plan_line("recommended", rec->plan.plan, steps.back().second));
+  }
+  if (fastest) {
+    steps.emplace_back("fastest", estimate(model, training, fastest->plan, cluster));
+    r.summary.push_back(plan_line("fastest", fastest->plan, steps.back().second));
+  }
+  r.charts.push_back(ladder_chart(planned.ladder));
+  if (fastest) {
+    r.charts.push_back(search_chart(planned.found.ranked, rec ? &rec->plan.plan : nullptr,
+                                    &fastest->plan, cluster.gpu.memory_bytes));
+  }
+  for (const auto& [name, e] : steps) r.charts.push_back(memory_chart(e.memory, name + " plan"));
+  if (!steps.empty()) r.charts.push_back(step_chart(steps));
+  return r;
+}
+
+HtmlReport estimate_report(const Estimate& e, const ModelSpec& model, const TrainingSpec& training,
+                           const ParallelPlan& plan, const ClusterSpec& cluster) {
+  HtmlReport r;
+  r.title =
+      fmt::format("shardplan estimate: {} on {} x {}", model.name, cluster.gpus, cluster.gpu.name);
+  r.summary = {"model: " + describe_model(model), "cluster: " + describe_cluster(cluster),
+               training_line(training), plan_line("plan", plan, e)};
+  r.charts.push_back(memory_chart(e.memory, "this plan"));
+  r.charts.push_back(step_chart({{"this plan", e}}));
+  return r;
+}
+
+HtmlReport provision_report(const ProvisionResult& result, const ProvisionRequest& request,
+                            const ModelSpec& model) {
+  HtmlReport r;
+  r.title = fmt::format("shardplan provision: {}", model.name);
+  r.summary = {
+      "model: " + describe_model(model),
+      fmt::format("{} options: {} GPU types x {} counts, ranked by {}", result.options.size(),
+                  request.offers.size(), request.counts.size(), to_string(request.objective))};
+  if (request.deadline_s > 0)
+    r.summary.push_back("deadline: " + format_seconds(request.deadline_s));
+  if (request.budget > 0) r.summary.push_back("budget: " + format_usd(request.budget));
+  if (result.best) {
+    r.summary.push_back("best: " + describe_option(result.options[*result.best]));
+  } else if (result.fastest) {
+    r.summary.push_back("no option meets the constraints; fastest: " +
+                        describe_option(result.options[*result.fastest]));
+  }
+  r.summary.push_back("Prices are public on-demand list prices unless given with --gpu-hour-cost.");
+  r.charts.push_back(provision_chart(result, request));
+  const auto shown = result.best ? result.best : result.fastest;
+  if (shown) {
+    const ProvisionOption& o = result.options[*shown];
+    const std::string name = fmt::format("{} x {}", o.gpus, o.gpu);
+    r.charts.push_back(memory_chart(o.estimate.memory, name));
+    r.charts.push_back(step_chart({{name, o.estimate}}));
+  }
+  return r;
+}
+
+HtmlReport probe_report(const nlohmann::json& profile, const std::string& origin) {
+  HtmlReport r;
+  r.title = "shardplan probe: " + profile.value("name", origin);
+  const std::string file = origin.substr(origin.find_last_of('/') + 1);
+  r.summary = {profile.value("description", std::string("a probe profile")), "profile: " + file};
+  const nlohmann::json prov = profile.value("provenance", nlohmann::json::object());
+  if (prov.contains("backend")) {
+    r.summary.push_back(
+        fmt::format("back-end {}, {}", prov.value("backend", ""), prov.value("date", "")));
+  }
+  r.charts.push_back(busbw_chart(profile, origin));
+  const auto& m = profile["measurements"];
+  if (m.contains("gemm") && m["gemm"].is_array() && !m["gemm"].empty()) {
+    r.charts.push_back(gemm_chart(profile, origin));
+  }
+  return r;
+}
+
+}  // namespace shardplan
