@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "parse_errors.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/names.hpp"
 
@@ -69,11 +70,20 @@ int run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    if (argc < 2 || argv[1][0] == '-') {
+      app.exit(e);
+      return 2;
+    }
+    const CLI::App* sub = app.get_subcommand(argv[1]);
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    std::fprintf(stderr, "shardplan: error: %s\n",
+                 explain_parse_error(*sub, args, e.what()).c_str());
     return 2;
   }
   for (auto& [sub, runner] : runners) {
-    if (sub->parsed()) return runner();
+    if (!sub->parsed()) continue;
+    refuse_empty_values(*sub);
+    return runner();
   }
   return 2;
 }

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "recommended.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/ladder.hpp"
 #include "shardplan/render.hpp"
@@ -49,22 +50,23 @@ Runner setup_plan(CLI::App& sub) {
   sub.add_option("--max-comm-share", f->max_comm_share,
                  "Exposed communication a rung may have, as a share of the step (default 0.5)")
       ->group("Plan");
-  sub.add_option("--threads", f->threads, "Search threads (default: all cores)")->group("Plan");
+  CLI::Option* threads_flag =
+      sub.add_option("--threads", f->threads, "Search threads, 1 to 1024 (default: all cores)")
+          ->group("Plan");
   add_json_option(sub, f->o);
-  return [f]() {
+  return [f, threads_flag]() {
     if (f->top < 1 || f->top > 10000)
       throw InputError("--top", fmt::format("{} is not between 1 and 10000", f->top));
     if (!(f->max_comm_share > 0 && f->max_comm_share <= 1)) {
       throw InputError("--max-comm-share",
                        fmt::format("{} is not a share between 0 and 1", f->max_comm_share));
     }
-    if (f->threads < 0 || f->threads > 1024)
-      throw InputError("--threads", "must be between 1 and 1024");
-    Inputs in;
-    in.model = resolve_model(f->o);
-    in.cluster = resolve_cluster(f->o, 0);
-    in.training = resolve_training(f->o, in.model);
-    if (in.training.global_batch == 0) in.training.global_batch = in.cluster.gpus;
+    if (threads_flag->count() > 0 && (f->threads < 1 || f->threads > 1024)) {
+      throw InputError("--threads", fmt::format("{} is not between 1 and 1024 (leave it out for "
+                                                "all cores)",
+                                                f->threads));
+    }
+    const Inputs in = resolve_search_inputs(f->o);
     SearchOptions so;
     so.objective = parse_objective(f->objective, "--objective");
     so.top_k = f->top;
@@ -102,6 +104,7 @@ Runner setup_plan(CLI::App& sub) {
       nlohmann::json rejected = nlohmann::json::object();
       for (int i = 0; i < kRejectReasons; ++i)
         rejected[to_string(static_cast<Reject>(i))] = found.rejected[i];
+      add_notes_json(j, in.notes);
       j["search"] = {{"objective", to_string(so.objective)},
                      {"space_size", space.size()},
                      {"evaluated", found.evaluated},
@@ -125,6 +128,7 @@ Runner setup_plan(CLI::App& sub) {
         tr.precision == Precision::fp32 ? "fp32"
                                         : std::string(to_string(tr.precision)) + " mixed precision",
         to_string(tr.optimizer), tr.seq_len, tr.global_batch);
+    for (const std::string& n : in.notes) std::cout << "note: " << n << "\n";
     std::cout << render_ladder(ladder, in.cluster) << "\n";
     if (rec) {
       std::cout << fmt::format(

@@ -106,7 +106,7 @@ Runner setup_validate(CLI::App& sub) {
                 << fmt::format("mean |error| {:.1f}%, max |error| {:.1f}% over {} cases\n\n",
                                sum.mean_abs_error * 100, sum.max_abs_error * 100, sum.cases.size());
     }
-    if (s->json) print_json(out);
+    if (s->json) print_json({{"groups", out}});
     return 0;
   };
 }

@@ -241,17 +241,16 @@ MegatronScript emit_megatron(const EmitInputs& in) {
       "(--make-vocab-size-divisible-by)",
       emit::straggler_note(in),
   };
+  const std::string script = emit::config_path(in, "megatron.sh");
   if (multi) {
     s.meta.launch = {
-        fmt::format(
-            "on each of the {} nodes: NODE_RANK=<0..{}> MASTER_ADDR=<node 0> bash megatron.sh",
-            c.nodes(), c.nodes() - 1),
-        fmt::format(
-            "or under SLURM: srun --nodes={} --ntasks-per-node=1 bash megatron.sh (NODE_RANK from "
-            "SLURM_NODEID)",
-            c.nodes())};
+        fmt::format("on each of the {} nodes: NODE_RANK=<0..{}> MASTER_ADDR=<node 0> bash {}",
+                    c.nodes(), c.nodes() - 1, script),
+        fmt::format("or under SLURM: srun --nodes={} --ntasks-per-node=1 bash {} (NODE_RANK from "
+                    "SLURM_NODEID)",
+                    c.nodes(), script)};
   } else {
-    s.meta.launch = {"bash megatron.sh"};
+    s.meta.launch = {"bash " + script};
   }
   s.meta.launch.push_back(
       "(the script runs torchrun " + emit::torchrun_rendezvous(in) +
