@@ -18,7 +18,7 @@ for harness in "$bin"/fuzz_*; do
   mkdir -p "$scratch/$name"
   log="$scratch/$name.log"
   start=$(date +%s.%N)
-  if ! "$harness" -runs="$runs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+  if ! "$harness" -runs="$runs" -timeout=10 -rss_limit_mb=2048 \
       -artifact_prefix="$scratch/$name-" "$scratch/$name" "tests/fuzz/corpus/$name" >"$log" 2>&1; then
     echo "fuzz_$name: FAILED after $(grep -c '' "$log") log lines" >&2
     tail -40 "$log" >&2
