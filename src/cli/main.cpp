@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -97,5 +99,9 @@ int main(int argc, char** argv) {
   } catch (const shardplan::InputError& e) {
     std::fprintf(stderr, "shardplan: error: %s\n", e.what());
     return 2;
+  } catch (const std::exception& e) {
+    // Anything else is a bug (bad input is InputError): say what escaped, then abort.
+    std::fprintf(stderr, "shardplan: internal error (a bug; please report it): %s\n", e.what());
+    std::abort();
   }
 }

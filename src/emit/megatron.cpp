@@ -21,7 +21,7 @@ class Args {
   Args& add(std::string flag, long long value) {
     return add(std::move(flag), std::to_string(value));
   }
-  Args& shell(std::string flag, std::string variable) {
+  Args& shell(std::string flag, const std::string& variable) {
     s_.args.push_back({std::move(flag), "$" + variable, true});
     return *this;
   }
