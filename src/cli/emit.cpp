@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "recommended.hpp"
 #include "runbook_options.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
@@ -46,7 +47,7 @@ Inputs plan_from_file(const EmitFlags& e, const PlanningOptions& o, std::string&
     throw InputError("--pick", "'" + e.pick + "' is not a choice; use recommended or fastest");
   }
   const PlanFile f = read_plan_file(read_text_file(e.plan_file, "--plan"), e.plan_file, pick);
-  Inputs in{f.model, f.cluster, f.training, f.plan};
+  Inputs in{f.model, f.cluster, f.training, f.plan, {}};
   if (!o.tokens.empty()) in.training.tokens = parse_count(o.tokens, "--tokens");
   source = f.where;
   file_step_s = f.step_s;
@@ -100,7 +101,17 @@ Runner setup_emit(CLI::App& sub) {
       // --format alone names the stack: the plan is checked with that framework's rules.
       if (o->framework.empty() && !e->format.empty())
         o->framework = to_string(framework_of(parse_launcher_format(e->format, "--format")));
-      in = resolve_timed_inputs(*o);
+      std::optional<Inputs> chosen = inputs_or_recommended(*o);
+      if (!chosen) {
+        std::fprintf(stderr,
+                     "shardplan: error: no plan of this model fits on this cluster (`shardplan "
+                     "plan` shows the closest); no config written\n");
+        return 1;
+      }
+      in = *chosen;
+      if (!plan_flags_given(*o)) source = "`shardplan plan`'s recommendation";
+      for (const std::string& n : in.notes)
+        std::fprintf(stderr, "shardplan: note: %s\n", n.c_str());
     }
     const LauncherFormat format = e->format.empty() ? default_format(in.training.framework.id)
                                                     : parse_launcher_format(e->format, "--format");
@@ -113,7 +124,7 @@ Runner setup_emit(CLI::App& sub) {
                                                                      : IntervalChoice::given;
     const RunbookInputs options = resolve_runbook_flags(*f, kDefaultCheckpointIntervalS);
 
-    EmitInputs ei{in.model, in.cluster, in.training, in.plan, {}, {}, {}, source};
+    EmitInputs ei{in.model, in.cluster, in.training, in.plan, {}, {}, {}, source, e->output};
     ei.estimate = estimate(in.model, in.training, in.plan, in.cluster);
     if (file_step_s > 0 && std::fabs(file_step_s - ei.estimate.time.step_s) > 0.01 * file_step_s) {
       std::fprintf(stderr,
@@ -123,7 +134,8 @@ Runner setup_emit(CLI::App& sub) {
     }
     const MemoryBreakdown& memory = ei.estimate.memory;
     if (!memory.fits) {
-      // Exit 1 = does not fit (docs/design.md, exit codes). A config that runs out of memory wastes the cluster.
+      // Exit 1 = does not fit (docs/design.md, exit codes): a config that runs out of memory
+      // wastes the cluster.
       std::fprintf(stderr,
                    "shardplan: error: the plan needs %s per device of %s (stage %d); no config "
                    "written (`shardplan estimate` shows where the memory goes)\n",

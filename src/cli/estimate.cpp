@@ -17,12 +17,10 @@ Runner setup_comm(CLI::App& sub) {
     const Inputs in = resolve_timed_inputs(*o);
     const Estimate e = estimate(in.model, in.training, in.plan, in.cluster);
     if (o->json) {
-      print_json({{"model", to_json(in.model)},
-                  {"cluster", to_json(in.cluster)},
-                  {"plan", to_json(in.plan)},
-                  {"training", to_json(in.training)},
-                  {"time", to_json(e.time)},
-                  {"comm", to_json(e.comm, e.time, in.plan, in.training, in.cluster)}});
+      nlohmann::json j = {{"time", to_json(e.time)},
+                          {"comm", to_json(e.comm, e.time, in.plan, in.training, in.cluster)}};
+      add_inputs_json(j, in);
+      print_json(j);
       return 0;
     }
     std::cout

@@ -42,7 +42,7 @@ Runner setup_list(CLI::App& sub) {
         a.push_back(
             {{"name", p.name}, {"aliases", p.aliases}, {"figures", figures}, {"source", p.source}});
       }
-      print_json(a);
+      print_json({{"kind", w}, {"presets", a}});
       return 0;
     }
     std::vector<Table::Column> cols{{"name", Table::Align::left}};

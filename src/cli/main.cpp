@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
+#include "parse_errors.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/names.hpp"
 
@@ -75,11 +78,20 @@ int run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    if (argc < 2 || argv[1][0] == '-') {
+      app.exit(e);
+      return 2;
+    }
+    const CLI::App* sub = app.get_subcommand(argv[1]);
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    std::fprintf(stderr, "shardplan: error: %s\n",
+                 explain_parse_error(*sub, args, e.what()).c_str());
     return 2;
   }
   for (auto& [sub, runner] : runners) {
-    if (sub->parsed()) return runner();
+    if (!sub->parsed()) continue;
+    refuse_empty_values(*sub);
+    return runner();
   }
   return 2;
 }
@@ -93,5 +105,9 @@ int main(int argc, char** argv) {
   } catch (const shardplan::InputError& e) {
     std::fprintf(stderr, "shardplan: error: %s\n", e.what());
     return 2;
+  } catch (const std::exception& e) {
+    // Anything else is a bug (bad input is InputError): say what escaped, then abort.
+    std::fprintf(stderr, "shardplan: internal error (a bug; please report it): %s\n", e.what());
+    std::abort();
   }
 }

@@ -20,13 +20,12 @@ Runner setup_memory(CLI::App& sub) {
     const Inputs in = resolve_inputs(*o);
     const MemoryBreakdown mem = estimate_memory(in.model, in.training, in.plan, in.cluster);
     if (o->json) {
-      print_json({{"model", to_json(in.model)},
-                  {"cluster", to_json(in.cluster)},
-                  {"training", to_json(in.training)},
-                  {"plan", to_json(in.plan)},
-                  {"memory", to_json(mem)}});
+      nlohmann::json j = {{"memory", to_json(mem)}};
+      add_inputs_json(j, in);
+      print_json(j);
     } else {
       std::cout << render_memory(mem, in.model, in.training, in.plan, in.cluster);
+      for (const std::string& n : in.notes) std::cout << "note: " << n << "\n";
     }
     return mem.fits ? 0 : 1;
   };

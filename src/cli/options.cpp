@@ -284,7 +284,14 @@ ClusterSpec resolve_cluster(const PlanningOptions& o, int default_gpus) {
     throw InputError("--link",
                      "--link sets one flat link; combine it with neither --intra nor --inter");
   }
-  return build_cluster(c);
+  ClusterSpec built = build_cluster(c);
+  if (built.gpus % built.gpus_per_node != 0) {
+    throw InputError(o.gpus_per_node.empty() ? "--gpus" : "--gpus-per-node",
+                     fmt::format("{} GPUs do not fill whole nodes of {}; use a --gpus that is a "
+                                 "multiple of {}, or a --gpus-per-node that divides {}",
+                                 built.gpus, built.gpus_per_node, built.gpus_per_node, built.gpus));
+  }
+  return built;
 }
 
 TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
@@ -375,9 +382,24 @@ Inputs resolve_inputs(const PlanningOptions& o) {
     }
     p.dp = in.cluster.gpus / model_parallel;
   }
-  if (in.training.global_batch == 0) in.training.global_batch = p.dp * p.micro_batch;
+  fill_default_global_batch(in, p.dp * p.micro_batch);
   require_runnable(p, {in.model, in.training, in.cluster, rules});
   return in;
+}
+
+void fill_default_global_batch(Inputs& in, int multiple_of) {
+  TrainingSpec& t = in.training;
+  if (t.global_batch != 0) return;
+  t.global_batch = default_global_batch(t.seq_len, multiple_of);
+  const double tokens = static_cast<double>(t.global_batch) * t.seq_len;
+  in.notes.push_back(fmt::format(
+      "global batch {} sequences x {} tokens = {} tokens per step: the default of {} tokens{}, "
+      "Llama 2's batch (Touvron et al. 2023, Table 1) and Llama 3's first (Dubey et al. 2024, "
+      "Sec. 3.4.1); --global-batch sets it",
+      t.global_batch, t.seq_len, format_count(tokens), format_count(kDefaultTokensPerStep),
+      t.global_batch != default_global_batch(t.seq_len)
+          ? fmt::format(" rounded up to a multiple of dp x micro-batch = {}", multiple_of)
+          : ""));
 }
 
 Inputs resolve_timed_inputs(const PlanningOptions& o) {
@@ -386,14 +408,17 @@ Inputs resolve_timed_inputs(const PlanningOptions& o) {
 
 std::string describe_inputs(const Inputs& in) {
   const TrainingSpec& tr = in.training;
+  std::string notes;
+  for (const std::string& n : in.notes) notes += "note: " + n + "\n";
   return fmt::format(
       "model    {}\ncluster  {}\nplan     {}\ntraining {}, {}, sequence {}, global batch {} "
-      "({} micro-batch{} per step), framework {}\n\n",
+      "({} micro-batch{} per step), framework {}\n{}\n",
       describe_model(in.model), describe_cluster(in.cluster), describe(in.plan),
       tr.precision == Precision::fp32 ? "fp32"
                                       : std::string(to_string(tr.precision)) + " mixed precision",
       to_string(tr.optimizer), tr.seq_len, tr.global_batch, micro_batches_per_step(tr, in.plan),
-      micro_batches_per_step(tr, in.plan) == 1 ? "" : "es", describe_framework(tr.framework));
+      micro_batches_per_step(tr, in.plan) == 1 ? "" : "es", describe_framework(tr.framework),
+      notes);
 }
 
 void add_inputs_json(nlohmann::json& j, const Inputs& in) {
@@ -401,6 +426,12 @@ void add_inputs_json(nlohmann::json& j, const Inputs& in) {
   j["cluster"] = to_json(in.cluster);
   j["plan"] = to_json(in.plan);
   j["training"] = to_json(in.training);
+  add_notes_json(j, in.notes);
+}
+
+void add_notes_json(nlohmann::json& j, const std::vector<std::string>& notes) {
+  if (!j.contains("notes")) j["notes"] = nlohmann::json::array();
+  for (const std::string& n : notes) j["notes"].push_back(n);
 }
 
 void add_trace_option(CLI::App& app, std::string& path) {
@@ -420,7 +451,12 @@ void write_trace(const std::string& path, const Inputs& in, const Estimate& esti
 }
 
 void print_json(const nlohmann::json& j) {
-  std::cout << j.dump(2) << "\n";
+  nlohmann::json stamped = j;
+  if (stamped.is_object()) {
+    stamped["schema_version"] = kJsonSchemaVersion;
+    if (!stamped.contains("notes")) stamped["notes"] = nlohmann::json::array();
+  }
+  std::cout << stamped.dump(2) << "\n";
 }
 
 }  // namespace shardplan::cli

@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "shardplan/profiles.hpp"
 #include "shardplan/specs.hpp"
@@ -51,11 +52,16 @@ struct Inputs {
   ClusterSpec cluster;
   TrainingSpec training;
   ParallelPlan plan;
+  std::vector<std::string> notes;  // defaults taken and choices made for the user, said once
 };
 
 ModelSpec resolve_model(const PlanningOptions& o);
 ClusterSpec resolve_cluster(const PlanningOptions& o, int default_gpus);
 TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& model);
+/// The default global batch (kDefaultTokensPerStep, rounded up to a multiple of `multiple_of`)
+/// when --global-batch was not given, with a note saying so; otherwise nothing changes.
+void fill_default_global_batch(Inputs& in, int multiple_of);
+
 /// Model, cluster, training and the one plan the flags describe; InputError (exit 2) when the
 /// plan cannot run, naming the flag to change.
 Inputs resolve_inputs(const PlanningOptions& o);
@@ -74,7 +80,14 @@ void add_trace_option(CLI::App& app, std::string& path);
 /// Writes the step's timeline to `path` atomically (nothing when `path` is empty).
 void write_trace(const std::string& path, const Inputs& in, const Estimate& estimate);
 
-/// Writes text to stdout, or JSON with a trailing newline.
+/// The version of every command's --json layout: raised when a field is renamed or removed
+/// (fields are only ever added within a version). docs/schema/ holds one schema per command.
+inline constexpr int kJsonSchemaVersion = 2;
+
+/// Appends `notes` to j["notes"] (made an array if absent).
+void add_notes_json(nlohmann::json& j, const std::vector<std::string>& notes);
+
+/// Writes JSON with a trailing newline, stamped with "schema_version".
 void print_json(const nlohmann::json& j);
 
 }  // namespace shardplan::cli

@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "recommended.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/ladder.hpp"
 #include "shardplan/planning.hpp"
@@ -108,7 +109,7 @@ int plan_all(const PlanFlags& f, const SearchOptions& so, const LadderOptions& l
     in.model = resolve_model(o);
     in.cluster = resolve_cluster(o, 0);
     in.training = resolve_training(o, in.model);
-    if (in.training.global_batch == 0) in.training.global_batch = in.cluster.gpus;
+    fill_default_global_batch(in, 1);
     if (!check_inputs({in.model, in.training, in.cluster, so.rules}).empty()) {
       rows.push_back({{"framework", o.framework}, {"refused", plan_problems_json(in, so.rules)}});
       table += fmt::format("{:<11} cannot run these inputs: {}\n", o.framework,
@@ -159,19 +160,24 @@ Runner setup_plan(CLI::App& sub) {
   sub.add_option("--max-comm-share", f->max_comm_share,
                  "Exposed communication a rung may have, as a share of the step (default 0.5)")
       ->group("Plan");
-  sub.add_option("--threads", f->threads, "Search threads (default: all cores)")->group("Plan");
+  CLI::Option* threads_flag =
+      sub.add_option("--threads", f->threads, "Search threads, 1 to 1024 (default: all cores)")
+          ->group("Plan");
   add_trace_option(sub, f->trace);
   sub.add_option("--html", f->html, "Also write a self-contained HTML report with charts");
   add_json_option(sub, f->o);
-  return [f]() {
+  return [f, threads_flag]() {
     if (f->top < 1 || f->top > 10000)
       throw InputError("--top", fmt::format("{} is not between 1 and 10000", f->top));
     if (!(f->max_comm_share > 0 && f->max_comm_share <= 1)) {
       throw InputError("--max-comm-share",
                        fmt::format("{} is not a share between 0 and 1", f->max_comm_share));
     }
-    if (f->threads < 0 || f->threads > 1024)
-      throw InputError("--threads", "must be between 1 and 1024");
+    if (threads_flag->count() > 0 && (f->threads < 1 || f->threads > 1024)) {
+      throw InputError("--threads", fmt::format("{} is not between 1 and 1024 (leave it out for "
+                                                "all cores)",
+                                                f->threads));
+    }
     PlanningRequest request;
     SearchOptions& so = request.search;
     so.objective = parse_objective(f->objective, "--objective");
@@ -186,11 +192,7 @@ Runner setup_plan(CLI::App& sub) {
       lo.threads = f->threads;
       return plan_all(*f, so, lo);
     }
-    Inputs in;
-    in.model = resolve_model(f->o);
-    in.cluster = resolve_cluster(f->o, 0);
-    in.training = resolve_training(f->o, in.model);
-    if (in.training.global_batch == 0) in.training.global_batch = in.cluster.gpus;
+    const Inputs in = resolve_search_inputs(f->o);
     require_runnable_inputs({in.model, in.training, in.cluster, so.rules});
 
     const PlanningResult planned = plan_cluster(in.model, in.training, in.cluster, request);
@@ -235,6 +237,7 @@ Runner setup_plan(CLI::App& sub) {
         if (found.rejected[i] > 0) rejected[to_string(static_cast<RuleId>(i))] = found.rejected[i];
       }
       rejected["memory"] = found.rejected_memory;
+      add_notes_json(j, in.notes);
       j["search"] = {{"objective", to_string(so.objective)},
                      {"space_size", space.size()},
                      {"evaluated", found.evaluated},
@@ -259,6 +262,7 @@ Runner setup_plan(CLI::App& sub) {
         tr.precision == Precision::fp32 ? "fp32"
                                         : std::string(to_string(tr.precision)) + " mixed precision",
         to_string(tr.optimizer), tr.seq_len, tr.global_batch, describe_framework(tr.framework));
+    for (const std::string& n : in.notes) std::cout << "note: " << n << "\n";
     std::cout << render_ladder(ladder, in.cluster) << "\n";
     if (rec) {
       std::cout << fmt::format(

@@ -330,12 +330,15 @@ int run_probe_command(const ProbeOptions& o) {
   load_cluster(out_path, "--out");  // what was written must plan: fail loudly if not
   if (!o.html.empty()) write_html(o.html, probe_report(profile, out_path), "--html");
   if (o.json) {
-    print_json(profile);
+    // The profile exactly as written, so that it loads as --cluster: no schema_version stamp.
+    std::printf("%s\n", profile.dump(2).c_str());
   } else {
     std::printf("# Calibrated cluster profile: %s (plan with --cluster %s)\n", out_path.c_str(),
                 out_path.c_str());
   }
   std::fprintf(stderr, "probe: wrote %s\n", out_path.c_str());
+  for (const std::string& w : probe::probe_warnings(results, fit))
+    std::fprintf(stderr, "probe: warning: %s\n", w.c_str());
   return status;
 }
 

@@ -1,11 +1,14 @@
 // `shardplan runbook`: checkpoint size and write time, interruptions at the cluster's scale, the
-// Young/Daly interval, goodput, and the long-run procedures (checkpoint on time, keep-last-K,
-// resume test, timeouts) for one plan.
+// Young/Daly interval, goodput, and the long-run procedures for one plan (the one `plan`
+// recommends when no plan flag is given).
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <iostream>
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "recommended.hpp"
 #include "runbook_options.hpp"
 #include "shardplan/render.hpp"
 #include "shardplan/render_runbook.hpp"
@@ -18,25 +21,34 @@ Runner setup_runbook(CLI::App& sub) {
   add_runbook_options(
       sub, *f, "Checkpoint every DURATION (e.g. 30min), or auto: Young's interval (default)");
   return [o, f]() {
-    const Inputs in = resolve_timed_inputs(*o);
+    const std::optional<Inputs> chosen = inputs_or_recommended(*o);
+    if (!chosen) {
+      std::fprintf(stderr,
+                   "shardplan: error: no plan of this model fits on this cluster (`shardplan "
+                   "plan` shows the closest); no runbook for a run that cannot start\n");
+      return 1;
+    }
+    Inputs in = *chosen;
     const RunbookInputs options = resolve_runbook_flags(*f, 0);
     const Estimate e = estimate(in.model, in.training, in.plan, in.cluster);
     if (!e.memory.fits) {
-      std::fprintf(stderr,
-                   "shardplan: warning: the plan does not fit: %s per device of %s (see "
-                   "`shardplan estimate`)\n",
-                   format_gib(e.memory.total_bytes()).c_str(),
-                   format_gib(e.memory.capacity_bytes).c_str());
+      const std::string warning = fmt::format(
+          "the plan does not fit: {} per device of {} (see `shardplan estimate`); the figures "
+          "below are for a run that cannot start",
+          format_gib(e.memory.total_bytes()), format_gib(e.memory.capacity_bytes));
+      std::fprintf(stderr, "shardplan: warning: %s\n", warning.c_str());
+      in.notes.push_back("warning: " + warning);
     }
     const Runbook r = plan_runbook(in.model, in.training, in.plan, in.cluster, e, options.options);
     if (o->json) {
       nlohmann::json j = to_json(r, options, in.training);
+      for (const std::string& w : runbook_warnings(r)) in.notes.push_back("warning: " + w);
       add_inputs_json(j, in);
       print_json(j);
     } else {
       std::cout << describe_inputs(in) << render_runbook(r, options, in.training, in.cluster);
     }
-    return 0;
+    return e.memory.fits ? 0 : 1;
   };
 }
 

@@ -131,12 +131,13 @@ AccelerateConfig emit_accelerate(const EmitInputs& in) {
   c.meta.notes = script_duties(in);
   const std::string env =
       fmt::format("ACCELERATE_GRADIENT_ACCUMULATION_STEPS={}", accumulation_steps(in));
+  const std::string config = emit::config_path(in, "accelerate.yaml");
   c.meta.launch = {cl.nodes() > 1
                        ? fmt::format("on each of the {} machines: {} accelerate launch "
-                                     "--config_file accelerate.yaml --machine_rank "
+                                     "--config_file {} --machine_rank "
                                      "$NODE_RANK --main_process_ip $MASTER_ADDR train.py",
-                                     cl.nodes(), env)
-                       : env + " accelerate launch --config_file accelerate.yaml train.py"};
+                                     cl.nodes(), env, config)
+                       : env + " accelerate launch --config_file " + config + " train.py"};
   if (cl.nodes() > 1) {
     c.meta.launch.push_back(fmt::format(
         "or under SLURM: srun --nodes={} --ntasks-per-node=1 with NODE_RANK=$SLURM_NODEID",

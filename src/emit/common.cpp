@@ -224,6 +224,10 @@ std::string torchrun_rendezvous(const EmitInputs& in) {
                      in.cluster.gpus_per_node);
 }
 
+std::string config_path(const EmitInputs& in, const std::string& usual) {
+  return in.output_path.empty() ? usual : in.output_path;
+}
+
 }  // namespace emit
 
 std::vector<PlanProblem> launcher_problems(LauncherFormat f, const EmitInputs& in) {

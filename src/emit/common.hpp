@@ -36,6 +36,9 @@ std::string straggler_note(const EmitInputs& in);
 /// Lines as a "# " comment block.
 std::string comment_block(const std::vector<std::string>& lines);
 
+/// The path the launch line names: -o's path, or `usual` (ds_config.json ...) for stdout.
+std::string config_path(const EmitInputs& in, const std::string& usual);
+
 /// "--nnodes N --nproc_per_node G" for torchrun.
 std::string torchrun_rendezvous(const EmitInputs& in);
 

@@ -74,20 +74,21 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
 std::vector<std::string> launch_lines(const EmitInputs& in) {
   const int nodes = in.cluster.nodes();
   const int timeout = in.settings.timeout_minutes;
+  const std::string config = emit::config_path(in, "ds_config.json");
   if (nodes == 1) {
     // One node: the runner launches locally and inherits the environment (launcher/runner.py).
     return {
         fmt::format("DEEPSPEED_TIMEOUT={} deepspeed --num_gpus {} train.py --deepspeed "
-                    "--deepspeed_config ds_config.json   # timeout in minutes",
-                    timeout, in.cluster.gpus_per_node)};
+                    "--deepspeed_config {}   # timeout in minutes",
+                    timeout, in.cluster.gpus_per_node, config)};
   }
   // Several nodes: only .deepspeed_env (in ~ or .) and a few prefixes reach the other nodes.
   return {fmt::format("echo DEEPSPEED_TIMEOUT={} >> .deepspeed_env   # minutes; the runner exports "
                       ".deepspeed_env to every node (launcher/runner.py)",
                       timeout),
           fmt::format("deepspeed --hostfile hostfile --num_nodes {} --num_gpus {} train.py "
-                      "--deepspeed --deepspeed_config ds_config.json",
-                      nodes, in.cluster.gpus_per_node),
+                      "--deepspeed --deepspeed_config {}",
+                      nodes, in.cluster.gpus_per_node, config),
           fmt::format("# hostfile: {} lines such as 'node001 slots={}'", nodes,
                       in.cluster.gpus_per_node)};
 }

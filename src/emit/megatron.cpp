@@ -23,7 +23,7 @@ class Args {
   Args& add(std::string flag, long long value) {
     return add(std::move(flag), std::to_string(value));
   }
-  Args& shell(std::string flag, std::string variable) {
+  Args& shell(std::string flag, const std::string& variable) {
     s_.args.push_back({std::move(flag), "$" + variable, true});
     return *this;
   }
@@ -112,8 +112,10 @@ void moe_args(Args& a, const EmitInputs& in) {
   if (m.shared_ffn_hidden > 0) a.add("--moe-shared-expert-intermediate-size", m.shared_ffn_hidden);
   if (m.first_dense_layers > 0 || m.moe_layer_step > 1) {
     std::string pattern = "[";
-    for (int i = 0; i < m.layers; ++i)
-      pattern += (i ? "," : "") + std::string(m.is_moe_layer(i) ? "1" : "0");
+    for (int i = 0; i < m.layers; ++i) {
+      if (i > 0) pattern += ',';
+      pattern += m.is_moe_layer(i) ? '1' : '0';
+    }
     a.add("--moe-layer-freq", pattern + "]");
   }
   if (in.plan.etp > 0) a.add("--expert-tensor-parallel-size", in.plan.etp);
@@ -309,17 +311,16 @@ MegatronScript emit_megatron(const EmitInputs& in) {
       "(--make-vocab-size-divisible-by)",
       emit::straggler_note(in),
   };
+  const std::string script = emit::config_path(in, "megatron.sh");
   if (multi) {
     s.meta.launch = {
-        fmt::format(
-            "on each of the {} nodes: NODE_RANK=<0..{}> MASTER_ADDR=<node 0> bash megatron.sh",
-            c.nodes(), c.nodes() - 1),
-        fmt::format(
-            "or under SLURM: srun --nodes={} --ntasks-per-node=1 bash megatron.sh (NODE_RANK from "
-            "SLURM_NODEID)",
-            c.nodes())};
+        fmt::format("on each of the {} nodes: NODE_RANK=<0..{}> MASTER_ADDR=<node 0> bash {}",
+                    c.nodes(), c.nodes() - 1, script),
+        fmt::format("or under SLURM: srun --nodes={} --ntasks-per-node=1 bash {} (NODE_RANK from "
+                    "SLURM_NODEID)",
+                    c.nodes(), script)};
   } else {
-    s.meta.launch = {"bash megatron.sh"};
+    s.meta.launch = {"bash " + script};
   }
   s.meta.launch.push_back(
       "(the script runs torchrun " + emit::torchrun_rendezvous(in) +

@@ -248,18 +248,19 @@ TorchtitanConfig emit_torchtitan(const EmitInputs& in) {
   why.push_back({"metrics.log_freq", "1", "long runs: log throughput every step so a slow node shows at once"});
 
   const int nodes = in.cluster.nodes();
+  const std::string config = emit::config_path(in, "torchtitan.toml");
   c.meta.launch = {"pip install torchtitan==0.2.2   # TOML job configs end with v0.2.2"};
   if (nodes > 1) {
     c.meta.launch.push_back(
         fmt::format("srun --nodes={} --ntasks-per-node=1 torchrun {} --rdzv_id 101 --rdzv_backend "
                     "c10d --rdzv_endpoint \"$head_node_ip:29500\" -m torchtitan.train "
-                    "--job.config_file torchtitan.toml",
-                    nodes, emit::torchrun_rendezvous(in)));
+                    "--job.config_file {}",
+                    nodes, emit::torchrun_rendezvous(in), config));
   } else {
     c.meta.launch.push_back(
         fmt::format("torchrun --nproc_per_node {} --rdzv_backend c10d --rdzv_endpoint localhost:0 "
-                    "-m torchtitan.train --job.config_file torchtitan.toml",
-                    in.cluster.gpus_per_node));
+                    "-m torchtitan.train --job.config_file {}",
+                    in.cluster.gpus_per_node, config));
   }
   emit::finish_meta(c.meta, in, "torchtitan v0.2.2 job config");
   return c;

@@ -168,8 +168,9 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
       v.comm_share = v.plan.exposed_comm_s / v.plan.step_s;
       const Estimate e = estimate(m, tr, v.plan.plan, c);
       const CommBreakdown& cb = e.comm;
+      // Traffic that crosses nodes runs on the NIC whether or not compute hides it.
       for (const Traffic* t : {&cb.dp_grads, &cb.dp_params, &cb.tp, &cb.pp, &cb.cp, &cb.ep}) {
-        if (t->exposed_s > 0 && t->placement.nodes() > 1) v.crosses_nodes = true;
+        if (t->present() && t->placement.nodes() > 1) v.crosses_nodes = true;
       }
     } else if (r.have_least_memory) {
       v.has_plan = true;

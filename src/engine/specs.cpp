@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <string_view>
 
 #include "shardplan/error.hpp"
@@ -154,6 +155,14 @@ MathDtype math_dtype(Precision p) {
 
 double activation_bytes(Precision p) {
   return p == Precision::fp32 ? 4.0 : 2.0;
+}
+
+int default_global_batch(int seq_len, int multiple_of) {
+  SHARDPLAN_CHECK(seq_len > 0 && multiple_of > 0, "a sequence length and a batch multiple");
+  const long long sequences =
+      std::max(1LL, std::llround(kDefaultTokensPerStep / static_cast<double>(seq_len)));
+  const long long rounded = (sequences + multiple_of - 1) / multiple_of * multiple_of;
+  return static_cast<int>(std::min<long long>(rounded, 1'000'000'000));
 }
 
 }  // namespace shardplan

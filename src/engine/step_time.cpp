@@ -257,9 +257,13 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
       const double n = s.zero3_units;
       s.zero3_s = n * (2.0 * s.zero3_ag_s + s.zero3_rs_s);
       if (tr.overlap_param_gather) {
-        s.zero3_fwd_exposed_s = s.zero3_ag_s + n * std::max(0.0, s.zero3_ag_s - s.forward_s / n);
-        s.zero3_bwd_exposed_s =
-            s.zero3_ag_s + n * std::max(0.0, s.zero3_ag_s + s.zero3_rs_s - s.backward_s / n);
+        // Prefetch depth one: unit i+1's gather runs beside unit i's compute, so a pass takes
+        // g + (n-1) max(g, c) + c, of which g + (n-1) max(0, g - c) waits on the wire (never
+        // more than the n gathers themselves). Backward ends with the last unit's
+        // reduce-scatter, which nothing hides.
+        const double ag = s.zero3_ag_s, rs = s.zero3_rs_s;
+        s.zero3_fwd_exposed_s = ag + (n - 1) * std::max(0.0, ag - s.forward_s / n);
+        s.zero3_bwd_exposed_s = ag + rs + (n - 1) * std::max(0.0, ag + rs - s.backward_s / n);
       } else {
         s.zero3_fwd_exposed_s = n * s.zero3_ag_s;
         s.zero3_bwd_exposed_s = n * (s.zero3_ag_s + s.zero3_rs_s);

@@ -25,7 +25,7 @@ nlohmann::json to_json(const ModelSpec& m) {
             {"norm", to_string(m.norm)},
             {"positions", to_string(m.positions)},
             {"max_positions", m.max_positions},
-            {"seq_len", m.seq_len},
+            {"default_seq_len", m.seq_len},
             {"tied_embeddings", m.tied_embeddings},
             {"qkv_bias", m.qkv_bias},
             {"out_bias", m.out_bias},

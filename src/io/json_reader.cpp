@@ -25,6 +25,9 @@ nlohmann::json parse_json(const std::string& text, const std::string& origin) {
     }
     throw InputError(origin, "malformed JSON at line " + std::to_string(line) + ", column " +
                                  std::to_string(column) + ": " + e.what());
+  } catch (const nlohmann::json::out_of_range& e) {
+    // Found by fuzzing: a number no double holds (1e+0794) is out_of_range, not parse_error.
+    throw InputError(origin, std::string("a number is too large for a double: ") + e.what());
   }
 }
 

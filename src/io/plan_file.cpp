@@ -44,7 +44,8 @@ ModelSpec read_model(StrictObject o) {
   m.norm = parse_norm(o.string("norm"), o.field("norm"));
   m.positions = parse_positions(o.string("positions"), o.field("positions"));
   m.max_positions = o.integer("max_positions");
-  m.seq_len = o.integer("seq_len");
+  // "seq_len" is the name schema version 1 wrote.
+  m.seq_len = o.has("seq_len") ? o.integer("seq_len") : o.integer("default_seq_len");
   m.tied_embeddings = o.boolean("tied_embeddings");
   m.qkv_bias = o.boolean("qkv_bias");
   m.out_bias = o.boolean("out_bias");

@@ -12,7 +12,12 @@ namespace shardplan {
 namespace {
 
 int int_or(const nlohmann::json& j, const char* key, int fallback) {
-  return j.contains(key) && j.at(key).is_number() ? j.at(key).get<int>() : fallback;
+  if (!j.contains(key) || !j.at(key).is_number()) return fallback;
+  const double v = j.at(key).get<double>();
+  if (!(v >= -2147483648.0 && v <= 2147483647.0)) {
+    throw InputError(key, fmt::format("{} is out of range for a count", v));
+  }
+  return static_cast<int>(v);
 }
 
 bool flag_or(const nlohmann::json& j, const char* key, bool fallback) {
@@ -34,6 +39,9 @@ std::string gpu_preset_of(const std::string& hardware, const std::string& where)
   }
 }
 
+PublishedRun read_run(const nlohmann::json& r, size_t i, const std::string& where,
+                      const ClusterOptions& cluster_override);
+
 }  // namespace
 
 std::vector<PublishedRun> load_published_runs(const std::string& text, const std::string& origin,
@@ -44,9 +52,25 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     const std::string where = fmt::format("{}: run {}", origin, i);
-    if (!r.is_object() || !r.contains("model") || !r.contains("plan") || !r.contains("measured")) {
+    if (!r.is_object() || !r.contains("model") || !r.contains("hardware") || !r.contains("plan") ||
+        !r.contains("measured")) {
       throw InputError(where, "each run needs model, hardware, plan and measured");
     }
+    try {
+      out.push_back(read_run(r, i, where, cluster_override));
+    } catch (const nlohmann::json::exception& e) {
+      // A field of the wrong type (a string where a number goes): bad input, not a bug.
+      throw InputError(where, fmt::format("a field has the wrong type ({})", e.what()));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+PublishedRun read_run(const nlohmann::json& r, size_t i, const std::string& where,
+                      const ClusterOptions& cluster_override) {
+  {
     PublishedRun run;
     run.id = r.value("id", fmt::format("run-{}", i));
     run.source = r.value("source", "");
@@ -157,9 +181,9 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
                        "no figure shardplan can predict (iteration_time_s, "
                        "tflops_per_gpu, layer_fwd_bwd_ms, activations_gib)");
     }
-    out.push_back(std::move(run));
+    return run;
   }
-  return out;
 }
 
+}  // namespace
 }  // namespace shardplan

@@ -122,7 +122,18 @@ nlohmann::json to_json(const CommBreakdown& comm, const StepTime& s, const Paral
       parts.push_back(traffic_json(*r.traffic, s, c, r.what));
     }
     nlohmann::json entry = traffic_json(total, s, c, what);
-    if (parts.size() > 1) entry["parts"] = parts;
+    if (parts.size() > 1) {
+      // A sum of collectives (ZeRO's reduce-scatter and all-gather): name them all, and leave
+      // the one-call size to the parts, whose calls differ.
+      std::string names;
+      for (const auto& part : parts) {
+        if (!names.empty()) names += '+';
+        names += part["collective"].get<std::string>();
+      }
+      entry["collective"] = names;
+      entry["bytes_per_call"] = nullptr;
+      entry["parts"] = parts;
+    }
     if (which == Parallelism::data || which == Parallelism::tensor ||
         which == Parallelism::pipeline || total.present()) {
       j[json_name(which)] = entry;

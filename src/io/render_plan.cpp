@@ -2,6 +2,7 @@
 // fastest plan, the top-K table, and their JSON.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "shardplan/plan.hpp"
@@ -9,6 +10,34 @@
 #include "shardplan/units.hpp"
 
 namespace shardplan {
+namespace {
+
+// Why a model-parallel rung has no plan at all, most basic reason first.
+std::string no_plan_reason(Rung rung, const ClusterSpec& c) {
+  if (rung == Rung::tensor_parallel && c.gpus_per_node < 2) {
+    return fmt::format("tensor parallel needs 2 or more GPUs in a node; this cluster has {}",
+                       c.gpus_per_node);
+  }
+  if (rung == Rung::pipeline_parallel && c.gpus < 2) {
+    return fmt::format("pipeline parallel needs 2 or more GPUs; this cluster has {}", c.gpus);
+  }
+  return "no plan of this shape can run here: no degree divides the GPUs, the heads or layers, "
+         "and the global batch together";
+}
+
+// "micro-batch 1, full recompute": the knobs the rung chose for the plan it shows.
+std::string tried(const RungVerdict& v) {
+  if (!v.has_plan) return "-";
+  const ParallelPlan& p = v.plan.plan;
+  return fmt::format("micro-batch {}, {} recompute", p.micro_batch,
+                     p.recompute == Recompute::none ? "no" : to_string(p.recompute));
+}
+
+bool memory_blocks(Blocker b) {
+  return b != Blocker::none && b != Blocker::communication;
+}
+
+}  // namespace
 
 std::string rung_reason(const RungVerdict& v, const ClusterSpec& c, double max_comm_share) {
   const std::string card = fmt::format("{} {}", format_gib(c.gpu.memory_bytes), c.gpu.name);
@@ -25,7 +54,7 @@ std::string rung_reason(const RungVerdict& v, const ClusterSpec& c, double max_c
                "(a larger --global-batch would make room)";
       }
       if (v.rung == Rung::single_gpu) return "the global batch does not split evenly over the GPUs";
-      return "no plan of this shape can run here (batch split, node size or divisibility)";
+      return no_plan_reason(v.rung, c);
     case Blocker::gathered_layer:
       return fmt::format("a layer's gathered weights need {}, {} card", gb(v.need_bytes), card);
     case Blocker::optimizer_state:
@@ -55,7 +84,9 @@ nlohmann::json to_json(const LadderResult& l, const ClusterSpec& c) {
                  {"passes", v.passes()},
                  {"blocker", to_string(v.blocker)},
                  {"reason", reason},
-                 {"need_bytes", v.need_bytes},
+                 {"need_bytes", memory_blocks(v.blocker) && v.blocker != Blocker::no_valid_plan
+                                    ? nlohmann::json(v.need_bytes)
+                                    : nlohmann::json()},
                  {"memory_bytes", v.memory_bytes},
                  {"capacity_bytes", v.capacity_bytes},
                  {"comm_share", v.comm_share},
@@ -77,6 +108,7 @@ std::string render_ladder(const LadderResult& l, const ClusterSpec& c) {
            {"memory/device"},
            {"comm share"},
            {"step"},
+           {"tried", Table::Align::left},
            {"reason", Table::Align::left}});
   for (size_t i = 0; i < l.rungs.size(); ++i) {
     const RungVerdict& v = l.rungs[i];
@@ -84,11 +116,18 @@ std::string render_ladder(const LadderResult& l, const ClusterSpec& c) {
     t.add_row({to_string(v.rung), v.passes() ? "STOP HERE" : "no",
                v.has_plan ? format_gib(v.memory_bytes) : "-",
                v.fits ? format_percent(v.comm_share) : "-",
-               v.fits ? format_seconds(v.plan.step_s) : "-", reason});
+               v.fits ? format_seconds(v.plan.step_s) : "-", tried(v), reason});
   }
   out += t.render();
   if (l.stop < 0) {
-    out += "No rung is comfortable: none fits with communication the interconnect can carry.\n";
+    const bool any_fits =
+        std::any_of(l.rungs.begin(), l.rungs.end(), [](const RungVerdict& v) { return v.fits; });
+    out += any_fits ? "No rung is comfortable: those that fit in memory wait on the interconnect "
+                      "for more than the limit.\n"
+                    : fmt::format(
+                          "No rung fits in memory: even the smallest plan needs more than "
+                          "the {} of a {}.\n",
+                          format_gib(c.gpu.memory_bytes), c.gpu.name);
   }
   return out;
 }

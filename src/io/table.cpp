@@ -122,8 +122,11 @@ std::string describe_cluster(const ClusterSpec& c) {
   std::string s =
       fmt::format("{} x {} ({:.1f} GiB)", c.gpus, c.gpu.name, c.gpu.memory_bytes / kGiB);
   if (c.nodes() > 1) {
-    s += fmt::format(", {} nodes of {}; {} inside, {} x {} between", c.nodes(), c.gpus_per_node,
-                     c.intra.name, c.nics_per_node, c.nic.name);
+    // A probed profile whose inter-node tier was not measured says so where it is used.
+    const bool nominal_nic = c.intra.measured && !c.nic.measured;
+    s += fmt::format(", {} nodes of {}; {} inside, {} x {}{} between", c.nodes(), c.gpus_per_node,
+                     c.intra.name, c.nics_per_node, c.nic.name,
+                     nominal_nic ? " (nominal: not measured by the probe)" : "");
   } else {
     s += fmt::format(", {} between GPUs", c.intra.name);
   }

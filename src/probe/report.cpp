@@ -165,6 +165,29 @@ std::unique_ptr<Reporter> make_tee_reporter(std::vector<std::unique_ptr<Reporter
   return std::make_unique<TeeReporter>(std::move(parts));
 }
 
+std::vector<std::string> probe_warnings(const Results& r, const FitResult& fit) {
+  std::vector<std::string> out;
+  for (const TierFit& t : fit.tiers) {
+    for (const auto& [c, f] : t.collectives) {
+      if (f.residual <= kResidualWarning) continue;
+      out.push_back(fmt::format(
+          "{} {} fit misses the measured times by {:.0f}% (RMS, over {:.0f}%): its latency and "
+          "busbw are rough; rerun with more iterations on an idle cluster",
+          to_string(t.group.tier), info(c).name, f.residual * 100, kResidualWarning * 100));
+    }
+  }
+  for (const GroupInfo& g : r.groups) {
+    if (g.skipped.empty() || g.tier == Tier::world)
+      continue;  // world's links are intra's and inter's
+    out.push_back(fmt::format(
+        "{} not measured ({}): the profile takes the preset's {} link for it, so plans that "
+        "cross {} use nominal figures, not measured ones",
+        to_string(g.tier), g.skipped, g.tier == Tier::intra ? "intra-node" : "inter-node",
+        g.tier == Tier::intra ? "GPUs in a node" : "nodes"));
+  }
+  return out;
+}
+
 std::string render_summary(const Results& r, const FitResult& fit, const GpuSpec& gpu) {
   std::string out =
       "#\n# Fit: t = latency + S x bus factor / busbw per tier and collective "
@@ -173,15 +196,17 @@ std::string render_summary(const Results& r, const FitResult& fit, const GpuSpec
                      "latency(us)", "per-step(us)", "busbw(GB/s)", "residual");
   for (const TierFit& t : fit.tiers) {
     for (const auto& [c, f] : t.collectives) {
-      out += fmt::format("#  {:<6} {:<15} {:>12.2f} {:>13.2f} {:>12.4f} {:>8.1f}%\n",
+      out += fmt::format("#  {:<6} {:<15} {:>12.2f} {:>13.2f} {:>12.4f} {:>8.1f}%{}\n",
                          to_string(t.group.tier), info(c).name, f.latency_s * 1e6,
-                         f.step_latency_s * 1e6, f.busbw_bytes_per_s / kGB, f.residual * 100);
+                         f.step_latency_s * 1e6, f.busbw_bytes_per_s / kGB, f.residual * 100,
+                         f.residual > kResidualWarning ? " !" : "");
     }
   }
   for (const GroupInfo& g : r.groups) {
     if (!g.skipped.empty())
       out += fmt::format("#  {}: not measured ({})\n", to_string(g.tier), g.skipped);
   }
+  for (const std::string& w : probe_warnings(r, fit)) out += "# WARNING: " + w + "\n";
   // The best GEMM per data type.
   for (MathDtype d : {MathDtype::fp8, MathDtype::bf16, MathDtype::fp16, MathDtype::tf32,
                       MathDtype::fp32, MathDtype::fp64}) {

@@ -10,7 +10,7 @@ using shardplan::test::contains;
 using shardplan::test::run_cli;
 
 TEST_CASE("comm --params 7e9 --gpus 8 --link 900GB/s --json: 27 ms, 6% of the step") {
-  const auto r = run_cli("comm --params 7e9 --gpus 8 --link 900GB/s --json");
+  const auto r = run_cli("comm --params 7e9 --gpus 8 --link 900GB/s --global-batch 8 --json");
   REQUIRE(r.status == 0);
   const auto dp = nlohmann::json::parse(r.out).at("comm").at("data_parallel");
   CHECK(dp.at("time_s").get<double>() == doctest::Approx(0.027).epsilon(0.03));
@@ -24,12 +24,12 @@ TEST_CASE("comm --params 7e9 --gpus 8 --link 900GB/s --json: 27 ms, 6% of the st
 }
 
 TEST_CASE("comm over 10 Gbit/s: 19.6 s, 98% of the step") {
-  const auto r = run_cli("comm --params 7e9 --gpus 8 --link 10Gbit/s --json");
+  const auto r = run_cli("comm --params 7e9 --gpus 8 --link 10Gbit/s --global-batch 8 --json");
   REQUIRE(r.status == 0);
   const auto dp = nlohmann::json::parse(r.out).at("comm").at("data_parallel");
   CHECK(dp.at("time_s").get<double>() == doctest::Approx(19.6).epsilon(0.03));
   CHECK(std::round(dp.at("share_of_step").get<double>() * 100) == 98);
-  const auto table = run_cli("comm --params 7e9 --gpus 8 --link 10Gbit/s");
+  const auto table = run_cli("comm --params 7e9 --gpus 8 --link 10Gbit/s --global-batch 8");
   CHECK(contains(table.out, "19.60 s"));
   CHECK(contains(table.out, "98%"));
 }

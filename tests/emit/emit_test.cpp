@@ -24,7 +24,7 @@ EmitInputs make_inputs(const ModelSpec& m, const TrainingSpec& t, const Parallel
                        RunbookOptions o = {}) {
   if (choice == IntervalChoice::default_interval)
     o.checkpoint_interval_s = kDefaultCheckpointIntervalS;
-  EmitInputs in{m, c, t, p, estimate(m, t, p, c), {}, {}, "flags"};
+  EmitInputs in{m, c, t, p, estimate(m, t, p, c), {}, {}, "flags", ""};
   in.runbook = plan_runbook(m, t, p, c, in.estimate, o);
   in.settings = long_run_settings(in.runbook, choice, kDefaultSeed, false);
   return in;

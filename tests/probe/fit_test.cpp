@@ -103,3 +103,24 @@ TEST_CASE("stragglers: slowest against the median, above the stated threshold") 
   // One rank has nothing to compare with.
   CHECK(find_stragglers("GEMM", std::vector<std::pair<int, double>>{{0, 5.0}}, ranks).empty());
 }
+
+TEST_CASE("probe warnings: a fit that misses by more than 25% and an unmeasured tier are named") {
+  Results r;
+  r.groups = {{Tier::intra, 8, 8, 1, ""},
+              {Tier::inter, 1, 1, 1, "a single node: no inter-node link to measure"},
+              {Tier::world, 8, 8, 1, "a single node"}};
+  FitResult fit;
+  TierFit intra;
+  intra.group = r.groups[0];
+  LinkFit rough;
+  rough.residual = 1.10;  // 110%, as a probe on a busy host printed without comment
+  LinkFit fine;
+  fine.residual = 0.04;
+  intra.collectives = {{Collective::all_reduce, rough}, {Collective::all_gather, fine}};
+  fit.tiers = {intra};
+  const auto w = probe_warnings(r, fit);
+  REQUIRE(w.size() == 2);  // the rough fit and the inter tier; not the good fit, not world
+  CHECK(w[0].find("intra all_reduce fit misses the measured times by 110%") == 0);
+  CHECK(w[1].find("inter not measured (a single node") == 0);
+  CHECK(w[1].find("the preset's inter-node link") != std::string::npos);
+}

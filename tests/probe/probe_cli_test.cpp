@@ -160,6 +160,14 @@ TEST_CASE("mpirun -np 2 probe --backend mpi: nccl-tests table, a profile, and a 
   CHECK(cluster.at("intra").at("busbw_bytes_per_s").get<double>() ==
         doctest::Approx(intra.at("busbw_gb_per_s").get<double>() * 1e9).epsilon(1e-6));
   CHECK(cluster.at("gpus_per_node") == 2);
+
+  // One node: the inter-node tier was not measured, and every output that uses it says so.
+  CHECK(contains(r.out, "# WARNING: inter not measured (a single node"));
+  CHECK(contains(r.err, "probe: warning: inter not measured (a single node"));
+  const auto across = run_cli("comm --cluster " + out + " --model gpt2 --gpus 4 --zero 1");
+  INFO(across.err);
+  CHECK(contains(across.out, "2 nodes of 2"));
+  CHECK(contains(across.out, "(nominal: not measured by the probe) between"));
   std::remove(out.c_str());
 }
 

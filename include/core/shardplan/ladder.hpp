@@ -42,11 +42,11 @@ struct RungVerdict {
   bool comm_ok = false;
   bool passes() const { return fits && comm_ok; }
   Blocker blocker = Blocker::none;
-  double need_bytes = 0;    // the blocking item's size on one device
+  double need_bytes = 0;    // the blocking item's size on one device; 0 unless memory blocks
   double memory_bytes = 0;  // peak per device of the plan shown
   double capacity_bytes = 0;
   double comm_share = 0;       // exposed communication / step of the plan shown
-  bool crosses_nodes = false;  // the plan's exposed traffic crosses nodes
+  bool crosses_nodes = false;  // some of the plan's traffic crosses nodes (hidden or not)
   bool has_plan = false;
   Candidate plan;  // the fastest passing plan; else the best fitting; else least memory
   long long evaluated = 0;

@@ -166,6 +166,17 @@ struct TrainingSpec {
   FrameworkProfile framework;  // the stack that runs the plan (default: the ideal one)
 };
 
+/// Tokens per optimizer step when the user names no global batch: 4M (2^22), the batch Llama 2
+/// trained every size with (Touvron et al. 2023, Sec. 2.2 and Table 1: "global batch-size of 4M
+/// tokens") and Llama 3 405B's initial batch (Dubey et al. 2024, Sec. 3.4.1: 4M tokens in
+/// sequences of 4,096). A fixed token count, not a share of the GPUs, so adding GPUs never
+/// changes what is being trained.
+inline constexpr double kDefaultTokensPerStep = 4.0 * 1024 * 1024;
+
+/// Sequences per step that hold kDefaultTokensPerStep at `seq_len` (at least 1), rounded up to
+/// a multiple of `multiple_of` (data-parallel degree x micro-batch, when a plan is fixed).
+int default_global_batch(int seq_len, int multiple_of = 1);
+
 struct ParallelPlan {
   int dp = 1;
   int tp = 1;

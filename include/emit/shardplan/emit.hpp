@@ -61,6 +61,7 @@ struct EmitInputs {
   Runbook runbook;
   LongRunSettings settings;
   std::string plan_source;  // "flags" or the plan file and pick
+  std::string output_path;  // where the document is written (-o); empty: the format's usual name
 };
 
 /// A value in the output and where it came from.

@@ -299,6 +299,10 @@ struct LinkFit {
   double residual = 0;           // RMS relative error of the fitted times
   int points = 0;
 };
+/// A fit whose RMS relative residual passes this does not describe the link: a straight line
+/// that misses the measured times by more than a quarter (contention, a protocol switch between
+/// sizes, or too few iterations). The summary flags it; its latency and busbw are rough.
+inline constexpr double kResidualWarning = 0.25;
 struct SizeTime {
   double bytes = 0;
   double seconds = 0;
@@ -359,6 +363,11 @@ nlohmann::json build_profile(const Results& results, const FitResult& fit,
 
 /// The '#' lines that close the table: fitted figures per tier, the GEMM verdict, stragglers.
 std::string render_summary(const Results& results, const FitResult& fit, const GpuSpec& gpu);
+
+/// What the user must know before trusting the profile: fits whose residual passes
+/// kResidualWarning, and tiers that were not measured (the profile takes a preset's link for
+/// them). One sentence each, without a prefix.
+std::vector<std::string> probe_warnings(const Results& results, const FitResult& fit);
 
 /// The GPU preset whose name matches a device name ("NVIDIA H100 80GB HBM3" -> "H100-SXM"),
 /// or "" when none does.

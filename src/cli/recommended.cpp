@@ -1,0 +1,67 @@
+// The recommended plan for commands given no plan flags: the ladder walked as `plan` walks it.
+#include "recommended.hpp"
+
+#include <fmt/format.h>
+
+#include "shardplan/ladder.hpp"
+#include "shardplan/render.hpp"
+#include "shardplan/rule_words.hpp"
+#include "shardplan/search.hpp"
+
+namespace shardplan::cli {
+
+bool plan_flags_given(const PlanningOptions& o) {
+  for (const std::string* flag :
+       {&o.dp, &o.tp, &o.pp, &o.cp, &o.ep, &o.zero, &o.micro_batch, &o.recompute, &o.interleave}) {
+    if (!flag->empty()) return true;
+  }
+  return o.sequence_parallel;
+}
+
+Inputs resolve_search_inputs(const PlanningOptions& o) {
+  Inputs in;
+  in.model = resolve_model(o);
+  in.cluster = resolve_cluster(o, 0);
+  in.training = resolve_training(o, in.model);
+  fill_default_global_batch(in, 1);
+  return in;
+}
+
+std::optional<Inputs> recommended_inputs(const PlanningOptions& o, int threads) {
+  Inputs in = resolve_search_inputs(o);
+  LadderOptions lo;
+  lo.rules.allow_tp_across_nodes = o.allow_tp_across_nodes;
+  // Inputs no plan can run (fp8 on an A100) are bad input, as in `estimate` and `plan`.
+  require_runnable_inputs({in.model, in.training, in.cluster, lo.rules});
+  lo.threads = threads;
+  const LadderResult ladder = walk_ladder(in.model, in.training, in.cluster, lo);
+  if (ladder.stop >= 0) {
+    const RungVerdict& v = ladder.rungs[static_cast<size_t>(ladder.stop)];
+    in.plan = v.plan.plan;
+    in.notes.push_back(fmt::format(
+        "plan: {}, the one `shardplan plan` recommends (rung {}, the simplest that works); give "
+        "--tp/--pp/--zero/--micro-batch/--recompute to choose another",
+        describe(in.plan), to_string(v.rung)));
+    return in;
+  }
+  SearchOptions so;
+  so.top_k = 1;
+  so.threads = threads;
+  so.rules = lo.rules;
+  const SearchSpace space = full_space(in.model, in.training, in.cluster, so.rules);
+  const SearchResult found = search(in.model, in.training, in.cluster, space, so);
+  if (found.ranked.empty()) return std::nullopt;
+  in.plan = found.ranked.front().plan;
+  in.notes.push_back(fmt::format(
+      "plan: {}, the fastest `shardplan plan` finds (no rung of its ladder passes); give "
+      "--tp/--pp/--zero/--micro-batch/--recompute to choose another",
+      describe(in.plan)));
+  return in;
+}
+
+std::optional<Inputs> inputs_or_recommended(const PlanningOptions& o) {
+  if (plan_flags_given(o)) return resolve_timed_inputs(o);
+  return recommended_inputs(o);
+}
+
+}  // namespace shardplan::cli

@@ -1,0 +1,28 @@
+// What `plan` recommends, for the commands that need one plan when the user names none:
+// `runbook` and `emit` without --tp/--pp/--zero... plan the run `plan` would advise, not an
+// unsharded one.
+#pragma once
+
+#include <optional>
+
+#include "options.hpp"
+
+namespace shardplan::cli {
+
+/// True when any flag of the Plan group was given (--dp, --tp, --pp, --cp, --ep, --zero,
+/// --micro-batch, --recompute, --sequence-parallel, --interleave).
+bool plan_flags_given(const PlanningOptions& o);
+
+/// Model, cluster and training as `plan` reads them: the cluster's GPUs, and the default global
+/// batch (with its note) when --global-batch is not given.
+Inputs resolve_search_inputs(const PlanningOptions& o);
+
+/// The plan `shardplan plan` recommends for these inputs: the ladder's stop, or the fastest plan
+/// found when no rung passes; a note says which. Empty when no plan fits in memory.
+std::optional<Inputs> recommended_inputs(const PlanningOptions& o, int threads = 0);
+
+/// recommended_inputs when no plan flag is given, else resolve_timed_inputs; InputError-free
+/// "no plan fits" is reported by an empty result.
+std::optional<Inputs> inputs_or_recommended(const PlanningOptions& o);
+
+}  // namespace shardplan::cli

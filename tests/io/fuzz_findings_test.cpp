@@ -1,0 +1,57 @@
+// Regression tests for what the libFuzzer harnesses (tests/fuzz/) found: every malformed input
+// is InputError naming the file or run, never a JSON library exception (which would abort the
+// CLI instead of exiting 2).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "shardplan/error.hpp"
+#include "shardplan/plan_file.hpp"
+#include "shardplan/profiles.hpp"
+#include "support.hpp"
+
+using shardplan::InputError;
+using shardplan::load_published_runs;
+
+namespace {
+
+const char* const kRun = R"({"id": "r", "model": {"layers": 2, "hidden": 64, "heads": 4},
+  "hardware": {"gpu": "A100-80GB", "gpus_total": 8}, "plan": {"dp": 8, "global_batch": 8},
+  "measured": {"iteration_time_s": 1.0}})";
+
+std::string with(const std::string& from, const std::string& to) {
+  std::string run = kRun;
+  const auto at = run.find(from);
+  REQUIRE(at != std::string::npos);
+  return "[" + run.replace(at, from.size(), to) + "]";
+}
+
+}  // namespace
+
+TEST_CASE("published runs: a well-formed run loads (the base the cases below break)") {
+  REQUIRE(load_published_runs(std::string("[") + kRun + "]", "runs.json").size() == 1);
+}
+
+TEST_CASE("published runs: fuzz findings are InputError naming the run") {
+  // Found by fuzz_published_runs: a run without "hardware" threw json out_of_range (abort).
+  CHECK_THROWS_WITH_AS(load_published_runs(with(R"("hardware")", R"("hardwar")"), "runs.json"),
+                       doctest::Contains("runs.json: run 0: each run needs model, hardware"),
+                       InputError);
+  // A string where a figure goes, and a count no int holds.
+  CHECK_THROWS_WITH_AS(load_published_runs(with("1.0}", "\"fast\"}"), "runs.json"),
+                       doctest::Contains("runs.json: run 0: a field has the wrong type"),
+                       InputError);
+  CHECK_THROWS_AS(load_published_runs(with("\"dp\": 8", "\"dp\": 1e300"), "runs.json"), InputError);
+  CHECK_THROWS_AS(load_published_runs(with("\"id\": \"r\"", "\"id\": 7"), "runs.json"), InputError);
+}
+
+TEST_CASE("a number no double holds is InputError in every JSON file (fuzz_profiles, plan_file)") {
+  // nlohmann/json reports 1e+0794 as out_of_range, which parse_json did not catch.
+  const std::string dir = shardplan::test::make_temp_dir();
+  shardplan::test::write_file(dir + "/gpu.json", R"({"name": "X", "memory_gib": 1e+0794})");
+  CHECK_THROWS_WITH_AS(shardplan::load_gpu(dir + "/gpu.json"),
+                       doctest::Contains("a number is too large for a double"), InputError);
+  CHECK_THROWS_AS(shardplan::read_plan_file(R"({"model": 1.9e+169209856})", "plan.json",
+                                            shardplan::PlanPick::recommended),
+                  InputError);
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Validates real --json output of every command against its schema in docs/schema/.
+
+usage: check_schemas.py SHARDPLAN_BINARY REPOSITORY_ROOT
+Each case runs the binary, parses stdout and validates it (Draft 2020-12); a failure prints the
+command, the JSON path and what the schema wanted. Exit 1 on any failure.
+"""
+import json
+import subprocess
+import sys
+
+try:
+    import jsonschema
+except ImportError:
+    sys.exit("check_schemas.py: python3-jsonschema is missing: apt-get install python3-jsonschema "
+             "(./build.sh test installs it)")
+
+CASES = [
+    ("memory", "memory --model llama-2-7b --gpus 8 --zero 1 --json", 0),
+    ("memory", "memory --params 7e9 --gpus 1 --json", 1),
+    ("comm", "comm --model llama-3.1-70b --cluster dgx-h100 --gpus 64 --zero 3 --json", 0),
+    ("estimate", "estimate --model llama-3.1-70b --cluster dgx-h100 --gpus 64 --tp 8 --pp 2 "
+                 "--zero 1 --sequence-parallel --recompute full --global-batch 256 --tokens 2T "
+                 "--gpu-hour-cost 2.5 --json", 0),
+    ("estimate", "estimate --params 7e9 --gpus 8 --zero 1 --json", 0),
+    ("runbook", "runbook --model gpt3-175b --cluster dgx-a100 --gpus 1024 --tp 8 --pp 8 --zero 1 "
+                "--recompute full --global-batch 1536 --tokens 300B --json", 0),
+    ("runbook", "runbook --model llama-3.1-70b --cluster dgx-h100 --gpus 64 --json", 0),
+    ("plan", "plan --model llama-2-7b --cluster dgx-h100 --gpus 16 --json", 0),
+    ("plan", "plan --model llama-3.1-405b --gpus 1 --json", 1),
+    ("list", "list models --json", 0),
+    ("list", "list clusters --json", 0),
+    ("validate", "validate --json", 0),
+]
+
+
+def main():
+    binary, root = sys.argv[1], sys.argv[2]
+    failures = 0
+    for command, args, status in CASES:
+        with open(f"{root}/docs/schema/{command}.schema.json") as f:
+            schema = json.load(f)
+        jsonschema.Draft202012Validator.check_schema(schema)
+        run = subprocess.run([binary] + args.split(), capture_output=True, text=True)
+        if run.returncode != status:
+            print(f"FAIL {args}: exit {run.returncode}, expected {status}\n{run.stderr}")
+            failures += 1
+            continue
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(json.loads(run.stdout)),
+                        key=lambda e: list(e.absolute_path))
+        for e in errors:
+            print(f"FAIL {args}: at /{'/'.join(map(str, e.absolute_path))}: {e.message}")
+        failures += len(errors)
+        if not errors:
+            print(f"ok   {args}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
