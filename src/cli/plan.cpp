@@ -80,6 +80,12 @@ Runner setup_plan(CLI::App& sub) {
                  "Exposed communication a rung may have, as a share of the step (default 0.5)")
       ->group("Plan");
   sub.add_option("--threads", f->threads, "Search threads (default: all cores)")->group("Plan");
+  sub.add_option("--offload", f->o.offload,
+                 "Also search plans that offload these (comma list: optimizer, params, "
+                 "activations); without it, offload is searched only when nothing else fits")
+      ->group("Plan");
+  sub.add_option("--offload-to", f->o.offload_to, "Where --offload keeps them: cpu | nvme")
+      ->group("Plan");
   add_trace_option(sub, f->trace);
   add_json_option(sub, f->o);
   return [f]() {
@@ -107,8 +113,15 @@ Runner setup_plan(CLI::App& sub) {
     lo.threads = f->threads;
 
     const LadderResult ladder = walk_ladder(in.model, in.training, in.cluster, lo);
-    const SearchSpace space = full_space(in.model, in.training, in.cluster, so.rules);
-    const SearchResult found = search(in.model, in.training, in.cluster, space, so);
+    SearchSpace space = full_space(in.model, in.training, in.cluster, so.rules);
+    const Offload asked = parse_offload(f->o.offload, f->o.offload_to);
+    if (asked.any()) space.offload.push_back(asked);
+    SearchResult found = search(in.model, in.training, in.cluster, space, so);
+    if (found.ranked.empty() && !asked.any()) {
+      // Nothing fits on the devices alone: the same search with offload as an axis.
+      for (const Offload& o : offload_choices()) space.offload.push_back(o);
+      found = search(in.model, in.training, in.cluster, space, so);
+    }
     const bool have_recommended = ladder.stop >= 0;
     const RungVerdict* rec =
         have_recommended ? &ladder.rungs[static_cast<size_t>(ladder.stop)] : nullptr;

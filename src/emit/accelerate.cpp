@@ -70,6 +70,14 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
 
 std::vector<PlanProblem> accelerate_problems(const EmitInputs& in) {
   std::vector<PlanProblem> out = emit::common_problems(in);
+  const Offload& o = in.plan.offload;
+  if (o.any() && (!o.optimizer || !o.params || o.activations || o.to != OffloadTarget::cpu ||
+                  in.plan.zero < 2)) {
+    out.push_back({"--offload",
+                   "accelerate's FSDP offload (fsdp_offload_params, torch FSDP CPUOffload) moves "
+                   "weights and optimizer together to host memory, under FSDP (--zero 2 or 3): "
+                   "use --offload optimizer,params --offload-to cpu"});
+  }
   const ParallelPlan& p = in.plan;
   if (p.pp > 1) {
     out.push_back(
@@ -133,7 +141,12 @@ AccelerateConfig emit_accelerate(const EmitInputs& in) {
     f["fsdp_auto_wrap_policy"] = "TRANSFORMER_BASED_WRAP";
     f["fsdp_state_dict_type"] = "SHARDED_STATE_DICT";
     f["fsdp_activation_checkpointing"] = p.recompute == Recompute::full;
-    f["fsdp_offload_params"] = false;
+    // FSDP CPUOffload(offload_params=True): weights, gradients and the optimizer step on the CPU.
+    f["fsdp_offload_params"] = p.offload.any();
+    if (p.offload.any()) {
+      why.push_back({"fsdp_config.fsdp_offload_params", "true",
+                     "plan: weights and optimizer in host memory (FSDP CPU offload)"});
+    }
     f["fsdp_cpu_ram_efficient_loading"] = true;
     y["fsdp_config"] = f;
     why.push_back(

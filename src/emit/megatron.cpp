@@ -225,8 +225,8 @@ void provenance(MegatronScript& s, const EmitInputs& in) {
                  "not given)"});
   why.push_back({"--dataloader-type single", "resumable",
                  "restarts at the checkpoint's consumed_train_samples"});
-  why.push_back(
-      {"--log-interval 1 --log-throughput", "every step", "long runs: log throughput every step so a slow node shows at once"});
+  why.push_back({"--log-interval 1 --log-throughput", "every step",
+                 "long runs: log throughput every step so a slow node shows at once"});
   why.push_back(
       {"--exit-signal-handler", "on", "saves a checkpoint and exits on SIGTERM (preemption)"});
   if (!in.training.fp32_grads && in.training.precision != Precision::fp32 &&
@@ -246,6 +246,12 @@ void provenance(MegatronScript& s, const EmitInputs& in) {
 
 std::vector<PlanProblem> megatron_problems(const EmitInputs& in) {
   std::vector<PlanProblem> out = emit::common_problems(in);
+  if (in.plan.offload.any()) {
+    out.push_back({"--offload",
+                   "this emitter does not write Megatron-Core's optimizer CPU offload "
+                   "(--optimizer-cpu-offload with the precision-aware optimizer, recent "
+                   "Megatron-Core); emit --format deepspeed for an offload plan"});
+  }
   const ParallelPlan& p = in.plan;
   const ModelSpec& m = in.model;
   if (!m.has_architecture()) {

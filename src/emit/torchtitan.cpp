@@ -127,6 +127,12 @@ toml::table parallelism(const EmitInputs& in, std::vector<Provenance>& why) {
 
 std::vector<PlanProblem> torchtitan_problems(const EmitInputs& in) {
   std::vector<PlanProblem> out = emit::common_problems(in);
+  if (in.plan.offload.any()) {
+    out.push_back({"--offload",
+                   "this emitter does not write torchtitan's FSDP2 CPU offload (CPUOffloadPolicy: "
+                   "weights, gradients and optimizer together); emit --format deepspeed or "
+                   "accelerate for an offload plan"});
+  }
   const ParallelPlan& p = in.plan;
   if (!in.model.has_architecture()) {
     out.push_back(
@@ -277,7 +283,8 @@ TorchtitanConfig emit_torchtitan(const EmitInputs& in) {
                          {"comm", comm},
                          {"metrics", toml::table{{"log_freq", 1}}},
                          {"debug", toml::table{{"seed", s.seed}}}};
-  why.push_back({"metrics.log_freq", "1", "long runs: log throughput every step so a slow node shows at once"});
+  why.push_back({"metrics.log_freq", "1",
+                 "long runs: log throughput every step so a slow node shows at once"});
 
   const int nodes = in.cluster.nodes();
   c.meta.launch = {"pip install torchtitan==0.2.2   # TOML job configs end with v0.2.2"};

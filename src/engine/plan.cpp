@@ -2,6 +2,7 @@
 #include "shardplan/plan.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
@@ -127,6 +128,38 @@ void expert_tp_problems(const ModelSpec& m, const ParallelPlan& p, Fail& fail) {
   }
 }
 
+std::string offload_message(OffloadProblem why, const OffloadSupport& allowed) {
+  switch (why) {
+    case OffloadProblem::none:
+      return "";
+    case OffloadProblem::no_host_facts:
+      return "the cluster profile gives no host memory or host link bandwidth; add a \"host\" "
+             "section to it";
+    case OffloadProblem::optimizer_not_supported:
+      return "this framework cannot offload the optimizer";
+    case OffloadProblem::params_not_supported:
+      return "this framework cannot offload the parameters";
+    case OffloadProblem::activations_not_supported:
+      return "this framework cannot offload activations";
+    case OffloadProblem::nvme_not_supported:
+      return "this framework offloads to host memory only; use cpu";
+    case OffloadProblem::activations_to_nvme:
+      return "activation checkpoints are offloaded to host memory only; use cpu";
+    case OffloadProblem::parts_together:
+      return "this framework offloads parameters and optimizer together; offload both";
+    case OffloadProblem::optimizer_needs_zero:
+      return fmt::format("optimizer offload needs ZeRO stage {} or more (--zero {})",
+                         allowed.optimizer_min_zero, allowed.optimizer_min_zero);
+    case OffloadProblem::params_need_zero:
+      return fmt::format("parameter offload needs sharded parameters: ZeRO stage {} (--zero {})",
+                         allowed.params_min_zero, allowed.params_min_zero);
+    case OffloadProblem::activations_need_recompute:
+      return "activation offload moves the layer inputs that full recompute keeps; it needs "
+             "full recompute";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
@@ -209,6 +242,8 @@ std::vector<PlanProblem> check_plan(const ModelSpec& m, const TrainingSpec& tr,
     }
   }
   if (p.etp > 0) expert_tp_problems(m, p, fail);
+  if (const OffloadProblem why = offload_problem(p, c, rules.offload); why != OffloadProblem::none)
+    fail("--offload", offload_message(why, rules.offload));
   return out;
 }
 
@@ -226,6 +261,14 @@ std::string describe(const ParallelPlan& p) {
     s += fmt::format(", first/last stage {}/{} layers",
                      p.first_stage_layers >= 0 ? std::to_string(p.first_stage_layers) : "even",
                      p.last_stage_layers >= 0 ? std::to_string(p.last_stage_layers) : "even");
+  }
+  if (p.offload.any()) {
+    const Offload& o = p.offload;
+    std::vector<const char*> parts;
+    if (o.optimizer) parts.push_back("optimizer");
+    if (o.params) parts.push_back("params");
+    if (o.activations) parts.push_back("activations");
+    s += fmt::format(", offload {} to {}", fmt::join(parts, "+"), to_string(o.to));
   }
   return s;
 }

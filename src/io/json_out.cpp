@@ -104,6 +104,13 @@ nlohmann::json to_json(const ParallelPlan& p) {
       {"summary", describe(p)}};
   // Only a plan that sets expert tensor parallelism apart from tp (Megatron-Core's default).
   if (p.etp > 0) j["expert_tp"] = p.etp;
+  // Only a plan that offloads.
+  if (p.offload.any()) {
+    j["offload"] = {{"optimizer", p.offload.optimizer},
+                    {"params", p.offload.params},
+                    {"activations", p.offload.activations},
+                    {"to", to_string(p.offload.to)}};
+  }
   return j;
 }
 
@@ -149,6 +156,14 @@ nlohmann::json to_json(const MemoryBreakdown& m) {
                           {"optimizer", m.bytes_per_param.optimizer},
                           {"total", m.bytes_per_param.total()}};
   j["total_params"] = m.total_params;
+  if (w.offloaded_bytes > 0 || w.host_bytes > 0 || w.nvme_bytes > 0) {
+    j["offload"] = {{"offloaded_bytes", w.offloaded_bytes},
+                    {"host_bytes_per_gpu", w.host_bytes},
+                    {"nvme_bytes_per_gpu", w.nvme_bytes},
+                    {"host_bytes_per_node", m.host_bytes_per_node},
+                    {"host_capacity_bytes", m.host_capacity_bytes},
+                    {"host_fits", m.host_fits}};
+  }
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : m.stages)
     stages.push_back(stage_json(s, m.activations_known, m.fragmentation));

@@ -167,6 +167,15 @@ ParallelPlan read_plan(StrictObject o) {
   // Absent or null: an even split.
   p.first_stage_layers = o.integer_or("first_stage_layers", -1);
   p.last_stage_layers = o.integer_or("last_stage_layers", -1);
+  // Written only when the plan offloads.
+  if (o.has("offload")) {
+    StrictObject off = o.object("offload");
+    p.offload.optimizer = off.boolean("optimizer");
+    p.offload.params = off.boolean("params");
+    p.offload.activations = off.boolean("activations");
+    p.offload.to = parse_offload_target(off.string("to"), off.field("to"));
+    off.finish();
+  }
   if (o.integer("gpus") != p.gpus()) {
     throw InputError(o.field("gpus"), fmt::format("should be dp x tp x pp x cp = {}", p.gpus()));
   }

@@ -137,6 +137,7 @@ nlohmann::json to_json(const StepTime& s) {
           {"bubble_s", s.bubble_s},
           {"exposed_comm_s", s.exposed_comm_s},
           {"optimizer_s", s.optimizer_s},
+          {"offload_s", s.offload_s},
           {"recompute_s", s.recompute_s},
           {"contention_s", s.contention_s},
           {"micro_batches", s.micro_batches},
@@ -233,6 +234,15 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
   row("optimizer step", s.optimizer_s,
       s.optimizer_in_mfu ? "included in the assumed MFU"
                          : "memory-bound update of the local states");
+  if (s.offload_s > 0 || s.offload.cpu_adam_s > 0) {
+    const OffloadTime& o = s.offload;
+    row("offload", s.offload_s,
+        fmt::format("CPU Adam {}, weights up {}, NVMe {}; PCIe during fwd/bwd {} ({} hidden)",
+                    format_seconds(o.cpu_adam_s), format_seconds(o.weights_up_s),
+                    format_seconds(o.nvme_s),
+                    format_seconds(o.gradients_down_s + o.params_fetch_s + o.activations_s),
+                    format_seconds(o.hidden_s)));
+  }
   t.add_rule();
   row("step", s.step_s, "");
   out += t.render();

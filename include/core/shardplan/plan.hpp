@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/offload.hpp"
 #include "shardplan/specs.hpp"
 
 namespace shardplan {
@@ -16,6 +17,7 @@ struct PlanProblem {
 
 struct PlanRules {
   bool allow_tp_across_nodes = false;
+  OffloadSupport offload;  // what the framework can offload (DeepSpeed's by default)
 };
 
 /// Every rule the plan breaks (empty when it can run): degrees multiply to the GPU count, tp

@@ -24,9 +24,10 @@ enum class Reject {
   sequence_parallel,  // sequence parallel without tp
   context_parallel,   // cp does not divide the sequence
   expert_parallel,    // ep does not divide experts or dp x cp
-  memory,             // does not fit the device
+  memory,             // does not fit the device (or its node's host memory, with offload)
+  offload,            // the framework cannot offload this (offload_problem)
 };
-inline constexpr int kRejectReasons = 9;
+inline constexpr int kRejectReasons = 10;
 const char* to_string(Reject r);
 
 /// The axes. dp is derived: gpus / (tp x pp x cp).
@@ -39,6 +40,7 @@ struct SearchSpace {
   std::vector<bool> lighter_ends;
   std::vector<Recompute> recompute;
   std::vector<bool> sequence_parallel;
+  std::vector<Offload> offload = {Offload{}};  // none unless a rung or the user asks
   /// Points in the cartesian product (before any rule is applied).
   long long size() const;
 };
