@@ -48,22 +48,32 @@ nlohmann::json link_json(const LinkSpec& l) {
 }
 
 nlohmann::json to_json(const ClusterSpec& c) {
-  return {{"name", c.name},
-          {"source", c.source},
-          {"gpu",
-           {{"name", c.gpu.name},
-            {"memory_bytes", c.gpu.memory_bytes},
-            {"peak_bf16_flops", c.gpu.peak_flops[static_cast<int>(MathDtype::bf16)]},
-            {"hbm_bytes_per_s", c.gpu.hbm_bytes_per_s},
-            {"calibrated", c.gpu.calibrated},
-            {"source", c.gpu.source}}},
-          {"gpus", c.gpus},
-          {"gpus_per_node", c.gpus_per_node},
-          {"nodes", c.nodes()},
-          {"intra", link_json(c.intra)},
-          {"nic", link_json(c.nic)},
-          {"nics_per_node", c.nics_per_node},
-          {"inter_per_gpu", link_json(c.inter)}};
+  nlohmann::json j = {{"name", c.name},
+                      {"source", c.source},
+                      {"gpu",
+                       {{"name", c.gpu.name},
+                        {"memory_bytes", c.gpu.memory_bytes},
+                        {"peak_bf16_flops", c.gpu.peak_flops[static_cast<int>(MathDtype::bf16)]},
+                        {"hbm_bytes_per_s", c.gpu.hbm_bytes_per_s},
+                        {"calibrated", c.gpu.calibrated},
+                        {"source", c.gpu.source}}},
+                      {"gpus", c.gpus},
+                      {"gpus_per_node", c.gpus_per_node},
+                      {"nodes", c.nodes()},
+                      {"intra", link_json(c.intra)},
+                      {"nic", link_json(c.nic)},
+                      {"nics_per_node", c.nics_per_node},
+                      {"inter_per_gpu", link_json(c.inter)}};
+  // Only a cluster whose profile gives its host side (offload).
+  if (c.host.known()) {
+    j["host"] = {{"memory_bytes", c.host.memory_bytes},
+                 {"link_bytes_per_s", c.host.link_bytes_per_s},
+                 {"dram_bytes_per_s", c.host.dram_bytes_per_s},
+                 {"dram_efficiency", c.host.dram_efficiency},
+                 {"nvme_bytes_per_s", c.host.nvme_bytes_per_s},
+                 {"source", c.host.source}};
+  }
+  return j;
 }
 
 nlohmann::json to_json(const TrainingSpec& t) {

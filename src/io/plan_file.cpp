@@ -110,6 +110,17 @@ ClusterSpec read_cluster(StrictObject o) {
   c.intra = read_link(o.object("intra"));
   c.nic = read_link(o.object("nic"));
   c.nics_per_node = o.integer("nics_per_node");
+  // Written only when the cluster's profile gives its host side (offload).
+  if (o.has("host")) {
+    StrictObject h = o.object("host");
+    c.host.memory_bytes = h.positive("memory_bytes");
+    c.host.link_bytes_per_s = h.positive("link_bytes_per_s");
+    c.host.dram_bytes_per_s = h.positive("dram_bytes_per_s");
+    c.host.dram_efficiency = h.positive("dram_efficiency");
+    c.host.nvme_bytes_per_s = h.number("nvme_bytes_per_s");
+    c.host.source = h.string("source");
+    h.finish();
+  }
   if (c.nics_per_node < 1) throw InputError(o.field("nics_per_node"), "must be at least 1");
   share_nics(c);
   const LinkSpec inter = read_link(o.object("inter_per_gpu"));
