@@ -59,9 +59,10 @@ void offload_stage_memory(StageMemory& stage, const ParallelPlan& plan, const St
 /// GPUs of one node: they share its host memory, DRAM bandwidth and NVMe.
 int gpus_on_node(const ClusterSpec& cluster);
 
-/// Bytes per parameter DeepSpeed's CPU Adam moves over host DRAM per step: it reads the fp32
-/// weight, gradient, momentum and variance (16 B) and writes weight, momentum and variance (12 B)
-/// and the 16-bit weight copied back to the GPU (2 B) (csrc/adam/cpu_adam_impl.cpp, Step_AVX).
+/// Bytes per parameter DeepSpeed's CPU Adam moves over host DRAM per step: Step_AVX
+/// (csrc/includes/cpu_adam.h) reads the fp32 weight, gradient, momentum and variance (16 B) and
+/// writes weight, momentum and variance (12 B); the 16-bit weight copied back to the GPU is
+/// written once more (2 B).
 inline constexpr double kCpuAdamBytesPerParam = 30.0;
 /// The fp32 gradient shard DeepSpeed keeps in host memory for CPU Adam (bytes per parameter).
 inline constexpr double kHostGradientBytesPerParam = 4.0;
