@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
+#include "shardplan/offload.hpp"
 #include "shardplan/render.hpp"
 
 namespace shardplan {
@@ -70,9 +71,7 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
 
 std::vector<PlanProblem> accelerate_problems(const EmitInputs& in) {
   std::vector<PlanProblem> out = emit::common_problems(in);
-  const Offload& o = in.plan.offload;
-  if (o.any() && (!o.optimizer || !o.params || o.activations || o.to != OffloadTarget::cpu ||
-                  in.plan.zero < 2)) {
+  if (offload_problem(in.plan, in.cluster, kFsdpOffload) != OffloadProblem::none) {
     out.push_back({"--offload",
                    "accelerate's FSDP offload (fsdp_offload_params, torch FSDP CPUOffload) moves "
                    "weights and optimizer together to host memory, under FSDP (--zero 2 or 3): "

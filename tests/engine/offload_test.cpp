@@ -49,16 +49,15 @@ TEST_CASE("offload_problem: DeepSpeed's rules by default, another framework's se
   p.offload.to = OffloadTarget::nvme;
   CHECK(offload_problem(p, c) == OffloadProblem::activations_to_nvme);
 
-  // FSDP's CPUOffload: weights and optimizer together, host memory only.
-  OffloadSupport fsdp;
-  fsdp.params_with_optimizer = true;
-  fsdp.nvme = false;
-  fsdp.activations = false;
+  // FSDP's CPUOffload: weights and optimizer together, host memory only, under sharding.
   ParallelPlan q = zero1_offload();
+  CHECK(offload_problem(q, c, kFsdpOffload) == OffloadProblem::parts_together);
+  q.offload.params = true;
+  CHECK(offload_problem(q, c, kFsdpOffload) == OffloadProblem::optimizer_needs_zero);
   q.zero = 3;
-  CHECK(offload_problem(q, c, fsdp) == OffloadProblem::parts_together);
+  CHECK(offload_problem(q, c, kFsdpOffload) == OffloadProblem::none);
   q.offload.to = OffloadTarget::nvme;
-  CHECK(offload_problem(q, c, fsdp) == OffloadProblem::nvme_not_supported);
+  CHECK(offload_problem(q, c, kFsdpOffload) == OffloadProblem::nvme_not_supported);
 
   ClusterSpec bare = c;
   bare.host = HostSpec{};

@@ -26,6 +26,17 @@ struct OffloadSupport {
   int params_min_zero = 3;
 };
 
+/// PyTorch FSDP's CPUOffload(offload_params=True) (and FSDP2's CPUOffloadPolicy): weights,
+/// gradients and the optimizer step move to host memory together, under sharding (ZeRO 2/3 here);
+/// no NVMe, no activation offload in the wrapper (torch.distributed.fsdp docs).
+inline constexpr OffloadSupport kFsdpOffload{.optimizer = true,
+                                             .params = true,
+                                             .activations = false,
+                                             .nvme = false,
+                                             .params_with_optimizer = true,
+                                             .optimizer_min_zero = 2,
+                                             .params_min_zero = 2};
+
 /// Why an offload cannot run, most basic first.
 enum class OffloadProblem {
   none,
