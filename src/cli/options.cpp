@@ -177,6 +177,42 @@ void add_plan_options(CLI::App& app, PlanningOptions& o) {
       ->group("Plan");
   app.add_flag("--allow-tp-across-nodes", o.allow_tp_across_nodes, "Let tensor parallel span nodes")
       ->group("Plan");
+  app.add_option("--offload", o.offload,
+                 "Keep in host memory or on NVMe: optimizer, params, activations (comma list) or "
+                 "none (DeepSpeed ZeRO-Offload / ZeRO-Infinity, FSDP CPU offload)")
+      ->group("Plan");
+  app.add_option("--offload-to", o.offload_to,
+                 "Where --offload keeps them: cpu | nvme (default cpu)")
+      ->group("Plan");
+}
+
+Offload parse_offload(const std::string& list, const std::string& to) {
+  Offload off;
+  if (!list.empty() && list != "none") {
+    size_t start = 0;
+    while (start <= list.size()) {
+      const size_t end = std::min(list.find(',', start), list.size());
+      const std::string part = list.substr(start, end - start);
+      if (part == "optimizer") {
+        off.optimizer = true;
+      } else if (part == "params") {
+        off.params = true;
+      } else if (part == "activations") {
+        off.activations = true;
+      } else {
+        throw InputError("--offload", "'" + part +
+                                          "' is not something to offload; use a comma list of "
+                                          "optimizer, params, activations, or none");
+      }
+      start = end + 1;
+    }
+  }
+  if (!to.empty()) {
+    if (!off.any())
+      throw InputError("--offload-to", "needs --offload optimizer|params|activations");
+    off.to = parse_offload_target(to, "--offload-to");
+  }
+  return off;
 }
 
 void add_json_option(CLI::App& app, PlanningOptions& o) {
@@ -354,6 +390,7 @@ Inputs resolve_inputs(const PlanningOptions& o) {
   }
   if (!o.recompute.empty()) p.recompute = parse_recompute(o.recompute, "--recompute");
   p.sequence_parallel = o.sequence_parallel;
+  p.offload = parse_offload(o.offload, o.offload_to);
   resolve_pipeline(o, p);
   const int model_parallel = p.tp * p.pp * p.cp;
   const int dp_flag = int_or(o.dp, "--dp", 0);

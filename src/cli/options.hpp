@@ -32,6 +32,7 @@ struct PlanningOptions {
   std::string dp, tp, pp, cp, ep, zero, recompute, interleave;
   std::string schedule, first_stage_layers, last_stage_layers;
   std::string expert_tp;
+  std::string offload, offload_to;
   bool sequence_parallel = false;
   bool allow_tp_across_nodes = false;
   // output
@@ -43,6 +44,8 @@ void add_training_options(CLI::App& app, PlanningOptions& o);
 void add_cluster_options(CLI::App& app, PlanningOptions& o);
 void add_plan_options(CLI::App& app, PlanningOptions& o);
 void add_json_option(CLI::App& app, PlanningOptions& o);
+/// --offload's comma list and --offload-to; exit-2 errors name the flag.
+Offload parse_offload(const std::string& list, const std::string& to);
 /// Model, training, cluster, plan and --json flags on `app`; the options live as long as the
 /// returned pointer (the subcommand's runner keeps it).
 std::shared_ptr<PlanningOptions> add_planning_options(CLI::App& app);

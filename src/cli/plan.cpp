@@ -15,9 +15,9 @@
 #include "shardplan/ladder.hpp"
 #include "shardplan/planning.hpp"
 #include "shardplan/render.hpp"
-#include "shardplan/schedule.hpp"
-#include "shardplan/rule_words.hpp"
 #include "shardplan/reports.hpp"
+#include "shardplan/rule_words.hpp"
+#include "shardplan/schedule.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/step_time.hpp"
 #include "shardplan/units.hpp"
@@ -163,6 +163,12 @@ Runner setup_plan(CLI::App& sub) {
   CLI::Option* threads_flag =
       sub.add_option("--threads", f->threads, "Search threads, 1 to 1024 (default: all cores)")
           ->group("Plan");
+  sub.add_option("--offload", f->o.offload,
+                 "Also search plans that offload these (comma list: optimizer, params, "
+                 "activations); without it, offload is searched only when nothing else fits")
+      ->group("Plan");
+  sub.add_option("--offload-to", f->o.offload_to, "Where --offload keeps them: cpu | nvme")
+      ->group("Plan");
   add_trace_option(sub, f->trace);
   sub.add_option("--html", f->html, "Also write a self-contained HTML report with charts");
   add_json_option(sub, f->o);
@@ -195,7 +201,17 @@ Runner setup_plan(CLI::App& sub) {
     const Inputs in = resolve_search_inputs(f->o);
     require_runnable_inputs({in.model, in.training, in.cluster, so.rules});
 
-    const PlanningResult planned = plan_cluster(in.model, in.training, in.cluster, request);
+    PlanningResult planned = plan_cluster(in.model, in.training, in.cluster, request);
+    const Offload asked = parse_offload(f->o.offload, f->o.offload_to);
+    if (asked.any() || planned.found.ranked.empty()) {
+      // --offload asks for it; otherwise nothing fits on the devices alone: the same search
+      // with offload as an axis.
+      if (asked.any())
+        planned.space.offload.push_back(asked);
+      else
+        for (const Offload& o : offload_choices()) planned.space.offload.push_back(o);
+      planned.found = search(in.model, in.training, in.cluster, planned.space, so);
+    }
     const LadderResult& ladder = planned.ladder;
     const SearchSpace& space = planned.space;
     SearchResult found = planned.found;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
+#include "shardplan/offload.hpp"
 #include "shardplan/render.hpp"
 
 namespace shardplan {
@@ -107,7 +108,12 @@ AccelerateConfig emit_accelerate(const EmitInputs& in) {
     f["fsdp_auto_wrap_policy"] = "TRANSFORMER_BASED_WRAP";
     f["fsdp_state_dict_type"] = "SHARDED_STATE_DICT";
     f["fsdp_activation_checkpointing"] = p.recompute == Recompute::full;
-    f["fsdp_offload_params"] = false;
+    // FSDP CPUOffload(offload_params=True): weights, gradients and the optimizer step on the CPU.
+    f["fsdp_offload_params"] = p.offload.any();
+    if (p.offload.any()) {
+      why.push_back({"fsdp_config.fsdp_offload_params", "true",
+                     "plan: weights and optimizer in host memory (FSDP CPU offload)"});
+    }
     f["fsdp_cpu_ram_efficient_loading"] = true;
     y["fsdp_config"] = f;
     why.push_back(

@@ -93,6 +93,34 @@ std::vector<std::string> launch_lines(const EmitInputs& in) {
                       in.cluster.gpus_per_node)};
 }
 
+// ZeRO-Offload / ZeRO-Infinity: zero_optimization.offload_optimizer / offload_param
+// {device, nvme_path, pin_memory} and activation_checkpointing.cpu_checkpointing
+// (deepspeed.ai/docs/config-json).
+void add_offload(nlohmann::json& j, std::vector<Provenance>& why, const Offload& o) {
+  const bool nvme = o.to == OffloadTarget::nvme;
+  auto block = [&](const char* key, const char* what) {
+    nlohmann::json b = {{"device", to_string(o.to)}, {"pin_memory", true}};
+    if (nvme) b["nvme_path"] = "/local_nvme";
+    j["zero_optimization"][key] = b;
+    why.push_back({fmt::format("zero_optimization.{}.device", key), to_string(o.to),
+                   fmt::format("plan: {} offloaded", what)});
+    why.push_back({fmt::format("zero_optimization.{}.pin_memory", key), "true",
+                   "page-locked host buffers: full PCIe bandwidth for the copies"});
+    if (nvme) {
+      why.push_back({fmt::format("zero_optimization.{}.nvme_path", key), "/local_nvme",
+                     "DeepSpeed's default path: point it at the node's local NVMe mount"});
+    }
+  };
+  if (o.optimizer) block("offload_optimizer", "optimizer states and CPU Adam");
+  if (o.params) block("offload_param", "weights");
+  if (o.activations) {
+    j["activation_checkpointing"] = {{"cpu_checkpointing", true}};
+    why.push_back({"activation_checkpointing.cpu_checkpointing", "true",
+                   "plan: checkpointed layer inputs in host memory (used when the training "
+                   "script checkpoints through deepspeed.checkpointing)"});
+  }
+}
+
 }  // namespace
 
 std::vector<PlanProblem> deepspeed_problems(const EmitInputs& in) {
@@ -121,6 +149,7 @@ DeepSpeedConfig emit_deepspeed(const EmitInputs& in) {
   if (p.zero >= 1) j["zero_optimization"]["overlap_comm"] = tr.overlap_grad_reduce;
   why.push_back(
       {"zero_optimization.stage", std::to_string(p.zero), emit::plan_origin(in) + " (ZeRO stage)"});
+  add_offload(j, why, p.offload);
   if (tr.precision == Precision::bf16) j["bf16"] = {{"enabled", true}};
   if (tr.precision == Precision::fp16) j["fp16"] = {{"enabled", true}};
   if (tr.precision != Precision::fp32) {
@@ -131,7 +160,8 @@ DeepSpeedConfig emit_deepspeed(const EmitInputs& in) {
   why.push_back({"gradient_clipping", "1.0",
                  "written out: DeepSpeed's default went from 0 (off) to 1.0 in v0.19.3"});
   j["steps_per_print"] = 1;
-  why.push_back({"steps_per_print", "1", "long runs: log throughput every step so a slow node shows at once"});
+  why.push_back({"steps_per_print", "1",
+                 "long runs: log throughput every step so a slow node shows at once"});
   j["checkpoint"] = {{"tag_validation", "Fail"}};
   why.push_back({"checkpoint.tag_validation", "Fail",
                  "a checkpoint tag that differs across ranks stops the run"});

@@ -90,6 +90,13 @@ void parallel_args(Args& a, const EmitInputs& in) {
   if (p.ep > 1) a.add("--expert-model-parallel-size", p.ep);
   if (p.sequence_parallel) a.add("--sequence-parallel");
   if (p.zero == 1) a.add("--use-distributed-optimizer");
+  // Megatron-Core's optimizer CPU offload (megatron/core/optimizer/cpu_offloading): the whole
+  // optimizer step on the host, with the precision-aware optimizer it requires.
+  if (p.offload.optimizer) {
+    a.add("--optimizer-cpu-offload")
+        .add("--optimizer-offload-fraction", "1.0")
+        .add("--use-precision-aware-optimizer");
+  }
   if (fsdp(p)) {
     a.add("--use-megatron-fsdp")
         .add("--data-parallel-sharding-strategy",
@@ -227,8 +234,8 @@ void provenance(MegatronScript& s, const EmitInputs& in) {
                  "not given)"});
   why.push_back({"--dataloader-type single", "resumable",
                  "restarts at the checkpoint's consumed_train_samples"});
-  why.push_back(
-      {"--log-interval 1 --log-throughput", "every step", "long runs: log throughput every step so a slow node shows at once"});
+  why.push_back({"--log-interval 1 --log-throughput", "every step",
+                 "long runs: log throughput every step so a slow node shows at once"});
   why.push_back(
       {"--exit-signal-handler", "on", "saves a checkpoint and exits on SIGTERM (preemption)"});
   if (!in.training.fp32_grads && in.training.precision != Precision::fp32 &&

@@ -245,7 +245,8 @@ TorchtitanConfig emit_torchtitan(const EmitInputs& in) {
                          {"comm", comm},
                          {"metrics", toml::table{{"log_freq", 1}}},
                          {"debug", toml::table{{"seed", s.seed}}}};
-  why.push_back({"metrics.log_freq", "1", "long runs: log throughput every step so a slow node shows at once"});
+  why.push_back({"metrics.log_freq", "1",
+                 "long runs: log throughput every step so a slow node shows at once"});
 
   const int nodes = in.cluster.nodes();
   const std::string config = emit::config_path(in, "torchtitan.toml");

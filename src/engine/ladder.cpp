@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "shardplan/memory.hpp"
+#include "shardplan/offload.hpp"
 #include "shardplan/step_time.hpp"
 
 namespace shardplan {
@@ -16,6 +17,8 @@ const char* to_string(Rung r) {
       return "single-gpu";
     case Rung::gradient_accumulation:
       return "gradient-accumulation";
+    case Rung::offload:
+      return "offload";
     case Rung::zero_1:
       return "zero-1";
     case Rung::zero_2:
@@ -48,6 +51,8 @@ const char* to_string(Blocker b) {
       return "activations";
     case Blocker::communication:
       return "communication";
+    case Blocker::host_memory:
+      return "host_memory";
   }
   return "";
 }
@@ -75,6 +80,17 @@ SearchSpace rung_space(Rung rung, const ModelSpec& m, const TrainingSpec& tr, co
       } else {
         std::erase_if(s.micro_batch, [&](int mb) { return mb >= per_replica; });
       }
+      break;
+    case Rung::offload:
+      // ZeRO on one GPU shards nothing but is what DeepSpeed's offload runs under; the search
+      // keeps the stages each offload allows (offload_problem).
+      only(s.tp, 1);
+      only(s.pp, 1);
+      only(s.interleave, 1);
+      s.sequence_parallel = {false};
+      std::erase(s.zero, 0);
+      s.offload = offload_choices();
+      if (c.gpus != 1) s.tp.clear();  // with more GPUs, ZeRO shards first
       break;
     case Rung::zero_1:
     case Rung::zero_2:
@@ -109,7 +125,10 @@ void classify_memory(RungVerdict& v, const ModelSpec& m, const TrainingSpec& tr,
   const StageMemory& s = mem.worst();
   const double cap = c.gpu.memory_bytes;
   v.memory_bytes = s.total_bytes();
-  if (p.zero >= 3 && s.gathered_layers_bytes / 2 > cap) {
+  if (!mem.host_fits) {
+    v.blocker = Blocker::host_memory;
+    v.need_bytes = mem.host_bytes_per_node;
+  } else if (p.zero >= 3 && s.gathered_layers_bytes / 2 > cap) {
     v.blocker = Blocker::gathered_layer;
     v.need_bytes = s.gathered_layers_bytes / 2;
   } else if (s.optimizer_bytes > cap) {
@@ -127,6 +146,17 @@ void classify_memory(RungVerdict& v, const ModelSpec& m, const TrainingSpec& tr,
   }
 }
 
+// What offload costs: its share of the step, and the same plan's step and memory without it.
+void price_offload(RungVerdict& v, const Estimate& e, const ModelSpec& m, const TrainingSpec& tr,
+                   const ClusterSpec& c) {
+  v.offload_s = e.time.offload_s;
+  ParallelPlan plain = v.plan.plan;
+  plain.offload = Offload{};
+  const Estimate without = estimate(m, tr, plain, c);
+  v.without_offload_s = without.time.step_s;
+  v.without_offload_bytes = without.memory.total_bytes();
+}
+
 }  // namespace
 
 LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
@@ -139,6 +169,7 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
   so.top_k = 1 << 30;  // a rung's space is small; keep every feasible plan to judge its traffic
   for (int i = 0; i < kRungs; ++i) {
     const Rung rung = static_cast<Rung>(i);
+    if (rung == Rung::offload && c.gpus != 1) continue;
     RungVerdict v;
     v.rung = rung;
     v.capacity_bytes = c.gpu.memory_bytes;
@@ -172,16 +203,27 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
       for (const Traffic* t : {&cb.dp_grads, &cb.dp_params, &cb.tp, &cb.pp, &cb.cp, &cb.ep}) {
         if (t->present() && t->placement.nodes() > 1) v.crosses_nodes = true;
       }
+      if (v.plan.plan.offload.any()) price_offload(v, e, m, tr, c);
     } else if (r.have_least_memory) {
       v.has_plan = true;
       v.plan = r.least_memory;
       classify_memory(v, m, tr, c);
     } else {
       v.blocker = Blocker::no_valid_plan;
+      // Which rule refused most of the rung's plans: a framework capability (torchtitan has
+      // no ZeRO-1, no offload) is a different answer from a shape that does not divide.
+      const auto most = std::max_element(r.rejected.begin(), r.rejected.end());
+      if (*most > 0) v.top_rule = static_cast<RuleId>(most - r.rejected.begin());
+      const OffloadSupport off = offload_support(tr.framework.caps);
+      if (rung == Rung::offload && !off.optimizer && !off.params && !off.activations)
+        v.top_rule = RuleId::offload_supported;
+      else if (space.size() == 0 &&
+               (rung == Rung::zero_1 || rung == Rung::zero_2 || rung == Rung::zero_3))
+        v.top_rule = RuleId::framework_zero_stage;  // the framework lacks this ZeRO stage
     }
     out.rungs.push_back(v);
     if (v.passes()) {
-      out.stop = i;
+      out.stop = static_cast<int>(out.rungs.size()) - 1;
       break;
     }
   }

@@ -7,6 +7,7 @@
 
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
+#include "shardplan/offload.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/schedule.hpp"
 
@@ -146,6 +147,7 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
     s.gathered_layers_bytes = 2.0 * dev.largest_layer * per.weights;
     s.unsharded_grad_bytes = dev.largest_layer * per.gradients;
   }
+  offload_stage_memory(s, p, per);
   s.context_bytes = c.gpu.context_bytes;
   s.nccl_communicators = communicators(p);
   s.nccl_bytes = s.nccl_communicators * kNcclBytesPerCommunicator;
@@ -174,7 +176,14 @@ MemoryBreakdown estimate_memory(const ModelSpec& m, const TrainingSpec& tr, cons
       out.worst_stage = stage;
     }
   }
-  out.fits = out.total_bytes() <= out.capacity_bytes;
+  if (p.offload.any()) {
+    double host = 0;
+    for (const StageMemory& s : out.stages) host = std::max(host, s.host_bytes);
+    out.host_bytes_per_node = host * gpus_on_node(c);
+    out.host_capacity_bytes = c.host.memory_bytes;
+    out.host_fits = out.host_bytes_per_node <= out.host_capacity_bytes;
+  }
+  out.fits = out.total_bytes() <= out.capacity_bytes && out.host_fits;
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include "shardplan/plan.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
@@ -94,6 +95,14 @@ std::string describe(const ParallelPlan& p) {
     s += fmt::format(", first/last stage {}/{} layers",
                      p.first_stage_layers >= 0 ? std::to_string(p.first_stage_layers) : "even",
                      p.last_stage_layers >= 0 ? std::to_string(p.last_stage_layers) : "even");
+  }
+  if (p.offload.any()) {
+    const Offload& o = p.offload;
+    std::vector<const char*> parts;
+    if (o.optimizer) parts.push_back("optimizer");
+    if (o.params) parts.push_back("params");
+    if (o.activations) parts.push_back("activations");
+    s += fmt::format(", offload {} to {}", fmt::join(parts, "+"), to_string(o.to));
   }
   return s;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "shardplan/offload.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/schedule.hpp"
 
@@ -93,6 +94,10 @@ bool ep_divides(P p, C c) {
   if (p.etp == 0) return (p.dp * p.cp) % p.ep != 0;
   const long long ranks = static_cast<long long>(p.tp) * p.dp * p.cp;
   return ranks % (static_cast<long long>(p.ep) * p.etp) != 0;
+}
+bool offload_supported(P p, C c) {
+  return p.offload.any() &&
+         offload_problem(p, c.cluster, offload_support(c.caps())) != OffloadProblem::none;
 }
 bool expert_tp_needs_moe(P p, C c) {
   return p.etp > 0 && !c.model.is_moe();
@@ -187,6 +192,7 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::ep_divides, ep_divides},
       {RuleId::expert_tp_needs_moe, expert_tp_needs_moe},
       {RuleId::expert_tp_divides_ffn, expert_tp_divides_ffn},
+      {RuleId::offload_supported, offload_supported},
       {RuleId::framework_zero_stage, framework_zero_stage},
       {RuleId::framework_zero_with_pp, framework_zero_with_pp},
       {RuleId::framework_tp, framework_tp},
@@ -279,6 +285,8 @@ const char* to_string(RuleId r) {
       return "expert_tp_needs_moe";
     case RuleId::expert_tp_divides_ffn:
       return "expert_tp_divides_ffn";
+    case RuleId::offload_supported:
+      return "offload_supported";
     case RuleId::framework_zero_stage:
       return "framework_zero_stage";
     case RuleId::framework_zero_with_pp:

@@ -18,6 +18,7 @@
 #include "shardplan/error.hpp"
 #include "shardplan/memory.hpp"
 #include "shardplan/model.hpp"
+#include "shardplan/offload.hpp"
 #include "shardplan/schedule.hpp"
 #include "shardplan/step_time.hpp"
 
@@ -45,7 +46,7 @@ Objective parse_objective(const std::string& text, const std::string& field) {
 long long SearchSpace::size() const {
   return static_cast<long long>(tp.size()) * pp.size() * cp.size() * ep.size() * zero.size() *
          micro_batch.size() * interleave.size() * recompute.size() * sequence_parallel.size() *
-         schedule.size() * lighter_ends.size();
+         schedule.size() * lighter_ends.size() * offload.size();
 }
 
 namespace {
@@ -104,7 +105,12 @@ SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const Cluster
 
 namespace {
 
-using Key = std::tuple<double, int, int, int, int, int, int, int, int, int, int, int>;
+using Key = std::tuple<double, int, int, int, int, int, int, int, int, int, int, int, int>;
+
+int offload_code(const Offload& o) {
+  return (o.optimizer ? 1 : 0) | (o.params ? 2 : 0) | (o.activations ? 4 : 0) |
+         (o.to == OffloadTarget::nvme ? 8 : 0);
+}
 
 Key key_of(const Candidate& c) {
   const ParallelPlan& p = c.plan;
@@ -119,7 +125,8 @@ Key key_of(const Candidate& c) {
           p.sequence_parallel ? 1 : 0,
           p.interleave,
           static_cast<int>(p.schedule),
-          p.first_stage_layers};
+          p.first_stage_layers,
+          offload_code(p.offload)};
 }
 
 struct Worse {
@@ -185,7 +192,7 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
                const SearchSpace& space, const SearchOptions& opt, Partial& out) {
   const long long inner = static_cast<long long>(space.pp.size()) * space.interleave.size() *
                           space.zero.size() * space.recompute.size() * space.schedule.size() *
-                          space.lighter_ends.size();
+                          space.lighter_ends.size() * space.offload.size();
   const RuleContext rules{m, tr, c, opt.rules};
   bool costed = false;
   MicroBatchCost cost;
@@ -206,39 +213,42 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
       for (const auto& [schedule, lighter] : axes) {
         for (int zero : space.zero) {
           for (Recompute rc : space.recompute) {
-            ++out.evaluated;
-            ParallelPlan p;
-            p.schedule = schedule;
-            p.tp = g.tp;
-            p.cp = g.cp;
-            p.ep = g.ep;
-            p.sequence_parallel = g.sp;
-            p.micro_batch = g.micro_batch;
-            p.pp = pp;
-            p.dp = static_cast<int>(c.gpus / mp);
-            p.interleave = v;
-            p.zero = zero;
-            p.recompute = rc;
-            if (lighter) set_lighter_ends(m.layers, pp * v, p);
-            if (const auto broken = first_broken(p, rules)) {
-              ++out.rejected[static_cast<int>(*broken)];
-              continue;
+            for (const Offload& off : space.offload) {
+              ++out.evaluated;
+              ParallelPlan p;
+              p.schedule = schedule;
+              p.tp = g.tp;
+              p.cp = g.cp;
+              p.ep = g.ep;
+              p.sequence_parallel = g.sp;
+              p.micro_batch = g.micro_batch;
+              p.pp = pp;
+              p.dp = static_cast<int>(c.gpus / mp);
+              p.interleave = v;
+              p.zero = zero;
+              p.recompute = rc;
+              p.offload = off;
+              if (lighter) set_lighter_ends(m.layers, pp * v, p);
+              if (const auto broken = first_broken(p, rules)) {
+                ++out.rejected[static_cast<int>(*broken)];
+                continue;
+              }
+              if (!costed) {
+                cost = micro_batch_cost(m, tr, p, c);
+                mem = memory_inputs(m, tr, cost);
+                costed = true;
+              }
+              ++out.modelled;
+              const Evaluation ev = evaluate(m, tr, p, c, cost, mem);
+              Candidate cand;
+              cand.plan = p;
+              cand.step_s = ev.time.step_s;
+              cand.peak_bytes = ev.peak_bytes;
+              cand.exposed_comm_s = ev.time.exposed_comm_s;
+              cand.tokens_per_s = tokens / ev.time.step_s;
+              cand.objective = objective_of(opt.objective, cand, c.gpus);
+              record(cand, ev.peak_bytes > c.gpu.memory_bytes || !ev.host_fits, opt, out);
             }
-            if (!costed) {
-              cost = micro_batch_cost(m, tr, p, c);
-              mem = memory_inputs(m, tr, cost);
-              costed = true;
-            }
-            ++out.modelled;
-            const Evaluation ev = evaluate(m, tr, p, c, cost, mem);
-            Candidate cand;
-            cand.plan = p;
-            cand.step_s = ev.time.step_s;
-            cand.peak_bytes = ev.peak_bytes;
-            cand.exposed_comm_s = ev.time.exposed_comm_s;
-            cand.tokens_per_s = tokens / ev.time.step_s;
-            cand.objective = objective_of(opt.objective, cand, c.gpus);
-            record(cand, ev.peak_bytes > c.gpu.memory_bytes, opt, out);
           }
         }
       }

@@ -41,6 +41,8 @@ constexpr Name<Schedule> kScheduleNames[] = {
     {Schedule::one_f_one_b, "1f1b"}, {Schedule::interleaved, "interleaved"},
     {Schedule::gpipe, "gpipe"},      {Schedule::zb_h1, "zb-h1"},
     {Schedule::zb_v, "zb-v"},        {Schedule::dualpipe_v, "dualpipe-v"}};
+constexpr Name<OffloadTarget> kOffloadTargetNames[] = {{OffloadTarget::cpu, "cpu"},
+                                                       {OffloadTarget::nvme, "nvme"}};
 constexpr Name<MathDtype> kDtypeNames[] = {{MathDtype::fp64, "fp64"}, {MathDtype::fp32, "fp32"},
                                            {MathDtype::tf32, "tf32"}, {MathDtype::bf16, "bf16"},
                                            {MathDtype::fp16, "fp16"}, {MathDtype::fp8, "fp8"}};
@@ -97,6 +99,9 @@ const char* to_string(AttentionKind v) {
 const char* to_string(Schedule v) {
   return name_of(kScheduleNames, v);
 }
+const char* to_string(OffloadTarget v) {
+  return name_of(kOffloadTargetNames, v);
+}
 const char* to_string(MathDtype v) {
   return name_of(kDtypeNames, v);
 }
@@ -129,6 +134,9 @@ AttentionKind parse_attention(const std::string& text, const std::string& field)
 }
 Schedule parse_schedule(const std::string& text, const std::string& field) {
   return parse_name(kScheduleNames, text, field);
+}
+OffloadTarget parse_offload_target(const std::string& text, const std::string& field) {
+  return parse_name(kOffloadTargetNames, text, field);
 }
 
 void share_nics(ClusterSpec& c) {

@@ -155,6 +155,31 @@ PassTimes mean_passes(const StepTime& t, int pp) {
           avg(&PassTimes::weight_grad_s)};
 }
 
+// Offload's share of the step (offload.hpp): `local` parameters updated by this device.
+OffloadTime offload_cost(const ModelSpec& m, const ParallelPlan& p, const ClusterSpec& c,
+                         const MemoryInputs& mem, double local, const StepTime& t) {
+  OffloadInputs in;
+  in.shard_params = local;
+  in.weight_bytes_per_param = mem.per_param.weights;
+  in.gradient_bytes_per_param = mem.per_param.gradients;
+  in.optimizer_bytes_per_param = mem.per_param.optimizer;
+  in.micro_batches = t.micro_batches;
+  if (mem.activations_known && m.has_architecture()) {
+    in.activation_bytes_per_micro_batch =
+        stage_layers(m.layers, p, 0) * mem.activations.layer_saved[static_cast<int>(p.recompute)];
+  }
+  in.compute_s = t.compute_s;
+  in.gpus_on_node = gpus_on_node(c);
+  return offload_time(p.offload, c.host, in);
+}
+
+bool host_fits(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+               const ClusterSpec& c, const MemoryInputs& mem) {
+  double host = stage_memory(m, tr, p, c, mem, 0).host_bytes;
+  if (p.pp > 1) host = std::max(host, stage_memory(m, tr, p, c, mem, p.pp - 1).host_bytes);
+  return host * gpus_on_node(c) <= c.host.memory_bytes;
+}
+
 }  // namespace
 
 Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
@@ -363,7 +388,13 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
   // beside it slows by the GPU profile's overlap_slowdown.
   t.contention_s = c.gpu.overlap_slowdown * (comm.time_s() - t.exposed_comm_s);
   t.compute_s += t.contention_s;
-  t.step_s = t.compute_s + t.bubble_s + t.exposed_comm_s + t.optimizer_s;
+  if (p.offload.any()) {
+    if (p.offload.optimizer) t.optimizer_s = 0;  // CPU Adam: in offload_s
+    t.offload = offload_cost(m, p, c, mem, local, t);
+    t.offload_s = t.offload.exposed_s;
+    ev.host_fits = host_fits(m, tr, p, c, mem);
+  }
+  t.step_s = t.compute_s + t.bubble_s + t.exposed_comm_s + t.optimizer_s + t.offload_s;
 
   if (m.has_architecture()) {
     const double recomputed =

@@ -71,6 +71,9 @@ FrameworkCaps read_caps(StrictObject o) {
   c.offload.optimizer = targets(off, "optimizer");
   c.offload.params = targets(off, "params");
   c.offload.activations = targets(off, "activations");
+  c.offload.params_with_optimizer = off.boolean_or("params_with_optimizer", false);
+  c.offload.optimizer_min_zero = off.integer_or("optimizer_min_zero", 1);
+  c.offload.params_min_zero = off.integer_or("params_min_zero", 3);
   off.finish();
   o.finish();
   return c;

@@ -48,22 +48,32 @@ nlohmann::json link_json(const LinkSpec& l) {
 }
 
 nlohmann::json to_json(const ClusterSpec& c) {
-  return {{"name", c.name},
-          {"source", c.source},
-          {"gpu",
-           {{"name", c.gpu.name},
-            {"memory_bytes", c.gpu.memory_bytes},
-            {"peak_bf16_flops", c.gpu.peak_flops[static_cast<int>(MathDtype::bf16)]},
-            {"hbm_bytes_per_s", c.gpu.hbm_bytes_per_s},
-            {"calibrated", c.gpu.calibrated},
-            {"source", c.gpu.source}}},
-          {"gpus", c.gpus},
-          {"gpus_per_node", c.gpus_per_node},
-          {"nodes", c.nodes()},
-          {"intra", link_json(c.intra)},
-          {"nic", link_json(c.nic)},
-          {"nics_per_node", c.nics_per_node},
-          {"inter_per_gpu", link_json(c.inter)}};
+  nlohmann::json j = {{"name", c.name},
+                      {"source", c.source},
+                      {"gpu",
+                       {{"name", c.gpu.name},
+                        {"memory_bytes", c.gpu.memory_bytes},
+                        {"peak_bf16_flops", c.gpu.peak_flops[static_cast<int>(MathDtype::bf16)]},
+                        {"hbm_bytes_per_s", c.gpu.hbm_bytes_per_s},
+                        {"calibrated", c.gpu.calibrated},
+                        {"source", c.gpu.source}}},
+                      {"gpus", c.gpus},
+                      {"gpus_per_node", c.gpus_per_node},
+                      {"nodes", c.nodes()},
+                      {"intra", link_json(c.intra)},
+                      {"nic", link_json(c.nic)},
+                      {"nics_per_node", c.nics_per_node},
+                      {"inter_per_gpu", link_json(c.inter)}};
+  // Only a cluster whose profile gives its host side (offload).
+  if (c.host.known()) {
+    j["host"] = {{"memory_bytes", c.host.memory_bytes},
+                 {"link_bytes_per_s", c.host.link_bytes_per_s},
+                 {"dram_bytes_per_s", c.host.dram_bytes_per_s},
+                 {"dram_efficiency", c.host.dram_efficiency},
+                 {"nvme_bytes_per_s", c.host.nvme_bytes_per_s},
+                 {"source", c.host.source}};
+  }
+  return j;
 }
 
 nlohmann::json to_json(const TrainingSpec& t) {
@@ -105,6 +115,13 @@ nlohmann::json to_json(const ParallelPlan& p) {
       {"summary", describe(p)}};
   // Only a plan that sets expert tensor parallelism apart from tp (Megatron-Core's default).
   if (p.etp > 0) j["expert_tp"] = p.etp;
+  // Only a plan that offloads.
+  if (p.offload.any()) {
+    j["offload"] = {{"optimizer", p.offload.optimizer},
+                    {"params", p.offload.params},
+                    {"activations", p.offload.activations},
+                    {"to", to_string(p.offload.to)}};
+  }
   return j;
 }
 
@@ -150,6 +167,14 @@ nlohmann::json to_json(const MemoryBreakdown& m) {
                           {"optimizer", m.bytes_per_param.optimizer},
                           {"total", m.bytes_per_param.total()}};
   j["total_params"] = m.total_params;
+  if (w.offloaded_bytes > 0 || w.host_bytes > 0 || w.nvme_bytes > 0) {
+    j["offload"] = {{"offloaded_bytes", w.offloaded_bytes},
+                    {"host_bytes_per_gpu", w.host_bytes},
+                    {"nvme_bytes_per_gpu", w.nvme_bytes},
+                    {"host_bytes_per_node", m.host_bytes_per_node},
+                    {"host_capacity_bytes", m.host_capacity_bytes},
+                    {"host_fits", m.host_fits}};
+  }
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : m.stages)
     stages.push_back(stage_json(s, m.activations_known, m.fragmentation));

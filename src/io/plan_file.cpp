@@ -112,6 +112,17 @@ ClusterSpec read_cluster(StrictObject o) {
   c.intra = read_link(o.object("intra"));
   c.nic = read_link(o.object("nic"));
   c.nics_per_node = o.integer("nics_per_node");
+  // Written only when the cluster's profile gives its host side (offload).
+  if (o.has("host")) {
+    StrictObject h = o.object("host");
+    c.host.memory_bytes = h.positive("memory_bytes");
+    c.host.link_bytes_per_s = h.positive("link_bytes_per_s");
+    c.host.dram_bytes_per_s = h.positive("dram_bytes_per_s");
+    c.host.dram_efficiency = h.positive("dram_efficiency");
+    c.host.nvme_bytes_per_s = h.number("nvme_bytes_per_s");
+    c.host.source = h.string("source");
+    h.finish();
+  }
   if (c.nics_per_node < 1) throw InputError(o.field("nics_per_node"), "must be at least 1");
   share_nics(c);
   const LinkSpec inter = read_link(o.object("inter_per_gpu"));
@@ -173,6 +184,15 @@ ParallelPlan read_plan(StrictObject o) {
   // Absent or null: an even split.
   p.first_stage_layers = o.integer_or("first_stage_layers", -1);
   p.last_stage_layers = o.integer_or("last_stage_layers", -1);
+  // Written only when the plan offloads.
+  if (o.has("offload")) {
+    StrictObject off = o.object("offload");
+    p.offload.optimizer = off.boolean("optimizer");
+    p.offload.params = off.boolean("params");
+    p.offload.activations = off.boolean("activations");
+    p.offload.to = parse_offload_target(off.string("to"), off.field("to"));
+    off.finish();
+  }
   if (o.integer("gpus") != p.gpus()) {
     throw InputError(o.field("gpus"), fmt::format("should be dp x tp x pp x cp = {}", p.gpus()));
   }

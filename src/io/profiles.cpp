@@ -147,6 +147,10 @@ double fraction(StrictObject& o, const std::string& key) {
   return v;
 }
 
+struct LinkProfile;
+LinkProfile resolve_link(const nlohmann::json& value, const std::string& field);
+HostSpec host_from_json(StrictObject& parent);
+
 GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   StrictObject o(j, where);
   GpuSpec g;
@@ -178,6 +182,7 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   if (g.list_price_usd_per_gpu_hour < 0) {
     throw InputError(o.field("list_price_usd_per_gpu_hour"), "a price cannot be negative");
   }
+  g.host = host_from_json(o);
   g.source = where;
   require_sources(
       o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency", "attention_efficiency",
@@ -244,6 +249,23 @@ LinkProfile resolve_link(const nlohmann::json& value, const std::string& field) 
   unknown_preset(ProfileKind::link, name, field);
 }
 
+// A node's host side for offload (optional): memory, the host link per GPU (a link preset),
+// DRAM bandwidth and the share of it CPU Adam reaches, NVMe bandwidth; each with a source.
+HostSpec host_from_json(StrictObject& parent) {
+  if (!parent.has("host")) return {};
+  StrictObject o = parent.object("host");
+  HostSpec h;
+  h.memory_bytes = o.positive("memory_gib") * kGiB;
+  h.link_bytes_per_s = resolve_link(o.raw("link"), o.field("link")).link.bytes_per_s;
+  h.dram_bytes_per_s = o.positive("dram_gb_per_s") * kGB;
+  h.dram_efficiency = fraction(o, "dram_efficiency");
+  h.nvme_bytes_per_s = o.number_or("nvme_gb_per_s", 0) * kGB;
+  h.source = parent.field("host");
+  require_sources(o, {"memory_gib", "link", "dram_gb_per_s", "dram_efficiency", "nvme_gb_per_s"});
+  o.finish();
+  return h;
+}
+
 }  // namespace
 
 std::string read_text_file(const std::string& path, const std::string& field) {
@@ -289,6 +311,7 @@ ClusterSpec build_cluster(const ClusterOptions& o) {
   } else {
     c.gpu = load_gpu(o.gpu.empty() ? "H100-SXM" : o.gpu, "--gpu");
     c.name = c.gpu.name;
+    c.host = c.gpu.host;
     c.gpus_per_node = o.gpus > 0 ? std::min(o.gpus, 8) : 8;
   }
   if (o.gpus_per_node > 0) c.gpus_per_node = o.gpus_per_node;
@@ -338,6 +361,7 @@ ClusterSpec load_cluster(const std::string& name_or_path, const std::string& fie
   if (c.nics_per_node < 1) throw InputError(o.field("nics_per_node"), "must be at least 1");
   share_nics(c);
   c.gpus = c.gpus_per_node;
+  c.host = o.has("host") ? host_from_json(o) : c.gpu.host;
   // A probe's output keeps its raw data and provenance beside the fitted figures.
   if (o.has("measurements")) o.raw("measurements");
   if (o.has("provenance")) o.raw("provenance");

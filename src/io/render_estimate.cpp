@@ -143,16 +143,29 @@ nlohmann::json to_json(const CommBreakdown& comm, const StepTime& s, const Paral
 }
 
 nlohmann::json to_json(const StepTime& s) {
-  return {{"step_s", s.step_s},
-          {"compute_s", s.compute_s},
-          {"bubble_s", s.bubble_s},
-          {"exposed_comm_s", s.exposed_comm_s},
-          {"optimizer_s", s.optimizer_s},
-          {"recompute_s", s.recompute_s},
-          {"contention_s", s.contention_s},
-          {"micro_batches", s.micro_batches},
-          {"critical_stage", s.critical_stage},
-          {"schedule", s.schedule}};
+  nlohmann::json j = {{"step_s", s.step_s},
+                      {"compute_s", s.compute_s},
+                      {"bubble_s", s.bubble_s},
+                      {"exposed_comm_s", s.exposed_comm_s},
+                      {"optimizer_s", s.optimizer_s},
+                      {"offload_s", s.offload_s},
+                      {"recompute_s", s.recompute_s},
+                      {"contention_s", s.contention_s},
+                      {"micro_batches", s.micro_batches},
+                      {"critical_stage", s.critical_stage},
+                      {"schedule", s.schedule}};
+  if (s.offload_s > 0 || s.offload.cpu_adam_s > 0) {
+    const OffloadTime& o = s.offload;
+    j["offload"] = {{"gradients_down_s", o.gradients_down_s},
+                    {"weights_up_s", o.weights_up_s},
+                    {"params_fetch_s", o.params_fetch_s},
+                    {"activations_s", o.activations_s},
+                    {"hidden_s", o.hidden_s},
+                    {"cpu_adam_s", o.cpu_adam_s},
+                    {"nvme_s", o.nvme_s},
+                    {"exposed_s", o.exposed_s}};
+  }
+  return j;
 }
 
 nlohmann::json to_json(const Throughput& t) {
@@ -280,8 +293,18 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
   row("pipeline bubble", s.bubble_s, fmt::format("fill and drain of the {} schedule", s.schedule));
   row("exposed communication", s.exposed_comm_s, "not hidden behind compute");
   row("optimizer step", s.optimizer_s,
-      s.optimizer_in_mfu ? "included in the assumed MFU"
-                         : "memory-bound update of the local states");
+      s.optimizer_in_mfu         ? "included in the assumed MFU"
+      : s.offload.cpu_adam_s > 0 ? "on the CPU: in the offload row"
+                                 : "memory-bound update of the local states");
+  if (s.offload_s > 0 || s.offload.cpu_adam_s > 0) {
+    const OffloadTime& o = s.offload;
+    row("offload", s.offload_s,
+        fmt::format("CPU Adam {}, weights up {}, NVMe {}; PCIe during fwd/bwd {} ({} hidden)",
+                    format_seconds(o.cpu_adam_s), format_seconds(o.weights_up_s),
+                    format_seconds(o.nvme_s),
+                    format_seconds(o.gradients_down_s + o.params_fetch_s + o.activations_s),
+                    format_seconds(o.hidden_s)));
+  }
   t.add_rule();
   row("step", s.step_s, "");
   out += t.render();

@@ -12,14 +12,21 @@
 namespace shardplan {
 namespace {
 
-// Why a model-parallel rung has no plan at all, most basic reason first.
-std::string no_plan_reason(Rung rung, const ClusterSpec& c) {
+// Why a rung has no plan at all, most basic reason first.
+std::string no_plan_reason(Rung rung, const ClusterSpec& c, std::optional<RuleId> top_rule) {
   if (rung == Rung::tensor_parallel && c.gpus_per_node < 2) {
     return fmt::format("tensor parallel needs 2 or more GPUs in a node; this cluster has {}",
                        c.gpus_per_node);
   }
   if (rung == Rung::pipeline_parallel && c.gpus < 2) {
     return fmt::format("pipeline parallel needs 2 or more GPUs; this cluster has {}", c.gpus);
+  }
+  if (top_rule &&
+      (*top_rule >= RuleId::framework_zero_stage || *top_rule == RuleId::offload_supported)) {
+    return fmt::format(
+        "the framework cannot run this rung: most of its plans break {} (its "
+        "profile's capabilities, profiles/frameworks/)",
+        to_string(*top_rule));
   }
   return "no plan of this shape can run here: no degree divides the GPUs, the heads or layers, "
          "and the global batch together";
@@ -39,11 +46,33 @@ bool memory_blocks(Blocker b) {
 
 }  // namespace
 
+namespace {
+
+std::string describe_offload(const Offload& o) {
+  std::string parts = o.optimizer ? "optimizer states" : "";
+  if (o.params) parts += std::string(parts.empty() ? "" : ", ") + "weights";
+  if (o.activations) parts += std::string(parts.empty() ? "" : ", ") + "activation checkpoints";
+  return parts + (o.to == OffloadTarget::nvme ? " on NVMe" : " in host memory");
+}
+
+}  // namespace
+
 std::string rung_reason(const RungVerdict& v, const ClusterSpec& c, double max_comm_share) {
   const std::string card = fmt::format("{} {}", format_gib(c.gpu.memory_bytes), c.gpu.name);
   const std::string wire = v.crosses_nodes ? c.nic.name + " between nodes" : c.intra.name;
   auto gb = [](double b) { return format_gib(b); };
+  if (v.rung == Rung::offload && v.blocker == Blocker::none) {
+    return fmt::format(
+        "fits with {} to spare, {}; offload adds {} to the {} step (without it the step would "
+        "be {}, but that needs {}, {} card)",
+        gb(v.capacity_bytes - v.memory_bytes), describe_offload(v.plan.plan.offload),
+        format_seconds(v.offload_s), format_seconds(v.plan.step_s),
+        format_seconds(v.without_offload_s), gb(v.without_offload_bytes), card);
+  }
   switch (v.blocker) {
+    case Blocker::host_memory:
+      return fmt::format("offloaded state needs {} of host memory per node, {} there",
+                         gb(v.need_bytes), gb(c.host.memory_bytes));
     case Blocker::none:
       return fmt::format("fits with {} to spare; exposed communication {} of the step over {}",
                          gb(v.capacity_bytes - v.memory_bytes), format_percent(v.comm_share), wire);
@@ -54,7 +83,7 @@ std::string rung_reason(const RungVerdict& v, const ClusterSpec& c, double max_c
                "(a larger --global-batch would make room)";
       }
       if (v.rung == Rung::single_gpu) return "the global batch does not split evenly over the GPUs";
-      return no_plan_reason(v.rung, c);
+      return no_plan_reason(v.rung, c, v.top_rule);
     case Blocker::gathered_layer:
       return fmt::format("a layer's gathered weights need {}, {} card", gb(v.need_bytes), card);
     case Blocker::optimizer_state:
@@ -93,6 +122,11 @@ nlohmann::json to_json(const LadderResult& l, const ClusterSpec& c) {
                  {"step_s", v.has_plan ? nlohmann::json(v.plan.step_s) : nlohmann::json()},
                  {"plan", v.has_plan ? to_json(v.plan.plan) : nlohmann::json()},
                  {"evaluated", v.evaluated}});
+    if (v.rung == Rung::offload && v.has_plan && v.fits) {
+      a.back()["offload_s"] = v.offload_s;
+      a.back()["without_offload_step_s"] = v.without_offload_s;
+      a.back()["without_offload_bytes"] = v.without_offload_bytes;
+    }
   }
   return a;
 }

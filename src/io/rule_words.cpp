@@ -6,11 +6,50 @@
 #include <algorithm>
 
 #include "shardplan/error.hpp"
+#include "shardplan/offload.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/schedule.hpp"
 
 namespace shardplan {
 namespace {
+
+// Why the plan's offload cannot run, in the framework's terms.
+std::string offload_words(const ParallelPlan& p, const RuleContext& c) {
+  const OffloadSupport allowed = offload_support(c.caps());
+  const std::string f =
+      c.training.framework.name.empty() ? "this stack" : c.training.framework.name;
+  switch (offload_problem(p, c.cluster, allowed)) {
+    case OffloadProblem::none:
+      return "";
+    case OffloadProblem::no_host_facts:
+      return "the cluster profile gives no host memory or host link bandwidth; add a \"host\" "
+             "section to it";
+    case OffloadProblem::optimizer_not_supported:
+      return f + " cannot offload the optimizer (its profile's capabilities.offload)";
+    case OffloadProblem::params_not_supported:
+      return f + " cannot offload the parameters (its profile's capabilities.offload)";
+    case OffloadProblem::activations_not_supported:
+      return f + " cannot offload activations (its profile's capabilities.offload)";
+    case OffloadProblem::nvme_not_supported:
+      return f + " offloads to host memory only; use --offload-to cpu";
+    case OffloadProblem::activations_to_nvme:
+      return "activation checkpoints are offloaded to host memory only; use --offload-to cpu";
+    case OffloadProblem::parts_together:
+      return f + " offloads parameters and optimizer together; use --offload optimizer,params";
+    case OffloadProblem::optimizer_needs_zero:
+      return fmt::format("optimizer offload needs ZeRO stage {} or more under {} (--zero {})",
+                         allowed.optimizer_min_zero, f, allowed.optimizer_min_zero);
+    case OffloadProblem::params_need_zero:
+      return fmt::format(
+          "parameter offload needs sharded parameters under {}: ZeRO stage {} "
+          "(--zero {})",
+          f, allowed.params_min_zero, allowed.params_min_zero);
+    case OffloadProblem::activations_need_recompute:
+      return "activation offload moves the layer inputs that full recompute keeps; it needs "
+             "--recompute full";
+  }
+  return "";
+}
 
 PlanProblem layout_words(int layers, const ParallelPlan& p) {
   const int chunks = p.pp * p.interleave;
@@ -177,6 +216,8 @@ PlanProblem shape_words(const RuleProblem& r, const RuleContext& c) {
       }
       return {"--ep", fmt::format("expert parallel {} must divide the {} experts and dp x cp = {}",
                                   p.ep, m.experts, p.dp * p.cp)};
+    case RuleId::offload_supported:
+      return {"--offload", offload_words(p, c)};
     case RuleId::expert_tp_needs_moe:
       return {"--expert-tp", "expert tensor parallelism needs a mixture-of-experts model"};
     case RuleId::expert_tp_divides_ffn:

@@ -239,6 +239,14 @@ std::string render_memory_table(const MemoryBreakdown& mem, const ParallelPlan& 
   out += fmt::format("\n{}: {} of {} on a {}; {} {}.\n", mem.fits ? "FITS" : "DOES NOT FIT",
                      format_gib(w.total_bytes()), format_gib(capacity), "device",
                      format_gib(std::fabs(margin)), margin >= 0 ? "to spare" : "over");
+  if (w.offloaded_bytes > 0 || w.host_bytes > 0) {
+    out += fmt::format(
+        "Offload: {} off each device; host memory {} per GPU, {} per node of {}{}{}.\n",
+        format_gib(w.offloaded_bytes), format_gib(w.host_bytes),
+        format_gib(mem.host_bytes_per_node), format_gib(mem.host_capacity_bytes),
+        w.nvme_bytes > 0 ? fmt::format(", NVMe {} per GPU", format_gib(w.nvme_bytes)) : "",
+        mem.host_fits ? "" : ": DOES NOT FIT in host memory");
+  }
   if (plan.pp > 1) {
     out += "\nPer pipeline stage\n";
     Table s({{"stage"},

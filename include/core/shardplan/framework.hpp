@@ -25,7 +25,12 @@ enum class OffloadTarget { cpu, nvme };
 
 /// Where a framework can move each kind of state off the GPU (empty: nowhere).
 struct OffloadCaps {
-  std::vector<OffloadTarget> optimizer, params, activations;
+  std::vector<OffloadTarget> optimizer = {OffloadTarget::cpu, OffloadTarget::nvme};
+  std::vector<OffloadTarget> params = {OffloadTarget::cpu, OffloadTarget::nvme};
+  std::vector<OffloadTarget> activations = {OffloadTarget::cpu};
+  bool params_with_optimizer = false;  // weights only together with the optimizer (FSDP)
+  int optimizer_min_zero = 1;          // the lowest ZeRO stage optimizer offload runs under
+  int params_min_zero = 3;             // the lowest ZeRO stage weight offload runs under
 };
 
 /// What a framework can run. A default-constructed value allows everything: the ideal stack the

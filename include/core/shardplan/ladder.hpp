@@ -1,11 +1,13 @@
-// The decision ladder, walked in order: one GPU, gradient accumulation, ZeRO-1,
+// The decision ladder, walked in order: one GPU, gradient accumulation, offload (one GPU), ZeRO-1,
 // ZeRO-2, ZeRO-3, tensor parallel (inside a node), pipeline parallel (across nodes). Each rung
 // is a restricted search; the walk stops at the first rung whose best plan fits in memory and
 // whose exposed communication the interconnect can carry.
 #pragma once
 
+#include <optional>
 #include <vector>
 
+#include "shardplan/rules.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/specs.hpp"
 
@@ -14,13 +16,16 @@ namespace shardplan {
 enum class Rung {
   single_gpu,
   gradient_accumulation,
+  // One GPU only: optimizer states (and weights, activation checkpoints) in host memory. With more
+  // GPUs, ZeRO shards the same states across them for less than the PCIe round trip costs.
+  offload,
   zero_1,
   zero_2,
   zero_3,
   tensor_parallel,
   pipeline_parallel,
 };
-inline constexpr int kRungs = 7;
+inline constexpr int kRungs = 8;
 const char* to_string(Rung r);
 
 /// What stops a rung, most specific first.
@@ -33,6 +38,7 @@ enum class Blocker {
   model_states,     // weights + gradients + optimizer state together exceed it
   activations,    // states fit, activations do not, at the smallest micro-batch and full recompute
   communication,  // fits, but exposed communication is over the threshold
+  host_memory,    // offload: the node's host memory cannot hold what its GPUs keep there
 };
 const char* to_string(Blocker b);
 
@@ -50,6 +56,10 @@ struct RungVerdict {
   bool has_plan = false;
   Candidate plan;  // the fastest passing plan; else the best fitting; else least memory
   long long evaluated = 0;
+  std::optional<RuleId> top_rule;  // no_valid_plan: the rule that refused most of its plans
+  double offload_s = 0;            // offload rung: what offload adds to the plan's step
+  double without_offload_s = 0;    // the same plan's step without offload (which does not fit)
+  double without_offload_bytes = 0;
 };
 
 struct LadderOptions {

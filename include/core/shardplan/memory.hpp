@@ -57,6 +57,10 @@ struct StageMemory {
   int nccl_communicators = 0;
   double nccl_bytes = 0;           // communicators x kNcclBytesPerCommunicator
   double fragmentation_bytes = 0;  // share of activations and transients
+  // offload (offload.hpp): off the device, not in total_bytes()
+  double offloaded_bytes = 0;  // what the plan's offload took off this device
+  double host_bytes = 0;       // this device's share of host memory
+  double nvme_bytes = 0;       // this device's share of the node's NVMe
 
   double model_states_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
   double transient_bytes() const {
@@ -78,6 +82,10 @@ struct MemoryBreakdown {
   double fragmentation = 0;  // the share used for fragmentation_bytes
   double total_params = 0;
   double gathered_layer_bytes = 0;  // one layer's full weights in the weight dtype
+  // Offload: the node's host memory against what its GPUs keep there (worst stage x GPUs).
+  double host_bytes_per_node = 0;
+  double host_capacity_bytes = 0;
+  bool host_fits = true;
 
   const StageMemory& worst() const { return stages[worst_stage]; }
   double total_bytes() const { return worst().total_bytes(); }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/offload.hpp"
 #include "shardplan/specs.hpp"
 
 namespace shardplan {

@@ -33,6 +33,7 @@ enum class RuleId {
   ep_divides,           // ep divides the experts and dp x cp (ep x expert tp: tp x dp x cp)
   expert_tp_needs_moe,  // --expert-tp splits experts
   expert_tp_divides_ffn,
+  offload_supported,  // the framework offloads this, and the cluster gives host facts (offload.hpp)
   // the framework's capabilities
   framework_zero_stage,
   framework_zero_with_pp,
@@ -48,7 +49,7 @@ enum class RuleId {
   framework_tp_across_nodes,
   framework_replicate_1d,
 };
-inline constexpr int kRules = 33;
+inline constexpr int kRules = 34;
 /// A short snake_case name for JSON and counts ("tp_divides_heads").
 const char* to_string(RuleId r);
 

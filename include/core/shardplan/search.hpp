@@ -25,6 +25,7 @@ struct SearchSpace {
   std::vector<bool> lighter_ends;
   std::vector<Recompute> recompute;
   std::vector<bool> sequence_parallel;
+  std::vector<Offload> offload = {Offload{}};  // none unless a rung or the user asks
   /// Points in the cartesian product (before any rule is applied).
   long long size() const;
 };

@@ -18,6 +18,25 @@ enum class Precision { fp32, bf16, fp16, fp8 };
 enum class OptimizerKind { adamw, sgd_momentum, adafactor, adam_8bit };
 enum class Recompute { none, selective, full };
 enum class AttentionKind { flash, standard };
+/// What leaves the device (offload.hpp has the memory and time it costs).
+struct Offload {
+  bool optimizer = false;    // fp32 master weights + optimizer states, and the update (CPU Adam)
+  bool params = false;       // ZeRO-3 weight shards between uses (gathered layer by layer)
+  bool activations = false;  // checkpointed layer inputs (full recompute), fetched for backward
+  OffloadTarget to = OffloadTarget::cpu;
+  bool any() const { return optimizer || params || activations; }
+};
+
+/// One node's host side, for offload. All zero when the profile gives none.
+struct HostSpec {
+  double memory_bytes = 0;      // host DRAM per node
+  double link_bytes_per_s = 0;  // host <-> GPU per GPU, one direction (PCIe x16)
+  double dram_bytes_per_s = 0;  // peak DRAM bandwidth per node (all sockets)
+  double dram_efficiency = 0;   // share of it a streaming CPU pass (CPU Adam) reaches
+  double nvme_bytes_per_s = 0;  // local NVMe per node, sequential
+  std::string source;
+  bool known() const { return memory_bytes > 0 && link_bytes_per_s > 0 && dram_bytes_per_s > 0; }
+};
 
 /// Model architecture only. `layers == 0` means only the parameter count is known (--params).
 struct ModelSpec {
@@ -111,6 +130,7 @@ struct GpuSpec {
   double context_bytes = 0;     // CUDA context + library workspaces, per process
   std::string intra_link;       // the node fabric this GPU comes with (a link preset)
   std::string inter_link;       // the scale-out network of its reference node
+  HostSpec host;                // its reference node's host (clusterless GPUs)
   bool calibrated = false;      // efficiencies replaced by probe measurements
   // A public on-demand list price of one GPU-hour in USD (0: none in the profile), and where it
   // was read. A list price, not a quote: `provision --gpu-hour-cost` replaces it.
@@ -141,6 +161,7 @@ struct ClusterSpec {
   LinkSpec nic;    // one scale-out NIC
   int nics_per_node = 1;
   LinkSpec inter;  // scale-out per GPU: the node's NICs shared by its GPUs (see share_nics)
+  HostSpec host;   // the node's host memory, PCIe, DRAM and NVMe (offload)
 
   int nodes() const { return (gpus + gpus_per_node - 1) / gpus_per_node; }
 };
@@ -197,6 +218,7 @@ struct ParallelPlan {
   // holds the embedding, and the one that holds the LM head and loss); -1: an even split.
   int first_stage_layers = -1;
   int last_stage_layers = -1;
+  Offload offload;
 
   int gpus() const { return dp * tp * pp * cp; }
 };
@@ -214,6 +236,7 @@ const char* to_string(Recompute v);
 const char* to_string(AttentionKind v);
 const char* to_string(MathDtype v);
 const char* to_string(Schedule v);
+const char* to_string(OffloadTarget v);
 MlpKind parse_mlp(const std::string& text, const std::string& field);
 NormKind parse_norm(const std::string& text, const std::string& field);
 PositionKind parse_positions(const std::string& text, const std::string& field);
@@ -222,6 +245,7 @@ OptimizerKind parse_optimizer(const std::string& text, const std::string& field)
 Recompute parse_recompute(const std::string& text, const std::string& field);
 AttentionKind parse_attention(const std::string& text, const std::string& field);
 Schedule parse_schedule(const std::string& text, const std::string& field);
+OffloadTarget parse_offload_target(const std::string& text, const std::string& field);
 
 /// The dtype GEMMs run in for a training precision (fp8 runs its GEMMs in fp8).
 MathDtype math_dtype(Precision p);

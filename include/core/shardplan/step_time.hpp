@@ -7,6 +7,7 @@
 #include "shardplan/compute.hpp"
 #include "shardplan/layer.hpp"
 #include "shardplan/memory.hpp"
+#include "shardplan/offload.hpp"
 #include "shardplan/schedule.hpp"
 #include "shardplan/specs.hpp"
 
@@ -42,12 +43,14 @@ MicroBatchCost micro_batch_cost(const ModelSpec& model, const TrainingSpec& trai
                                 const ParallelPlan& plan, const ClusterSpec& cluster);
 
 struct StepTime {
-  double step_s = 0;          // = compute_s + bubble_s + exposed_comm_s + optimizer_s
+  double step_s = 0;          // = compute_s + bubble_s + exposed_comm_s + optimizer_s + offload_s
   double compute_s = 0;       // the slowest stage's forward, backward and recompute
   double bubble_s = 0;        // pipeline fill and drain of the plan's schedule (schedule.hpp)
   double exposed_comm_s = 0;  // communication no compute hides
-  double optimizer_s = 0;     // the optimizer update (memory-bound)
-  int micro_batches = 1;      // per pipeline per step (gradient accumulation steps)
+  double optimizer_s = 0;     // the optimizer update (memory-bound); 0 when it runs on the CPU
+  double offload_s = 0;       // what offload adds (= offload.exposed_s)
+  OffloadTime offload;
+  int micro_batches = 1;  // per pipeline per step (gradient accumulation steps)
   int critical_stage = 0;
   double recompute_s = 0;         // of compute_s, the recomputed forward
   double contention_s = 0;        // of compute_s, what overlapped communication takes from compute
@@ -93,6 +96,7 @@ struct Evaluation {
   StepTime time;
   CommBreakdown comm;
   double peak_bytes = 0;
+  bool host_fits = true;  // offload: the node's host memory holds what its GPUs keep there
   double model_flops = 0;
   double hardware_flops = 0;
 };

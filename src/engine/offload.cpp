@@ -1,0 +1,148 @@
+// Offload rules, memory and time (offload.hpp).
+#include "shardplan/offload.hpp"
+
+#include <algorithm>
+
+#include "shardplan/memory.hpp"
+
+namespace shardplan {
+
+const char* to_string(OffloadProblem p) {
+  switch (p) {
+    case OffloadProblem::none:
+      return "none";
+    case OffloadProblem::no_host_facts:
+      return "no_host_facts";
+    case OffloadProblem::optimizer_not_supported:
+      return "optimizer_not_supported";
+    case OffloadProblem::params_not_supported:
+      return "params_not_supported";
+    case OffloadProblem::activations_not_supported:
+      return "activations_not_supported";
+    case OffloadProblem::nvme_not_supported:
+      return "nvme_not_supported";
+    case OffloadProblem::activations_to_nvme:
+      return "activations_to_nvme";
+    case OffloadProblem::parts_together:
+      return "parts_together";
+    case OffloadProblem::optimizer_needs_zero:
+      return "optimizer_needs_zero";
+    case OffloadProblem::params_need_zero:
+      return "params_need_zero";
+    case OffloadProblem::activations_need_recompute:
+      return "activations_need_recompute";
+  }
+  return "";
+}
+
+OffloadSupport offload_support(const FrameworkCaps& caps) {
+  const OffloadCaps& o = caps.offload;
+  auto has_nvme = [](const std::vector<OffloadTarget>& t) {
+    return std::find(t.begin(), t.end(), OffloadTarget::nvme) != t.end();
+  };
+  OffloadSupport s;
+  s.optimizer = !o.optimizer.empty();
+  s.params = !o.params.empty();
+  s.activations = !o.activations.empty();
+  s.nvme = has_nvme(o.optimizer) || has_nvme(o.params);
+  s.params_with_optimizer = o.params_with_optimizer;
+  s.optimizer_min_zero = o.optimizer_min_zero;
+  s.params_min_zero = o.params_min_zero;
+  return s;
+}
+
+OffloadProblem offload_problem(const ParallelPlan& p, const ClusterSpec& c,
+                               const OffloadSupport& allowed) {
+  const Offload& o = p.offload;
+  if (!o.any()) return OffloadProblem::none;
+  if (!c.host.known()) return OffloadProblem::no_host_facts;
+  if (o.optimizer && !allowed.optimizer) return OffloadProblem::optimizer_not_supported;
+  if (o.params && !allowed.params) return OffloadProblem::params_not_supported;
+  if (o.activations && !allowed.activations) return OffloadProblem::activations_not_supported;
+  if (o.to == OffloadTarget::nvme && !allowed.nvme) return OffloadProblem::nvme_not_supported;
+  if (o.to == OffloadTarget::nvme && o.activations) return OffloadProblem::activations_to_nvme;
+  if (allowed.params_with_optimizer && o.params != o.optimizer)
+    return OffloadProblem::parts_together;
+  if (o.optimizer && p.zero < allowed.optimizer_min_zero)
+    return OffloadProblem::optimizer_needs_zero;
+  if (o.params && p.zero < allowed.params_min_zero) return OffloadProblem::params_need_zero;
+  if (o.activations && p.recompute != Recompute::full)
+    return OffloadProblem::activations_need_recompute;
+  return OffloadProblem::none;
+}
+
+std::vector<Offload> offload_choices(OffloadTarget to) {
+  std::vector<Offload> out;
+  for (int parts = 0; parts < 4; ++parts) {
+    Offload o;
+    o.optimizer = true;
+    o.params = parts == 1 || parts == 3;
+    o.activations = parts >= 2;
+    o.to = to;
+    out.push_back(o);
+  }
+  return out;
+}
+
+int gpus_on_node(const ClusterSpec& c) {
+  return std::max(1, std::min(c.gpus, c.gpus_per_node));
+}
+
+void offload_stage_memory(StageMemory& s, const ParallelPlan& p, const StateBytes& per) {
+  const Offload& o = p.offload;
+  if (!o.any()) return;
+  const bool nvme = o.to == OffloadTarget::nvme;
+  auto move = [&](double bytes) {
+    s.offloaded_bytes += bytes;
+    (nvme ? s.nvme_bytes : s.host_bytes) += bytes;
+  };
+  if (o.optimizer && per.optimizer > 0) {
+    const double shard_params = s.optimizer_bytes / per.optimizer;
+    s.host_bytes += shard_params * kHostGradientBytesPerParam;
+    move(s.optimizer_bytes);
+    s.optimizer_bytes = 0;
+  }
+  if (o.params) {
+    move(s.weights_bytes);
+    s.weights_bytes = 0;
+  }
+  if (o.activations && s.layers_in_flight > 0) {
+    const double per_layer = s.layer_activations_bytes / s.layers_in_flight;
+    const double kept = std::min(s.layer_activations_bytes, 2.0 * per_layer);
+    const double moved = s.layer_activations_bytes - kept;
+    s.layer_activations_bytes = kept;
+    s.activations_bytes -= moved;
+    s.offloaded_bytes += moved;
+    s.host_bytes += moved;
+  }
+}
+
+OffloadTime offload_time(const Offload& o, const HostSpec& h, const OffloadInputs& in) {
+  OffloadTime t;
+  if (!o.any() || !h.known()) return t;
+  const double link = h.link_bytes_per_s;
+  const double node_params = in.shard_params * in.gpus_on_node;
+  const bool nvme = o.to == OffloadTarget::nvme && h.nvme_bytes_per_s > 0;
+  double nvme_bytes = 0;
+  if (o.optimizer) {
+    t.gradients_down_s = in.shard_params * in.gradient_bytes_per_param / link;
+    if (!o.params) t.weights_up_s = in.shard_params * in.weight_bytes_per_param / link;
+    t.cpu_adam_s = node_params * kCpuAdamBytesPerParam / (h.dram_bytes_per_s * h.dram_efficiency);
+    if (nvme) nvme_bytes += 2.0 * node_params * in.optimizer_bytes_per_param;  // read + write
+  }
+  if (o.params) {
+    const double passes = 2.0 * in.micro_batches;  // forward and backward fetch every layer
+    t.params_fetch_s = passes * in.shard_params * in.weight_bytes_per_param / link;
+    if (nvme) nvme_bytes += passes * node_params * in.weight_bytes_per_param;
+  }
+  if (o.activations) {
+    t.activations_s = 2.0 * in.micro_batches * in.activation_bytes_per_micro_batch / link;
+  }
+  if (nvme) t.nvme_s = nvme_bytes / h.nvme_bytes_per_s;
+  const double overlappable = t.gradients_down_s + t.params_fetch_s + t.activations_s;
+  t.hidden_s = std::min(overlappable, in.compute_s);
+  t.exposed_s = overlappable - t.hidden_s + t.weights_up_s + t.cpu_adam_s + t.nvme_s;
+  return t;
+}
+
+}  // namespace shardplan

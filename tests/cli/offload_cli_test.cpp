@@ -1,0 +1,84 @@
+// Offload at the command line: Llama-3.1-8B on one H100 plans to an offload rung, the plan file
+// round-trips it, DeepSpeed and accelerate emit it with keys that parse back, others refuse.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+
+using namespace shardplan::test;
+
+namespace {
+const std::string kOneH100 = "--model llama-3.1-8b --gpus 1 --gpu H100-SXM";
+}
+
+TEST_CASE("plan llama-3.1-8b on one H100: offload fits, and says what it costs") {
+  const auto r = run_cli("plan " + kOneH100);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.out, "offload                STOP HERE"));
+  CHECK(contains(r.out, "offload adds"));
+  CHECK(contains(r.out, "Recommended (offload"));
+  const auto j = nlohmann::json::parse(run_cli("plan " + kOneH100 + " --json").out);
+  CHECK(j.at("recommended").at("rung") == "offload");
+  CHECK(j.at("recommended").at("plan").at("offload").at("optimizer") == true);
+  REQUIRE(j.at("ladder").size() == 3);
+  const auto& rung = j.at("ladder")[2];
+  CHECK(rung.at("offload_s").get<double>() > 0);
+  CHECK(rung.at("without_offload_bytes").get<double>() > rung.at("capacity_bytes").get<double>());
+  CHECK(j.at("recommended").at("memory").at("offload").at("host_fits") == true);
+  CHECK(j.at("fastest").at("plan").contains("offload"));  // the search falls back to offload
+}
+
+TEST_CASE("estimate --offload: memory freed, host need, the offload row; bad values refused") {
+  const auto r = run_cli("estimate " + kOneH100 + " --zero 1 --offload optimizer");
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "offload optimizer to cpu"));
+  CHECK(contains(r.out, "Offload: 89.75 GiB off each device"));  // 12 B x 8.03e9
+  CHECK(contains(r.out, "CPU Adam"));
+  check_refused("estimate " + kOneH100 + " --offload gradients", "--offload");
+  check_refused("estimate " + kOneH100 + " --zero 1 --offload optimizer --offload-to disk",
+                "--offload-to");
+  check_refused("estimate " + kOneH100 + " --offload optimizer", "ZeRO stage 1");
+  check_refused("estimate --model llama-3.1-8b --gpus 1 --gpu L40S --zero 1 --offload optimizer",
+                "host");
+}
+
+TEST_CASE("emit: DeepSpeed offload keys and accelerate's fsdp_offload_params parse back") {
+  const auto ds = run_cli("emit --format deepspeed " + kOneH100 +
+                          " --zero 3 --offload optimizer,params --offload-to nvme");
+  REQUIRE(ds.status == 0);
+  const auto z = nlohmann::json::parse(ds.out).at("zero_optimization");
+  CHECK(z.at("stage") == 3);
+  CHECK(z.at("offload_optimizer").at("device") == "nvme");
+  CHECK(z.at("offload_optimizer").at("pin_memory") == true);
+  CHECK(z.at("offload_optimizer").at("nvme_path").is_string());
+  CHECK(z.at("offload_param").at("device") == "nvme");
+  const auto acc =
+      run_cli("emit --format accelerate " + kOneH100 + " --zero 3 --offload optimizer,params");
+  REQUIRE(acc.status == 0);
+  CHECK(contains(acc.out, "fsdp_offload_params: true"));
+  check_refused("emit --format accelerate " + kOneH100 + " --zero 3 --offload optimizer",
+                "together");
+  // Megatron-Core offloads the optimizer only; torchtitan's profile plans no offload.
+  const auto mega = run_cli("emit --format megatron " + kOneH100 + " --zero 1 --offload optimizer");
+  REQUIRE(mega.status == 0);
+  CHECK(contains(mega.out, "--optimizer-cpu-offload"));
+  CHECK(contains(mega.out, "--use-precision-aware-optimizer"));
+  check_refused("emit --format megatron " + kOneH100 + " --zero 3 --offload optimizer,params",
+                "cannot offload the parameters");
+  check_refused("estimate --framework torchtitan " + kOneH100 + " --zero 3 --offload optimizer",
+                "torchtitan cannot offload the optimizer");
+}
+
+TEST_CASE("a plan file keeps the offload: emit --plan gives the same DeepSpeed config") {
+  const std::string dir = make_temp_dir();
+  const auto planned = run_cli("plan " + kOneH100 + " --json");
+  REQUIRE(planned.status == 0);
+  write_file(dir + "/plan.json", planned.out);
+  const auto from_file = run_cli("emit --format deepspeed --plan " + dir + "/plan.json");
+  REQUIRE(from_file.status == 0);
+  const auto j = nlohmann::json::parse(from_file.out);
+  const auto rec = nlohmann::json::parse(planned.out).at("recommended").at("plan");
+  CHECK(j.at("_shardplan").at("plan").at("offload") == rec.at("offload"));
+  CHECK(j.at("zero_optimization").at("offload_optimizer").at("device") == "cpu");
+}
