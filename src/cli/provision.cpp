@@ -192,9 +192,10 @@ int report(const ProvisionResult& r, const ProvisionRequest& rq, const Inputs& i
                            in.training.seq_len,
                            in.training.global_batch > 0
                                ? std::to_string(in.training.global_batch)
-                               : fmt::format("{} (one sequence per GPU at {} GPUs; the same run "
-                                             "on every option)",
-                                             rq.counts.back(), rq.counts.back()));
+                               : fmt::format("{} (the default of {} tokens per step; the same "
+                                             "run on every option)",
+                                             default_global_batch(in.training.seq_len),
+                                             format_count(kDefaultTokensPerStep)));
   std::cout << render_provision(r, rq);
   std::cout << fmt::format("  > best by {}{}   * Pareto frontier of time to train vs cost\n",
                            to_string(rq.objective),

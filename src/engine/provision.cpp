@@ -20,7 +20,9 @@ ProvisionOption plan_option(const ModelSpec& model, const TrainingSpec& base, co
   o.cluster = offer.cluster;
   o.cluster.gpus = count;
   o.training = base;
-  if (o.training.global_batch == 0) o.training.global_batch = request.counts.back();
+  // The same run on every option: the default batch is a fixed token count per step
+  // (default_global_batch), whatever the GPU count.
+  if (o.training.global_batch == 0) o.training.global_batch = default_global_batch(base.seq_len);
   o.training.gpu_hour_cost = offer.gpu_hour_cost;
   const PlanningResult planned = plan_cluster(model, o.training, o.cluster, request.planning);
   if (const RungVerdict* rec = planned.recommended()) {

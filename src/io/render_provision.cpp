@@ -45,6 +45,13 @@ std::string marks(const ProvisionOption& o, const ProvisionResult& r, size_t i) 
   return m;
 }
 
+// The step's validation interval, or "-" when the framework has no case on this GPU generation.
+std::string step_interval_cell(const ProvisionOption& o) {
+  const StepInterval si = step_interval(o.training.framework, o.cluster.gpu.name, o.step_s());
+  if (!si.accuracy) return "-";
+  return format_seconds(si.low_s) + " - " + format_seconds(si.high_s);
+}
+
 }  // namespace
 
 std::string render_provision(const ProvisionResult& r, const ProvisionRequest& request) {
@@ -54,6 +61,7 @@ std::string render_provision(const ProvisionResult& r, const ProvisionRequest& r
            {"GPUs"},
            {"fastest plan", A::left},
            {"step"},
+           {"interval"},
            {"to train"},
            {"GPU-hours"},
            {"cost"},
@@ -64,12 +72,12 @@ std::string render_provision(const ProvisionResult& r, const ProvisionRequest& r
     const ProvisionOption& o = r.options[i];
     if (!o.fits) {
       t.add_row({marks(o, r, i), o.gpu, std::to_string(o.gpus), "no plan fits", "-", "-", "-", "-",
-                 "-", "-", recommended_cell(o)});
+                 "-", "-", "-", recommended_cell(o)});
       continue;
     }
     const bool late = request.deadline_s > 0 && !o.meets_deadline;
     t.add_row({marks(o, r, i), o.gpu, std::to_string(o.gpus), describe(o.plan),
-               format_seconds(o.step_s()),
+               format_seconds(o.step_s()), step_interval_cell(o),
                format_seconds(o.time_to_train_s()) + (late ? " (late)" : ""),
                format_hours(o.estimate.train_gpu_hours), format_usd(o.cost()),
                format_percent(o.estimate.throughput.mfu), format_gib(o.headroom_bytes),
@@ -92,8 +100,16 @@ nlohmann::json to_json(const ProvisionOption& o) {
     j["step_s"] = j["time_to_train_s"] = j["cost"] = nullptr;
   } else {
     j["plan"] = to_json(o.plan);
-    j["step_s"] = o.step_s();  // a step-time interval (step_s_low/high) goes beside it
+    // The step as an interval from the framework's validation errors on this GPU generation;
+    // time to train and cost scale with it.
+    const StepInterval si = step_interval(o.training.framework, o.cluster.gpu.name, o.step_s());
+    j["step_s"] = o.step_s();
+    j["step_s_low"] = si.low_s;
+    j["step_s_high"] = si.high_s;
     j["time_to_train_s"] = o.time_to_train_s();
+    j["time_to_train_s_low"] = o.time_to_train_s() * si.low_s / o.step_s();
+    j["time_to_train_s_high"] = o.time_to_train_s() * si.high_s / o.step_s();
+    j["accuracy"] = accuracy_json(si, o.training, o.cluster);
     j["gpu_hours"] = o.estimate.train_gpu_hours;
     j["cost"] = o.cost();
     j["tokens_per_s"] = o.estimate.throughput.tokens_per_s;

@@ -61,7 +61,10 @@ TEST_CASE("provision prices the plan `plan` would pick, and picks the cheapest i
     const PlanningResult planned = plan_cluster(model, o.training, o.cluster, rq.planning);
     REQUIRE(planned.fastest());
     CHECK(describe(planned.fastest()->plan) == describe(o.plan));
-    CHECK(o.training.global_batch == 16);  // one sequence per GPU at the largest count
+    // 4M tokens per step at this sequence length, whatever the GPU count (Llama 2 Table 1).
+    CHECK(o.training.global_batch == default_global_batch(tr.seq_len));
+    CHECK(static_cast<double>(o.training.global_batch) * tr.seq_len ==
+          doctest::Approx(kDefaultTokensPerStep).epsilon(0.01));
     // time to train = tokens / tokens per second; cost = GPU-hours x price
     CHECK(o.time_to_train_s() ==
           doctest::Approx(tr.tokens / o.estimate.throughput.tokens_per_s).epsilon(0.01));

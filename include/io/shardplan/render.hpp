@@ -92,6 +92,10 @@ std::string describe_model(const ModelSpec& m);
 std::string describe_cluster(const ClusterSpec& c);
 /// "4.1 s to 4.6 s (fsdp x H100, 2 held-out cases)": the step interval and where it comes from.
 std::string interval_text(const StepInterval& interval, const TrainingSpec& training);
+/// The validation class behind a step interval: framework x GPU generation, its case count and
+/// whether they were held out ("accuracy" in every command's JSON).
+nlohmann::json accuracy_json(const StepInterval& interval, const TrainingSpec& training,
+                             const ClusterSpec& cluster);
 
 /// A warning when `mfu` is above the highest MFU published for the training's framework (its
 /// profile's max_published_mfu), else empty.
