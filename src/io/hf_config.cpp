@@ -16,6 +16,13 @@
 namespace shardplan {
 namespace {
 
+// A string field of the config, or `fallback` when it is absent or not a string (fuzzing found
+// "_name_or_path": [...] aborting the program through nlohmann's type_error).
+std::string string_or(const nlohmann::json& j, const char* key, const std::string& fallback) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 // Families whose MLP is gated (gate, up and down projections) in transformers' modeling code.
 const std::set<std::string> kGatedFamilies = {
     "llama",       "mistral",     "mixtral", "qwen2",       "qwen2_moe",   "qwen3",
@@ -100,7 +107,7 @@ void read_moe(const nlohmann::json& c, const std::string& type, const std::strin
     }
     m.shared_ffn_hidden = first_int(c, {"n_shared_experts"}, 0, origin, false) * m.ffn_hidden;
     // DeepSeek-V3's auxiliary-loss-free balancing adds a per-expert bias (noaux_tc).
-    m.router_bias = c.value("topk_method", std::string()) == "noaux_tc";
+    m.router_bias = string_or(c, "topk_method", "") == "noaux_tc";
     m.mtp_layers = first_int(c, {"num_nextn_predict_layers"}, 0, origin, false);
   }
   if (qwen) {
@@ -162,7 +169,7 @@ ModelSpec model_from_hf_config(const std::string& text, const std::string& origi
   // Multimodal wrappers (Llama 4, Gemma 3) keep the language model under text_config.
   const bool nested = j.contains("text_config") && j.at("text_config").is_object();
   const nlohmann::json& c = nested ? j.at("text_config") : j;
-  std::string type = c.value("model_type", j.value("model_type", std::string()));
+  std::string type = string_or(c, "model_type", string_or(j, "model_type", ""));
   if (type.empty()) {
     throw InputError(origin + ": model_type",
                      "missing; it names the architecture (supported: " + supported_types() + ")");
@@ -177,7 +184,7 @@ ModelSpec model_from_hf_config(const std::string& text, const std::string& origi
   }
 
   ModelSpec m;
-  m.name = c.value("_name_or_path", j.value("_name_or_path", type));
+  m.name = string_or(c, "_name_or_path", string_or(j, "_name_or_path", type));
   m.source = origin + " (Hugging Face " + type + " config)";
   m.layers = first_int(c, {"num_hidden_layers", "n_layer", "num_layers"}, 0, origin, true);
   m.hidden = first_int(c, {"hidden_size", "n_embd", "d_model"}, 0, origin, true);

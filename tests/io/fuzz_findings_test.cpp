@@ -55,3 +55,17 @@ TEST_CASE("a number no double holds is InputError in every JSON file (fuzz_profi
                                             shardplan::PlanPick::recommended),
                   InputError);
 }
+
+TEST_CASE("HF config: a non-string name or method is ignored, never a JSON library exception") {
+  // Found by fuzz_hf_config: "_name_or_path": [...] threw nlohmann's type_error 302 (abort).
+  const std::string config =
+      shardplan::test::read_file(std::string(SHARDPLAN_TEST_DATA) + "/hf/llama-2-7b/config.json");
+  std::string broken = config;
+  const std::string name = R"("_name_or_path": "meta-llama/Llama-2-7b-hf")";
+  const auto at = broken.find(name);
+  REQUIRE(at != std::string::npos);
+  broken.replace(at, name.size(), R"("_name_or_path": ["x"], "topk_method": 3)");
+  const shardplan::ModelSpec m = shardplan::model_from_hf_config(broken, "config.json");
+  CHECK(m.layers == 32);
+  CHECK(m.name == "llama");  // the model_type stands in for the missing name
+}
