@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
     c.gpu = gpu.name;
     GpuOffer offer{build_cluster(c), 0, ""};
     offer.gpu_hour_cost = offer.cluster.gpu.list_price_usd_per_gpu_hour;
-    rq.offers.push_back(offer);
+    // The CLI's default grid: the GPU presets with a list price.
+    if (offer.gpu_hour_cost > 0) rq.offers.push_back(offer);
   }
   for (int n = 8; n <= 4096; n *= 2) rq.counts.push_back(n);
   rq.planning.search.top_k = 1;

@@ -88,7 +88,10 @@ TEST_CASE("emit accepts every plan its framework's planner returns, recommended 
   const std::string dir = make_temp_dir();
   int emitted = 0;
   for (const auto& flags : cases) {
-    for (const auto& [framework, format] : frameworks) {
+    for (const auto& entry : frameworks) {
+      // Named copies: clang's lambdas (CAPTURE) cannot capture structured bindings.
+      const auto& framework = entry.first;
+      const auto& format = entry.second;
       CAPTURE(flags);
       CAPTURE(framework);
       const auto plan = run_cli("plan " + flags + " --framework " + framework + " --top 3 --json");
