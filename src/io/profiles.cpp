@@ -427,6 +427,22 @@ std::vector<PresetSummary> list_presets(ProfileKind kind) {
   return out;
 }
 
+namespace {
+
+// A Hugging Face config.json, not shardplan's own model file: it names its architecture, or it has
+// no "name" (every shardplan model file has one) and is called config.json or carries transformers'
+// size fields. The HF reader then names what is missing (model_type) instead of "name".
+bool looks_like_hf_config(const nlohmann::json& j, const std::string& path) {
+  if (j.contains("model_type") || j.contains("architectures") || j.contains("text_config")) {
+    return true;
+  }
+  if (j.contains("name")) return false;
+  return std::filesystem::path(path).filename() == "config.json" || j.contains("hidden_size") ||
+         j.contains("num_hidden_layers") || j.contains("n_embd") || j.contains("n_layer");
+}
+
+}  // namespace
+
 ModelSpec load_model(const std::string& name_or_path, const std::string& field) {
   if (const Preset* p = find_preset(ProfileKind::model, name_or_path)) {
     return model_from_json(p->json, p->path);
@@ -446,9 +462,7 @@ ModelSpec load_model(const std::string& name_or_path, const std::string& field) 
   const std::string text = read_text_file(name_or_path, field);
   const nlohmann::json j = parse_json(text, name_or_path);
   if (!j.is_object()) throw InputError(name_or_path, "expected a JSON object");
-  if (j.contains("model_type") || j.contains("architectures") || j.contains("text_config")) {
-    return model_from_hf_config(text, name_or_path);
-  }
+  if (looks_like_hf_config(j, name_or_path)) return model_from_hf_config(text, name_or_path);
   return model_from_json(j, name_or_path);
 }
 

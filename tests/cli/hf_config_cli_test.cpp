@@ -37,6 +37,23 @@ TEST_CASE("a config without model_type names the field and the supported types")
   CHECK(contains(r.err, "deepseek_v3"));
 }
 
+TEST_CASE("a config with neither model_type nor architectures is still read as a config.json") {
+  // Before: such a file fell through to shardplan's own model format ("name: missing").
+  const std::string dir = shardplan::test::make_temp_dir();
+  const std::string body = R"({"hidden_size": 3584, "num_hidden_layers": 28,
+                               "num_attention_heads": 28, "intermediate_size": 18944,
+                               "vocab_size": 152064})";
+  shardplan::test::write_file(dir + "/config.json", body);
+  shardplan::test::write_file(dir + "/renamed.json", body);
+  for (const std::string file : {"/config.json", "/renamed.json"}) {
+    CAPTURE(file);
+    const auto r = run_cli("memory --model " + dir + file);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "model_type"));
+    CHECK_FALSE(contains(r.err, "name: missing"));
+  }
+}
+
 TEST_CASE("a config without intermediate_size is refused, not made a 4h MLP") {
   const std::string dir = shardplan::test::make_temp_dir();
   shardplan::test::write_file(dir + "/config.json",
