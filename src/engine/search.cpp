@@ -160,12 +160,16 @@ double objective_of(Objective o, const Candidate& c, int gpus) {
   return c.step_s;
 }
 
+// The plan that comes closer to fitting: less peak memory, ties broken as the ranking does.
+bool closer_to_fitting(const Candidate& a, const Candidate& b) {
+  return a.peak_bytes < b.peak_bytes || (a.peak_bytes == b.peak_bytes && key_of(a) < key_of(b));
+}
+
 // Counts a modelled plan and keeps it among the top K, or as the closest to fitting.
 void record(const Candidate& cand, bool over_memory, const SearchOptions& opt, Partial& out) {
   if (over_memory) {
     ++out.rejected_memory;
-    if (!out.have_least || cand.peak_bytes < out.least.peak_bytes ||
-        (cand.peak_bytes == out.least.peak_bytes && key_of(cand) < key_of(out.least))) {
+    if (!out.have_least || closer_to_fitting(cand, out.least)) {
       out.least = cand;
       out.have_least = true;
     }
@@ -305,7 +309,9 @@ SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpe
       all.push_back(p.top.top());
       p.top.pop();
     }
-    if (p.have_least && (!r.have_least_memory || key_of(p.least) < key_of(r.least_memory))) {
+    // Threads take groups in whatever order they finish, so the merge must use the same
+    // order as record() for the answer not to depend on timing.
+    if (p.have_least && (!r.have_least_memory || closer_to_fitting(p.least, r.least_memory))) {
       r.least_memory = p.least;
       r.have_least_memory = true;
     }
