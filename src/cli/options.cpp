@@ -30,6 +30,13 @@ int int_or(const std::string& text, const std::string& field, int fallback) {
   return text.empty() ? fallback : as_int(text, field);
 }
 
+int parse_zero(const std::string& text) {
+  if (text.empty()) return 0;
+  if (text.size() != 1 || text[0] < '0' || text[0] > '3')
+    throw InputError("--zero", "'" + text + "' is not a ZeRO stage; use 0, 1, 2 or 3");
+  return text[0] - '0';
+}
+
 bool any_architecture_flag(const PlanningOptions& o) {
   return !(o.layers.empty() && o.hidden.empty() && o.heads.empty() && o.kv_heads.empty() &&
            o.ffn_hidden.empty() && o.vocab.empty() && o.mlp.empty() && o.experts.empty());
@@ -375,22 +382,18 @@ Inputs resolve_inputs(const PlanningOptions& o) {
   Inputs in;
   in.model = resolve_model(o);
   ParallelPlan& p = in.plan;
-  p.tp = int_or(o.tp, "--tp", 1);
-  p.pp = int_or(o.pp, "--pp", 1);
-  p.cp = int_or(o.cp, "--cp", 1);
-  p.ep = int_or(o.ep, "--ep", 1);
-  p.etp = int_or(o.expert_tp, "--expert-tp", 0);
-  p.micro_batch = int_or(o.micro_batch, "--micro-batch", 1);
-  p.interleave = int_or(o.interleave, "--interleave", 1);
-  if (!o.zero.empty()) {
-    if (o.zero.size() != 1 || o.zero[0] < '0' || o.zero[0] > '3') {
-      throw InputError("--zero", "'" + o.zero + "' is not a ZeRO stage; use 0, 1, 2 or 3");
-    }
-    p.zero = o.zero[0] - '0';
-  }
-  if (!o.recompute.empty()) p.recompute = parse_recompute(o.recompute, "--recompute");
-  p.sequence_parallel = o.sequence_parallel;
-  p.offload = parse_offload(o.offload, o.offload_to);
+  p = {.tp = int_or(o.tp, "--tp", 1),
+       .pp = int_or(o.pp, "--pp", 1),
+       .cp = int_or(o.cp, "--cp", 1),
+       .ep = int_or(o.ep, "--ep", 1),
+       .etp = int_or(o.expert_tp, "--expert-tp", 0),
+       .zero = parse_zero(o.zero),
+       .micro_batch = int_or(o.micro_batch, "--micro-batch", 1),
+       .recompute =
+           o.recompute.empty() ? Recompute::none : parse_recompute(o.recompute, "--recompute"),
+       .sequence_parallel = o.sequence_parallel,
+       .interleave = int_or(o.interleave, "--interleave", 1),
+       .offload = parse_offload(o.offload, o.offload_to)};
   resolve_pipeline(o, p);
   const int model_parallel = p.tp * p.pp * p.cp;
   const int dp_flag = int_or(o.dp, "--dp", 0);
@@ -417,7 +420,7 @@ Inputs resolve_inputs(const PlanningOptions& o) {
                                 "use a multiple of {}",
                                 in.cluster.gpus, p.tp, p.pp, p.cp, model_parallel, model_parallel));
     }
-    p.dp = in.cluster.gpus / model_parallel;
+    p = plan_over(in.cluster.gpus, p);
   }
   fill_default_global_batch(in, p.dp * p.micro_batch);
   require_runnable(p, {in.model, in.training, in.cluster, rules});

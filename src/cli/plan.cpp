@@ -255,7 +255,7 @@ Runner setup_plan(CLI::App& sub) {
       rejected["memory"] = found.rejected_memory;
       add_notes_json(j, in.notes);
       j["search"] = {{"objective", to_string(so.objective)},
-                     {"space_size", space.size()},
+                     {"space_size", space.size() + space.refused_points()},
                      {"evaluated", found.evaluated},
                      {"modelled", found.modelled},
                      {"feasible", found.feasible},

@@ -54,6 +54,12 @@ Placement placement_of(Parallelism which, const ParallelPlan& p, const ClusterSp
   return g;
 }
 
+Placements placements_of(const ParallelPlan& p, const ClusterSpec& c) {
+  return {placement_of(Parallelism::data, p, c), placement_of(Parallelism::tensor, p, c),
+          placement_of(Parallelism::pipeline, p, c), placement_of(Parallelism::context, p, c),
+          placement_of(Parallelism::expert, p, c)};
+}
+
 void set_traffic(Traffic& t, Collective c, double bytes, double calls, const Placement& g,
                  const ClusterSpec& cluster) {
   t.collective = c;

@@ -59,9 +59,13 @@ const char* to_string(Blocker b) {
 
 SearchSpace rung_space(Rung rung, const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
                        const PlanRules& rules) {
-  SearchSpace s = full_space(m, tr, c, rules);
+  // The rung's shape on every axis first, the framework's capabilities last: a rung the framework
+  // cannot run (torchtitan's ZeRO-1) is then empty, its points refused under the rule that
+  // says why.
+  SearchSpace s = all_axes(m, tr, c, rules);
   s.cp = {1};
   s.ep = {1};
+  s.expert_tp = {0};
   auto only = [](std::vector<int>& axis, int value) { axis = {value}; };
   const int per_replica =
       c.gpus > 0 && tr.global_batch % c.gpus == 0 ? tr.global_batch / c.gpus : 0;
@@ -112,6 +116,7 @@ SearchSpace rung_space(Rung rung, const ModelSpec& m, const TrainingSpec& tr, co
       std::erase_if(s.pp, [](int pp) { return pp < 2; });
       break;
   }
+  restrict_to(s, tr.framework.caps);
   return s;
 }
 
@@ -174,7 +179,7 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
     v.rung = rung;
     v.capacity_bytes = c.gpu.memory_bytes;
     const SearchSpace space = rung_space(rung, m, tr, c, opt.rules);
-    const SearchResult r = space.size() > 0 ? search(m, tr, c, space, so) : SearchResult{};
+    const SearchResult r = search(m, tr, c, space, so);
     v.evaluated = r.evaluated;
     if (!r.ranked.empty()) {
       v.fits = true;
@@ -214,12 +219,6 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
       // no ZeRO-1, no offload) is a different answer from a shape that does not divide.
       const auto most = std::max_element(r.rejected.begin(), r.rejected.end());
       if (*most > 0) v.top_rule = static_cast<RuleId>(most - r.rejected.begin());
-      const OffloadSupport off = offload_support(tr.framework.caps);
-      if (rung == Rung::offload && !off.optimizer && !off.params && !off.activations)
-        v.top_rule = RuleId::offload_supported;
-      else if (space.size() == 0 &&
-               (rung == Rung::zero_1 || rung == Rung::zero_2 || rung == Rung::zero_3))
-        v.top_rule = RuleId::framework_zero_stage;  // the framework lacks this ZeRO stage
     }
     out.rungs.push_back(v);
     if (v.passes()) {

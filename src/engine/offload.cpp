@@ -51,11 +51,7 @@ OffloadSupport offload_support(const FrameworkCaps& caps) {
   return s;
 }
 
-OffloadProblem offload_problem(const ParallelPlan& p, const ClusterSpec& c,
-                               const OffloadSupport& allowed) {
-  const Offload& o = p.offload;
-  if (!o.any()) return OffloadProblem::none;
-  if (!c.host.known()) return OffloadProblem::no_host_facts;
+OffloadProblem offload_kind_problem(const Offload& o, const OffloadSupport& allowed) {
   if (o.optimizer && !allowed.optimizer) return OffloadProblem::optimizer_not_supported;
   if (o.params && !allowed.params) return OffloadProblem::params_not_supported;
   if (o.activations && !allowed.activations) return OffloadProblem::activations_not_supported;
@@ -63,6 +59,16 @@ OffloadProblem offload_problem(const ParallelPlan& p, const ClusterSpec& c,
   if (o.to == OffloadTarget::nvme && o.activations) return OffloadProblem::activations_to_nvme;
   if (allowed.params_with_optimizer && o.params != o.optimizer)
     return OffloadProblem::parts_together;
+  return OffloadProblem::none;
+}
+
+OffloadProblem offload_problem(const ParallelPlan& p, const ClusterSpec& c,
+                               const OffloadSupport& allowed) {
+  const Offload& o = p.offload;
+  if (!o.any()) return OffloadProblem::none;
+  if (!c.host.known()) return OffloadProblem::no_host_facts;
+  if (const OffloadProblem kind = offload_kind_problem(o, allowed); kind != OffloadProblem::none)
+    return kind;
   if (o.optimizer && p.zero < allowed.optimizer_min_zero)
     return OffloadProblem::optimizer_needs_zero;
   if (o.params && p.zero < allowed.params_min_zero) return OffloadProblem::params_need_zero;

@@ -11,6 +11,14 @@
 
 namespace shardplan {
 
+ParallelPlan plan_over(int gpus, ParallelPlan choices) {
+  const long long model_parallel = static_cast<long long>(choices.tp) * choices.pp * choices.cp;
+  choices.dp = model_parallel > 0 && gpus % model_parallel == 0
+                   ? static_cast<int>(gpus / model_parallel)
+                   : 0;
+  return choices;
+}
+
 LayoutRest layout_rest(int layers, const ParallelPlan& p) {
   LayoutRest r{layers, p.pp * p.interleave, false};
   if (p.first_stage_layers >= 0) {

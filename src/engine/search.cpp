@@ -44,9 +44,16 @@ Objective parse_objective(const std::string& text, const std::string& field) {
 }
 
 long long SearchSpace::size() const {
-  return static_cast<long long>(tp.size()) * pp.size() * cp.size() * ep.size() * zero.size() *
-         micro_batch.size() * interleave.size() * recompute.size() * sequence_parallel.size() *
-         schedule.size() * lighter_ends.size() * offload.size();
+  // (tp, expert tp) pairs: an explicit expert tp equal to tp is the pair with expert tp 0.
+  long long tp_pairs = static_cast<long long>(tp.size()) * expert_tp.size();
+  for (int t : tp) tp_pairs -= std::count(expert_tp.begin(), expert_tp.end(), t);
+  return tp_pairs * pp.size() * cp.size() * ep.size() * zero.size() * micro_batch.size() *
+         interleave.size() * recompute.size() * sequence_parallel.size() * schedule.size() *
+         lighter_ends.size() * offload.size();
+}
+
+long long SearchSpace::refused_points() const {
+  return std::accumulate(refused.begin(), refused.end(), 0LL);
 }
 
 namespace {
@@ -59,34 +66,57 @@ std::vector<int> divisors(long long n, long long max) {
   return out;
 }
 
-// Only what the framework can run: a point it cannot is not a plan for it.
-void restrict_to(SearchSpace& s, const FrameworkCaps& caps) {
-  std::erase_if(s.zero, [&](int z) { return !caps.has_zero(z); });
-  if (!caps.tensor_parallel) s.tp = {1};
-  if (!caps.sequence_parallel) s.sequence_parallel = {false};
-  if (caps.pipeline_schedules.empty()) s.pp = {1};
-  if (!caps.has_schedule(Schedule::interleaved)) s.interleave = {1};
-  // 1F1B stays: with pp 1 it is no pipeline at all; the rule table refuses the rest.
-  std::erase_if(s.schedule,
-                [&](Schedule x) { return x != Schedule::one_f_one_b && !caps.has_schedule(x); });
-  if (caps.stage_layout == FrameworkCaps::StageLayout::none) s.lighter_ends = {false};
-  if (!caps.context_parallel) s.cp = {1};
-  if (!caps.expert_parallel) s.ep = {1};
+// Takes out the values of one axis that `out` says the framework cannot run, counting the
+// points they held under `rule`.
+template <typename T, typename Pred>
+void drop(SearchSpace& s, std::vector<T>& axis, RuleId rule, Pred out) {
+  const long long before = s.size();
+  std::erase_if(axis, out);
+  s.refused[static_cast<int>(rule)] += before - s.size();
 }
 
 }  // namespace
 
-SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
-                       const PlanRules& rules) {
+void restrict_to(SearchSpace& s, const FrameworkCaps& caps) {
+  using R = RuleId;
+  drop(s, s.zero, R::framework_zero_stage, [&](int z) { return !caps.has_zero(z); });
+  drop(s, s.tp, R::framework_tp, [&](int tp) { return tp > 1 && !caps.tensor_parallel; });
+  drop(s, s.sequence_parallel, R::framework_sequence_parallel,
+       [&](bool sp) { return sp && !caps.sequence_parallel; });
+  drop(s, s.pp, R::framework_pp, [&](int pp) { return pp > 1 && caps.pipeline_schedules.empty(); });
+  drop(s, s.interleave, R::framework_schedule,
+       [&](int v) { return v > 1 && !caps.has_schedule(Schedule::interleaved); });
+  // 1F1B stays: with pp 1 it is no pipeline at all; the rule table refuses the rest.
+  drop(s, s.schedule, R::framework_schedule,
+       [&](Schedule x) { return x != Schedule::one_f_one_b && !caps.has_schedule(x); });
+  drop(s, s.lighter_ends, R::framework_stage_layout, [&](bool lighter) {
+    return lighter && caps.stage_layout == FrameworkCaps::StageLayout::none;
+  });
+  drop(s, s.cp, R::framework_cp, [&](int cp) { return cp > 1 && !caps.context_parallel; });
+  drop(s, s.ep, R::framework_ep, [&](int ep) { return ep > 1 && !caps.expert_parallel; });
+  drop(s, s.expert_tp, R::framework_ep, [&](int etp) { return etp > 0 && !caps.expert_parallel; });
+  const OffloadSupport allowed = offload_support(caps);
+  drop(s, s.offload, R::offload_supported,
+       [&](const Offload& o) { return offload_kind_problem(o, allowed) != OffloadProblem::none; });
+}
+
+SearchSpace all_axes(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& cluster,
+                     const PlanRules& rules) {
   SearchSpace s;
-  const int tp_max = rules.allow_tp_across_nodes ? c.gpus : c.gpus_per_node;
-  s.tp = divisors(c.gpus, tp_max);
-  s.pp = m.has_architecture() ? divisors(c.gpus, m.layers) : std::vector<int>{1};
+  const int gpus = cluster.gpus;
+  const int tp_max = rules.allow_tp_across_nodes ? gpus : cluster.gpus_per_node;
+  s.tp = divisors(gpus, tp_max);
+  s.pp = m.has_architecture() ? divisors(gpus, m.layers) : std::vector<int>{1};
   // Context parallelism pays off only for long sequences (Llama 3 uses it from 128k; Megatron
   // recommends it past 8k); below that it only adds traffic.
-  s.cp =
-      tr.seq_len >= 8192 ? divisors(c.gpus, std::min(tr.seq_len / 4096, 16)) : std::vector<int>{1};
+  s.cp = tr.seq_len >= 8192 ? divisors(gpus, std::min(tr.seq_len / 4096, 16)) : std::vector<int>{1};
   s.ep = m.is_moe() ? divisors(m.experts, m.experts) : std::vector<int>{1};
+  // Expert tp as tp, or 1: experts whole on each rank, spread by ep over the tp ranks too
+  // (Megatron-Core's MoE parallel folding). These two are what every framework here with
+  // expert parallel runs: Megatron-Core takes any degree whose ep x etp divides tp x dp x cp
+  // (megatron/core/parallel_state.py, initialize_model_parallel), torchtitan only ETP = TP or
+  // ETP = 1 (torchtitan/distributed/parallel_dims.py, ParallelDims._validate).
+  s.expert_tp = m.is_moe() ? std::vector<int>{0, 1} : std::vector<int>{0};
   s.zero = {0, 1, 2, 3};
   s.micro_batch = divisors(tr.global_batch, std::min(tr.global_batch, 64));
   s.interleave = m.has_architecture() ? divisors(m.layers, 8) : std::vector<int>{1};
@@ -99,26 +129,33 @@ SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const Cluster
   s.sequence_parallel = {false, true};
   s.schedule = {Schedule::one_f_one_b, Schedule::zb_h1, Schedule::zb_v, Schedule::dualpipe_v};
   s.lighter_ends = m.has_architecture() ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  return s;
+}
+
+SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& cluster,
+                       const PlanRules& rules) {
+  SearchSpace s = all_axes(m, tr, cluster, rules);
   restrict_to(s, tr.framework.caps);
   return s;
 }
 
 namespace {
 
-using Key = std::tuple<double, int, int, int, int, int, int, int, int, int, int, int, int>;
+using Key = std::tuple<double, int, int, int, int, int, int, int, int, int, int, int, int, int>;
 
 int offload_code(const Offload& o) {
   return (o.optimizer ? 1 : 0) | (o.params ? 2 : 0) | (o.activations ? 4 : 0) |
          (o.to == OffloadTarget::nvme ? 8 : 0);
 }
 
-Key key_of(const Candidate& c) {
-  const ParallelPlan& p = c.plan;
-  return {c.objective,
+Key key_of(const Candidate& cand) {
+  const ParallelPlan& p = cand.plan;
+  return {cand.objective,
           p.tp,
           p.pp,
           p.cp,
           p.ep,
+          p.etp,
           p.zero,
           p.micro_batch,
           static_cast<int>(p.recompute),
@@ -143,29 +180,34 @@ struct alignas(64) Partial {
   Candidate least;
 };
 
+// The degrees one micro-batch's op list and timings depend on: shared by every point under it.
 struct Group {
-  int tp, cp, ep, micro_batch;
+  int tp, cp, ep, etp, micro_batch;
   bool sp;
 };
 
-double objective_of(Objective o, const Candidate& c, int gpus) {
+double objective_of(Objective o, const Candidate& cand, int gpus) {
   switch (o) {
     case Objective::time:
-      return c.step_s;
+      return cand.step_s;
     case Objective::cost:
-      return c.step_s * gpus;  // GPU-seconds per step
+      return cand.step_s * gpus;  // GPU-seconds per step
     case Objective::throughput:
-      return -c.tokens_per_s;
+      return -cand.tokens_per_s;
   }
-  return c.step_s;
+  return cand.step_s;
+}
+
+// The plan that comes closer to fitting: less peak memory, ties broken as the ranking does.
+bool closer_to_fitting(const Candidate& a, const Candidate& b) {
+  return a.peak_bytes < b.peak_bytes || (a.peak_bytes == b.peak_bytes && key_of(a) < key_of(b));
 }
 
 // Counts a modelled plan and keeps it among the top K, or as the closest to fitting.
 void record(const Candidate& cand, bool over_memory, const SearchOptions& opt, Partial& out) {
   if (over_memory) {
     ++out.rejected_memory;
-    if (!out.have_least || cand.peak_bytes < out.least.peak_bytes ||
-        (cand.peak_bytes == out.least.peak_bytes && key_of(cand) < key_of(out.least))) {
+    if (!out.have_least || closer_to_fitting(cand, out.least)) {
       out.least = cand;
       out.have_least = true;
     }
@@ -188,20 +230,55 @@ std::vector<std::pair<Schedule, bool>> pipeline_axes(const SearchSpace& space) {
   return out;
 }
 
-void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
-               const SearchSpace& space, const SearchOptions& opt, Partial& out) {
+// What every point of a search reads, and the costs a group's points share (worked out at its
+// first runnable point).
+struct Walk {
+  const ModelSpec& m;
+  const TrainingSpec& tr;
+  const ClusterSpec& cluster;
+  const SearchSpace& space;
+  const SearchOptions& opt;
+  RuleContext rules;
+};
+struct GroupCost {
+  bool ready = false;
+  MicroBatchCost micro_batch;
+  MemoryInputs memory;
+};
+
+// One point: the rules, then the step and memory models, counted into `out`.
+void visit(const ParallelPlan& p, const Walk& w, GroupCost& shared, Partial& out) {
+  ++out.evaluated;
+  if (const auto broken = first_broken(p, w.rules)) {
+    ++out.rejected[static_cast<int>(*broken)];
+    return;
+  }
+  if (!shared.ready) {
+    shared.micro_batch = micro_batch_cost(w.m, w.tr, p, w.cluster);
+    shared.memory = memory_inputs(w.m, w.tr, shared.micro_batch);
+    shared.ready = true;
+  }
+  ++out.modelled;
+  const Evaluation ev = evaluate(w.m, w.tr, p, w.cluster, shared.micro_batch, shared.memory);
+  Candidate cand;
+  cand.plan = p;
+  cand.step_s = ev.time.step_s;
+  cand.peak_bytes = ev.peak_bytes;
+  cand.exposed_comm_s = ev.time.exposed_comm_s;
+  cand.tokens_per_s = static_cast<double>(w.tr.global_batch) * w.tr.seq_len / ev.time.step_s;
+  cand.objective = objective_of(w.opt.objective, cand, w.cluster.gpus);
+  record(cand, ev.peak_bytes > w.cluster.gpu.memory_bytes || !ev.host_fits, w.opt, out);
+}
+
+void run_group(const Group& g, const Walk& w, Partial& out) {
+  const SearchSpace& space = w.space;
   const long long inner = static_cast<long long>(space.pp.size()) * space.interleave.size() *
                           space.zero.size() * space.recompute.size() * space.schedule.size() *
                           space.lighter_ends.size() * space.offload.size();
-  const RuleContext rules{m, tr, c, opt.rules};
-  bool costed = false;
-  MicroBatchCost cost;
-  MemoryInputs mem;
-  const double tokens = static_cast<double>(tr.global_batch) * tr.seq_len;
+  GroupCost shared;
   const auto axes = pipeline_axes(space);
   for (int pp : space.pp) {
-    const long long mp = static_cast<long long>(g.tp) * pp * g.cp;
-    if (c.gpus % mp != 0) {
+    if (w.cluster.gpus % (static_cast<long long>(g.tp) * pp * g.cp) != 0) {
       // No data-parallel degree makes these degrees multiply to the GPU count: every point
       // under this pp is a batch split that cannot exist.
       const long long n = inner / space.pp.size();
@@ -214,40 +291,20 @@ void run_group(const Group& g, const ModelSpec& m, const TrainingSpec& tr, const
         for (int zero : space.zero) {
           for (Recompute rc : space.recompute) {
             for (const Offload& off : space.offload) {
-              ++out.evaluated;
-              ParallelPlan p;
-              p.schedule = schedule;
-              p.tp = g.tp;
-              p.cp = g.cp;
-              p.ep = g.ep;
-              p.sequence_parallel = g.sp;
-              p.micro_batch = g.micro_batch;
-              p.pp = pp;
-              p.dp = static_cast<int>(c.gpus / mp);
-              p.interleave = v;
-              p.zero = zero;
-              p.recompute = rc;
-              p.offload = off;
-              if (lighter) set_lighter_ends(m.layers, pp * v, p);
-              if (const auto broken = first_broken(p, rules)) {
-                ++out.rejected[static_cast<int>(*broken)];
-                continue;
-              }
-              if (!costed) {
-                cost = micro_batch_cost(m, tr, p, c);
-                mem = memory_inputs(m, tr, cost);
-                costed = true;
-              }
-              ++out.modelled;
-              const Evaluation ev = evaluate(m, tr, p, c, cost, mem);
-              Candidate cand;
-              cand.plan = p;
-              cand.step_s = ev.time.step_s;
-              cand.peak_bytes = ev.peak_bytes;
-              cand.exposed_comm_s = ev.time.exposed_comm_s;
-              cand.tokens_per_s = tokens / ev.time.step_s;
-              cand.objective = objective_of(opt.objective, cand, c.gpus);
-              record(cand, ev.peak_bytes > c.gpu.memory_bytes || !ev.host_fits, opt, out);
+              ParallelPlan p = plan_over(w.cluster.gpus, {.tp = g.tp,
+                                                          .pp = pp,
+                                                          .cp = g.cp,
+                                                          .ep = g.ep,
+                                                          .etp = g.etp,
+                                                          .zero = zero,
+                                                          .micro_batch = g.micro_batch,
+                                                          .recompute = rc,
+                                                          .sequence_parallel = g.sp,
+                                                          .interleave = v,
+                                                          .schedule = schedule,
+                                                          .offload = off});
+              if (lighter) set_lighter_ends(w.m.layers, pp * v, p);
+              visit(p, w, shared, out);
             }
           }
         }
@@ -266,15 +323,18 @@ void set_lighter_ends(int layers, int chunks, ParallelPlan& p) {
   if ((layers + 2) % chunks != 0 || chunks < 2 || same_as_even) p.first_stage_layers = layers + 1;
 }
 
-SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
+SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& cluster,
                     const SearchSpace& space, const SearchOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<Group> groups;
   for (int tp : space.tp) {
-    for (int cp : space.cp) {
-      for (int ep : space.ep) {
-        for (bool sp : space.sequence_parallel) {
-          for (int mb : space.micro_batch) groups.push_back({tp, cp, ep, mb, sp});
+    for (int etp : space.expert_tp) {
+      if (etp == tp) continue;  // the same plan as expert tp 0 (SearchSpace::size)
+      for (int cp : space.cp) {
+        for (int ep : space.ep) {
+          for (bool sp : space.sequence_parallel) {
+            for (int mb : space.micro_batch) groups.push_back({tp, cp, ep, etp, mb, sp});
+          }
         }
       }
     }
@@ -283,9 +343,9 @@ SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpe
       1, opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()));
   std::vector<Partial> partials(static_cast<size_t>(threads));
   std::atomic<size_t> next{0};
+  const Walk walk{m, tr, cluster, space, opt, RuleContext{m, tr, cluster, opt.rules}};
   auto worker = [&](Partial& out) {
-    for (size_t i = next++; i < groups.size(); i = next++)
-      run_group(groups[i], m, tr, c, space, opt, out);
+    for (size_t i = next++; i < groups.size(); i = next++) run_group(groups[i], walk, out);
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t)
@@ -293,7 +353,10 @@ SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpe
   worker(partials[0]);
   for (auto& t : pool) t.join();
 
+  // What restrict_to() took out counts as visited and refused by its rule.
   SearchResult r;
+  r.evaluated = space.refused_points();
+  r.rejected = space.refused;
   std::vector<Candidate> all;
   for (Partial& p : partials) {
     r.evaluated += p.evaluated;
@@ -305,7 +368,9 @@ SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpe
       all.push_back(p.top.top());
       p.top.pop();
     }
-    if (p.have_least && (!r.have_least_memory || key_of(p.least) < key_of(r.least_memory))) {
+    // Threads take groups in whatever order they finish, so the merge must use the same
+    // order as record() for the answer not to depend on timing.
+    if (p.have_least && (!r.have_least_memory || closer_to_fitting(p.least, r.least_memory))) {
       r.least_memory = p.least;
       r.have_least_memory = true;
     }

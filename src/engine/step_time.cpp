@@ -182,211 +182,317 @@ bool host_fits(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p
 
 }  // namespace
 
-Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
-                    const ClusterSpec& c, const MicroBatchCost& cost, const MemoryInputs& mem) {
-  Evaluation ev;
-  const int mb = std::max(1, micro_batches_per_step(tr, p));
-  StepTime& t = ev.time;
-  t.micro_batches = mb;
-  const StateBytes& per = mem.per_param;
-  const MathDtype dtype = math_dtype(tr.precision);
-  const double peak = peak_flops(c.gpu, dtype);
-  const Placement dp = placement_of(Parallelism::data, p, c);
-  const double replicas = static_cast<double>(p.dp) * p.cp;
-  ev.model_flops = 3.0 * cost.forward_model_flops;
-  ev.hardware_flops = ev.model_flops;
+namespace {
 
-  auto stage_cost = [&](int stage) {
-    StageCost s;
-    const DeviceParams dev = device_params(m, p, stage);
-    s.params = dev.total();
-    if (!m.has_architecture()) {
-      // 6 N tokens per micro-batch at an assumed MFU: forward 1/3, backward 2/3.
-      const double flops = 6.0 * dev.total() * p.micro_batch * tr.seq_len / p.cp;
-      s.compute_s = flops / (peak * kParamsOnlyMfu);
-      s.forward_s = s.compute_s / 3.0;
-      s.backward_s = s.compute_s - s.forward_s;
-    } else {
-      const double layers = stage_layers(m.layers, p, stage);
-      s.layers = layers;
-      // The stage's layers as the mix of MoE and dense layers it holds.
-      const double moe_here = m.is_moe() ? stage_moe_layers(m, p, stage) : layers;
-      const double share = layers > 0 ? moe_here / layers : 1.0;
-      s.moe_layers = moe_here;
-      BlockTime l = cost.layer;
-      const BlockTime& dl = cost.dense_layer;
-      l.forward_s = share * l.forward_s + (1.0 - share) * dl.forward_s;
-      l.backward_s = share * l.backward_s + (1.0 - share) * dl.backward_s;
-      l.selective_s = share * l.selective_s + (1.0 - share) * dl.selective_s;
-      l.gemm_forward_s = share * l.gemm_forward_s + (1.0 - share) * dl.gemm_forward_s;
-      double rec = 0;
-      if (p.recompute == Recompute::full) rec = l.forward_s;
-      if (p.recompute == Recompute::selective) rec = l.selective_s;
-      s.forward_s = layers * l.forward_s;
-      s.backward_s = layers * (l.backward_s + rec);
-      s.recompute_s = layers * rec;
-      s.weight_grad_s = layers * l.weight_grad_s;
-      if (stage == 0) {
-        s.forward_s += cost.embedding.forward_s;
-        s.backward_s += cost.embedding.backward_s;
-        s.weight_grad_s += cost.embedding.weight_grad_s;
-      }
-      if (stage == head_stage(p)) {
-        s.forward_s += cost.head.forward_s;
-        s.backward_s += cost.head.backward_s;
-        s.weight_grad_s += cost.head.weight_grad_s;
-      }
-      // Kernels slower or faster than the fused ones the GPU profile was fitted on.
-      const double speed = tr.framework.pricing.kernel_speed;
-      s.forward_s /= speed;
-      s.backward_s /= speed;
-      s.recompute_s /= speed;
-      s.compute_s = s.forward_s + s.backward_s;
-      // Tensor parallel: the conjugate collectives in backward, and the forward's again when
-      // the layer is recomputed in full. Exposed unless Transformer Engine overlaps them with
-      // the GEMMs next to them.
-      const bool full = p.recompute == Recompute::full;
-      s.tp_s = layers * (cost.tp_forward_s * (full ? 2.0 : 1.0) + cost.tp_backward_s);
-      s.tp_calls = layers * (cost.tp_forward_calls * (full ? 2.0 : 1.0) + cost.tp_backward_calls);
-      // The embedding's and LM head's collectives are small; counted on the first stage.
-      if (stage == 0) s.tp_s += cost.tp_edges_s;
-      s.tp_exposed_s = tr.tp_comm_overlap
-                           ? std::max(0.0, s.tp_s - layers * (full ? 4.0 : 3.0) * l.gemm_forward_s)
-                           : s.tp_s;
-      // Context parallel: K/V around the ring in forward; K/V and their gradients in backward,
-      // each hidden behind the attention it feeds.
-      s.cp_s = layers * 3.0 * cost.cp_layer_s;
-      s.cp_exposed_s = layers * (std::max(0.0, cost.cp_layer_s - cost.attention_s) +
-                                 std::max(0.0, 2.0 * cost.cp_layer_s - 2.5 * cost.attention_s));
-      s.ep_s = moe_here * 2.0 * cost.ep_layer_s;  // dense layers send nothing to experts
-    }
-    if (p.pp > 1) {
-      // Each micro-batch sends its activation forward and its gradient back, once per chunk.
-      const Placement g = placement_of(Parallelism::pipeline, p, c);
-      s.pp_s = 2.0 * p.interleave * collective_time(Collective::send_recv, cost.pp_bytes, g, c);
-    }
-    if (p.zero >= 3) {
-      // ZeRO-3 / FSDP gather one unit at a time (a transformer layer; the embedding and the LM
-      // head are units of their own), for forward and again for backward, and reduce-scatter
-      // its gradient: per-call latency adds up on large groups. With prefetching each gather
-      // hides behind the previous unit's compute; the first one of each pass cannot.
-      const double layers = m.has_architecture() ? stage_layers(m.layers, p, stage) : 1.0;
-      s.zero3_units = layers + (m.has_architecture() && stage == 0 ? 1 : 0) +
-                      (m.has_architecture() && stage == head_stage(p) ? 1 : 0);
-      const double unit = dev.dense / s.zero3_units;
-      // What share of busbw the framework's per-unit gathers reach at this group size.
-      const double share = tr.framework.pricing.zero3_busbw.at(dp.ranks);
-      s.zero3_ag_s = collective_time(Collective::all_gather, unit * per.weights, dp, c) / share;
-      s.zero3_rs_s =
-          collective_time(Collective::reduce_scatter, unit * per.gradients, dp, c) / share;
-      const double n = s.zero3_units;
-      s.zero3_s = n * (2.0 * s.zero3_ag_s + s.zero3_rs_s);
-      if (tr.overlap_param_gather) {
-        // Prefetch depth one: unit i+1's gather runs beside unit i's compute, so a pass takes
-        // g + (n-1) max(g, c) + c, of which g + (n-1) max(0, g - c) waits on the wire (never
-        // more than the n gathers themselves). Backward ends with the last unit's
-        // reduce-scatter, which nothing hides.
-        const double ag = s.zero3_ag_s, rs = s.zero3_rs_s;
-        s.zero3_fwd_exposed_s = ag + (n - 1) * std::max(0.0, ag - s.forward_s / n);
-        s.zero3_bwd_exposed_s = ag + rs + (n - 1) * std::max(0.0, ag + rs - s.backward_s / n);
-      } else {
-        s.zero3_fwd_exposed_s = n * s.zero3_ag_s;
-        s.zero3_bwd_exposed_s = n * (s.zero3_ag_s + s.zero3_rs_s);
-      }
-      s.zero3_exposed_s = s.zero3_fwd_exposed_s + s.zero3_bwd_exposed_s;
-    }
-    return s;
-  };
+// What every part of one evaluation reads: the inputs, and where each group sits on the
+// cluster, placed once.
+struct Context {
+  const ModelSpec& m;
+  const TrainingSpec& tr;
+  const ParallelPlan& p;
+  const ClusterSpec& c;
+  const MicroBatchCost& cost;
+  const MemoryInputs& mem;
+  Placements at;
+};
 
-  // The first stage holds the embedding, the last the LM head; middle stages are alike.
-  const StageCost first = stage_cost(0);
-  const StageCost last = p.pp > 1 ? stage_cost(p.pp - 1) : first;
-  const StageCost middle = p.pp > 2 ? stage_cost(1) : first;
-  const StageCost& crit = last.total() > first.total() && last.total() > middle.total() ? last
-                          : middle.total() > first.total()                              ? middle
-                                                                                        : first;
-  t.critical_stage = &crit == &first ? 0 : &crit == &last ? p.pp - 1 : 1;
-  t.compute_s = mb * crit.compute_s;
-  t.recompute_s = mb * crit.recompute_s;
-  t.first_stage = pass_times(first);
-  t.middle_stage = pass_times(middle);
-  t.last_stage = pass_times(last);
+// Params only: 6 N tokens per micro-batch at an assumed MFU, forward 1/3, backward 2/3.
+void assumed_compute(const Context& x, const DeviceParams& dev, StageCost& s) {
+  const double peak = peak_flops(x.c.gpu, math_dtype(x.tr.precision));
+  const double flops = 6.0 * dev.total() * x.p.micro_batch * x.tr.seq_len / x.p.cp;
+  s.compute_s = flops / (peak * kParamsOnlyMfu);
+  s.forward_s = s.compute_s / 3.0;
+  s.backward_s = s.compute_s - s.forward_s;
+}
+
+// One layer of the stage: its MoE and dense layers mixed in the share it holds of each.
+BlockTime mixed_layer(const MicroBatchCost& cost, double moe_share) {
+  BlockTime l = cost.layer;
+  const BlockTime& dl = cost.dense_layer;
+  const double share = moe_share;
+  l.forward_s = share * l.forward_s + (1.0 - share) * dl.forward_s;
+  l.backward_s = share * l.backward_s + (1.0 - share) * dl.backward_s;
+  l.selective_s = share * l.selective_s + (1.0 - share) * dl.selective_s;
+  l.gemm_forward_s = share * l.gemm_forward_s + (1.0 - share) * dl.gemm_forward_s;
+  return l;
+}
+
+// Forward, backward and recompute of the stage's layers, with the embedding on the first stage
+// and the LM head on the one that holds it. Returns the stage's average layer.
+BlockTime stage_compute(const Context& x, int stage, StageCost& s) {
+  const ModelSpec& m = x.m;
+  const ParallelPlan& p = x.p;
+  const double layers = stage_layers(m.layers, p, stage);
+  s.layers = layers;
+  const double moe_here = m.is_moe() ? stage_moe_layers(m, p, stage) : layers;
+  s.moe_layers = moe_here;
+  const BlockTime l = mixed_layer(x.cost, layers > 0 ? moe_here / layers : 1.0);
+  double rec = 0;
+  if (p.recompute == Recompute::full) rec = l.forward_s;
+  if (p.recompute == Recompute::selective) rec = l.selective_s;
+  s.forward_s = layers * l.forward_s;
+  s.backward_s = layers * (l.backward_s + rec);
+  s.recompute_s = layers * rec;
+  s.weight_grad_s = layers * l.weight_grad_s;
+  for (const BlockTime* edge : {stage == 0 ? &x.cost.embedding : nullptr,
+                                stage == head_stage(p) ? &x.cost.head : nullptr}) {
+    if (!edge) continue;
+    s.forward_s += edge->forward_s;
+    s.backward_s += edge->backward_s;
+    s.weight_grad_s += edge->weight_grad_s;
+  }
+  // Kernels slower or faster than the fused ones the GPU profile was fitted on.
+  const double speed = x.tr.framework.pricing.kernel_speed;
+  s.forward_s /= speed;
+  s.backward_s /= speed;
+  s.recompute_s /= speed;
+  s.compute_s = s.forward_s + s.backward_s;
+  return l;
+}
+
+// Tensor, context and expert parallel traffic of the stage's layers for one micro-batch, and
+// what of it the compute beside it leaves exposed.
+void stage_model_parallel(const Context& x, int stage, const BlockTime& l, StageCost& s) {
+  const MicroBatchCost& cost = x.cost;
+  const double layers = s.layers;
+  // Tensor parallel: the conjugate collectives in backward, and the forward's again when
+  // the layer is recomputed in full. Exposed unless Transformer Engine overlaps them with
+  // the GEMMs next to them.
+  const bool full = x.p.recompute == Recompute::full;
+  s.tp_s = layers * (cost.tp_forward_s * (full ? 2.0 : 1.0) + cost.tp_backward_s);
+  s.tp_calls = layers * (cost.tp_forward_calls * (full ? 2.0 : 1.0) + cost.tp_backward_calls);
+  // The embedding's and LM head's collectives are small; counted on the first stage.
+  if (stage == 0) s.tp_s += cost.tp_edges_s;
+  s.tp_exposed_s = x.tr.tp_comm_overlap
+                       ? std::max(0.0, s.tp_s - layers * (full ? 4.0 : 3.0) * l.gemm_forward_s)
+                       : s.tp_s;
+  // Context parallel: K/V around the ring in forward; K/V and their gradients in backward,
+  // each hidden behind the attention it feeds.
+  s.cp_s = layers * 3.0 * cost.cp_layer_s;
+  s.cp_exposed_s = layers * (std::max(0.0, cost.cp_layer_s - cost.attention_s) +
+                             std::max(0.0, 2.0 * cost.cp_layer_s - 2.5 * cost.attention_s));
+  s.ep_s = s.moe_layers * 2.0 * cost.ep_layer_s;  // dense layers send nothing to experts
+}
+
+// ZeRO-3 / FSDP gather one unit at a time (a transformer layer; the embedding and the LM head
+// are units of their own), for forward and again for backward, and reduce-scatter its
+// gradient: per-call latency adds up on large groups. With prefetching each gather hides
+// behind the previous unit's compute; the first one of each pass cannot.
+void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost& s) {
+  const ModelSpec& m = x.m;
+  const Placement& dp = x.at.data;
+  const StateBytes& per = x.mem.per_param;
+  const double layers = m.has_architecture() ? stage_layers(m.layers, x.p, stage) : 1.0;
+  s.zero3_units = layers + (m.has_architecture() && stage == 0 ? 1 : 0) +
+                  (m.has_architecture() && stage == head_stage(x.p) ? 1 : 0);
+  const double unit = dev.dense / s.zero3_units;
+  // What share of busbw the framework's per-unit gathers reach at this group size.
+  const double share = x.tr.framework.pricing.zero3_busbw.at(dp.ranks);
+  s.zero3_ag_s = collective_time(Collective::all_gather, unit * per.weights, dp, x.c) / share;
+  s.zero3_rs_s = collective_time(Collective::reduce_scatter, unit * per.gradients, dp, x.c) / share;
+  const double n = s.zero3_units;
+  s.zero3_s = n * (2.0 * s.zero3_ag_s + s.zero3_rs_s);
+  if (x.tr.overlap_param_gather) {
+    // Prefetch depth one: unit i+1's gather runs beside unit i's compute, so a pass takes
+    // g + (n-1) max(g, c) + c, of which g + (n-1) max(0, g - c) waits on the wire (never
+    // more than the n gathers themselves). Backward ends with the last unit's
+    // reduce-scatter, which nothing hides.
+    const double ag = s.zero3_ag_s, rs = s.zero3_rs_s;
+    s.zero3_fwd_exposed_s = ag + (n - 1) * std::max(0.0, ag - s.forward_s / n);
+    s.zero3_bwd_exposed_s = ag + rs + (n - 1) * std::max(0.0, ag + rs - s.backward_s / n);
+  } else {
+    s.zero3_fwd_exposed_s = n * s.zero3_ag_s;
+    s.zero3_bwd_exposed_s = n * (s.zero3_ag_s + s.zero3_rs_s);
+  }
+  s.zero3_exposed_s = s.zero3_fwd_exposed_s + s.zero3_bwd_exposed_s;
+}
+
+// One micro-batch on pipeline stage `stage`.
+StageCost stage_cost(const Context& x, int stage) {
+  StageCost s;
+  const DeviceParams dev = device_params(x.m, x.p, stage);
+  s.params = dev.total();
+  if (!x.m.has_architecture()) {
+    assumed_compute(x, dev, s);
+  } else {
+    const BlockTime layer = stage_compute(x, stage, s);
+    stage_model_parallel(x, stage, layer, s);
+  }
+  if (x.p.pp > 1) {
+    // Each micro-batch sends its activation forward and its gradient back, once per chunk.
+    s.pp_s = 2.0 * x.p.interleave *
+             collective_time(Collective::send_recv, x.cost.pp_bytes, x.at.pipeline, x.c);
+  }
+  if (x.p.zero >= 3) stage_zero3(x, stage, dev, s);
+  return s;
+}
+
+// The first stage holds the embedding, the last the LM head; middle stages are alike. The
+// slowest sets the pace.
+struct Stages {
+  StageCost first, middle, last;
+  int critical = 0;  // 0 first, 1 middle, 2 last
+  const StageCost& crit() const { return critical == 0 ? first : critical == 1 ? middle : last; }
+  double params() const { return std::max({first.params, last.params, middle.params}); }
+};
+
+Stages pipeline_stages(const Context& x) {
+  const int pp = x.p.pp;
+  Stages st;
+  st.first = stage_cost(x, 0);
+  st.last = pp > 1 ? stage_cost(x, pp - 1) : st.first;
+  st.middle = pp > 2 ? stage_cost(x, 1) : st.first;
+  const double f = st.first.total(), mid = st.middle.total(), l = st.last.total();
+  st.critical = l > f && l > mid ? 2 : mid > f ? 1 : 0;
+  return st;
+}
+
+// Compute, recompute and the bubble of the step: the critical stage's micro-batches and the
+// schedule's fill and drain.
+void pipeline_time(const Context& x, const Stages& st, StepTime& t) {
+  const ParallelPlan& p = x.p;
+  const int mb = t.micro_batches;
+  t.critical_stage = st.critical == 0 ? 0 : st.critical == 2 ? p.pp - 1 : 1;
+  t.compute_s = mb * st.crit().compute_s;
+  t.recompute_s = mb * st.crit().recompute_s;
+  t.first_stage = pass_times(st.first);
+  t.middle_stage = pass_times(st.middle);
+  t.last_stage = pass_times(st.last);
   t.bubble_s = bubble_s(p, mean_passes(t, p.pp));
   t.schedule = schedule_name(p);
+}
 
-  // Data-parallel gradient sync and ZeRO parameter gathers on the most loaded stage.
-  CommBreakdown& comm = ev.comm;
-  const double stage_params = std::max({first.params, last.params, middle.params});
-  const double grad_bytes = stage_params * per.gradients;
-  const double weight_bytes = stage_params * per.weights;
-  if (p.zero <= 2 && replicas > 1) {
-    const double calls = p.zero == 2 ? mb : 1;  // ZeRO-2 reduce-scatters each micro-batch
-    const Collective grads = p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
-    set_traffic(comm.dp_grads, grads, grad_bytes, calls, dp, c);
-    const double dp_share = tr.framework.pricing.dp_busbw.at(dp.ranks);
-    comm.dp_grads.call_s /= dp_share;
-    comm.dp_grads.time_s /= dp_share;
-    // Bucketed reduction overlaps the backward of the micro-batch that produced the gradients.
-    const double window = crit.backward_s;
-    comm.dp_grads.exposed_s = !tr.overlap_grad_reduce ? comm.dp_grads.time_s
-                              : p.zero == 2 ? calls * std::max(0.0, comm.dp_grads.call_s - window)
-                                            : std::max(0.0, comm.dp_grads.call_s - window);
-    if (p.zero >= 1) {
-      set_traffic(comm.dp_params, Collective::all_gather, weight_bytes, 1, dp, c);
-      // Megatron-LM's --overlap-param-gather hides it behind the next step's forward.
-      comm.dp_params.exposed_s = tr.overlap_param_gather
-                                     ? std::max(0.0, comm.dp_params.call_s - crit.forward_s)
-                                     : comm.dp_params.time_s;
-    }
-  } else if (p.zero == 3 && replicas > 1) {
-    const double units = crit.zero3_units;
-    set_traffic(comm.dp_params, Collective::all_gather, crit.params / units * per.weights,
-                2.0 * units * mb, dp, c);
-    set_traffic(comm.dp_grads, Collective::reduce_scatter, crit.params / units * per.gradients,
-                units * mb, dp, c);
-    // Backward waits on gathers and reduce-scatters alike: split its exposure by their times.
-    const double bwd_gather = crit.zero3_ag_s / std::max(1e-30, crit.zero3_ag_s + crit.zero3_rs_s);
-    comm.dp_params.exposed_s =
-        mb * (crit.zero3_fwd_exposed_s + bwd_gather * crit.zero3_bwd_exposed_s);
-    comm.dp_grads.exposed_s = mb * (1.0 - bwd_gather) * crit.zero3_bwd_exposed_s;
+// ZeRO-0/1/2: the gradient all-reduce (or reduce-scatter, per micro-batch with ZeRO-2) and the
+// updated weights' all-gather, bucketed under the backward and the next forward.
+void zero12_traffic(const Context& x, const StageCost& crit, double stage_params, int mb,
+                    CommBreakdown& comm) {
+  const ParallelPlan& p = x.p;
+  const TrainingSpec& tr = x.tr;
+  const Placement& dp = x.at.data;
+  const double grad_bytes = stage_params * x.mem.per_param.gradients;
+  const double weight_bytes = stage_params * x.mem.per_param.weights;
+  const double calls = p.zero == 2 ? mb : 1;  // ZeRO-2 reduce-scatters each micro-batch
+  const Collective grads = p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
+  set_traffic(comm.dp_grads, grads, grad_bytes, calls, dp, x.c);
+  const double dp_share = tr.framework.pricing.dp_busbw.at(dp.ranks);
+  comm.dp_grads.call_s /= dp_share;
+  comm.dp_grads.time_s /= dp_share;
+  // Bucketed reduction overlaps the backward of the micro-batch that produced the gradients.
+  const double window = crit.backward_s;
+  comm.dp_grads.exposed_s = !tr.overlap_grad_reduce ? comm.dp_grads.time_s
+                            : p.zero == 2 ? calls * std::max(0.0, comm.dp_grads.call_s - window)
+                                          : std::max(0.0, comm.dp_grads.call_s - window);
+  if (p.zero >= 1) {
+    set_traffic(comm.dp_params, Collective::all_gather, weight_bytes, 1, dp, x.c);
+    // Megatron-LM's --overlap-param-gather hides it behind the next step's forward.
+    comm.dp_params.exposed_s = tr.overlap_param_gather
+                                   ? std::max(0.0, comm.dp_params.call_s - crit.forward_s)
+                                   : comm.dp_params.time_s;
   }
-  if (m.has_architecture() && p.tp > 1) {
+}
+
+// ZeRO-3: the critical stage's per-unit gathers and reduce-scatters over the step.
+void zero3_traffic(const Context& x, const StageCost& crit, int mb, CommBreakdown& comm) {
+  const StateBytes& per = x.mem.per_param;
+  const Placement& dp = x.at.data;
+  const double units = crit.zero3_units;
+  set_traffic(comm.dp_params, Collective::all_gather, crit.params / units * per.weights,
+              2.0 * units * mb, dp, x.c);
+  set_traffic(comm.dp_grads, Collective::reduce_scatter, crit.params / units * per.gradients,
+              units * mb, dp, x.c);
+  // Backward waits on gathers and reduce-scatters alike: split its exposure by their times.
+  const double bwd_gather = crit.zero3_ag_s / std::max(1e-30, crit.zero3_ag_s + crit.zero3_rs_s);
+  comm.dp_params.exposed_s =
+      mb * (crit.zero3_fwd_exposed_s + bwd_gather * crit.zero3_bwd_exposed_s);
+  comm.dp_grads.exposed_s = mb * (1.0 - bwd_gather) * crit.zero3_bwd_exposed_s;
+}
+
+// Data-parallel gradient sync and ZeRO parameter gathers on the most loaded stage.
+void data_parallel_traffic(const Context& x, const Stages& st, int mb, CommBreakdown& comm) {
+  const double replicas = static_cast<double>(x.p.dp) * x.p.cp;
+  if (replicas <= 1) return;
+  if (x.p.zero <= 2) zero12_traffic(x, st.crit(), st.params(), mb, comm);
+  if (x.p.zero == 3) zero3_traffic(x, st.crit(), mb, comm);
+}
+
+// Tensor, pipeline, context and expert parallel traffic of the step, from the critical stage.
+void model_parallel_traffic(const Context& x, const StageCost& crit, int mb, CommBreakdown& comm) {
+  const ParallelPlan& p = x.p;
+  const MicroBatchCost& cost = x.cost;
+  if (x.m.has_architecture() && p.tp > 1) {
     // Sequence parallel's all-gathers and reduce-scatters each move half an all-reduce.
     const Collective kind = p.sequence_parallel ? Collective::all_gather : Collective::all_reduce;
-    set_traffic(comm.tp, kind, cost.tp_layer_bytes, mb * crit.tp_calls,
-                placement_of(Parallelism::tensor, p, c), c);
+    set_traffic(comm.tp, kind, cost.tp_layer_bytes, mb * crit.tp_calls, x.at.tensor, x.c);
     comm.tp.time_s = mb * crit.tp_s;
     comm.tp.exposed_s = mb * crit.tp_exposed_s;
   }
   if (p.pp > 1) {
     set_traffic(comm.pp, Collective::send_recv, cost.pp_bytes, 2.0 * p.interleave * mb,
-                placement_of(Parallelism::pipeline, p, c), c);
+                x.at.pipeline, x.c);
     comm.pp.exposed_s = mb * crit.pp_s;
   }
   if (p.cp > 1) {
     set_traffic(comm.cp, Collective::send_recv, cost.cp_layer_bytes,
-                mb * 3.0 * (p.cp - 1) * crit.layers, placement_of(Parallelism::context, p, c), c);
+                mb * 3.0 * (p.cp - 1) * crit.layers, x.at.context, x.c);
     comm.cp.exposed_s = mb * crit.cp_exposed_s;
   }
   if (p.ep > 1 && cost.ep_layer_bytes > 0) {
     set_traffic(comm.ep, Collective::all_to_all, cost.ep_layer_bytes, mb * 4.0 * crit.moe_layers,
-                placement_of(Parallelism::expert, p, c), c);
+                x.at.expert, x.c);
     comm.ep.exposed_s = mb * crit.ep_s;
   }
+}
 
-  // Optimizer: memory-bound passes over the local (ZeRO-sharded) parameters.
-  const double local = p.zero >= 1 ? stage_params / replicas : stage_params;
-  if (m.has_architecture()) {
-    t.optimizer_s = local * optimizer_bytes_per_param(per, tr) /
-                    (c.gpu.hbm_bytes_per_s * c.gpu.memory_efficiency);
+// The optimizer update: memory-bound passes over the `local` (ZeRO-sharded) parameters, on the
+// CPU instead when the optimizer is offloaded (its time is then offload's).
+void optimizer_time(const Context& x, double local, StepTime& t) {
+  if (x.m.has_architecture()) {
+    t.optimizer_s = local * optimizer_bytes_per_param(x.mem.per_param, x.tr) /
+                    (x.c.gpu.hbm_bytes_per_s * x.c.gpu.memory_efficiency);
   } else {
     t.optimizer_in_mfu = true;  // folded into the assumed MFU
   }
+}
 
-  t.exposed_comm_s = comm.exposed_s();
+// Model FLOPs plus the forward FLOPs recompute runs again.
+double hardware_flops(const Context& x, double model_flops) {
+  const ModelSpec& m = x.m;
+  const TrainingSpec& tr = x.tr;
+  if (!m.has_architecture()) return model_flops;
+  const double recomputed =
+      x.p.recompute == Recompute::full
+          ? x.cost.forward_model_flops -
+                2.0 * tr.global_batch * tr.seq_len * static_cast<double>(m.hidden) * m.vocab
+      : x.p.recompute == Recompute::selective
+          ? 4.0 * tr.global_batch * m.layers * static_cast<double>(tr.seq_len) * tr.seq_len *
+                (static_cast<double>(m.heads) * m.head_dim)
+          : 0.0;
+  return model_flops + recomputed;
+}
+
+}  // namespace
+
+Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+                    const ClusterSpec& c, const MicroBatchCost& cost, const MemoryInputs& mem) {
+  const Context x{m, tr, p, c, cost, mem, placements_of(p, c)};
+  Evaluation ev;
+  StepTime& t = ev.time;
+  t.micro_batches = std::max(1, micro_batches_per_step(tr, p));
+  const int mb = t.micro_batches;
+  ev.model_flops = 3.0 * cost.forward_model_flops;
+
+  const Stages stages = pipeline_stages(x);
+  pipeline_time(x, stages, t);
+  data_parallel_traffic(x, stages, mb, ev.comm);
+  model_parallel_traffic(x, stages.crit(), mb, ev.comm);
+  const double replicas = static_cast<double>(p.dp) * p.cp;
+  const double local = p.zero >= 1 ? stages.params() / replicas : stages.params();
+  optimizer_time(x, local, t);
+
+  t.exposed_comm_s = ev.comm.exposed_s();
   // Communication that hides behind compute still runs on the GPU's SMs and HBM: compute
   // beside it slows by the GPU profile's overlap_slowdown.
-  t.contention_s = c.gpu.overlap_slowdown * (comm.time_s() - t.exposed_comm_s);
+  t.contention_s = c.gpu.overlap_slowdown * (ev.comm.time_s() - t.exposed_comm_s);
   t.compute_s += t.contention_s;
   if (p.offload.any()) {
     if (p.offload.optimizer) t.optimizer_s = 0;  // CPU Adam: in offload_s
@@ -395,18 +501,7 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
     ev.host_fits = host_fits(m, tr, p, c, mem);
   }
   t.step_s = t.compute_s + t.bubble_s + t.exposed_comm_s + t.optimizer_s + t.offload_s;
-
-  if (m.has_architecture()) {
-    const double recomputed =
-        p.recompute == Recompute::full
-            ? cost.forward_model_flops -
-                  2.0 * tr.global_batch * tr.seq_len * static_cast<double>(m.hidden) * m.vocab
-        : p.recompute == Recompute::selective
-            ? 4.0 * tr.global_batch * m.layers * static_cast<double>(tr.seq_len) * tr.seq_len *
-                  (static_cast<double>(m.heads) * m.head_dim)
-            : 0.0;
-    ev.hardware_flops = ev.model_flops + recomputed;
-  }
+  ev.hardware_flops = hardware_flops(x, ev.model_flops);
   ev.peak_bytes =
       mem.activations_known || !m.has_architecture() ? peak_memory_bytes(m, tr, p, c, mem) : 0;
   return ev;

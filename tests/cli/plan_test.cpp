@@ -62,3 +62,24 @@ TEST_CASE("plan rejects bad flags naming them") {
     shardplan::test::check_refused(args, field);
   }
 }
+
+TEST_CASE(
+    "plan --framework torchtitan: the ladder says the framework has no ZeRO-1 and no offload") {
+  const auto eight =
+      run_cli("plan --model llama-3.1-8b --gpus 8 --gpu H100-SXM --framework torchtitan");
+  REQUIRE(eight.status == 0);
+  const auto zero1 = eight.out.find("zero-1 ");
+  REQUIRE(zero1 != std::string::npos);
+  const std::string line = eight.out.substr(zero1, eight.out.find('\n', zero1) - zero1);
+  CHECK(contains(line, "the framework cannot run this rung"));
+  CHECK(contains(line, "framework_zero_stage"));
+
+  const auto one =
+      run_cli("plan --model llama-3.1-8b --gpus 1 --gpu H100-SXM --framework torchtitan --json");
+  const auto j = nlohmann::json::parse(one.out);
+  REQUIRE(j.at("ladder").size() >= 4);
+  CHECK(j.at("ladder")[2].at("rung") == "offload");
+  CHECK(contains(j.at("ladder")[2].at("reason").get<std::string>(), "offload_supported"));
+  CHECK(j.at("ladder")[3].at("rung") == "zero-1");
+  CHECK(contains(j.at("ladder")[3].at("reason").get<std::string>(), "framework_zero_stage"));
+}

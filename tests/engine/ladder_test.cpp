@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "shardplan/memory.hpp"
@@ -129,4 +130,42 @@ TEST_CASE("the search's fast path agrees with estimate() and estimate_memory()")
     CHECK(e.time.step_s == doctest::Approx(cand.step_s));
     CHECK(e.memory.total_bytes() == doctest::Approx(cand.peak_bytes));
   }
+}
+
+TEST_CASE(
+    "a rung the framework cannot run is refused under the framework's rule, from the counts") {
+  // torchtitan has no ZeRO-1 (its FSDP2 shards gradients with the weights) and plans no
+  // offload: the search takes those points out of the rung and counts them under the rule.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(8192, 512);
+  t.framework = load_framework(Framework::torchtitan);
+  auto rung_of = [](const LadderResult& l, Rung r) {
+    const auto it = std::find_if(l.rungs.begin(), l.rungs.end(),
+                                 [&](const RungVerdict& v) { return v.rung == r; });
+    REQUIRE(it != l.rungs.end());
+    return *it;
+  };
+
+  const LadderResult eight = walk_ladder(m, t, gpus_of("H100-SXM", 8));
+  const RungVerdict zero1 = rung_of(eight, Rung::zero_1);
+  CHECK(zero1.blocker == Blocker::no_valid_plan);
+  CHECK(zero1.evaluated > 0);
+  REQUIRE(zero1.top_rule.has_value());
+  CHECK(*zero1.top_rule == RuleId::framework_zero_stage);
+  const SearchSpace space = rung_space(Rung::zero_1, m, t, gpus_of("H100-SXM", 8), {});
+  CHECK(space.size() == 0);
+  CHECK(space.refused[static_cast<int>(RuleId::framework_zero_stage)] == zero1.evaluated);
+
+  const LadderResult one = walk_ladder(m, t, gpus_of("H100-SXM", 1));
+  const RungVerdict offload = rung_of(one, Rung::offload);
+  CHECK(offload.blocker == Blocker::no_valid_plan);
+  REQUIRE(offload.top_rule.has_value());
+  CHECK(*offload.top_rule == RuleId::offload_supported);
+  CHECK(*rung_of(one, Rung::zero_1).top_rule == RuleId::framework_zero_stage);
+
+  // Megatron-Core runs ZeRO-1 (its distributed optimizer): nothing is taken out of that rung.
+  t.framework = load_framework(Framework::megatron);
+  const SearchSpace megatron = rung_space(Rung::zero_1, m, t, gpus_of("H100-SXM", 8), {});
+  CHECK(megatron.size() > 0);
+  CHECK(megatron.refused[static_cast<int>(RuleId::framework_zero_stage)] == 0);
 }

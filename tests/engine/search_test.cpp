@@ -137,3 +137,72 @@ TEST_CASE("a space of one point returns that plan, or nothing when it does not f
   REQUIRE(none.have_least_memory);
   CHECK(none.least_memory.peak_bytes > c.gpu.memory_bytes);
 }
+
+TEST_CASE("the search varies expert tp for a MoE model, and the expert tp 1 it finds is runnable") {
+  const ModelSpec m = load_model("qwen3-235b-a22b");
+  const ClusterSpec c = test::cluster(64, "dgx-b200");
+  const TrainingSpec t = test::training(4096, 256);
+  REQUIRE(full_space(m, t, c).expert_tp == std::vector<int>{0, 1});
+  REQUIRE(full_space(load_model("llama-2-7b"), t, c).expert_tp == std::vector<int>{0});
+
+  // tp 4 x pp 4 leaves dp 4: experts split as tp spread over at most ep 4 (ep divides dp x cp);
+  // whole experts (expert tp 1) fold over tp x dp, so ep 8 is a plan too. The step model prices
+  // whole experts (full-width expert GEMMs) faster than tp-split ones here.
+  SearchSpace space;
+  space.tp = {4};
+  space.pp = {4};
+  space.cp = {1};
+  space.ep = {4, 8};
+  space.zero = {1};
+  space.micro_batch = {1};
+  space.interleave = {1};
+  space.recompute = {Recompute::none};
+  space.sequence_parallel = {true};
+  space.schedule = {Schedule::one_f_one_b};
+  space.lighter_ends = {false};
+  SearchOptions o;
+  o.threads = 1;
+  const SearchResult as_tp = search(m, t, c, space, o);
+  REQUIRE(!as_tp.ranked.empty());
+  CHECK(as_tp.ranked.front().plan.etp == 0);
+  CHECK(as_tp.ranked.front().plan.ep == 4);
+
+  space.expert_tp = {0, 1, 4};  // 4 is tp: the plan with expert tp 0, not a point of its own
+  CHECK(space.size() == 4);
+  const SearchResult folded = search(m, t, c, space, o);
+  CHECK(folded.evaluated == 4);
+  REQUIRE(!folded.ranked.empty());
+  const ParallelPlan& best = folded.ranked.front().plan;
+  CHECK(best.etp == 1);
+  CHECK(folded.ranked.front().step_s < as_tp.ranked.front().step_s);
+  CHECK(check_plan(m, t, best, c).empty());
+}
+
+TEST_CASE("what the framework cannot run is counted under its rule, as visited points") {
+  const ModelSpec m = load_model("llama-2-7b");
+  const ClusterSpec c = test::cluster(8, "dgx-h100");
+  TrainingSpec t = test::training(4096, 64);
+  t.framework = load_framework(Framework::megatron);  // 1F1B and interleaved only
+  const SearchSpace space = full_space(m, t, c);
+  const long long schedules = space.refused[static_cast<int>(RuleId::framework_schedule)];
+  CHECK(schedules > 0);
+  CHECK(space.refused_points() == schedules);
+  CHECK(all_axes(m, t, c).size() == space.size() + space.refused_points());
+  SearchOptions o;
+  o.threads = 2;
+  const SearchResult r = search(m, t, c, space, o);
+  CHECK(r.evaluated == space.size() + space.refused_points());
+  CHECK(r.rejected[static_cast<int>(RuleId::framework_schedule)] >= schedules);
+  long long rule_rejects = 0;
+  for (long long n : r.rejected) rule_rejects += n;
+  CHECK(rule_rejects + r.modelled == r.evaluated);
+}
+
+TEST_CASE("plan_over: dp is what tp x pp x cp leave of the GPUs") {
+  const ParallelPlan p = plan_over(64, {.tp = 8, .pp = 2, .zero = 1});
+  CHECK(p.dp == 4);
+  CHECK(p.gpus() == 64);
+  CHECK(p.zero == 1);
+  CHECK(plan_over(64, {.tp = 8, .pp = 2, .cp = 2}).dp == 2);
+  CHECK(plan_over(10, {.tp = 4}).dp == 0);  // no dp makes 10: the gpu_count rule refuses it
+}

@@ -49,6 +49,12 @@ struct CommBreakdown {
 /// least a node).
 Placement placement_of(Parallelism p, const ParallelPlan& plan, const ClusterSpec& cluster);
 
+/// Every group of one plan placed at once, for a step model that prices them all.
+struct Placements {
+  Placement data, tensor, pipeline, context, expert;
+};
+Placements placements_of(const ParallelPlan& plan, const ClusterSpec& cluster);
+
 /// Fills bytes, calls, placement, call_s, time_s and wire_bytes; exposure is the step model's.
 void set_traffic(Traffic& t, Collective c, double bytes, double calls, const Placement& g,
                  const ClusterSpec& cluster);

@@ -56,6 +56,10 @@ enum class OffloadProblem {
 };
 const char* to_string(OffloadProblem p);
 
+/// What the framework refuses of `offload` whatever the plan and cluster (what it offloads and
+/// where): the part of offload_problem the search narrows its offload axis by.
+OffloadProblem offload_kind_problem(const Offload& offload, const OffloadSupport& allowed);
+
 /// The one place that decides whether `plan.offload` can run.
 OffloadProblem offload_problem(const ParallelPlan& plan, const ClusterSpec& cluster,
                                const OffloadSupport& allowed = {});

@@ -10,6 +10,12 @@
 
 namespace shardplan {
 
+/// The one way a plan is made from its choices (the CLI's flags, a point of the search):
+/// `choices` with dp set to what tp x pp x cp leave of `gpus`, or 0 when they do not divide
+/// them (a plan the gpu_count rule refuses). Write the choices as one designated initializer,
+/// `plan_over(gpus, {.tp = 8, .pp = 2, .zero = 1})`, so that no field is set twice or in pieces.
+ParallelPlan plan_over(int gpus, ParallelPlan choices);
+
 /// Transformer layers on pipeline stage (device) `stage`: the sum of its model chunks. With one
 /// chunk per device and no layout given, the extra layers of an uneven split go to the middle
 /// stages first, because the first stage also holds the embedding and the last the LM head:

@@ -18,6 +18,9 @@ Objective parse_objective(const std::string& text, const std::string& field);
 /// The axes. dp is derived: gpus / (tp x pp x cp).
 struct SearchSpace {
   std::vector<int> tp, pp, cp, ep, zero, micro_batch, interleave;
+  // Expert tensor parallel (ParallelPlan::etp): 0 splits each expert as tp does; an explicit
+  // degree equal to tp is that same plan, so it is not a point of its own.
+  std::vector<int> expert_tp = {0};
   std::vector<Schedule> schedule;
   // false: layers split evenly; true: the first and last virtual stage one layer lighter, the
   // embedding and the loss counted as a layer each (Llama 3 405B; Megatron-Core's
@@ -26,15 +29,30 @@ struct SearchSpace {
   std::vector<Recompute> recompute;
   std::vector<bool> sequence_parallel;
   std::vector<Offload> offload = {Offload{}};  // none unless a rung or the user asks
+  /// Points of the declared product that restrict_to() took out because the framework cannot
+  /// run them, by the rule that refuses them: the search reports them with its own rejections.
+  std::array<long long, kRules> refused{};
   /// Points in the cartesian product (before any rule is applied).
   long long size() const;
+  /// Points restrict_to() took out (the sum of `refused`).
+  long long refused_points() const;
 };
+
+/// Every axis at its full range for this model and cluster, as if the framework could run
+/// everything (full_space without restrict_to).
+SearchSpace all_axes(const ModelSpec& model, const TrainingSpec& training,
+                     const ClusterSpec& cluster, const PlanRules& rules = {});
+
+/// Narrows the axes to what the framework can run (a point it cannot is not a plan for it),
+/// counting the points each capability takes out in `space.refused` under its rule.
+void restrict_to(SearchSpace& space, const FrameworkCaps& caps);
 
 /// Every axis at its full range for this model and cluster: tp up to a node (or all GPUs when
 /// allowed), pp up to the layers (uneven stages allowed) and interleave dividing them, cp for
-/// sequences of 8k and more, ep for mixture-of-experts models, ZeRO 0-3, micro-batches dividing the
-/// per-rank batch, all recompute policies, sequence parallel on and off, the pipeline schedules
-/// (1F1B / interleaved, ZB-H1, ZB-V, DualPipeV) and even or lighter first and last stages.
+/// sequences of 8k and more, ep and expert tp (as tp, or 1) for mixture-of-experts models, ZeRO
+/// 0-3, micro-batches dividing the per-rank batch, all recompute policies, sequence parallel on
+/// and off, the pipeline schedules (1F1B / interleaved, ZB-H1, ZB-V, DualPipeV) and even or
+/// lighter first and last stages; then restrict_to() the framework.
 SearchSpace full_space(const ModelSpec& model, const TrainingSpec& training,
                        const ClusterSpec& cluster, const PlanRules& rules = {});
 

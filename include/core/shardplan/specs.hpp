@@ -218,7 +218,7 @@ struct ParallelPlan {
   // holds the embedding, and the one that holds the LM head and loss); -1: an even split.
   int first_stage_layers = -1;
   int last_stage_layers = -1;
-  Offload offload;
+  Offload offload = {};  // none
 
   int gpus() const { return dp * tp * pp * cp; }
 };
