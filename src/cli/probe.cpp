@@ -21,8 +21,8 @@
 #include "shardplan/files.hpp"
 #include "shardplan/layer.hpp"
 #include "shardplan/plan.hpp"
-#include "shardplan/rule_words.hpp"
 #include "shardplan/reports.hpp"
+#include "shardplan/rule_words.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan::cli {
@@ -42,6 +42,7 @@ struct ProbeOptions {
   std::string collectives = "all_reduce,all_gather,reduce_scatter,all_to_all,send_recv";
   std::string gemm_sizes;
   std::string gemm_dtypes;
+  std::string stream_bytes;
   std::string gpu, cluster, gpus_per_node, nics_per_node;
   bool json = false;
   std::string html;
@@ -181,6 +182,10 @@ void add_probe_options(CLI::App& sub, ProbeOptions& o) {
                  "GEMM data types for the sweep (default: "
                  "fp8,bf16,fp16,tf32 the GPU has; fp32,fp64 on "
                  "CPUs)");
+  sub.add_option("--stream-bytes", o.stream_bytes,
+                 "Each STREAM array per rank for the CPU memory bandwidth, or none to skip the "
+                 "host-memory measurements (default 4x the last-level cache shared by the "
+                 "node's ranks, at least 64MiB)");
   sub.add_option("--gpu", o.gpu,
                  "The GPU preset or file the profile carries (peak, memory; default "
                  "matched from the device name, H100-SXM for the mpi back-end)");
@@ -241,6 +246,10 @@ Prepared prepare(const ProbeOptions& o) {
     p.plan.collectives.push_back(parse_collective(name.c_str(), "--collectives"));
   }
   for (const auto& name : split_list(o.gemm_dtypes)) p.dtypes.push_back(parse_dtype(name));
+  p.plan.host = o.stream_bytes != "none";
+  if (p.plan.host && !o.stream_bytes.empty()) {
+    p.plan.stream_array_bytes = as_bytes(o.stream_bytes, "--stream-bytes");
+  }
   if (!o.model.precision.empty()) {
     p.model_dtype = math_dtype(parse_precision(o.model.precision, "--precision"));
   }
@@ -261,16 +270,15 @@ int run_probe_command(const ProbeOptions& o) {
   if (!o.model.model.empty() || !o.model.params.empty() || !o.model.layers.empty()) {
     p.plan.gemms = model_shapes(o.model, p.model_dtype);  // validated before the launch
   }
-  probe::Launch launch = probe::start_backend(o.backend, p.plan.settings);
-  probe::Backend& backend = *launch.backend;
-  const bool lead = launch.control->process() == 0;
-  if (!launch.note.empty()) p.plan.notes.push_back(launch.note);  // the table and the profile
+  probe::Session session = probe::start_session(o.backend, p.plan.settings);
+  const bool lead = session.lead();
+  if (!session.note().empty()) p.plan.notes.push_back(session.note());  // the table and the profile
 
   // Defaults that depend on the hardware.
-  const bool gpu = backend.measures_gpu();
+  const bool gpu = session.measures_gpu();
   if (!p.max_given) p.plan.max_bytes = gpu ? (1ull << 30) : (64ull << 20);
   p.plan.max_bytes = std::max(p.plan.max_bytes, p.plan.min_bytes);
-  std::vector<MathDtype> dtypes = p.dtypes.empty() ? backend.gemm_dtypes() : p.dtypes;
+  std::vector<MathDtype> dtypes = p.dtypes.empty() ? session.gemm_dtypes() : p.dtypes;
   for (auto& g : p.plan.gemms) {
     if (!gpu) g.dtype = MathDtype::fp32;  // the CPU runs the model's shapes in fp32
   }
@@ -279,7 +287,7 @@ int run_probe_command(const ProbeOptions& o) {
                                                   : "128,256,512,1024";
   for (const auto& g : sweep_shapes(sizes, dtypes)) p.plan.gemms.push_back(g);
   if (p.inputs.gpu.empty() && p.inputs.cluster.empty()) {
-    const std::string device = backend.ranks().front().device;
+    const std::string device = session.device();
     p.inputs.gpu = gpu ? probe::gpu_preset_for_device(device) : "H100-SXM";
     if (p.inputs.gpu.empty()) {
       throw InputError("--gpu",
@@ -295,35 +303,24 @@ int run_probe_command(const ProbeOptions& o) {
                      : fmt::format("probe-{}-{}.json", host_name(),
                                    p.inputs.date_utc.substr(0, 4) + p.inputs.date_utc.substr(5, 2) +
                                        p.inputs.date_utc.substr(8, 2));
-
-  std::unique_ptr<probe::Reporter> reporter = std::make_unique<probe::Reporter>();
-  if (lead) {
-    std::vector<std::unique_ptr<probe::Reporter>> parts;
-    if (!o.json) parts.push_back(probe::make_table_reporter(stdout));
-    parts.push_back(probe::make_progress_reporter(stderr));
-    reporter = probe::make_tee_reporter(std::move(parts));
-  }
   if (!gpu) {
     p.plan.notes.push_back(
         fmt::format("the {} back-end measures CPU GEMMs: they go into the "
                     "profile's measurements and fit only, never into the {} "
                     "efficiency curve",
-                    backend.name(), gpu_spec.name));
+                    session.backend(), gpu_spec.name));
   }
-  const probe::Results results =
-      probe::run_probe(backend, *launch.control, *launch.watchdog, p.plan, *reporter);
-  const int status = results.wrong() == 0 ? 0 : 1;
+  const probe::Calibration result = probe::calibrate(session, p.plan, p.inputs, gpu_spec, !o.json);
+  const int status = result.wrong == 0 ? 0 : 1;
   if (!lead) return status;
 
-  const probe::FitResult fit = probe::fit_results(results, gpu_spec);
-  const nlohmann::json profile = probe::build_profile(results, fit, p.inputs);
-  const std::string summary = probe::render_summary(results, fit, gpu_spec);
-  if (!o.json) std::fputs(summary.c_str(), stdout);
+  const nlohmann::json& profile = result.profile;
+  if (!o.json) std::fputs(result.summary.c_str(), stdout);
   if (status != 0) {
     std::fprintf(stderr,
                  "probe: %zu wrong element(s): the correctness check failed, so no "
                  "profile was written\n",
-                 results.wrong());
+                 result.wrong);
     return status;
   }
   write_file_atomically(out_path, profile.dump(2) + "\n", "--out");
@@ -337,7 +334,7 @@ int run_probe_command(const ProbeOptions& o) {
                 out_path.c_str());
   }
   std::fprintf(stderr, "probe: wrote %s\n", out_path.c_str());
-  for (const std::string& w : probe::probe_warnings(results, fit))
+  for (const std::string& w : result.warnings)
     std::fprintf(stderr, "probe: warning: %s\n", w.c_str());
   return status;
 }

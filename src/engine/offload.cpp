@@ -94,7 +94,8 @@ int gpus_on_node(const ClusterSpec& c) {
   return std::max(1, std::min(c.gpus, c.gpus_per_node));
 }
 
-void offload_stage_memory(StageMemory& s, const ParallelPlan& p, const StateBytes& per) {
+void offload_stage_memory(StageMemory& s, const ParallelPlan& p, const StateBytes& per,
+                          const OffloadCaps& caps) {
   const Offload& o = p.offload;
   if (!o.any()) return;
   const bool nvme = o.to == OffloadTarget::nvme;
@@ -107,6 +108,13 @@ void offload_stage_memory(StageMemory& s, const ParallelPlan& p, const StateByte
     s.host_bytes += shard_params * kHostGradientBytesPerParam;
     move(s.optimizer_bytes);
     s.optimizer_bytes = 0;
+    if (caps.gradients_with_optimizer) {
+      // Their host copy is the fp32 shard above; the device keeps one reduce bucket.
+      const double kept =
+          std::min(s.gradients_bytes, caps.gradient_bucket_elements * per.gradients);
+      s.offloaded_bytes += s.gradients_bytes - kept;
+      s.gradients_bytes = kept;
+    }
   }
   if (o.params) {
     move(s.weights_bytes);
@@ -126,23 +134,28 @@ void offload_stage_memory(StageMemory& s, const ParallelPlan& p, const StateByte
 OffloadTime offload_time(const Offload& o, const HostSpec& h, const OffloadInputs& in) {
   OffloadTime t;
   if (!o.any() || !h.known()) return t;
-  const double link = h.link_bytes_per_s;
+  // Gradients go down, weights come up: each direction at its own (measured or datasheet) rate.
+  const double down = h.d2h_bytes_per_s(), up = h.h2d_bytes_per_s();
+  t.link_measured = h.link_measured();
+  t.dram_measured = h.dram_measured();
   const double node_params = in.shard_params * in.gpus_on_node;
   const bool nvme = o.to == OffloadTarget::nvme && h.nvme_bytes_per_s > 0;
   double nvme_bytes = 0;
   if (o.optimizer) {
-    t.gradients_down_s = in.shard_params * in.gradient_bytes_per_param / link;
-    if (!o.params) t.weights_up_s = in.shard_params * in.weight_bytes_per_param / link;
-    t.cpu_adam_s = node_params * kCpuAdamBytesPerParam / (h.dram_bytes_per_s * h.dram_efficiency);
+    t.gradients_down_s = in.shard_params * in.gradient_bytes_per_param / down;
+    if (!o.params) t.weights_up_s = in.shard_params * in.weight_bytes_per_param / up;
+    t.cpu_adam_s = node_params * kCpuAdamBytesPerParam / h.cpu_adam_dram_bytes_per_s();
     if (nvme) nvme_bytes += 2.0 * node_params * in.optimizer_bytes_per_param;  // read + write
   }
   if (o.params) {
     const double passes = 2.0 * in.micro_batches;  // forward and backward fetch every layer
-    t.params_fetch_s = passes * in.shard_params * in.weight_bytes_per_param / link;
+    t.params_fetch_s = passes * in.shard_params * in.weight_bytes_per_param / up;
     if (nvme) nvme_bytes += passes * node_params * in.weight_bytes_per_param;
   }
   if (o.activations) {
-    t.activations_s = 2.0 * in.micro_batches * in.activation_bytes_per_micro_batch / link;
+    // Down after forward, up for backward.
+    t.activations_s =
+        in.micro_batches * in.activation_bytes_per_micro_batch * (1.0 / down + 1.0 / up);
   }
   if (nvme) t.nvme_s = nvme_bytes / h.nvme_bytes_per_s;
   const double overlappable = t.gradients_down_s + t.params_fetch_s + t.activations_s;

@@ -72,6 +72,13 @@ nlohmann::json to_json(const ClusterSpec& c) {
                  {"dram_efficiency", c.host.dram_efficiency},
                  {"nvme_bytes_per_s", c.host.nvme_bytes_per_s},
                  {"source", c.host.source}};
+    // A probe's figures, which offload pricing uses in place of the datasheet's.
+    if (c.host.measured_h2d_bytes_per_s > 0)
+      j["host"]["measured_h2d_bytes_per_s"] = c.host.measured_h2d_bytes_per_s;
+    if (c.host.measured_d2h_bytes_per_s > 0)
+      j["host"]["measured_d2h_bytes_per_s"] = c.host.measured_d2h_bytes_per_s;
+    if (c.host.measured_dram_bytes_per_s > 0)
+      j["host"]["measured_dram_bytes_per_s"] = c.host.measured_dram_bytes_per_s;
   }
   return j;
 }

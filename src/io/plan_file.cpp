@@ -121,6 +121,9 @@ ClusterSpec read_cluster(StrictObject o) {
     c.host.dram_efficiency = h.positive("dram_efficiency");
     c.host.nvme_bytes_per_s = h.number("nvme_bytes_per_s");
     c.host.source = h.string("source");
+    c.host.measured_h2d_bytes_per_s = h.number_or("measured_h2d_bytes_per_s", 0);
+    c.host.measured_d2h_bytes_per_s = h.number_or("measured_d2h_bytes_per_s", 0);
+    c.host.measured_dram_bytes_per_s = h.number_or("measured_dram_bytes_per_s", 0);
     h.finish();
   }
   if (c.nics_per_node < 1) throw InputError(o.field("nics_per_node"), "must be at least 1");

@@ -251,16 +251,38 @@ LinkProfile resolve_link(const nlohmann::json& value, const std::string& field) 
 
 // A node's host side for offload (optional): memory, the host link per GPU (a link preset),
 // DRAM bandwidth and the share of it CPU Adam reaches, NVMe bandwidth; each with a source.
+// A probe's measured figures (optional): each GB/s figure with its source.
+void read_measured_host(StrictObject& parent, HostSpec& h) {
+  StrictObject m = parent.object("measured");
+  auto rate = [&](const char* key) {
+    if (!m.has(key)) return 0.0;
+    return m.positive(key) * kGB;
+  };
+  h.measured_h2d_bytes_per_s = rate("h2d_gb_per_s");
+  h.measured_d2h_bytes_per_s = rate("d2h_gb_per_s");
+  h.measured_dram_bytes_per_s = rate("dram_gb_per_s");
+  h.measured_source = parent.field("measured");
+  require_sources(m, {"h2d_gb_per_s", "d2h_gb_per_s", "dram_gb_per_s"});
+  m.finish();
+}
+
 HostSpec host_from_json(StrictObject& parent) {
   if (!parent.has("host")) return {};
   StrictObject o = parent.object("host");
   HostSpec h;
+  // A probe of a host without preset facts writes only what it measured.
+  const bool measured_only = o.has("measured") && !o.has("memory_gib");
+  if (o.has("measured")) read_measured_host(o, h);
+  h.source = parent.field("host");
+  if (measured_only) {
+    o.finish();
+    return h;
+  }
   h.memory_bytes = o.positive("memory_gib") * kGiB;
   h.link_bytes_per_s = resolve_link(o.raw("link"), o.field("link")).link.bytes_per_s;
   h.dram_bytes_per_s = o.positive("dram_gb_per_s") * kGB;
   h.dram_efficiency = fraction(o, "dram_efficiency");
   h.nvme_bytes_per_s = o.number_or("nvme_gb_per_s", 0) * kGB;
-  h.source = parent.field("host");
   require_sources(o, {"memory_gib", "link", "dram_gb_per_s", "dram_efficiency", "nvme_gb_per_s"});
   o.finish();
   return h;

@@ -163,7 +163,9 @@ nlohmann::json to_json(const StepTime& s) {
                     {"hidden_s", o.hidden_s},
                     {"cpu_adam_s", o.cpu_adam_s},
                     {"nvme_s", o.nvme_s},
-                    {"exposed_s", o.exposed_s}};
+                    {"exposed_s", o.exposed_s},
+                    {"link_figure", o.link_measured ? "measured" : "datasheet"},
+                    {"dram_figure", o.dram_measured ? "measured" : "datasheet"}};
   }
   return j;
 }
@@ -299,11 +301,13 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
   if (s.offload_s > 0 || s.offload.cpu_adam_s > 0) {
     const OffloadTime& o = s.offload;
     row("offload", s.offload_s,
-        fmt::format("CPU Adam {}, weights up {}, NVMe {}; PCIe during fwd/bwd {} ({} hidden)",
+        fmt::format("CPU Adam {}, weights up {}, NVMe {}; PCIe during fwd/bwd {} ({} hidden); "
+                    "host link {}, CPU memory {}",
                     format_seconds(o.cpu_adam_s), format_seconds(o.weights_up_s),
                     format_seconds(o.nvme_s),
                     format_seconds(o.gradients_down_s + o.params_fetch_s + o.activations_s),
-                    format_seconds(o.hidden_s)));
+                    format_seconds(o.hidden_s), o.link_measured ? "measured" : "datasheet",
+                    o.dram_measured ? "measured (probe)" : "datasheet x efficiency"));
   }
   t.add_rule();
   row("step", s.step_s, "");

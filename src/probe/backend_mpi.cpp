@@ -12,6 +12,7 @@
 #include "backends.hpp"
 #include "mpi_control.hpp"
 #include "shardplan/error.hpp"
+#include "stream.hpp"
 
 namespace shardplan::probe {
 namespace {
@@ -69,6 +70,7 @@ class MpiBackend final : public Backend {
     for (MPI_Comm& c : comms_) {
       if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
     }
+    if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
   }
 
   const char* name() const override {
@@ -138,6 +140,28 @@ class MpiBackend final : public Backend {
   std::vector<RankTiming> gemm(const GemmShape& s, int warmup, int iters) override {
     return s.dtype == MathDtype::fp64 ? gemm_typed<double>(s, warmup, iters)
                                       : gemm_typed<float>(s, warmup, iters);
+  }
+
+  // The node's memory bandwidth: STREAM on every rank of the node at once, each on its share of
+  // the cores (as its BLAS threads), the node's ranks released together by a barrier.
+  std::vector<HostMove> host_moves() const override {
+    return {HostMove::dram_copy, HostMove::dram_triad};
+  }
+  std::vector<RankTiming> host_move(const HostMoveShape& shape, const Settings& settings) override {
+    if (node_comm_ == MPI_COMM_NULL) {
+      Watchdog::Guard guard(watchdog_, "MPI_Comm_split for the node's STREAM barrier", __FILE__,
+                            __LINE__);
+      MPI_Comm_split(control_.world(), control_.node(), control_.local_index(), &node_comm_);
+    }
+    const std::string what =
+        fmt::format("node barrier before {} of {} B", to_string(shape.kind), shape.array_bytes);
+    RankTiming timing = run_stream(shape, blas_threads_, settings.warmup, settings.iters, [&] {
+      MPI_Request request = MPI_REQUEST_NULL;
+      MPI_Ibarrier(node_comm_, &request);
+      control_.wait(&request, 1, what, __FILE__, __LINE__);
+    });
+    timing.rank = control_.process();
+    return {timing};
   }
 
   nlohmann::json libraries() const override {
@@ -261,6 +285,7 @@ class MpiBackend final : public Backend {
   Watchdog& watchdog_;
   std::vector<RankInfo> ranks_;
   MPI_Comm comms_[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
+  MPI_Comm node_comm_ = MPI_COMM_NULL;  // this node's ranks (the STREAM barrier)
   std::vector<float> send_, recv_;
   int blas_threads_ = 1;
 };

@@ -19,6 +19,7 @@
 #include "backends.hpp"
 #include "cuda_support.hpp"
 #include "gemm_cublaslt.hpp"
+#include "host_copy_cuda.hpp"
 #include "shardplan/error.hpp"
 
 namespace shardplan::probe {
@@ -58,7 +59,7 @@ struct Device {
 class NcclBackend final : public Backend {
  public:
   NcclBackend(Control& control, Watchdog& watchdog)
-      : control_(control), watchdog_(watchdog), gemm_(watchdog) {
+      : control_(control), watchdog_(watchdog), gemm_(watchdog), copies_(watchdog) {
     int count = 0;
     SHARDPLAN_CUDA(watchdog_, cudaGetDeviceCount(&count));
     if (control.processes() == 1) {
@@ -230,6 +231,16 @@ class NcclBackend final : public Backend {
     for (const Device& d : devices_)
       gpus.push_back({d.rank, d.index, d.stream, d.compute_capability});
     return gemm_.run(gpus, s, warmup, iters);
+  }
+
+  // Each GPU's host link: pinned copies up and down, every GPU of the node at once (the
+  // processes of a node start each size together after a barrier).
+  std::vector<HostMove> host_moves() const override { return {HostMove::h2d, HostMove::d2h}; }
+  std::vector<RankTiming> host_move(const HostMoveShape& s, const Settings& settings) override {
+    std::vector<CopyGpu> gpus;
+    for (const Device& d : devices_) gpus.push_back({d.rank, d.index, d.stream});
+    control_.barrier(fmt::format("before host {} of {} B", to_string(s.kind), s.array_bytes));
+    return copies_.run(gpus, s, settings);
   }
 
   nlohmann::json libraries() const override {
@@ -477,6 +488,7 @@ class NcclBackend final : public Backend {
   Control& control_;
   Watchdog& watchdog_;
   CublasLtGemm gemm_;
+  PinnedCopies copies_;
   std::vector<Device> devices_;
   std::vector<std::pair<std::string, double>> device_names_;
   std::vector<RankInfo> ranks_;

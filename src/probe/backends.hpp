@@ -5,9 +5,21 @@
 #include <memory>
 #include <string>
 
-#include "shardplan/probe.hpp"
+#include "backend.hpp"
+#include "control.hpp"
 
 namespace shardplan::probe {
+
+/// A started back-end: its control plane, the watchdog over it and the back-end (what a Session
+/// holds).
+struct Launch {
+  std::unique_ptr<Control> control;
+  std::unique_ptr<Watchdog> watchdog;
+  std::unique_ptr<Backend> backend;
+  std::string note;  // why `auto` picked what it picked
+};
+/// Starts `name` (auto | nccl | mpi); see start_session.
+Launch start_backend(const std::string& name, const Settings& settings);
 
 // MPI (control_mpi.cpp, backend_mpi.cpp): Open MPI collectives and OpenBLAS GEMMs.
 bool launched_by_mpi();

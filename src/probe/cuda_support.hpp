@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "shardplan/probe.hpp"
+#include "control.hpp"
 
 namespace shardplan::probe {
 

@@ -1,12 +1,12 @@
 // From measurements to figures: latency and bus bandwidth per tier and collective (the
 // nccl-tests time model fitted by least squares), the GEMM efficiency curve, and stragglers.
+#include "fit.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
-
-#include "shardplan/probe.hpp"
 
 namespace shardplan::probe {
 
@@ -113,8 +113,31 @@ MathDtype curve_dtype(const Results& results, const GpuSpec& gpu) {
 
 }  // namespace
 
+HostFit fit_host(const Results& results) {
+  HostFit h;
+  for (const HostRow& row : results.host) {
+    if (row.wrong != 0) continue;  // a wrong copy is no measurement
+    const HostMove k = row.shape.kind;
+    if (is_link(k) && row.shape.array_bytes >= h.link_bytes) {
+      if (row.shape.array_bytes > h.link_bytes) h.h2d_bytes_per_s = h.d2h_bytes_per_s = 0;
+      h.link_bytes = row.shape.array_bytes;
+      (k == HostMove::h2d ? h.h2d_bytes_per_s : h.d2h_bytes_per_s) = row.rank_bytes_per_s;
+    }
+    if (k == HostMove::dram_triad) {
+      h.dram_bytes_per_s = row.node_bytes_per_s;
+      h.stream_array_bytes = row.shape.array_bytes;
+      std::map<int, int> per_node;
+      for (const auto& [rank, s] : row.rank_s) ++per_node[results.ranks.at(rank).node];
+      for (const auto& [node, n] : per_node)
+        h.stream_ranks_per_node = std::max(h.stream_ranks_per_node, n);
+    }
+  }
+  return h;
+}
+
 FitResult fit_results(const Results& results, const GpuSpec& gpu) {
   FitResult out;
+  out.host = fit_host(results);
   for (const GroupInfo& g : results.groups) {
     if (!g.skipped.empty()) continue;
     TierFit tier;

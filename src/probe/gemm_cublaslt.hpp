@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/probe.hpp"
+#include "control.hpp"
 
 namespace shardplan::probe {
 

@@ -1,6 +1,8 @@
 // The generic harness: which groups to measure, the data every rank sends and the check of what
 // it receives, the size sweep with warm-up and timed iterations, and min/avg/max across ranks.
 // Back-ends only move bytes and run GEMMs; every number is defined here and in collectives.hpp.
+#include "harness.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include <numeric>
 
 #include "shardplan/error.hpp"
-#include "shardplan/probe.hpp"
 
 namespace shardplan::probe {
 
@@ -178,6 +179,7 @@ size_t Results::wrong() const {
   size_t total = 0;
   for (const auto& r : rows) total += r.wrong;
   for (const auto& g : gemms) total += g.wrong;
+  for (const auto& h : host) total += h.wrong;
   return total;
 }
 
@@ -208,13 +210,7 @@ std::string encode(const std::vector<RankTiming>& timings) {
   return a.dump();
 }
 
-struct Gathered {
-  std::vector<std::pair<int, double>> rank_s;
-  size_t wrong = 0;
-  std::string detail;
-  TimeStats time;
-  bool ran = true;  // false when a rank could not run it (no kernel for a GEMM shape)
-};
+}  // namespace
 
 Gathered gather(Control& control, const std::vector<RankTiming>& mine, const std::string& what) {
   Gathered g;
@@ -244,6 +240,8 @@ Gathered gather(Control& control, const std::vector<RankTiming>& mine, const std
   return g;
 }
 
+namespace {
+
 // The harness's state for one run.
 class Run {
  public:
@@ -269,6 +267,7 @@ class Run {
       for (Collective c : plan_.collectives) sweep(g, c);
     }
     for (const GemmShape& shape : plan_.gemms) gemm(shape);
+    if (plan_.host) measure_host(backend_, control_, plan_, reporter_, results_);
     return std::move(results_);
   }
 

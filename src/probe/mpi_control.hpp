@@ -3,7 +3,7 @@
 
 #include <mpi.h>
 
-#include "shardplan/probe.hpp"
+#include "control.hpp"
 
 namespace shardplan::probe {
 

@@ -8,9 +8,9 @@
 #include <map>
 #include <set>
 
+#include "fit.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/names.hpp"
-#include "shardplan/probe.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/units.hpp"
 
@@ -159,7 +159,52 @@ json measurements_json(const Results& r) {
                      {"wrong", g.wrong},
                      {"correct", g.wrong == 0}});
   }
-  return {{"collectives", rows}, {"gemm", gemms}};
+  json host = json::array();
+  for (const HostRow& h : r.host) {
+    host.push_back({{"move", to_string(h.shape.kind)},
+                    {"size_bytes", h.shape.array_bytes},
+                    {"moved_bytes", h.shape.moved_bytes()},
+                    {"time_us", time_json(h.time)},
+                    {"rank_gb_per_s", round_to(h.rank_bytes_per_s / kGB, 6)},
+                    {"node_gb_per_s", round_to(h.node_bytes_per_s / kGB, 6)},
+                    {"wrong", h.wrong},
+                    {"correct", h.wrong == 0}});
+  }
+  return {{"collectives", rows}, {"gemm", gemms}, {"host", host}};
+}
+
+// The host side: the preset's facts (the --cluster preset's host, else the GPU profile's) with
+// what the probe measured beside them; offload pricing takes the measured figures first.
+void put_host(json& profile, const Results& r, const FitResult& fit, const json& cluster,
+              const json& gpu, const std::string& host_list, const std::string& date) {
+  const HostFit& h = fit.host;
+  if (!(h.h2d_bytes_per_s > 0 || h.d2h_bytes_per_s > 0 || h.dram_bytes_per_s > 0)) return;
+  json host = !cluster.is_null() && cluster.contains("host") ? cluster.at("host")
+              : gpu.contains("host")                         ? gpu.at("host")
+                                                             : json::object();
+  json measured = json::object(), sources = json::object();
+  const std::string where =
+      fmt::format("shardplan probe ({}) on {} at {}", r.backend, host_list, date);
+  if (h.h2d_bytes_per_s > 0 && h.d2h_bytes_per_s > 0) {
+    measured["h2d_gb_per_s"] = round_to(h.h2d_bytes_per_s / kGB, 3);
+    measured["d2h_gb_per_s"] = round_to(h.d2h_bytes_per_s / kGB, 3);
+    const std::string how = fmt::format(
+        "measured by {}: {} B pinned buffer (cudaHostAlloc) copied with cudaMemcpyAsync {}, every "
+        "GPU of the node at once, bytes / the average over GPUs of the mean iteration (CUDA events)",
+        where, h.link_bytes, "{}");
+    sources["h2d_gb_per_s"] = fmt::format(fmt::runtime(how), "host to device");
+    sources["d2h_gb_per_s"] = fmt::format(fmt::runtime(how), "device to host");
+  }
+  if (h.dram_bytes_per_s > 0) {
+    measured["dram_gb_per_s"] = round_to(h.dram_bytes_per_s / kGB, 3);
+    sources["dram_gb_per_s"] = fmt::format(
+        "measured by {}: STREAM Triad (a = b + q c, 3 x 8 B counted per element) over {} B arrays "
+        "on {} rank(s) of the node at once, the sum of the ranks' rates, the slowest node",
+        where, h.stream_array_bytes, h.stream_ranks_per_node);
+  }
+  measured["sources"] = sources;
+  host["measured"] = measured;
+  profile["host"] = host;
 }
 
 json tiers_json(const FitResult& fit) {
@@ -486,6 +531,7 @@ json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& 
           : fmt::format("measured: {} rank(s) per node (MPI_COMM_TYPE_SHARED groups / local GPUs)",
                         measured_per_node);
   put_links(profile, r, fit, cluster, gpu);
+  put_host(profile, r, fit, cluster, gpu, host_list, in.date_utc);
   const NicCount nics = nics_per_node(fit, in, cluster, gpu, gpus_per_node);
   profile["nics_per_node"] = nics.nics;
   sources["nics_per_node"] = nics.source;

@@ -6,7 +6,6 @@
 
 #include "backends.hpp"
 #include "shardplan/error.hpp"
-#include "shardplan/probe.hpp"
 
 namespace shardplan::probe {
 

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "shardplan/probe.hpp"
+#include "fit.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan::probe {
@@ -85,11 +85,32 @@ class TableReporter final : public Reporter {
     std::fflush(out_);
   }
 
+  void host_row(const HostRow& h) override {
+    if (!host_header_) {
+      host_header_ = true;
+      fmt::print(
+          out_,
+          "#\n# Host memory on every rank of a node at once. h2d/d2h: one pinned buffer to "
+          "or from each GPU, GB/s = bytes / the average time across ranks (one GPU's link).\n"
+          "# stream_copy/stream_triad: STREAM over arrays of the size given per rank, "
+          "node GB/s = the sum over a node's ranks of 2 (copy) or 3 (triad) x size / time\n#\n");
+      fmt::print(out_, "#{:>13}  {:>12}  {:>11}  {:>10}  {:>10}  {:>6}\n", "move", "size", "time",
+                 "rank", "node", "#wrong");
+      fmt::print(out_, "#{:>13}  {:>12}  {:>11}  {:>10}  {:>10}  {:>6}\n", "", "(B)", "(us)",
+                 "(GB/s)", "(GB/s)", "");
+    }
+    fmt::print(out_, "{:>14}  {:>12}  {:>11.1f}  {:>10.3f}  {:>10.3f}  {:>6}\n",
+               to_string(h.shape.kind), h.shape.array_bytes, h.time.avg_s * 1e6,
+               h.rank_bytes_per_s / kGB, h.node_bytes_per_s / kGB, h.wrong);
+    std::fflush(out_);
+  }
+
   void note(const std::string& text) override { fmt::print(out_, "# note: {}\n", text); }
 
  private:
   std::FILE* out_;
   bool gemm_header_ = false;
+  bool host_header_ = false;
 };
 
 class ProgressReporter final : public Reporter {
@@ -118,6 +139,12 @@ class ProgressReporter final : public Reporter {
                g.wrong ? fmt::format(", {} WRONG", g.wrong) : "");
     std::fflush(out_);
   }
+  void host_row(const HostRow& h) override {
+    fmt::print(out_, "probe: host {} {} B: {:.3f} GB/s per rank, {:.3f} GB/s per node{}\n",
+               to_string(h.shape.kind), h.shape.array_bytes, h.rank_bytes_per_s / kGB,
+               h.node_bytes_per_s / kGB, h.wrong ? fmt::format(", {} WRONG", h.wrong) : "");
+    std::fflush(out_);
+  }
   void note(const std::string& text) override {
     fmt::print(out_, "probe: note: {}\n", text);
     std::fflush(out_);
@@ -144,6 +171,9 @@ class TeeReporter final : public Reporter {
   }
   void gemm_row(const GemmRow& g) override {
     for (auto& x : parts_) x->gemm_row(g);
+  }
+  void host_row(const HostRow& h) override {
+    for (auto& x : parts_) x->host_row(h);
   }
   void note(const std::string& text) override {
     for (auto& x : parts_) x->note(text);
@@ -233,6 +263,18 @@ std::string render_summary(const Results& r, const FitResult& fit, const GpuSpec
       out += fmt::format(" [{:.3g}, {:.3f}]", p.flops, p.efficiency);
     }
     out += "\n";
+  }
+  const HostFit& h = fit.host;
+  if (h.h2d_bytes_per_s > 0 || h.d2h_bytes_per_s > 0) {
+    out += fmt::format(
+        "# Host link per GPU ({} B pinned copies, all GPUs at once): "
+        "h2d {:.2f} GB/s, d2h {:.2f} GB/s\n",
+        h.link_bytes, h.h2d_bytes_per_s / kGB, h.d2h_bytes_per_s / kGB);
+  }
+  if (h.dram_bytes_per_s > 0) {
+    out +=
+        fmt::format("# CPU memory per node (STREAM Triad, {} rank(s) x {} B arrays): {:.2f} GB/s\n",
+                    h.stream_ranks_per_node, h.stream_array_bytes, h.dram_bytes_per_s / kGB);
   }
   out +=
       fmt::format("# Stragglers (time > {:.2f} x the median across ranks):", kStragglerThreshold);

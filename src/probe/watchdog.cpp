@@ -13,7 +13,7 @@
 #include <set>
 #include <thread>
 
-#include "shardplan/probe.hpp"
+#include "control.hpp"
 
 namespace shardplan::probe {
 namespace {

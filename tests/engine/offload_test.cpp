@@ -1,7 +1,6 @@
 // Offload: the rule check, the device memory it frees, the host memory it needs, the time it adds
 // (a hand-computed case) and the ladder's offload rung for Llama-3.1-8B on one H100.
 #include "shardplan/offload.hpp"
-#include "shardplan/rules.hpp"
 
 #include <doctest/doctest.h>
 
@@ -9,6 +8,7 @@
 #include "shardplan/memory.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/profiles.hpp"
+#include "shardplan/rules.hpp"
 #include "shardplan/step_time.hpp"
 #include "support.hpp"
 
@@ -176,4 +176,57 @@ TEST_CASE("the offload rung is for one GPU: eight GPUs go to ZeRO") {
   const LadderResult l =
       walk_ladder(load_model("llama-3.1-8b"), test::training(8192, 8), build_cluster(o));
   for (const RungVerdict& v : l.rungs) CHECK(v.rung != Rung::offload);
+}
+
+TEST_CASE("a probe's measured host figures price the offload in place of the datasheet's") {
+  HostSpec h;
+  h.memory_bytes = 1e12;
+  h.link_bytes_per_s = 50e9;
+  h.dram_bytes_per_s = 600e9;
+  h.dram_efficiency = 0.5;
+  OffloadInputs in;
+  in.shard_params = 1e9;
+  Offload o;
+  o.optimizer = true;
+  const OffloadTime sheet = offload_time(o, h, in);
+  CHECK_FALSE(sheet.link_measured);
+  CHECK_FALSE(sheet.dram_measured);
+  h.measured_h2d_bytes_per_s = 40e9;    // weights up
+  h.measured_d2h_bytes_per_s = 25e9;    // gradients down
+  h.measured_dram_bytes_per_s = 200e9;  // STREAM Triad of the node
+  const OffloadTime probed = offload_time(o, h, in);
+  CHECK(probed.link_measured);
+  CHECK(probed.dram_measured);
+  CHECK(probed.gradients_down_s == doctest::Approx(0.08));  // 1e9 x 2 B / 25 GB/s
+  CHECK(probed.weights_up_s == doctest::Approx(0.05));      // 1e9 x 2 B / 40 GB/s
+  CHECK(probed.cpu_adam_s == doctest::Approx(0.15));        // 1e9 x 30 B / 200 GB/s
+  // A probe of a host with no preset facts: figures, but no memory size, so no offload.
+  HostSpec only;
+  only.measured_h2d_bytes_per_s = only.measured_d2h_bytes_per_s = 25e9;
+  only.measured_dram_bytes_per_s = 200e9;
+  CHECK_FALSE(only.known());
+}
+
+TEST_CASE("DeepSpeed moves gradients off with the optimizer, keeping one reduce bucket") {
+  const FrameworkProfile ds = load_framework(Framework::deepspeed);
+  // DeepSpeed's default reduce_bucket_size (deepspeed/runtime/zero/config.py): 5e8 elements.
+  CHECK(ds.caps.offload.gradients_with_optimizer);
+  CHECK(ds.caps.offload.gradient_bucket_elements == 5e8);
+  CHECK(load_framework(Framework::fsdp).caps.offload.gradients_with_optimizer);
+  CHECK_FALSE(load_framework(Framework::megatron).caps.offload.gradients_with_optimizer);
+
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(8192, 1);
+  const ClusterSpec c = one_h100();
+  const MemoryBreakdown kept = estimate_memory(m, t, zero1_offload(), c);  // no framework: stay
+  t.framework = ds;
+  const MemoryBreakdown moved = estimate_memory(m, t, zero1_offload(), c);
+  const double params = kept.total_params;
+  // bf16 gradients: 2 B/param on the device, or one 5e8-element bucket of them.
+  CHECK(kept.worst().gradients_bytes == doctest::Approx(2.0 * params));
+  CHECK(moved.worst().gradients_bytes == doctest::Approx(2.0 * 5e8));
+  CHECK(moved.worst().offloaded_bytes == doctest::Approx(12.0 * params + 2.0 * (params - 5e8)));
+  // The host already holds the fp32 gradient CPU Adam reads: no second copy.
+  CHECK(moved.worst().host_bytes == doctest::Approx(kept.worst().host_bytes));
+  CHECK(kept.total_bytes() - moved.total_bytes() == doctest::Approx(2.0 * (params - 5e8)));
 }

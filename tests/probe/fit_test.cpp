@@ -1,10 +1,10 @@
 // The fit: latency and bus bandwidth from (size, time) rows, stragglers against the median.
+#include "fit.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <vector>
-
-#include "shardplan/probe.hpp"
 
 using namespace shardplan;
 using namespace shardplan::probe;

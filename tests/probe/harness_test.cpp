@@ -1,6 +1,8 @@
 // The harness's definitions: buffer shapes and the data check (against an independent host
 // emulation of each collective), busbw as nccl-tests defines it, the tiers a layout measures,
 // the GEMM check, and a watchdog that ends a wait that never completes.
+#include "harness.hpp"
+
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,8 +10,6 @@
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include "shardplan/probe.hpp"
 
 using namespace shardplan;
 using namespace shardplan::probe;

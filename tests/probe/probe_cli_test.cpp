@@ -74,7 +74,7 @@ TEST_CASE("mpirun -np 2 probe --backend mpi: nccl-tests table, a profile, and a 
   const auto r = run_command(mpirun(2, "probe --backend mpi --out " + out + " --html " + out +
                                            ".html --min-bytes 1KiB --max-bytes 1MiB --iters 5"
                                            " --warmup 2 --gemm-sizes 64,96 --model gpt2"
-                                           " --seq-len 128"));
+                                           " --seq-len 128 --stream-bytes 16MiB"));
   INFO(r.err);
   REQUIRE(r.status == 0);
   // --html: the report of what was just measured (the html test renders such a page).
@@ -160,6 +160,32 @@ TEST_CASE("mpirun -np 2 probe --backend mpi: nccl-tests table, a profile, and a 
   CHECK(cluster.at("intra").at("busbw_bytes_per_s").get<double>() ==
         doctest::Approx(intra.at("busbw_gb_per_s").get<double>() * 1e9).epsilon(1e-6));
   CHECK(cluster.at("gpus_per_node") == 2);
+
+  // The node's CPU memory bandwidth: STREAM on both ranks at once, in host.measured beside the
+  // GPU profile's datasheet host, and the planner's CPU Adam priced with it.
+  CHECK(contains(r.out, "# CPU memory per node (STREAM Triad, 2 rank(s) x 16777216 B arrays)"));
+  REQUIRE(p.at("measurements").at("host").size() == 2);  // Copy and Triad
+  for (const auto& row : p.at("measurements").at("host")) CHECK(row.at("correct") == true);
+  const double dram_gb_per_s = p.at("host").at("measured").at("dram_gb_per_s").get<double>();
+  CHECK(std::isfinite(dram_gb_per_s));
+  CHECK(dram_gb_per_s > 0);
+  CHECK(p.at("host").at("dram_gb_per_s") == 614.4);  // the datasheet figure stays beside it
+  const auto e = run_cli("estimate --cluster " + out +
+                         " --model llama-3.1-8b --gpus 1 --zero 1 --offload optimizer --json");
+  INFO(e.err);
+  REQUIRE(e.status <= 1);
+  const auto est = nlohmann::json::parse(e.out);
+  CHECK(est.at("cluster").at("host").at("measured_dram_bytes_per_s").get<double>() ==
+        doctest::Approx(dram_gb_per_s * 1e9));
+  const auto& offload = est.at("time").at("offload");
+  CHECK(offload.at("dram_figure") == "measured");
+  CHECK(offload.at("link_figure") == "datasheet");  // no GPU here: no copies measured
+  const double params = est.at("memory").at("total_params").get<double>();
+  CHECK(offload.at("cpu_adam_s").get<double>() ==
+        doctest::Approx(params * 30 / (dram_gb_per_s * 1e9)));  // kCpuAdamBytesPerParam
+  const auto text = run_cli("estimate --cluster " + out +
+                            " --model llama-3.1-8b --gpus 1 --zero 1 --offload optimizer");
+  CHECK(contains(text.out, "CPU memory measured (probe)"));
 
   // One node: the inter-node tier was not measured, and every output that uses it says so.
   CHECK(contains(r.out, "# WARNING: inter not measured (a single node"));

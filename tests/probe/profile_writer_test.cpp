@@ -10,10 +10,10 @@
 #include <sstream>
 #include <string>
 
+#include "fit.hpp"
 #include "shardplan/collectives.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
-#include "shardplan/probe.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/units.hpp"
 

@@ -31,6 +31,13 @@ struct OffloadCaps {
   bool params_with_optimizer = false;  // weights only together with the optimizer (FSDP)
   int optimizer_min_zero = 1;          // the lowest ZeRO stage optimizer offload runs under
   int params_min_zero = 3;             // the lowest ZeRO stage weight offload runs under
+  /// Optimizer offload also moves the 16-bit gradients off the device as backward produces
+  /// them (DeepSpeed ZeRO-Offload, FSDP CPUOffload); false: they stay (Megatron-Core's CPU
+  /// optimizer copies them from the GPU's gradient buffer, which stays).
+  bool gradients_with_optimizer = false;
+  /// What the device keeps of them meanwhile: one reduce bucket of this many elements (DeepSpeed
+  /// reduce_bucket_size); 0: nothing beyond the transient gradients memory.cpp already counts.
+  double gradient_bucket_elements = 0;
 };
 
 /// What a framework can run. A default-constructed value allows everything: the ideal stack the

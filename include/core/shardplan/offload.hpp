@@ -70,9 +70,12 @@ std::vector<Offload> offload_choices(OffloadTarget to = OffloadTarget::cpu);
 
 /// Moves what the plan offloads off the device into `host_bytes` / `nvme_bytes` and records it in
 /// `offloaded_bytes`. The optimizer's host copy also needs the fp32 gradient shard CPU Adam reads.
-/// Weights keep ZeRO-3's gathered working set on the device; activations keep two layers' inputs
-/// (the one in use and the one being fetched).
-void offload_stage_memory(StageMemory& stage, const ParallelPlan& plan, const StateBytes& per);
+/// Where the framework moves gradients with the optimizer (`caps.gradients_with_optimizer`) the
+/// device keeps one reduce bucket of them (ZeRO-Offload: fp16 weights on the GPU, gradients and
+/// optimizer states on the host; Ren et al. 2021, Sec. 4.1). Weights keep ZeRO-3's gathered
+/// working set on the device; activations keep two layers' inputs (in use and being fetched).
+void offload_stage_memory(StageMemory& stage, const ParallelPlan& plan, const StateBytes& per,
+                          const OffloadCaps& caps = {});
 
 /// GPUs of one node: they share its host memory, DRAM bandwidth and NVMe.
 int gpus_on_node(const ClusterSpec& cluster);
@@ -106,9 +109,12 @@ struct OffloadTime {
   double params_fetch_s = 0;    // 2 x micro-batches x shard x weight bytes / PCIe
   double activations_s = 0;     // 2 x micro-batches x checkpoint bytes / PCIe
   double hidden_s = 0;          // of the overlappable transfers, what compute hides
-  double cpu_adam_s = 0;        // node params x kCpuAdamBytesPerParam / (DRAM x efficiency)
+  double cpu_adam_s = 0;        // node params x kCpuAdamBytesPerParam / CPU Adam's DRAM rate
   double nvme_s = 0;            // states read and written, weights read per pass, per node
   double exposed_s = 0;         // what the step grows by
+  // Which figures priced it: a probe's measurements (HostSpec::measured_*) or the datasheet's.
+  bool link_measured = false;
+  bool dram_measured = false;
 };
 OffloadTime offload_time(const Offload& offload, const HostSpec& host, const OffloadInputs& in);
 

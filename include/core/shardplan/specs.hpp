@@ -35,7 +35,36 @@ struct HostSpec {
   double dram_efficiency = 0;   // share of it a streaming CPU pass (CPU Adam) reaches
   double nvme_bytes_per_s = 0;  // local NVMe per node, sequential
   std::string source;
-  bool known() const { return memory_bytes > 0 && link_bytes_per_s > 0 && dram_bytes_per_s > 0; }
+  // Measured by `shardplan probe` on this cluster (0: not measured): one GPU's pinned copies per
+  // direction while every GPU of the node copies, and the node's STREAM Triad rate with every
+  // rank of the node running at once.
+  double measured_h2d_bytes_per_s = 0;
+  double measured_d2h_bytes_per_s = 0;
+  double measured_dram_bytes_per_s = 0;
+  std::string measured_source;
+
+  /// What offload pricing uses per direction: the measured copy rate when the profile has one,
+  /// else the link preset's (datasheet) bandwidth.
+  double h2d_bytes_per_s() const {
+    return measured_h2d_bytes_per_s > 0 ? measured_h2d_bytes_per_s : link_bytes_per_s;
+  }
+  double d2h_bytes_per_s() const {
+    return measured_d2h_bytes_per_s > 0 ? measured_d2h_bytes_per_s : link_bytes_per_s;
+  }
+  /// The DRAM rate CPU Adam streams at: the measured STREAM Triad rate (the best a streaming
+  /// pass reaches on this node), else peak x dram_efficiency.
+  double cpu_adam_dram_bytes_per_s() const {
+    return measured_dram_bytes_per_s > 0 ? measured_dram_bytes_per_s
+                                         : dram_bytes_per_s * dram_efficiency;
+  }
+  bool link_measured() const {
+    return measured_h2d_bytes_per_s > 0 && measured_d2h_bytes_per_s > 0;
+  }
+  bool dram_measured() const { return measured_dram_bytes_per_s > 0; }
+  bool known() const {
+    return memory_bytes > 0 && h2d_bytes_per_s() > 0 && d2h_bytes_per_s() > 0 &&
+           cpu_adam_dram_bytes_per_s() > 0;
+  }
 };
 
 /// Model architecture only. `layers == 0` means only the parameter count is known (--params).

@@ -1,0 +1,51 @@
+// The interface a back-end fills: a communication library and a GEMM library; the harness owns
+// everything else.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "shapes.hpp"
+
+namespace shardplan::probe {
+
+/// A back-end: a communication library and a GEMM library behind a small interface. The harness
+/// owns everything else. Groups follow Tier: intra = ranks of a node by local rank, inter = local
+/// rank 0 of every node by node, world = all ranks by rank.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  /// Every rank of the job (the same list on every process) and those this process drives.
+  virtual const std::vector<RankInfo>& ranks() const = 0;
+  virtual std::vector<int> local_ranks() const = 0;
+  /// Creates the communicators of a tier (collective over all processes).
+  virtual void open(Tier tier) = 0;
+  /// Fills with fill_send, runs once and counts wrong elements, then warm-up and timed
+  /// iterations. One RankTiming per local rank that belongs to one of the tier's groups.
+  virtual std::vector<RankTiming> collective(Tier tier, const CollectiveShape& shape,
+                                             const Settings& settings) = 0;
+  /// The rank stops issuing work (tests of the watchdog); false: the harness stops the process.
+  virtual bool hang(int /*rank*/) { return false; }
+  virtual bool supports(MathDtype dtype) const = 0;
+  /// Runs the GEMM on every local rank at once; `wrong` counts checked outputs off by > 1%.
+  virtual std::vector<RankTiming> gemm(const GemmShape& shape, int warmup, int iters) = 0;
+  /// Library versions, driver, devices: the provenance block's "libraries".
+  virtual nlohmann::json libraries() const = 0;
+  /// The GEMM data types worth sweeping on this hardware, fastest first.
+  virtual std::vector<MathDtype> gemm_dtypes() const = 0;
+  /// Whether GEMM measurements describe the GPU the profile is for (not a CPU stand-in).
+  virtual bool measures_gpu() const = 0;
+  /// The host-memory measurements this back-end makes (none by default).
+  virtual std::vector<HostMove> host_moves() const { return {}; }
+  /// Runs one on every local rank at once, the node's ranks starting each iteration together;
+  /// `wrong` counts checked elements that differ from what the move must leave. Every wait goes
+  /// through the watchdog.
+  virtual std::vector<RankTiming> host_move(const HostMoveShape& /*shape*/,
+                                            const Settings& /*settings*/) {
+    return {};
+  }
+};
+
+}  // namespace shardplan::probe

@@ -1,0 +1,119 @@
+// The harness's results and the reporters that print them as they come (harness.cpp,
+// report.cpp).
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend.hpp"
+#include "control.hpp"
+
+namespace shardplan::probe {
+
+/// Time across ranks: each rank's mean iteration (nccl-tests' time), then min / avg / max over
+/// ranks; and the average over ranks of each rank's median iteration, which the fit uses because
+/// one preempted iteration moves a mean but not a median.
+struct TimeStats {
+  double min_s = 0, avg_s = 0, max_s = 0;
+  double median_s = 0;
+};
+
+struct CollectiveRow {
+  GroupInfo group;
+  CollectiveShape shape;
+  TimeStats time;
+  double algbw_bytes_per_s = 0;  // from the average time, as nccl-tests prints it
+  double busbw_bytes_per_s = 0;
+  size_t wrong = 0;
+  std::vector<std::pair<int, double>> rank_s;  // (rank, mean iteration seconds)
+};
+
+struct GemmRow {
+  GemmShape shape;
+  TimeStats time;
+  double flops_per_s = 0;  // flops / average time
+  size_t wrong = 0;
+  int iters = 0;
+  std::string detail;
+  std::vector<std::pair<int, double>> rank_s;
+};
+
+/// One host-memory measurement across ranks. Link copies: `rank_bytes_per_s` is one GPU's rate
+/// (moved bytes / the average over ranks of each rank's mean iteration, as nccl-tests' algbw).
+/// STREAM: `node_bytes_per_s` is the node's rate, every rank's moved bytes over its own mean
+/// iteration summed over the node's ranks (they run at once), the slowest node's.
+struct HostRow {
+  HostMoveShape shape;
+  TimeStats time;
+  double rank_bytes_per_s = 0;
+  double node_bytes_per_s = 0;
+  size_t wrong = 0;
+  std::vector<std::pair<int, double>> rank_s;
+};
+
+/// Receives results as they come; the table and the progress lines are reporters.
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  virtual void start(const std::string& /*backend*/, const std::vector<RankInfo>& /*ranks*/,
+                     const SweepPlan& /*plan*/) {}
+  virtual void section(const GroupInfo& /*group*/, Collective /*c*/) {}
+  virtual void row(const CollectiveRow& /*row*/) {}
+  virtual void section_end(const GroupInfo& /*group*/, Collective /*c*/,
+                           std::span<const CollectiveRow> /*rows*/) {}
+  virtual void gemm_row(const GemmRow& /*row*/) {}
+  virtual void host_row(const HostRow& /*row*/) {}
+  virtual void note(const std::string& /*text*/) {}
+};
+
+struct Results {
+  std::string backend;
+  SweepPlan plan;
+  std::vector<RankInfo> ranks;
+  std::vector<GroupInfo> groups;
+  std::vector<CollectiveRow> rows;
+  std::vector<GemmRow> gemms;
+  std::vector<HostRow> host;
+  std::vector<std::string> notes;
+  nlohmann::json libraries;
+  bool gemm_on_gpu = false;
+  size_t wrong() const;
+};
+
+/// Runs the whole sweep. Every process takes part; reporters are called on process 0 only.
+Results run_probe(Backend& backend, Control& control, Watchdog& watchdog, const SweepPlan& plan,
+                  Reporter& reporter);
+
+/// Every process's timings of one operation, gathered over the control plane: per-rank means,
+/// min / avg / max, wrong elements.
+struct Gathered {
+  std::vector<std::pair<int, double>> rank_s;
+  size_t wrong = 0;
+  std::string detail;
+  TimeStats time;
+  bool ran = true;  // false when a rank could not run it (no kernel for a GEMM shape)
+};
+Gathered gather(Control& control, const std::vector<RankTiming>& mine, const std::string& what);
+
+/// The host-memory measurements the back-end makes (host_sweep.cpp), after the GEMMs.
+void measure_host(Backend& backend, Control& control, const SweepPlan& plan, Reporter& reporter,
+                  Results& results);
+/// Each rank's STREAM array: 4x the node's last-level caches shared among its `ranks_on_node`,
+/// at least kMinStreamArrayBytes (`llc_bytes`: the node's, 0 when unknown).
+size_t stream_array_bytes(size_t llc_bytes, int ranks_on_node);
+/// The node's last-level cache bytes, summed over its instances (sysfs), 0 when unknown.
+size_t node_llc_bytes();
+
+/// nccl-tests-style table: per collective and tier a names line and a units line, '#' before
+/// every non-data line, and a footer verdict; then the GEMM rows.
+std::unique_ptr<Reporter> make_table_reporter(std::FILE* out);
+/// One line per measurement while the sweep runs (for stderr).
+std::unique_ptr<Reporter> make_progress_reporter(std::FILE* out);
+/// Several reporters as one.
+std::unique_ptr<Reporter> make_tee_reporter(std::vector<std::unique_ptr<Reporter>> parts);
+
+}  // namespace shardplan::probe

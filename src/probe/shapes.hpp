@@ -1,0 +1,109 @@
+// What the probe measures and how it checks it: the tiers and groups of ranks, a collective's
+// shape and data, the GEMM inputs and the points checked, one rank's timings (harness.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "shardplan/collectives.hpp"
+#include "shardplan/probe.hpp"
+
+namespace shardplan::probe {
+
+/// The groups the probe measures separately. intra: the ranks of one node (one group per node,
+/// all measured at once); inter: one rank per node (local rank 0), i.e. one NIC's worth;
+/// world: every rank.
+enum class Tier { intra, inter, world };
+inline constexpr Tier kTiers[] = {Tier::intra, Tier::inter, Tier::world};
+const char* to_string(Tier t);
+
+/// One rank of the job; every process holds the same list.
+struct RankInfo {
+  int rank = 0;
+  int process = 0;     // the process driving it (one process may drive several GPUs)
+  int node = 0;        // 0 .. nodes-1, in order of the nodes' first ranks
+  int local_rank = 0;  // position inside its node
+  std::string host;
+  std::string device;              // GPU name, or the CPU model for the MPI back-end
+  double device_memory_bytes = 0;  // the GPU's memory as the driver reports it; 0 on a CPU
+};
+
+/// How a tier's groups sit on the job; `skipped` says why a tier is not measured.
+struct GroupInfo {
+  Tier tier = Tier::world;
+  int ranks = 0;           // ranks in one group
+  int ranks_per_node = 0;  // of those, how many share a node
+  int groups = 0;          // groups measured at the same time
+  std::string skipped;
+};
+
+/// Which groups each tier has on this layout of ranks (see Tier), and which tiers are skipped:
+/// intra with one rank per node or uneven nodes, inter and world on one node, world when it is
+/// the inter tier (one rank per node).
+std::vector<GroupInfo> plan_groups(const std::vector<RankInfo>& ranks);
+
+/// One collective of nccl-tests size S on n ranks, in float elements (nccl-tests' default type).
+struct CollectiveShape {
+  Collective kind = Collective::all_reduce;
+  int ranks = 1;
+  size_t bytes = 0;       // S as nccl-tests prints it, rounded down to whole elements per rank
+  size_t send_count = 0;  // elements in each rank's send buffer
+  size_t recv_count = 0;  // elements in each rank's receive buffer
+  size_t count() const { return bytes / sizeof(float); }
+};
+/// bytes == 0 when S is too small to give every rank one element.
+CollectiveShape shape_of(Collective c, size_t bytes, int ranks);
+
+/// The data each rank sends (a pattern of small integers, exact in float after any sum) and how
+/// many received elements differ from what the collective must produce: nccl-tests' check.
+void fill_send(const CollectiveShape& s, int rank, std::span<float> send);
+size_t count_wrong(const CollectiveShape& s, int rank, std::span<const float> recv);
+/// A value no collective produces from fill_send's data, to pre-fill receive buffers with.
+inline constexpr float kPoison = -1.0f;
+
+/// GEMM inputs: A (k x m, column-major) and B (k x n) hold values from {-1, -0.5, 0, 0.5, 1},
+/// exact in every type down to FP8 E4M3; index 0 of the set is -1.
+int gemm_input_code(int matrix, size_t index);  // 0 .. 4; matrix 0 = A, 1 = B
+inline constexpr float kGemmValues[5] = {-1.0f, -0.5f, 0.0f, 0.5f, 1.0f};
+/// The outputs D(i, j) the harness checks: corners and a few spread over D.
+std::vector<std::pair<long, long>> gemm_check_points(const GemmShape& shape);
+/// Whether D(i, j) is within 1% of the exact result (16-bit and FP8 outputs round).
+bool gemm_output_ok(const GemmShape& shape, long i, long j, double value);
+
+/// Seconds of each timed iteration on one rank (nccl-tests averages them per rank, then across
+/// ranks), and the elements that failed the correctness check.
+struct RankTiming {
+  int rank = 0;
+  std::vector<double> iteration_s;
+  size_t wrong = 0;
+  std::string detail;  // GEMMs: the kernel or library call that ran
+};
+
+/// Host-memory measurements. h2d / d2h: one pinned host buffer copied to / from device memory
+/// (cudaMemcpyAsync on the GPU's own stream), every GPU of the node at once, so the figure is one
+/// GPU's share of its host link while all copy, as offload runs. dram_copy / dram_triad:
+/// STREAM's Copy (a = b) and Triad (a = b + q c) over arrays much larger than the last-level
+/// cache, every rank of a node at once (McCalpin, STREAM, www.cs.virginia.edu/stream/ref.html).
+enum class HostMove { h2d, d2h, dram_copy, dram_triad };
+const char* to_string(HostMove m);
+bool is_link(HostMove m);  // h2d or d2h
+
+struct HostMoveShape {
+  HostMove kind = HostMove::h2d;
+  size_t array_bytes = 0;  // the copied buffer, or each of the STREAM arrays
+  /// Bytes counted per iteration, as STREAM counts them: Copy reads one array and writes one (2),
+  /// Triad reads two and writes one (3), ignoring write-allocate traffic; a memcpy moves one.
+  double moved_bytes() const;
+};
+
+/// STREAM's element value after `iteration` Triads of a = b + q c with b = 2, c = 1 (q = 3, all
+/// exact in double): what the check expects in a.
+inline constexpr double kTriadExpected = 2.0 + 3.0 * 1.0;
+/// The pattern a host copy carries (element i of a buffer of 32-bit words), checked at the far end.
+uint32_t host_copy_word(size_t index);
+
+}  // namespace shardplan::probe
