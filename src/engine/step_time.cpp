@@ -237,7 +237,7 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
         s.weight_grad_s += cost.head.weight_grad_s;
       }
       // Kernels slower or faster than the fused ones the GPU profile was fitted on.
-      const double speed = tr.framework.pricing.kernel_speed;
+      const double speed = tr.framework.pricing.compute_speed(c.gpu.name, p.pp);
       s.forward_s /= speed;
       s.backward_s /= speed;
       s.recompute_s /= speed;
