@@ -282,9 +282,10 @@ Runner setup_plan(CLI::App& sub) {
     std::cout << render_ladder(ladder, in.cluster) << "\n";
     if (rec) {
       std::cout << fmt::format(
-          "Recommended ({}, the simplest rung that works): {}\n  {} per step, {:.0f} tokens/s\n",
-          to_string(rec->rung), describe(rec->plan.plan), format_seconds(rec->plan.step_s),
-          rec->plan.tokens_per_s);
+          "Recommended ({}, {}): {}\n  {} per step, {:.0f} tokens/s\n", to_string(rec->rung),
+          ladder.first_pass == ladder.stop ? "the simplest rung that works"
+                                           : "much faster than the simplest rung that works",
+          describe(rec->plan.plan), format_seconds(rec->plan.step_s), rec->plan.tokens_per_s);
       std::cout << "  interval "
                 << interval_text(step_interval(tr.framework, in.cluster.gpu.name, rec->plan.step_s),
                                  tr)

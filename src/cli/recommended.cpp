@@ -39,7 +39,7 @@ std::optional<Inputs> recommended_inputs(const PlanningOptions& o, int threads) 
     const RungVerdict& v = ladder.rungs[static_cast<size_t>(ladder.stop)];
     in.plan = v.plan.plan;
     in.notes.push_back(fmt::format(
-        "plan: {}, the one `shardplan plan` recommends (rung {}, the simplest that works); give "
+        "plan: {}, the one `shardplan plan` recommends (rung {}, the ladder's stop); give "
         "--tp/--pp/--zero/--micro-batch/--recompute to choose another",
         describe(in.plan), to_string(v.rung)));
     return in;

@@ -37,7 +37,8 @@ std::string profile_of(const PublishedRun& run) {
 std::string summary_cell(const std::vector<Prediction>& cases) {
   if (cases.empty()) return "-";
   const ValidationSummary s = summarize(cases);
-  return fmt::format("{} cases, mean {:.1f}%, max {:.1f}%", cases.size(), s.mean_abs_error * 100,
+  return fmt::format("{} {}, mean {:.1f}%, max {:.1f}%", cases.size(),
+                     cases.size() == 1 ? "case" : "cases", s.mean_abs_error * 100,
                      s.max_abs_error * 100);
 }
 
@@ -46,6 +47,56 @@ nlohmann::json summary_json(const std::vector<Prediction>& cases) {
   return {{"cases", cases.size()},
           {"mean_abs_error", cases.empty() ? 0.0 : s.mean_abs_error},
           {"max_abs_error", cases.empty() ? 0.0 : s.max_abs_error}};
+}
+
+// Published peak device memory beside the predicted peak of the plan as predicted.
+struct MemoryCase {
+  const Prediction* prediction;
+  double error() const {
+    const double measured = prediction->run->measured_peak_gib;
+    return (prediction->predicted_peak_gib - measured) / measured;
+  }
+};
+
+std::vector<MemoryCase> memory_cases(const std::map<std::string, std::vector<Prediction>>& groups,
+                                     const std::vector<std::string>& order) {
+  std::vector<MemoryCase> out;
+  for (const std::string& g : order)
+    for (const Prediction& p : groups.at(g))
+      if (p.run->measured_peak_gib > 0) out.push_back({&p});
+  return out;
+}
+
+nlohmann::json memory_json(const std::vector<MemoryCase>& cases) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const MemoryCase& c : cases)
+    a.push_back({{"id", c.prediction->run->id},
+                 {"profile", profile_of(*c.prediction->run)},
+                 {"measured_peak_gib", c.prediction->run->measured_peak_gib},
+                 {"predicted_peak_gib", c.prediction->predicted_peak_gib},
+                 {"error", c.error()}});
+  return a;
+}
+
+std::string render_memory(const std::vector<MemoryCase>& cases) {
+  Table t({{"case", Table::Align::left},
+           {"framework", Table::Align::left},
+           {"measured GiB"},
+           {"predicted GiB"},
+           {"error"}});
+  double sum = 0, worst = 0;
+  for (const MemoryCase& c : cases) {
+    t.add_row({c.prediction->run->id, profile_of(*c.prediction->run),
+               fmt::format("{:.1f}", c.prediction->run->measured_peak_gib),
+               fmt::format("{:.1f}", c.prediction->predicted_peak_gib),
+               fmt::format("{:+.1f}%", c.error() * 100)});
+    sum += std::fabs(c.error());
+    worst = std::max(worst, std::fabs(c.error()));
+  }
+  return "# peak device memory, where the source publishes it\n" + t.render("") +
+         fmt::format("mean |error| {:.1f}%, max |error| {:.1f}% over {} {}\n",
+                     sum * 100 / cases.size(), worst * 100, cases.size(),
+                     cases.size() == 1 ? "case" : "cases");
 }
 
 }  // namespace
@@ -129,15 +180,18 @@ Runner setup_validate(CLI::App& sub) {
                    describe(c.plan) + (c.fits ? "" : " (does not fit)")});
       }
       std::cout << t.render("")
-                << fmt::format("mean |error| {:.1f}%, max |error| {:.1f}% over {} cases\n\n",
-                               sum.mean_abs_error * 100, sum.max_abs_error * 100, sum.cases.size());
+                << fmt::format("mean |error| {:.1f}%, max |error| {:.1f}% over {} {}\n\n",
+                               sum.mean_abs_error * 100, sum.max_abs_error * 100, sum.cases.size(),
+                               sum.cases.size() == 1 ? "case" : "cases");
     }
     if (s->json) {
       nlohmann::json frameworks = nlohmann::json::object();
       for (const auto& [name, f] : by_framework)
         frameworks[name] = {{"fitted", summary_json(f.fitted)},
                             {"held_out", summary_json(f.held_out)}};
-      print_json({{"groups", out}, {"frameworks", frameworks}});
+      print_json({{"groups", out},
+                  {"frameworks", frameworks},
+                  {"memory", memory_json(memory_cases(groups, order))}});
       return 0;
     }
     std::cout << "# per framework profile (the profile that priced each run)\n";
@@ -147,6 +201,8 @@ Runner setup_validate(CLI::App& sub) {
     for (const auto& [name, f] : by_framework)
       t.add_row({name, summary_cell(f.fitted), summary_cell(f.held_out)});
     std::cout << t.render("");
+    const std::vector<MemoryCase> memory = memory_cases(groups, order);
+    if (!memory.empty()) std::cout << "\n" << render_memory(memory);
     return 0;
   };
 }

@@ -56,6 +56,15 @@ const AccuracyClass* FrameworkProfile::accuracy_for(const std::string& gpu_name)
   return nullptr;
 }
 
+double FrameworkPricing::compute_speed(const std::string& gpu_name, int pp) const {
+  double speed = kernel_speed;
+  const std::string g = gpu_class(gpu_name);
+  for (const auto& [cls, s] : kernel_speed_by_gpu) {
+    if (cls == g) speed = s;
+  }
+  return pp > 1 ? speed * pipeline_engine_speed : speed;
+}
+
 StepInterval step_interval(const FrameworkProfile& f, const std::string& gpu_name, double step_s) {
   StepInterval i;
   i.accuracy = f.accuracy_for(gpu_name);

@@ -162,6 +162,39 @@ void price_offload(RungVerdict& v, const Estimate& e, const ModelSpec& m, const 
   v.without_offload_bytes = without.memory.total_bytes();
 }
 
+// The fastest plan of a rung above the stop that passes, if it is `climb_speedup` times faster
+// than the stop's: the walk then recommends it (the rungs between are not shown).
+void climb(LadderResult& out, const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
+           const LadderOptions& opt, const SearchOptions& so) {
+  out.first_pass = out.stop;
+  out.climb_speedup = opt.climb_speedup;
+  const RungVerdict first = out.rungs[static_cast<size_t>(out.stop)];
+  for (int i = static_cast<int>(first.rung) + 1; i < kRungs; ++i) {
+    const Rung rung = static_cast<Rung>(i);
+    const SearchSpace space = rung_space(rung, m, tr, c, opt.rules);
+    if (space.size() == 0) continue;
+    const SearchResult r = search(m, tr, c, space, so);
+    // ranked is fastest first: the first plan the interconnect carries is the rung's pick.
+    for (const Candidate& cand : r.ranked) {
+      if (cand.exposed_comm_s / cand.step_s > opt.max_comm_share) continue;
+      const double best_s = out.rungs[static_cast<size_t>(out.stop)].plan.step_s;
+      if (cand.step_s * opt.climb_speedup <= best_s) {
+        RungVerdict v;
+        v.rung = rung;
+        v.capacity_bytes = c.gpu.memory_bytes;
+        v.evaluated = r.evaluated;
+        v.fits = v.comm_ok = v.has_plan = true;
+        v.plan = cand;
+        v.memory_bytes = cand.peak_bytes;
+        v.comm_share = cand.exposed_comm_s / cand.step_s;
+        out.rungs.push_back(v);
+        out.stop = static_cast<int>(out.rungs.size()) - 1;
+      }
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
@@ -226,6 +259,7 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
       break;
     }
   }
+  if (out.stop >= 0 && opt.climb_speedup > 0) climb(out, m, tr, c, opt, so);
   return out;
 }
 

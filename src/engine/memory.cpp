@@ -40,6 +40,18 @@ int communicators(const ParallelPlan& p) {
   return n;
 }
 
+// torchtitan's selective "op" policy (models/llama3/infra/parallelize.py _custom_policy): a
+// block keeps its input and the outputs of the ops in its save list, except every second
+// matmul. Of Llama's seven (wq, wk, wv, wo, w1, w3, w2) it keeps wq (h), wv (kv), w1 (ffn) and
+// w2 (h), and SDPA's output (h): 4h + kv + ffn per token, sharded by tp (torchtitan's TP is
+// sequence parallel).
+double op_policy_saved_bytes(const MicroBatchWork& w, const ModelSpec& m, const TrainingSpec& tr,
+                             const ParallelPlan& p) {
+  const double kv = static_cast<double>(m.kv_heads) * m.head_dim;
+  const double per_token = 4.0 * m.hidden + kv + m.ffn_hidden;
+  return w.tokens * per_token * activation_bytes(tr.precision) / p.tp;
+}
+
 }  // namespace
 
 StateBytes state_bytes_per_param(const ModelSpec& m, const TrainingSpec& tr) {
@@ -76,11 +88,17 @@ ActivationProfile activation_profile(const MicroBatchWork& w, const ModelSpec& m
     a.layer_saved[static_cast<int>(r)] = saved_activation_bytes(w.layer, r);
     a.dense_layer_saved[static_cast<int>(r)] = saved_activation_bytes(w.dense_layer, r);
   }
+  if (tr.framework.pricing.selective == FrameworkPricing::Selective::every_other_matmul &&
+      !m.is_moe())
+    a.layer_saved[static_cast<int>(Recompute::selective)] = op_policy_saved_bytes(w, m, tr, p);
   a.layer_working = full_saved_bytes(w.layer);
   // The embedding and LM head are not recomputed (Megatron-LM checkpoints transformer layers).
   a.embedding_saved = saved_activation_bytes(w.embedding, Recompute::none);
   a.head_saved = saved_activation_bytes(w.head, Recompute::none);
-  a.logits = w.tokens * m.vocab / p.tp * activation_bytes(tr.precision);
+  // The framework's loss may hold more per logit than the activation dtype (an fp32 upcast).
+  const double logit_bytes = tr.framework.pricing.logit_bytes > 0 ? tr.framework.pricing.logit_bytes
+                                                                  : activation_bytes(tr.precision);
+  a.logits = w.tokens * m.vocab / p.tp * logit_bytes;
   return a;
 }
 

@@ -114,6 +114,9 @@ Prediction predict(const PublishedRun& run) {
       }
     }
   }
+  if (have)
+    best.predicted_peak_gib =
+        estimate_memory(run.model, run.training, best.plan, run.cluster).total_bytes() / kGiB;
   best.error = run.measured != 0 ? (best.predicted - run.measured) / run.measured : 0;
   return best;
 }

@@ -123,6 +123,34 @@ void read_words(StrictObject o) {
   o.finish();
 }
 
+// kernels: the class in words, the speed, and optionally the speed per GPU generation and of
+// the pipeline engine, each with the validation cases it was fitted on.
+void read_kernels(StrictObject o, FrameworkPricing& p) {
+  o.string("class");
+  p.kernel_speed = o.positive("speed");
+  if (o.has("speed_by_gpu")) {
+    const auto& raw = o.raw("speed_by_gpu");
+    if (!raw.is_array()) throw InputError(o.field("speed_by_gpu"), "expected a list");
+    for (size_t i = 0; i < raw.size(); ++i) {
+      StrictObject g(raw[i], o.field("speed_by_gpu") + fmt::format("[{}]", i));
+      const std::string cls = g.string("gpu_class");
+      if (gpu_class(cls) != cls)
+        throw InputError(g.field("gpu_class"),
+                         "'" + cls + "' is not A100, H100, B200, L40S or MI300X");
+      p.kernel_speed_by_gpu.emplace_back(cls, g.positive("speed"));
+      g.string("fitted_on");
+      g.finish();
+    }
+  }
+  if (o.has("pipeline_engine")) {
+    StrictObject e = o.object("pipeline_engine");
+    p.pipeline_engine_speed = e.positive("speed");
+    e.string("fitted_on");
+    e.finish();
+  }
+  o.finish();
+}
+
 std::vector<AccuracyClass> read_accuracy(StrictObject& o) {
   std::vector<AccuracyClass> out;
   const auto& raw = o.raw("accuracy");
@@ -162,13 +190,27 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
   overlap.boolean("param_gather");
   f.pricing.tp_comm_overlap = overlap.boolean("tp_comm");
   overlap.finish();
-  StrictObject kernels = o.object("kernels");
-  kernels.string("class");
-  f.pricing.kernel_speed = kernels.positive("speed");
-  kernels.finish();
-  read_words(o.object("recompute"));
+  read_kernels(o.object("kernels"), f.pricing);
+  StrictObject recompute = o.object("recompute");
+  for (const std::string& key : recompute.keys()) {
+    const std::string words = recompute.string(key);
+    if (key != "selective_policy") continue;
+    if (words == "every-other-matmul")
+      f.pricing.selective = FrameworkPricing::Selective::every_other_matmul;
+    else if (words != "attention-core")
+      throw InputError(recompute.field(key),
+                       "'" + words + "' is not attention-core or every-other-matmul");
+  }
+  recompute.finish();
   read_words(o.object("memory"));
-  read_words(o.object("loss"));
+  StrictObject loss = o.object("loss");
+  for (const std::string& key : loss.keys()) {
+    if (key == "peak_bytes_per_logit")
+      f.pricing.logit_bytes = loss.positive(key);
+    else
+      loss.string(key);
+  }
+  loss.finish();
   f.max_published_mfu = o.positive("max_published_mfu");
   f.accuracy = read_accuracy(o);
   StrictObject sources = o.object("sources");

@@ -158,6 +158,9 @@ PublishedRun read_run(const nlohmann::json& r, size_t i, const std::string& wher
     run.held_out = split == "held-out";
 
     const auto& me = r.at("measured");
+    // Peak device memory as the source reports it (torchtitan: the maximum over GPUs of the
+    // peak reserved memory), compared beside the step figure.
+    if (me.contains("peak_memory_gib")) run.measured_peak_gib = me.at("peak_memory_gib");
     if (me.contains("tokens_per_s_per_gpu")) {
       run.metric = Metric::tokens_per_s_per_gpu;
       run.measured = me.at("tokens_per_s_per_gpu");

@@ -105,12 +105,14 @@ std::string rung_reason(const RungVerdict& v, const ClusterSpec& c, double max_c
 
 nlohmann::json to_json(const LadderResult& l, const ClusterSpec& c) {
   nlohmann::json a = nlohmann::json::array();
-  for (const RungVerdict& v : l.rungs) {
+  for (size_t i = 0; i < l.rungs.size(); ++i) {
+    const RungVerdict& v = l.rungs[i];
     const std::string reason = rung_reason(v, c, l.max_comm_share);
     a.push_back({{"rung", to_string(v.rung)},
                  {"fits", v.fits},
                  {"comm_ok", v.comm_ok},
                  {"passes", v.passes()},
+                 {"stop", static_cast<int>(i) == l.stop},
                  {"blocker", to_string(v.blocker)},
                  {"reason", reason},
                  {"need_bytes", memory_blocks(v.blocker) && v.blocker != Blocker::no_valid_plan
@@ -147,12 +149,25 @@ std::string render_ladder(const LadderResult& l, const ClusterSpec& c) {
   for (size_t i = 0; i < l.rungs.size(); ++i) {
     const RungVerdict& v = l.rungs[i];
     const std::string reason = rung_reason(v, c, l.max_comm_share);
-    t.add_row({to_string(v.rung), v.passes() ? "STOP HERE" : "no",
+    const bool stop = static_cast<int>(i) == l.stop;
+    t.add_row({to_string(v.rung),
+               stop         ? "STOP HERE"
+               : v.passes() ? "passes, slower"
+                            : "no",
                v.has_plan ? format_gib(v.memory_bytes) : "-",
                v.fits ? format_percent(v.comm_share) : "-",
                v.fits ? format_seconds(v.plan.step_s) : "-", tried(v), reason});
   }
   out += t.render();
+  if (l.stop >= 0 && l.first_pass >= 0 && l.first_pass != l.stop) {
+    const RungVerdict& first = l.rungs[static_cast<size_t>(l.first_pass)];
+    const RungVerdict& stop = l.rungs[static_cast<size_t>(l.stop)];
+    out += fmt::format(
+        "Rung {} passes, but rung {} runs {:.1f}x faster ({} vs {}): the walk climbs to it "
+        "(it climbs when a later rung is at least {:.1f}x faster).\n",
+        to_string(first.rung), to_string(stop.rung), first.plan.step_s / stop.plan.step_s,
+        format_seconds(stop.plan.step_s), format_seconds(first.plan.step_s), l.climb_speedup);
+  }
   if (l.stop < 0) {
     const bool any_fits =
         std::any_of(l.rungs.begin(), l.rungs.end(), [](const RungVerdict& v) { return v.fits; });

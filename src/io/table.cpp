@@ -140,7 +140,8 @@ std::vector<MemoryLine> transient_lines(const StageMemory& s) {
                    "full recompute rebuilds one layer's activations during its backward"});
   }
   if (s.logits_bytes > 0) {
-    out.push_back({"logits", s.logits_bytes, "16-bit logits before the fp32 loss (last stage)"});
+    out.push_back({"logits", s.logits_bytes,
+                   "logits at the loss's peak (last stage; bytes per logit from the framework)"});
   }
   if (s.gathered_layers_bytes > 0) {
     out.push_back({"gathered layers", s.gathered_layers_bytes,

@@ -35,8 +35,9 @@ TEST_CASE("emit --format deepspeed: 30-minute checkpoints in steps of the estima
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j.at("train_batch_size") == 1536);
   CHECK(j.at("gradient_accumulation_steps") == 96);
+  // Priced as DeepSpeed runs it (its pipeline engine), as emit --format deepspeed does.
   CHECK(j.at("_shardplan").at("long_run").at("checkpoint_interval_steps") ==
-        std::lround(1800 / step_s(kGpt3)));
+        std::lround(1800 / step_s(kGpt3 + " --framework deepspeed")));
 }
 
 TEST_CASE("emit --checkpoint-interval auto uses the runbook's Young interval") {

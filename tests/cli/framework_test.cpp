@@ -52,8 +52,9 @@ TEST_CASE("the framework is printed in the table and the JSON; megatron by defau
   const auto table = run_cli("estimate --model llama-3.1-8b --gpus 8 --zero 3 --recompute full");
   REQUIRE(table.status == 0);
   CHECK(contains(table.out, "framework megatron (profiles/frameworks/megatron.json)"));
-  const auto json =
-      run_cli("estimate --model llama-3.1-8b --gpus 8 --zero 2 --framework fsdp --json");
+  const auto json = run_cli(
+      "estimate --model llama-3.1-8b --gpus 8 --zero 2 --recompute full --framework fsdp "
+      "--json");
   REQUIRE(json.status == 0);
   CHECK(nlohmann::json::parse(json.out).at("training").at("framework") == "fsdp");
   const auto bad = run_cli("estimate --model llama-3.1-8b --gpus 8 --framework jax");
@@ -137,11 +138,12 @@ TEST_CASE("estimate --json: the step with its validation interval and the class 
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
   const double step = j.at("time").at("step_s");
-  // deepspeed x A100 held-out cases: steps 7.4% shorter (ZeRO-3, 1536 GPUs) to 19.7% longer (BLOOM)
-  CHECK(j.at("time").at("step_s_low").get<double>() == doctest::Approx(step * (1 - 0.074)));
-  CHECK(j.at("time").at("step_s_high").get<double>() == doctest::Approx(step * (1 + 0.197)));
+  // deepspeed x A100 held-out cases: steps 6.9% shorter (ZeRO-3, 1536 GPUs) to 6.3% longer
+  // (MT-NLG 530B on 3,360 GPUs)
+  CHECK(j.at("time").at("step_s_low").get<double>() == doctest::Approx(step * (1 - 0.069)));
+  CHECK(j.at("time").at("step_s_high").get<double>() == doctest::Approx(step * (1 + 0.063)));
   CHECK(j.at("accuracy").at("class") == "deepspeed x A100");
-  CHECK(j.at("accuracy").at("cases") == 2);
+  CHECK(j.at("accuracy").at("cases") == 4);
   CHECK(j.at("accuracy").at("split") == "held-out");
 }
 

@@ -169,3 +169,37 @@ TEST_CASE(
   CHECK(megatron.size() > 0);
   CHECK(megatron.refused[static_cast<int>(RuleId::framework_zero_stage)] == 0);
 }
+
+TEST_CASE("the ladder climbs past a passing rung when a later one is 1.5x faster") {
+  // DeepSpeed, GPT-3 175B on 512 A100s: ZeRO-3 passes (its exposed traffic stays under half
+  // the step) at about twice the step of the 3D plan; recommending it would waste the cluster.
+  const ModelSpec m = load_model("gpt3-175b");
+  TrainingSpec t = test::training(2048, 1536);
+  t.framework = load_framework(Framework::deepspeed);
+  t.overlap_grad_reduce = t.framework.pricing.overlap_grad_reduce;
+  const ClusterSpec c = gpus_of("A100-80GB", 512);
+  const LadderResult l = walk_ladder(m, t, c);
+  REQUIRE(l.stop >= 0);
+  REQUIRE(l.first_pass >= 0);
+  const RungVerdict& first = l.rungs[static_cast<size_t>(l.first_pass)];
+  const RungVerdict& stop = l.rungs[static_cast<size_t>(l.stop)];
+  CHECK(first.rung == Rung::zero_3);
+  CHECK(stop.rung == Rung::pipeline_parallel);
+  CHECK(stop.passes());
+  CHECK(stop.plan.step_s * 1.5 <= first.plan.step_s);
+
+  LadderOptions no_climb;
+  no_climb.climb_speedup = 0;
+  const LadderResult plain = walk_ladder(m, t, c, no_climb);
+  REQUIRE(plain.stop >= 0);
+  CHECK(plain.rungs[static_cast<size_t>(plain.stop)].rung == Rung::zero_3);
+}
+
+TEST_CASE("the ladder keeps the first passing rung when later ones are not much faster") {
+  // llama-3.1-70b on 64 H100s (megatron): ZeRO-3 passes and the 3D plans gain under 1.5x.
+  const ModelSpec m = load_model("llama-3.1-70b");
+  const LadderResult l = walk_ladder(m, test::training(8192, 256), gpus_of("H100-SXM", 64));
+  REQUIRE(l.stop >= 0);
+  CHECK(l.stop == l.first_pass);
+  CHECK(l.rungs[static_cast<size_t>(l.stop)].rung == Rung::zero_3);
+}

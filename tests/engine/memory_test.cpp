@@ -187,3 +187,25 @@ TEST_CASE("ZeRO-3 gathers a layer at a time") {
   CHECK(mem.gathered_layer_bytes / 1e9 == doctest::Approx(103.1).epsilon(0.01));
   CHECK_FALSE(mem.fits);
 }
+
+TEST_CASE("torchtitan's memory conventions: op-policy selective checkpointing, fp32 loss") {
+  // Llama 3.1 8B, one micro-batch of 8192 tokens, tp 1. torchtitan's op policy keeps the block
+  // input, wq (h), wv (kv), w1 (ffn), w2 (h) and SDPA's output (h) per token, in bf16:
+  // 8192 x (4 x 4096 + 1024 + 14336) x 2 = 520,093,696 B per layer. Its loss holds 12 B per
+  // logit (fp32 log-softmax output, its gradient and the input gradient); Megatron's 2 B.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(8192, 8);
+  ParallelPlan p = test::plan(8, 1, 1);
+  p.zero = 3;
+  p.recompute = Recompute::selective;
+  const ClusterSpec c = test::cluster(8);
+  t.framework = load_framework(Framework::torchtitan);
+  const StageMemory titan = estimate_memory(m, t, p, c).stages.front();
+  CHECK(titan.layer_activations_bytes == doctest::Approx(32.0 * 520093696.0));
+  CHECK(titan.logits_bytes == doctest::Approx(8192.0 * 128256.0 * 12.0));
+  t.framework = load_framework(Framework::megatron);
+  const StageMemory megatron = estimate_memory(m, t, p, c).stages.front();
+  CHECK(megatron.logits_bytes == doctest::Approx(8192.0 * 128256.0 * 2.0));
+  // Megatron's selective keeps more: everything but the attention core.
+  CHECK(megatron.layer_activations_bytes > titan.layer_activations_bytes);
+}

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -74,22 +75,29 @@ TEST_CASE("held-out runs (other frameworks, H100, fp8) the efficiencies were not
     double max_abs_error;
   };
   const Family families[] = {
-      // PyTorch FSDP on A100: the fsdp profile's eager-kernel speed (from torchtitan's H100
-      // eager-vs-compiled table) makes these 12-13% slow until it is fitted per GPU generation.
-      {"llmfoundry-mpt-30b", 0.15},
-      {"llmfoundry-mpt-70b-64xA100", 0.15},
+      // PyTorch FSDP on A100: the fsdp profile's A100 kernel speed is fitted on three one-node
+      // llm-foundry rows (7B, 13B, 30B at 8 GPUs); the multi-node rows are held out.
+      {"llmfoundry-mpt-30b", 0.10},
+      {"llmfoundry-mpt-70b-64xA100", 0.08},
+      {"llmfoundry-mpt-7b-8xA100", 0.05},
+      {"llmfoundry-mpt-13b-8xA100", 0.10},
       {"nemo-", 0.10},
       {"megatron-", 0.10},
       {"torchtitan-", 0.10},
+      // torchtitan on Grand Teton H100s (the H100-96GB-500W preset, fitted on Table 1's
+      // compiled row); the rest held out.
+      {"torchtitan-llama3.1", 0.20},
       {"llama3-405b", 0.10},
-      {"bloom-", 0.20},
+      {"bloom-", 0.08},
+      // MT-NLG 530B, Megatron-DeepSpeed 3D: the pipeline-engine speed fitted on 2,240 GPUs.
+      {"mtnlg-530b", 0.08},
       // DeepSpeed ZeRO-3, GPT-3 175B: 384 and 768 GPUs fitted, 1,536 held out (-7.4%).
       {"narayanan21-t2-zero3", 0.10},
       {"llmfoundry-mpt-70b-512xH100", 0.05},
       {"llmfoundry-mpt-7b-512xH100", 0.25},
   };
   const auto runs = load_published_runs(default_holdout_runs(), "holdout-runs.json");
-  REQUIRE(runs.size() == 14);
+  REQUIRE(runs.size() == 24);
   for (const auto& run : runs) {
     const Prediction p = predict(run);
     CAPTURE(run.id);
@@ -100,5 +108,77 @@ TEST_CASE("held-out runs (other frameworks, H100, fp8) the efficiencies were not
     }
     REQUIRE_MESSAGE(family != nullptr, "every held-out case needs a bound");
     CHECK(std::fabs(p.error) <= family->max_abs_error);
+  }
+}
+
+namespace {
+
+std::vector<PublishedRun> all_runs() {
+  std::vector<PublishedRun> runs =
+      load_published_runs(default_published_runs(), "published-runs.json");
+  for (PublishedRun& r : load_published_runs(default_holdout_runs(), "holdout-runs.json"))
+    runs.push_back(std::move(r));
+  return runs;
+}
+
+}  // namespace
+
+TEST_CASE("every framework: 3 or more held-out cases, mean error within 12%, none above 25%") {
+  // Issue 10's bar for each framework profile, on runs no profile figure was fitted on.
+  const auto runs = all_runs();
+  for (const char* framework : {"megatron", "deepspeed", "torchtitan", "fsdp"}) {
+    CAPTURE(framework);
+    std::vector<Prediction> held_out;
+    for (const PublishedRun& run : runs)
+      if (run.held_out && run.training.framework.name == framework)
+        held_out.push_back(predict(run));
+    REQUIRE(held_out.size() >= 3);
+    const ValidationSummary s = summarize(std::move(held_out));
+    CHECK(s.mean_abs_error <= 0.12);
+    CHECK(s.max_abs_error <= 0.25);
+  }
+}
+
+TEST_CASE("the cases the profiles name as fitted are marked fitted, not held out") {
+  // profiles/frameworks/*.json kernels.speed_by_gpu and pipeline_engine name these.
+  const auto runs = all_runs();
+  for (const char* id :
+       {"llmfoundry-mpt-7b-8xA100-80GB-seq2048", "llmfoundry-mpt-13b-8xA100-80GB-seq2048",
+        "llmfoundry-mpt-30b-8xA100-80GB-seq2048", "torchtitan-llama3.1-8b-8xH100-compile",
+        "mtnlg-530b-2240xA100", "narayanan21-t2-zero3-175b-384xA100"}) {
+    CAPTURE(id);
+    const auto it =
+        std::find_if(runs.begin(), runs.end(), [&](const PublishedRun& r) { return r.id == id; });
+    REQUIRE(it != runs.end());
+    CHECK_FALSE(it->held_out);
+  }
+}
+
+TEST_CASE("published peak memory is read and predicted beside it") {
+  // pytorch/torchtitan docs/performance.md Tables 1-4 publish each run's peak reserved memory;
+  // no memory figure was fitted on them. Priced with torchtitan's conventions (the op policy's
+  // selective checkpointing, 12 B per logit at the fp32 loss): 70B 2D -7%, 8B on 8 GPUs +7%,
+  // on 128 +11%, 8B at 32k +16%. The bound records the largest gap, not a target.
+  struct Published {
+    const char* id;
+    double gib;
+  };
+  const Published published[] = {{"torchtitan-llama3.1-8b-8xH100-compile", 77.0},
+                                 {"torchtitan-llama3.1-8b-128xH100-compile", 62.0},
+                                 {"torchtitan-llama3.1-70b-256xH100-2d-fp8", 71.9},
+                                 {"torchtitan-llama3.1-8b-32k-8xH100-fp8", 83.9}};
+  const auto runs = all_runs();
+  size_t with_memory = 0;
+  for (const PublishedRun& run : runs)
+    if (run.measured_peak_gib > 0) ++with_memory;
+  REQUIRE(with_memory == std::size(published));
+  for (const Published& p : published) {
+    CAPTURE(p.id);
+    const auto it =
+        std::find_if(runs.begin(), runs.end(), [&](const PublishedRun& r) { return r.id == p.id; });
+    REQUIRE(it != runs.end());
+    CHECK(it->measured_peak_gib == doctest::Approx(p.gib));
+    const Prediction pred = predict(*it);
+    CHECK(std::fabs(pred.predicted_peak_gib / p.gib - 1) <= 0.17);
   }
 }

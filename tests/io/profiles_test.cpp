@@ -134,3 +134,20 @@ TEST_CASE("clusters from flags") {
   const ClusterSpec f = build_cluster(flat);
   CHECK(f.intra.busbw_bytes_per_s == 1.25e9);
 }
+
+TEST_CASE("framework compute speed per GPU generation and for pipeline engines") {
+  // profiles/frameworks: fsdp eager 0.864 (torchtitan Table 1, H100) and 0.933 fitted on
+  // llm-foundry's one-node A100 rows; torchtitan compiled 1 (its Grand Teton shortfall lives
+  // in the H100-96GB-500W GPU preset);
+  // DeepSpeed's pipeline engine 0.78 (MT-NLG 530B), only with pipeline stages.
+  const FrameworkPricing fsdp = load_framework(Framework::fsdp).pricing;
+  CHECK(fsdp.compute_speed("A100-80GB", 1) == doctest::Approx(0.933));
+  CHECK(fsdp.compute_speed("A100-40GB", 1) == doctest::Approx(0.933));
+  CHECK(fsdp.compute_speed("H100-SXM", 1) == doctest::Approx(0.864));
+  const FrameworkPricing titan = load_framework(Framework::torchtitan).pricing;
+  CHECK(titan.compute_speed("H100-SXM", 1) == doctest::Approx(1.0));
+  const FrameworkPricing ds = load_framework(Framework::deepspeed).pricing;
+  CHECK(ds.compute_speed("A100-80GB", 1) == doctest::Approx(1.0));
+  CHECK(ds.compute_speed("A100-80GB", 8) == doctest::Approx(0.78));
+  CHECK(load_framework(Framework::megatron).pricing.compute_speed("A100-80GB", 8) == 1.0);
+}

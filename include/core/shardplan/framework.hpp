@@ -80,11 +80,28 @@ struct BusbwShare {
 /// (Megatron-LM with fused kernels: every factor 1).
 struct FrameworkPricing {
   double kernel_speed = 1;  // compute time is divided by this (eager < 1 < compiled gains)
-  BusbwShare dp_busbw;      // gradient reduce and ZeRO-1/2 parameter gathers
-  BusbwShare zero3_busbw;   // ZeRO-3 / FSDP per-unit gathers and reduce-scatters
+  /// Per GPU generation ("A100", "H100"), fitted on that generation's fitted validation cases;
+  /// a generation not listed takes kernel_speed.
+  std::vector<std::pair<std::string, double>> kernel_speed_by_gpu;
+  /// Compute time is also divided by this when the plan has pipeline stages: what the
+  /// framework's pipeline engine loses against Megatron-LM's (DeepSpeed's PipelineEngine
+  /// issues its instructions from Python and does not overlap its sends); 1 = no loss.
+  double pipeline_engine_speed = 1;
+  /// Bytes per logit element at the loss's peak (profile loss.peak_bytes_per_logit); 0 = the
+  /// activation dtype's, the 16-bit logits of Megatron's fused vocab-parallel loss.
+  double logit_bytes = 0;
+  /// What selective recompute keeps per layer: Megatron's (all but the attention core), or
+  /// torchtitan's op policy (every other matmul's output, the attention output, the input).
+  enum class Selective { attention_core, every_other_matmul };
+  Selective selective = Selective::attention_core;
+  BusbwShare dp_busbw;     // gradient reduce and ZeRO-1/2 parameter gathers
+  BusbwShare zero3_busbw;  // ZeRO-3 / FSDP per-unit gathers and reduce-scatters
   BusbwShare tp_busbw;
   bool tp_comm_overlap = false;     // overlaps TP comm with GEMMs by default
   bool overlap_grad_reduce = true;  // reduces ZeRO-0/1/2 gradients under backward by default
+
+  /// The speed compute is divided by on `gpu_name` for a plan of `pp` stages.
+  double compute_speed(const std::string& gpu_name, int pp) const;
 };
 
 /// How far measured steps fell from predicted ones for one GPU generation, from `shardplan

@@ -32,15 +32,17 @@ struct PublishedRun {
   bool interleaved = false;  // the source says "interleaved" without the degree
   Metric metric = Metric::iteration_time_s;
   double measured = 0;
-  bool held_out = false;  // "split": "held-out": no profile figure was fitted on it
+  bool held_out = false;         // "split": "held-out": no profile figure was fitted on it
+  double measured_peak_gib = 0;  // the peak device memory the source publishes; 0 = none
 };
 
 struct Prediction {
   const PublishedRun* run = nullptr;
   ParallelPlan plan;  // as predicted, with unknown fields chosen
   double predicted = 0;
-  double error = 0;  // (predicted - measured) / measured
-  bool fits = true;  // the chosen plan fits memory
+  double error = 0;               // (predicted - measured) / measured
+  bool fits = true;               // the chosen plan fits memory
+  double predicted_peak_gib = 0;  // the chosen plan's peak device memory (worst stage)
 };
 
 /// Predicts one run. Where the source omits the micro-batch, the predictor takes the fastest
