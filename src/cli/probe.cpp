@@ -60,12 +60,6 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-int as_int(const std::string& text, const std::string& field, long long max) {
-  const long long v = parse_positive_int(text, field);
-  if (v > max) throw InputError(field, fmt::format("{} is too large; at most {}", text, max));
-  return static_cast<int>(v);
-}
-
 size_t as_bytes(const std::string& text, const std::string& field) {
   const double b = parse_bytes(text, field);
   if (b < 1 || b > 4.0 * kGiB) {
@@ -91,7 +85,7 @@ std::vector<GemmShape> sweep_shapes(const std::string& text, const std::vector<M
     std::vector<long> dims;
     std::stringstream in(item);
     std::string part;
-    while (std::getline(in, part, 'x')) dims.push_back(as_int(part, "--gemm-sizes", 1 << 20));
+    while (std::getline(in, part, 'x')) dims.push_back(parse_int(part, "--gemm-sizes", 1 << 20));
     if (dims.size() == 1) dims = {dims[0], dims[0], dims[0]};
     if (dims.size() != 3) {
       throw InputError("--gemm-sizes", fmt::format("'{}' is neither N (square) nor MxNxK", item));
@@ -109,8 +103,8 @@ std::vector<GemmShape> model_shapes(const PlanningOptions& o, MathDtype dtype) {
   }
   TrainingSpec training = resolve_training(o, model);
   ParallelPlan plan;
-  plan.tp = o.tp.empty() ? 1 : as_int(o.tp, "--tp", 1024);
-  plan.micro_batch = o.micro_batch.empty() ? 1 : as_int(o.micro_batch, "--micro-batch", 1 << 20);
+  plan.tp = parse_int_or(o.tp, "--tp", 1, 1024);
+  plan.micro_batch = parse_int_or(o.micro_batch, "--micro-batch", 1, 1 << 20);
   training.global_batch = plan.micro_batch;
   ClusterSpec one_replica;
   one_replica.gpus = one_replica.gpus_per_node = plan.tp;
@@ -222,8 +216,8 @@ struct Prepared {
 Prepared prepare(const ProbeOptions& o) {
   Prepared p;
   probe::Settings& s = p.plan.settings;
-  s.iters = as_int(o.iters, "--iters", 100000);
-  s.warmup = o.warmup == "0" ? 0 : as_int(o.warmup, "--warmup", 100000);
+  s.iters = parse_int(o.iters, "--iters", 100000);
+  s.warmup = o.warmup == "0" ? 0 : parse_int(o.warmup, "--warmup", 100000);
   s.timeout_s = parse_duration(o.timeout_s, "--timeout-s");
   if (!(s.timeout_s >= 0.1 && s.timeout_s <= 86400)) {
     throw InputError("--timeout-s",
@@ -249,24 +243,16 @@ Prepared prepare(const ProbeOptions& o) {
   in.cluster = o.cluster;
   if (!o.cluster.empty()) load_cluster(o.cluster, "--cluster");
   if (!o.gpu.empty()) load_gpu(o.gpu, "--gpu");
-  in.gpus_per_node = o.gpus_per_node.empty() ? 0 : as_int(o.gpus_per_node, "--gpus-per-node", 1024);
-  in.nics_per_node = o.nics_per_node.empty() ? 0 : as_int(o.nics_per_node, "--nics-per-node", 1024);
+  in.gpus_per_node = parse_int_or(o.gpus_per_node, "--gpus-per-node", 0, 1024);
+  in.nics_per_node = parse_int_or(o.nics_per_node, "--nics-per-node", 0, 1024);
   in.command_line = command_line();
   in.date_utc = utc_now();
   return p;
 }
 
-int run_probe_command(const ProbeOptions& o) {
-  Prepared p = prepare(o);
-  if (!o.model.model.empty() || !o.model.params.empty() || !o.model.layers.empty()) {
-    p.plan.gemms = model_shapes(o.model, p.model_dtype);  // validated before the launch
-  }
-  probe::Launch launch = probe::start_backend(o.backend, p.plan.settings);
-  probe::Backend& backend = *launch.backend;
-  const bool lead = launch.control->process() == 0;
-  if (!launch.note.empty()) p.plan.notes.push_back(launch.note);  // the table and the profile
-
-  // Defaults that depend on the hardware.
+// Defaults that depend on the hardware the back-end measures: the largest size, the GEMM data
+// types and sweep, and the GPU preset the device name matches.
+void apply_hardware_defaults(const ProbeOptions& o, probe::Backend& backend, Prepared& p) {
   const bool gpu = backend.measures_gpu();
   if (!p.max_given) p.plan.max_bytes = gpu ? (1ull << 30) : (64ull << 20);
   p.plan.max_bytes = std::max(p.plan.max_bytes, p.plan.min_bytes);
@@ -289,32 +275,30 @@ int run_probe_command(const ProbeOptions& o) {
                                    device));
     }
   }
-  const GpuSpec gpu_spec = probe::profile_gpu(p.inputs);
-  const std::string out_path =
-      !o.out.empty() ? o.out
-                     : fmt::format("probe-{}-{}.json", host_name(),
-                                   p.inputs.date_utc.substr(0, 4) + p.inputs.date_utc.substr(5, 2) +
-                                       p.inputs.date_utc.substr(8, 2));
+}
 
-  std::unique_ptr<probe::Reporter> reporter = std::make_unique<probe::Reporter>();
-  if (lead) {
-    std::vector<std::unique_ptr<probe::Reporter>> parts;
-    if (!o.json) parts.push_back(probe::make_table_reporter(stdout));
-    parts.push_back(probe::make_progress_reporter(stderr));
-    reporter = probe::make_tee_reporter(std::move(parts));
-  }
-  if (!gpu) {
-    p.plan.notes.push_back(
-        fmt::format("the {} back-end measures CPU GEMMs: they go into the "
-                    "profile's measurements and fit only, never into the {} "
-                    "efficiency curve",
-                    backend.name(), gpu_spec.name));
-  }
-  const probe::Results results =
-      probe::run_probe(backend, *launch.control, *launch.watchdog, p.plan, *reporter);
+// --out, or probe-<host>-<yyyymmdd>.json.
+std::string out_path_of(const ProbeOptions& o, const Prepared& p) {
+  if (!o.out.empty()) return o.out;
+  const std::string& d = p.inputs.date_utc;
+  return fmt::format("probe-{}-{}.json", host_name(),
+                     d.substr(0, 4) + d.substr(5, 2) + d.substr(8, 2));
+}
+
+// The lead rank prints the table (unless --json) and the progress; the others print nothing.
+std::unique_ptr<probe::Reporter> make_reporter(bool lead, bool json) {
+  if (!lead) return std::make_unique<probe::Reporter>();
+  std::vector<std::unique_ptr<probe::Reporter>> parts;
+  if (!json) parts.push_back(probe::make_table_reporter(stdout));
+  parts.push_back(probe::make_progress_reporter(stderr));
+  return probe::make_tee_reporter(std::move(parts));
+}
+
+// The lead rank's part after the measurements: fit, summary, and the profile written (only when
+// every element was correct) and loaded back.
+int finish_lead(const ProbeOptions& o, const probe::Results& results, const Prepared& p,
+                const GpuSpec& gpu_spec, const std::string& out_path) {
   const int status = results.wrong() == 0 ? 0 : 1;
-  if (!lead) return status;
-
   const probe::FitResult fit = probe::fit_results(results, gpu_spec);
   const nlohmann::json profile = probe::build_profile(results, fit, p.inputs);
   const std::string summary = probe::render_summary(results, fit, gpu_spec);
@@ -340,6 +324,32 @@ int run_probe_command(const ProbeOptions& o) {
   for (const std::string& w : probe::probe_warnings(results, fit))
     std::fprintf(stderr, "probe: warning: %s\n", w.c_str());
   return status;
+}
+
+int run_probe_command(const ProbeOptions& o) {
+  Prepared p = prepare(o);
+  if (!o.model.model.empty() || !o.model.params.empty() || !o.model.layers.empty()) {
+    p.plan.gemms = model_shapes(o.model, p.model_dtype);  // validated before the launch
+  }
+  probe::Launch launch = probe::start_backend(o.backend, p.plan.settings);
+  probe::Backend& backend = *launch.backend;
+  const bool lead = launch.control->process() == 0;
+  if (!launch.note.empty()) p.plan.notes.push_back(launch.note);  // the table and the profile
+  apply_hardware_defaults(o, backend, p);
+  const GpuSpec gpu_spec = probe::profile_gpu(p.inputs);
+  const std::string out_path = out_path_of(o, p);
+  std::unique_ptr<probe::Reporter> reporter = make_reporter(lead, o.json);
+  if (!backend.measures_gpu()) {
+    p.plan.notes.push_back(
+        fmt::format("the {} back-end measures CPU GEMMs: they go into the "
+                    "profile's measurements and fit only, never into the {} "
+                    "efficiency curve",
+                    backend.name(), gpu_spec.name));
+  }
+  const probe::Results results =
+      probe::run_probe(backend, *launch.control, *launch.watchdog, p.plan, *reporter);
+  if (!lead) return results.wrong() == 0 ? 0 : 1;
+  return finish_lead(o, results, p, gpu_spec, out_path);
 }
 
 }  // namespace

@@ -1,12 +1,19 @@
 // Renderers for `shardplan plan`: the ladder with each rung's reason, the recommended and the
 // fastest plan, the top-K table, and their JSON.
+#include "shardplan/render_plan.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "shardplan/describe.hpp"
+#include "shardplan/json_out.hpp"
 #include "shardplan/plan.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/render_estimate.hpp"
+#include "shardplan/rules.hpp"
+#include "shardplan/schedule.hpp"
+#include "shardplan/table.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan {
@@ -182,6 +189,186 @@ std::string render_ranked(const std::vector<Candidate>& ranked, const ClusterSpe
                format_percent(x.exposed_comm_s / x.step_s)});
   }
   return t.render();
+}
+
+nlohmann::json candidate_json(const Candidate& c, const ModelSpec& model,
+                              const TrainingSpec& training, const ClusterSpec& cluster) {
+  const Estimate e = estimate(model, training, c.plan, cluster);
+  nlohmann::json j = to_json(e, c.plan, training, cluster);
+  j["plan"] = to_json(c.plan);
+  return j;
+}
+
+namespace {
+
+nlohmann::json candidate_json(const Candidate& c, const PlanOutcome& o) {
+  return candidate_json(c, o.model, o.training, o.cluster);
+}
+
+// The fastest plan's advantage is no larger than the recommended plan's validation interval
+// reaches below it: the model cannot tell them apart, so the simpler plan stays preferred.
+bool advantage_inside_interval(const RungVerdict& rec, const Candidate& fastest,
+                               const PlanOutcome& o) {
+  const StepInterval si = step_interval(o.training.framework, o.cluster.gpu.name, rec.plan.step_s);
+  return si.accuracy && fastest.step_s < rec.plan.step_s && si.within(fastest.step_s);
+}
+
+double plan_mfu(const Candidate& c, const PlanOutcome& o) {
+  return estimate(o.model, o.training, c.plan, o.cluster).throughput.mfu;
+}
+
+std::string interval_of(double step_s, const PlanOutcome& o) {
+  return interval_text(step_interval(o.training.framework, o.cluster.gpu.name, step_s), o.training);
+}
+
+std::string schedule_gain(const Candidate& fastest, const Candidate& plain) {
+  return fmt::format(
+      "  its {} schedule{} pays: without interleaving, zero-bubble schedules or uneven stages the "
+      "fastest plan ({}) takes {} per step, {} slower, with {} per device against {}\n",
+      schedule_name(fastest.plan), fastest.plan.first_stage_layers >= 0 ? " and stage layout" : "",
+      describe(plain.plan), format_seconds(plain.step_s),
+      format_percent(plain.step_s / fastest.step_s - 1), format_gib(plain.peak_bytes),
+      format_gib(fastest.peak_bytes));
+}
+
+nlohmann::json search_json(const PlanOutcome& o) {
+  const SearchResult& found = o.planned.found;
+  nlohmann::json rejected = nlohmann::json::object();
+  for (int i = 0; i < kRules; ++i) {
+    if (found.rejected[i] > 0) rejected[to_string(static_cast<RuleId>(i))] = found.rejected[i];
+  }
+  rejected["memory"] = found.rejected_memory;
+  return {{"objective", to_string(o.objective)},
+          {"space_size", o.planned.space.size()},
+          {"evaluated", found.evaluated},
+          {"modelled", found.modelled},
+          {"feasible", found.feasible},
+          {"rejected", rejected},
+          {"seconds", found.seconds}};
+}
+
+// "model ... cluster ... training ... framework ...", then the notes.
+std::string inputs_text(const PlanOutcome& o) {
+  const TrainingSpec& tr = o.training;
+  std::string out = fmt::format(
+      "model    {}\ncluster  {}\ntraining {}, {}, sequence {}, global batch {}\nframework "
+      "{}\n\n",
+      describe_model(o.model), describe_cluster(o.cluster),
+      tr.precision == Precision::fp32 ? "fp32"
+                                      : std::string(to_string(tr.precision)) + " mixed precision",
+      to_string(tr.optimizer), tr.seq_len, tr.global_batch, describe_framework(tr.framework));
+  for (const std::string& n : o.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+std::string recommended_text(const RungVerdict& rec, const PlanOutcome& o) {
+  std::string out = fmt::format(
+      "Recommended ({}, the simplest rung that works): {}\n  {} per step, {:.0f} tokens/s\n",
+      to_string(rec.rung), describe(rec.plan.plan), format_seconds(rec.plan.step_s),
+      rec.plan.tokens_per_s);
+  out += "  interval " + interval_of(rec.plan.step_s, o) + "\n";
+  const std::string w = mfu_warning(plan_mfu(rec.plan, o), o.training);
+  if (!w.empty()) out += "  warning: " + w + "\n";
+  return out;
+}
+
+std::string fastest_text(const Candidate& fastest, const RungVerdict* rec, const PlanOutcome& o) {
+  std::string out =
+      fmt::format("Fastest found: {}\n  {} per step, {:.0f} tokens/s", describe(fastest.plan),
+                  format_seconds(fastest.step_s), fastest.tokens_per_s);
+  if (rec) {
+    const double gap = rec->plan.step_s / fastest.step_s - 1;
+    out += fmt::format("; the recommended plan is {} slower", format_percent(gap));
+  }
+  out += "\n  interval " + interval_of(fastest.step_s, o);
+  if (rec && advantage_inside_interval(*rec, fastest, o)) {
+    out +=
+        "\n  the fastest plan's advantage lies inside the recommended plan's interval: "
+        "the model cannot tell them apart, so the simpler, recommended plan is preferred";
+  }
+  const std::string w = mfu_warning(plan_mfu(fastest, o), o.training);
+  if (!w.empty()) out += "\n  warning: " + w;
+  return out + "\n" + (o.plain_1f1b ? schedule_gain(fastest, *o.plain_1f1b) : "") + "\n";
+}
+
+// The top K, what the search visited, and why it rejected the rest.
+std::string ranking_text(const PlanOutcome& o) {
+  const SearchResult& found = o.planned.found;
+  std::string out =
+      fmt::format("Top {} by {} ({} configurations evaluated, {} modelled, {} feasible, in {})\n",
+                  found.ranked.size(), to_string(o.objective), found.evaluated, found.modelled,
+                  found.feasible, format_seconds(found.seconds));
+  out += render_ranked(found.ranked, o.cluster);
+  out += "Rejected:";
+  for (int i = 0; i < kRules; ++i) {
+    if (found.rejected[i] > 0)
+      out += fmt::format(" {} {};", found.rejected[i], to_string(static_cast<RuleId>(i)));
+  }
+  if (found.rejected_memory > 0)
+    out += fmt::format(" {} do not fit in device memory;", found.rejected_memory);
+  out += "\n";
+  if (o.objective != Objective::time) {
+    out +=
+        "note: with the GPU count and global batch fixed, time, cost and throughput "
+        "rank plans alike\n";
+  }
+  return out;
+}
+
+std::string no_plan_text(const PlanOutcome& o) {
+  const SearchResult& found = o.planned.found;
+  const double capacity = o.cluster.gpu.memory_bytes;
+  std::string out =
+      fmt::format("No plan fits: of {} configurations, none fits in {} of device memory.\n",
+                  found.evaluated, format_gib(capacity));
+  if (found.have_least_memory) {
+    out += fmt::format("Closest: {} needs {} per device against {} ({:.1f}x the capacity).\n",
+                       describe(found.least_memory.plan), format_gib(found.least_memory.peak_bytes),
+                       format_gib(capacity), found.least_memory.peak_bytes / capacity);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_plan(const PlanOutcome& o) {
+  const RungVerdict* rec = o.planned.recommended();
+  const Candidate* fastest = o.planned.fastest();
+  std::string out = inputs_text(o) + render_ladder(o.planned.ladder, o.cluster) + "\n";
+  if (rec) out += recommended_text(*rec, o);
+  if (!fastest) return out + no_plan_text(o);
+  return out + fastest_text(*fastest, rec, o) + ranking_text(o);
+}
+
+nlohmann::json to_json(const PlanOutcome& o) {
+  const RungVerdict* rec = o.planned.recommended();
+  const Candidate* fastest = o.planned.fastest();
+  const SearchResult& found = o.planned.found;
+  nlohmann::json j = {{"model", to_json(o.model)},
+                      {"cluster", to_json(o.cluster)},
+                      {"training", to_json(o.training)},
+                      {"ladder", to_json(o.planned.ladder, o.cluster)},
+                      {"max_comm_share", o.planned.ladder.max_comm_share}};
+  j["recommended"] = rec ? candidate_json(rec->plan, o) : nlohmann::json();
+  if (rec) j["recommended"]["rung"] = to_string(rec->rung);
+  j["fastest"] = fastest ? candidate_json(*fastest, o) : nlohmann::json();
+  j["fastest_plain_1f1b"] = o.plain_1f1b ? candidate_json(*o.plain_1f1b, o) : nlohmann::json();
+  if (rec && fastest) {
+    j["gap"] = {{"step_ratio", rec->plan.step_s / fastest->step_s},
+                {"throughput_ratio", fastest->step_s / rec->plan.step_s},
+                {"inside_interval", advantage_inside_interval(*rec, *fastest, o)}};
+  }
+  nlohmann::json ranked = nlohmann::json::array();
+  for (const Candidate& c : found.ranked) ranked.push_back(candidate_json(c, o));
+  j["ranked"] = ranked;
+  j["notes"] = o.notes;
+  j["search"] = search_json(o);
+  if (!fastest && found.have_least_memory) {
+    j["closest"] = {{"plan", to_json(found.least_memory.plan)},
+                    {"memory_bytes", found.least_memory.peak_bytes},
+                    {"capacity_bytes", o.cluster.gpu.memory_bytes}};
+  }
+  return j;
 }
 
 }  // namespace shardplan

@@ -1,0 +1,44 @@
+// `shardplan plan` as text and JSON: the ladder with each rung's reason, the recommended and the
+// fastest plan, the top-K table and the search's counts.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardplan/ladder.hpp"
+#include "shardplan/planning.hpp"
+#include "shardplan/search.hpp"
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+/// Why a rung passes or fails, in words ("optimizer state needs 84.0 GB, 85.5 GB H100-SXM card").
+std::string rung_reason(const RungVerdict& v, const ClusterSpec& cluster, double max_comm_share);
+nlohmann::json to_json(const LadderResult& ladder, const ClusterSpec& cluster);
+std::string render_ladder(const LadderResult& ladder, const ClusterSpec& cluster);
+std::string render_ranked(const std::vector<Candidate>& ranked, const ClusterSpec& cluster);
+
+/// One plan as `estimate --json` prints it, with the plan itself under "plan".
+nlohmann::json candidate_json(const Candidate& c, const ModelSpec& model,
+                              const TrainingSpec& training, const ClusterSpec& cluster);
+
+/// One planning run as `shardplan plan` reports it.
+struct PlanOutcome {
+  const ModelSpec& model;
+  const TrainingSpec& training;
+  const ClusterSpec& cluster;
+  const std::vector<std::string>& notes;  // defaults taken for the user, said once
+  const PlanningResult& planned;          // its ranking already cut to --top
+  Objective objective = Objective::time;
+  /// The fastest plan with even stages and plain 1F1B, when the fastest plan uses more.
+  std::optional<Candidate> plain_1f1b;
+};
+
+/// The report `shardplan plan` prints.
+std::string render_plan(const PlanOutcome& o);
+/// The object `shardplan plan --json` prints.
+nlohmann::json to_json(const PlanOutcome& o);
+
+}  // namespace shardplan
