@@ -68,7 +68,8 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
 
 namespace {
 
-ModelSpec read_model(const nlohmann::json& mo, const PublishedRun& run, const std::string& where) {
+ModelSpec read_run_model(const nlohmann::json& mo, const PublishedRun& run,
+                         const std::string& where) {
   ModelSpec m;
   m.name = run.id;
   m.source = run.source;
@@ -97,8 +98,8 @@ ModelSpec read_model(const nlohmann::json& mo, const PublishedRun& run, const st
   return m;
 }
 
-ClusterSpec read_cluster(const nlohmann::json& hw, const std::string& where,
-                         const ClusterOptions& cluster_override) {
+ClusterSpec read_run_cluster(const nlohmann::json& hw, const std::string& where,
+                             const ClusterOptions& cluster_override) {
   ClusterOptions co = cluster_override;
   co.gpus = int_or(hw, "gpus_total", 1);
   if (co.cluster.empty() && co.gpu.empty()) {
@@ -115,7 +116,7 @@ ClusterSpec read_cluster(const nlohmann::json& hw, const std::string& where,
 }
 
 // The plan's degrees, and which of them the source states (the rest are searched).
-void read_plan(const nlohmann::json& pl, const std::string& where, PublishedRun& run) {
+void read_run_plan(const nlohmann::json& pl, const std::string& where, PublishedRun& run) {
   ParallelPlan& p = run.plan;
   p.dp = int_or(pl, "dp", 1);
   p.tp = int_or(pl, "tp", 1);
@@ -134,8 +135,8 @@ void read_plan(const nlohmann::json& pl, const std::string& where, PublishedRun&
   p.sequence_parallel = pl.value("sequence_parallel", false);
 }
 
-TrainingSpec read_training(const nlohmann::json& r, const nlohmann::json& pl,
-                           const std::string& where, const PublishedRun& run) {
+TrainingSpec read_run_training(const nlohmann::json& r, const nlohmann::json& pl,
+                               const std::string& where, const PublishedRun& run) {
   TrainingSpec t;
   t.seq_len = run.model.seq_len;
   t.global_batch = int_or(pl, "global_batch", run.plan.dp * run.plan.micro_batch);
@@ -154,7 +155,7 @@ TrainingSpec read_training(const nlohmann::json& r, const nlohmann::json& pl,
 }
 
 // The one figure the run measured, from the first key present.
-void read_measured(const nlohmann::json& me, const std::string& where, PublishedRun& run) {
+void read_run_measured(const nlohmann::json& me, const std::string& where, PublishedRun& run) {
   static const std::pair<const char*, Metric> kMetrics[] = {
       {"tokens_per_s_per_gpu", Metric::tokens_per_s_per_gpu},
       {"model_tflops_per_gpu", Metric::model_tflops_per_gpu},
@@ -178,16 +179,16 @@ PublishedRun read_run(const nlohmann::json& r, size_t i, const std::string& wher
   PublishedRun run;
   run.id = r.value("id", fmt::format("run-{}", i));
   run.source = r.value("source", "");
-  run.model = read_model(r.at("model"), run, where);
-  run.cluster = read_cluster(r.at("hardware"), where, cluster_override);
-  read_plan(r.at("plan"), where, run);
-  run.training = read_training(r, r.at("plan"), where, run);
+  run.model = read_run_model(r.at("model"), run, where);
+  run.cluster = read_run_cluster(r.at("hardware"), where, cluster_override);
+  read_run_plan(r.at("plan"), where, run);
+  run.training = read_run_training(r, r.at("plan"), where, run);
   // Whether any profile figure was fitted on this run.
   const std::string split = string_or(r, "split");
   if (split != "fitted" && split != "held-out" && !split.empty())
     throw InputError(where + ": split", "'" + split + "' is not fitted or held-out");
   run.held_out = split == "held-out";
-  read_measured(r.at("measured"), where, run);
+  read_run_measured(r.at("measured"), where, run);
   return run;
 }
 
