@@ -12,7 +12,6 @@
 #include "options.hpp"
 #include "recommended.hpp"
 #include "shardplan/error.hpp"
-#include "shardplan/json_out.hpp"
 #include "shardplan/ladder.hpp"
 #include "shardplan/planning.hpp"
 #include "shardplan/render_plan.hpp"
@@ -21,7 +20,6 @@
 #include "shardplan/schedule.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/step_time.hpp"
-#include "shardplan/table.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan::cli {
@@ -40,10 +38,6 @@ struct PlanFlags {
 // Plans the --html report's scatter draws (the table and JSON still show --top).
 constexpr int kHtmlPlans = 300;
 
-nlohmann::json estimate_json(const Candidate& c, const Inputs& in) {
-  return candidate_json(c, in.model, in.training, in.cluster);
-}
-
 // A plan beyond even 1F1B: another schedule, virtual stages, or a first/last stage layout.
 bool beyond_plain_1f1b(const ParallelPlan& p) {
   return p.pp > 1 && (p.schedule != Schedule::one_f_one_b || p.interleave > 1 ||
@@ -61,10 +55,10 @@ std::optional<Candidate> fastest_plain_1f1b(const Inputs& in, SearchSpace space,
   return r.ranked.front();
 }
 
-// Why no plan can run these inputs (fp8 on an A100), one sentence per broken rule.
-nlohmann::json plan_problems_json(const Inputs& in, const PlanRules& rules) {
+// Why no plan can run these inputs (fp8 on an A100), one "field: message" per broken rule.
+std::vector<std::string> plan_problems(const Inputs& in, const PlanRules& rules) {
   const RuleContext ctx{in.model, in.training, in.cluster, rules};
-  nlohmann::json out = nlohmann::json::array();
+  std::vector<std::string> out;
   for (const RuleProblem& r : check_inputs(ctx)) {
     const PlanProblem p = words(r, ctx);
     out.push_back(p.field + ": " + p.message);
@@ -75,9 +69,7 @@ nlohmann::json plan_problems_json(const Inputs& in, const PlanRules& rules) {
 // `plan --framework all`: the ladder and the search once per framework, each with its own
 // profile, and the best plans side by side.
 int plan_all(const PlanFlags& f, const SearchOptions& so, const LadderOptions& lo) {
-  nlohmann::json rows = nlohmann::json::array();
-  std::string table = fmt::format("{:<11} {:<22} {:>10}  {:<92} {:>10}\n", "framework",
-                                  "recommended rung", "step", "fastest plan", "step");
+  std::vector<FrameworkPlans> rows;
   bool any = false;
   for (int i = 0; i < kFrameworks; ++i) {
     PlanningOptions o = f.o;
@@ -87,36 +79,20 @@ int plan_all(const PlanFlags& f, const SearchOptions& so, const LadderOptions& l
     in.cluster = resolve_cluster(o, 0);
     in.training = resolve_training(o, in.model);
     fill_default_global_batch(in, 1);
-    if (!check_inputs({in.model, in.training, in.cluster, so.rules}).empty()) {
-      rows.push_back({{"framework", o.framework}, {"refused", plan_problems_json(in, so.rules)}});
-      table += fmt::format("{:<11} cannot run these inputs: {}\n", o.framework,
-                           plan_problems_json(in, so.rules).front().get<std::string>());
-      continue;
+    FrameworkPlans row{o.framework, in.model, in.cluster, in.training, plan_problems(in, so.rules),
+                       {},          {}};
+    if (row.refused.empty()) {
+      row.ladder = walk_ladder(in.model, in.training, in.cluster, lo);
+      row.found = search(in.model, in.training, in.cluster,
+                         full_space(in.model, in.training, in.cluster, so.rules), so);
+      any = any || !row.found.ranked.empty();
     }
-    const LadderResult ladder = walk_ladder(in.model, in.training, in.cluster, lo);
-    const SearchResult found = search(in.model, in.training, in.cluster,
-                                      full_space(in.model, in.training, in.cluster, so.rules), so);
-    const RungVerdict* rec =
-        ladder.stop >= 0 ? &ladder.rungs[static_cast<size_t>(ladder.stop)] : nullptr;
-    const Candidate* fastest = found.ranked.empty() ? nullptr : &found.ranked.front();
-    any = any || fastest;
-    nlohmann::json row = {{"framework", o.framework},
-                          {"profile", in.training.framework.source},
-                          {"training", to_json(in.training)}};
-    row["recommended"] = rec ? estimate_json(rec->plan, in) : nlohmann::json();
-    if (rec) row["recommended"]["rung"] = to_string(rec->rung);
-    row["fastest"] = fastest ? estimate_json(*fastest, in) : nlohmann::json();
-    rows.push_back(row);
-    table += fmt::format("{:<11} {:<22} {:>10}  {:<92} {:>10}\n", o.framework,
-                         rec ? to_string(rec->rung) : "none",
-                         rec ? format_seconds(rec->plan.step_s) : "-",
-                         fastest ? describe(fastest->plan) : "no plan fits",
-                         fastest ? format_seconds(fastest->step_s) : "-");
+    rows.push_back(std::move(row));
   }
   if (f.o.json) {
-    print_json({{"frameworks", rows}});
+    print_json(to_json(rows));
   } else {
-    std::cout << table;
+    std::cout << render_framework_plans(rows);
   }
   return any ? 0 : 1;
 }

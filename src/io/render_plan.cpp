@@ -371,4 +371,57 @@ nlohmann::json to_json(const PlanOutcome& o) {
   return j;
 }
 
+namespace {
+
+const RungVerdict* recommended_of(const LadderResult& ladder) {
+  return ladder.stop >= 0 ? &ladder.rungs[static_cast<size_t>(ladder.stop)] : nullptr;
+}
+
+const Candidate* fastest_of(const SearchResult& found) {
+  return found.ranked.empty() ? nullptr : &found.ranked.front();
+}
+
+}  // namespace
+
+std::string render_framework_plans(const std::vector<FrameworkPlans>& rows) {
+  std::string table = fmt::format("{:<11} {:<22} {:>10}  {:<92} {:>10}\n", "framework",
+                                  "recommended rung", "step", "fastest plan", "step");
+  for (const FrameworkPlans& r : rows) {
+    if (!r.refused.empty()) {
+      table += fmt::format("{:<11} cannot run these inputs: {}\n", r.framework, r.refused.front());
+      continue;
+    }
+    const RungVerdict* rec = recommended_of(r.ladder);
+    const Candidate* fastest = fastest_of(r.found);
+    table += fmt::format("{:<11} {:<22} {:>10}  {:<92} {:>10}\n", r.framework,
+                         rec ? to_string(rec->rung) : "none",
+                         rec ? format_seconds(rec->plan.step_s) : "-",
+                         fastest ? describe(fastest->plan) : "no plan fits",
+                         fastest ? format_seconds(fastest->step_s) : "-");
+  }
+  return table;
+}
+
+nlohmann::json to_json(const std::vector<FrameworkPlans>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const FrameworkPlans& r : rows) {
+    if (!r.refused.empty()) {
+      out.push_back({{"framework", r.framework}, {"refused", r.refused}});
+      continue;
+    }
+    const RungVerdict* rec = recommended_of(r.ladder);
+    const Candidate* fastest = fastest_of(r.found);
+    nlohmann::json row = {{"framework", r.framework},
+                          {"profile", r.training.framework.source},
+                          {"training", to_json(r.training)}};
+    row["recommended"] =
+        rec ? candidate_json(rec->plan, r.model, r.training, r.cluster) : nlohmann::json();
+    if (rec) row["recommended"]["rung"] = to_string(rec->rung);
+    row["fastest"] =
+        fastest ? candidate_json(*fastest, r.model, r.training, r.cluster) : nlohmann::json();
+    out.push_back(row);
+  }
+  return {{"frameworks", out}};
+}
+
 }  // namespace shardplan

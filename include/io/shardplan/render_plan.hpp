@@ -41,4 +41,21 @@ std::string render_plan(const PlanOutcome& o);
 /// The object `shardplan plan --json` prints.
 nlohmann::json to_json(const PlanOutcome& o);
 
+/// One framework's row of `plan --framework all`: the ladder and the search with its profile, or
+/// why no plan can run these inputs on it.
+struct FrameworkPlans {
+  std::string framework;
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingSpec training;
+  std::vector<std::string> refused;  // "field: message" per broken rule; empty when planned
+  LadderResult ladder;
+  SearchResult found;
+};
+
+/// The side-by-side table of `plan --framework all`.
+std::string render_framework_plans(const std::vector<FrameworkPlans>& rows);
+/// Its JSON: {"frameworks": [...]}.
+nlohmann::json to_json(const std::vector<FrameworkPlans>& rows);
+
 }  // namespace shardplan
