@@ -14,10 +14,7 @@
 
 namespace shardplan {
 
-/// Why a rung passes or fails, in words ("optimizer state needs 84.0 GB, 85.5 GB H100-SXM card").
-std::string rung_reason(const RungVerdict& v, const ClusterSpec& cluster, double max_comm_share);
-nlohmann::json to_json(const LadderResult& ladder, const ClusterSpec& cluster);
-std::string render_ladder(const LadderResult& ladder, const ClusterSpec& cluster);
+/// The top-K table: each plan's step, tokens/s, memory per device and exposed communication.
 std::string render_ranked(const std::vector<Candidate>& ranked, const ClusterSpec& cluster);
 
 /// One plan as `estimate --json` prints it, with the plan itself under "plan".
