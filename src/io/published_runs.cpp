@@ -2,6 +2,8 @@
 // validation predictor can replay. The runs' fields that the sources do not state are null.
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "json_reader.hpp"
 #include "model_json.hpp"
 #include "shardplan/error.hpp"
@@ -156,7 +158,7 @@ TrainingSpec read_run_training(const nlohmann::json& r, const nlohmann::json& pl
 
 // The one figure the run measured, from the first key present.
 void read_run_measured(const nlohmann::json& me, const std::string& where, PublishedRun& run) {
-  static const std::pair<const char*, Metric> kMetrics[] = {
+  static constexpr std::pair<const char*, Metric> kMetrics[] = {
       {"tokens_per_s_per_gpu", Metric::tokens_per_s_per_gpu},
       {"model_tflops_per_gpu", Metric::model_tflops_per_gpu},
       {"iteration_time_s", Metric::iteration_time_s},
