@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "commands.hpp"
@@ -16,7 +17,7 @@
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
 #include "shardplan/plan_file.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/table.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan::cli {
@@ -62,6 +63,106 @@ void throw_problems(LauncherFormat format, const std::vector<PlanProblem>& probl
   throw InputError(problems.front().field, message);
 }
 
+// The plan to emit and where it came from: a plan file (--plan), the flags, or, without plan
+// flags, the plan `shardplan plan` recommends. None when no plan fits (said on stderr).
+struct ChosenPlan {
+  Inputs in;
+  std::string source = "flags";
+  double file_step_s = 0;  // the step the plan file predicted; 0 without a file
+};
+
+std::optional<ChosenPlan> choose_plan(const CLI::App& app, const EmitFlags& e, PlanningOptions& o) {
+  ChosenPlan c;
+  if (!e.plan_file.empty()) {
+    refuse_planning_flags(app);
+    c.in = plan_from_file(e, o, c.source, c.file_step_s);
+    return c;
+  }
+  if (!e.pick.empty())
+    throw InputError("--pick", "chooses a plan in a --plan FILE; give --plan too");
+  // --format alone names the stack: the plan is checked with that framework's rules.
+  if (o.framework.empty() && !e.format.empty())
+    o.framework = to_string(framework_of(parse_launcher_format(e.format, "--format")));
+  std::optional<Inputs> chosen = inputs_or_recommended(o);
+  if (!chosen) {
+    std::fprintf(stderr,
+                 "shardplan: error: no plan of this model fits on this cluster (`shardplan "
+                 "plan` shows the closest); no config written\n");
+    return std::nullopt;
+  }
+  c.in = *chosen;
+  if (!plan_flags_given(o)) c.source = "`shardplan plan`'s recommendation";
+  for (const std::string& n : c.in.notes) std::fprintf(stderr, "shardplan: note: %s\n", n.c_str());
+  return c;
+}
+
+int seed_of(const EmitFlags& e) {
+  if (e.seed.empty()) return kDefaultSeed;
+  return static_cast<int>(std::min<long long>(parse_positive_int(e.seed, "--seed"), 2147483647));
+}
+
+IntervalChoice interval_choice(const RunbookFlags& f) {
+  return f.checkpoint_interval.empty()     ? IntervalChoice::default_interval
+         : f.checkpoint_interval == "auto" ? IntervalChoice::young
+                                           : IntervalChoice::given;
+}
+
+// The plan's estimate; false when it does not fit (said on stderr): exit 1 = does not fit
+// (docs/design.md, exit codes), since a config that runs out of memory wastes the cluster.
+bool estimate_fits(const ChosenPlan& c, EmitInputs& ei) {
+  const Inputs& in = c.in;
+  ei.estimate = estimate(in.model, in.training, in.plan, in.cluster);
+  const double step_s = ei.estimate.time.step_s;
+  if (c.file_step_s > 0 && std::fabs(c.file_step_s - step_s) > 0.01 * c.file_step_s) {
+    std::fprintf(stderr,
+                 "shardplan: warning: %s predicted a %.3f s step; this build predicts %.3f s and "
+                 "uses it\n",
+                 c.source.c_str(), c.file_step_s, step_s);
+  }
+  const MemoryBreakdown& memory = ei.estimate.memory;
+  if (memory.fits) return true;
+  std::fprintf(stderr,
+               "shardplan: error: the plan needs %s per device of %s (stage %d); no config "
+               "written (`shardplan estimate` shows where the memory goes)\n",
+               format_gib(memory.total_bytes()).c_str(), format_gib(memory.capacity_bytes).c_str(),
+               memory.worst_stage);
+  return false;
+}
+
+void write_output(const std::string& text, const EmitFlags& e, LauncherFormat format,
+                  const EmitInputs& ei) {
+  if (e.output.empty()) {
+    std::cout << text;
+    return;
+  }
+  write_file_atomically(e.output, text, "--output");
+  std::fprintf(stderr, "shardplan: wrote %s (%s, checkpoint every %d steps)\n", e.output.c_str(),
+               to_string(format), ei.settings.checkpoint_interval_steps);
+}
+
+int run_emit(const CLI::App& app, const EmitFlags& e, const RunbookFlags& f, PlanningOptions& o) {
+  const std::optional<ChosenPlan> chosen = choose_plan(app, e, o);
+  if (!chosen) return 1;
+  const Inputs& in = chosen->in;
+  const LauncherFormat format = e.format.empty() ? default_format(in.training.framework.id)
+                                                 : parse_launcher_format(e.format, "--format");
+  const int seed = seed_of(e);
+  const IntervalChoice choice = interval_choice(f);
+  const RunbookInputs options = resolve_runbook_flags(f, kDefaultCheckpointIntervalS);
+
+  EmitInputs ei{in.model, in.cluster, in.training, in.plan, {}, {}, {}, chosen->source, e.output};
+  if (!estimate_fits(*chosen, ei)) return 1;
+  ei.runbook =
+      plan_runbook(in.model, in.training, in.plan, in.cluster, ei.estimate, options.options);
+  ei.settings = long_run_settings(ei.runbook, choice, seed, !e.seed.empty());
+  const auto problems = launcher_problems(format, ei);
+  if (!problems.empty()) throw_problems(format, problems);
+  for (const auto& w : runbook_warnings(ei.runbook))
+    std::fprintf(stderr, "shardplan: warning: %s\n", w.c_str());
+  write_output(emit_text(format, ei), e, format, ei);
+  return 0;
+}
+
 }  // namespace
 
 Runner setup_emit(CLI::App& sub) {
@@ -88,79 +189,7 @@ Runner setup_emit(CLI::App& sub) {
   add_runbook_options(
       sub, *f, "Checkpoint every DURATION (default 30min), or auto: the runbook's Young interval");
   CLI::App* app = &sub;
-  return [o, e, f, app]() {
-    std::string source = "flags";
-    double file_step_s = 0;
-    Inputs in;
-    if (!e->plan_file.empty()) {
-      refuse_planning_flags(*app);
-      in = plan_from_file(*e, *o, source, file_step_s);
-    } else {
-      if (!e->pick.empty())
-        throw InputError("--pick", "chooses a plan in a --plan FILE; give --plan too");
-      // --format alone names the stack: the plan is checked with that framework's rules.
-      if (o->framework.empty() && !e->format.empty())
-        o->framework = to_string(framework_of(parse_launcher_format(e->format, "--format")));
-      std::optional<Inputs> chosen = inputs_or_recommended(*o);
-      if (!chosen) {
-        std::fprintf(stderr,
-                     "shardplan: error: no plan of this model fits on this cluster (`shardplan "
-                     "plan` shows the closest); no config written\n");
-        return 1;
-      }
-      in = *chosen;
-      if (!plan_flags_given(*o)) source = "`shardplan plan`'s recommendation";
-      for (const std::string& n : in.notes)
-        std::fprintf(stderr, "shardplan: note: %s\n", n.c_str());
-    }
-    const LauncherFormat format = e->format.empty() ? default_format(in.training.framework.id)
-                                                    : parse_launcher_format(e->format, "--format");
-    const bool seed_given = !e->seed.empty();
-    const int seed = seed_given ? static_cast<int>(std::min<long long>(
-                                      parse_positive_int(e->seed, "--seed"), 2147483647))
-                                : kDefaultSeed;
-    const IntervalChoice choice = f->checkpoint_interval.empty() ? IntervalChoice::default_interval
-                                  : f->checkpoint_interval == "auto" ? IntervalChoice::young
-                                                                     : IntervalChoice::given;
-    const RunbookInputs options = resolve_runbook_flags(*f, kDefaultCheckpointIntervalS);
-
-    EmitInputs ei{in.model, in.cluster, in.training, in.plan, {}, {}, {}, source, e->output};
-    ei.estimate = estimate(in.model, in.training, in.plan, in.cluster);
-    if (file_step_s > 0 && std::fabs(file_step_s - ei.estimate.time.step_s) > 0.01 * file_step_s) {
-      std::fprintf(stderr,
-                   "shardplan: warning: %s predicted a %.3f s step; this build predicts %.3f s and "
-                   "uses it\n",
-                   source.c_str(), file_step_s, ei.estimate.time.step_s);
-    }
-    const MemoryBreakdown& memory = ei.estimate.memory;
-    if (!memory.fits) {
-      // Exit 1 = does not fit (docs/design.md, exit codes): a config that runs out of memory
-      // wastes the cluster.
-      std::fprintf(stderr,
-                   "shardplan: error: the plan needs %s per device of %s (stage %d); no config "
-                   "written (`shardplan estimate` shows where the memory goes)\n",
-                   format_gib(memory.total_bytes()).c_str(),
-                   format_gib(memory.capacity_bytes).c_str(), memory.worst_stage);
-      return 1;
-    }
-    ei.runbook =
-        plan_runbook(in.model, in.training, in.plan, in.cluster, ei.estimate, options.options);
-    ei.settings = long_run_settings(ei.runbook, choice, seed, seed_given);
-    const auto problems = launcher_problems(format, ei);
-    if (!problems.empty()) throw_problems(format, problems);
-    for (const auto& w : runbook_warnings(ei.runbook))
-      std::fprintf(stderr, "shardplan: warning: %s\n", w.c_str());
-
-    const std::string text = emit_text(format, ei);
-    if (e->output.empty()) {
-      std::cout << text;
-    } else {
-      write_file_atomically(e->output, text, "--output");
-      std::fprintf(stderr, "shardplan: wrote %s (%s, checkpoint every %d steps)\n",
-                   e->output.c_str(), to_string(format), ei.settings.checkpoint_interval_steps);
-    }
-    return 0;
-  };
+  return [o, e, f, app]() { return run_emit(*app, *e, *f, *o); };
 }
 
 }  // namespace shardplan::cli

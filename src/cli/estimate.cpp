@@ -1,39 +1,15 @@
-// `shardplan comm` and `shardplan estimate`: communication alone, or memory, communication and
-// time of one plan.
-#include <fmt/format.h>
-
+// `shardplan estimate`: memory, communication and time of one plan.
 #include <iostream>
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/render_comm.hpp"
+#include "shardplan/render_estimate.hpp"
+#include "shardplan/render_memory.hpp"
 #include "shardplan/reports.hpp"
 #include "shardplan/step_time.hpp"
 
 namespace shardplan::cli {
-Runner setup_comm(CLI::App& sub) {
-  auto o = add_planning_options(sub);
-  return [o]() {
-    const Inputs in = resolve_timed_inputs(*o);
-    const Estimate e = estimate(in.model, in.training, in.plan, in.cluster);
-    if (o->json) {
-      nlohmann::json j = {{"time", to_json(e.time)},
-                          {"comm", to_json(e.comm, e.time, in.plan, in.training, in.cluster)}};
-      add_inputs_json(j, in);
-      print_json(j);
-      return 0;
-    }
-    std::cout
-        << describe_inputs(in) << render_comm(e.comm, e.time, in.plan, in.training, in.cluster)
-        << fmt::format(
-               "\nStep {} = compute {} + bubble {} + exposed communication {} + optimizer {}\n",
-               format_seconds(e.time.step_s), format_seconds(e.time.compute_s),
-               format_seconds(e.time.bubble_s), format_seconds(e.time.exposed_comm_s),
-               format_seconds(e.time.optimizer_s));
-    return 0;
-  };
-}
-
 Runner setup_estimate(CLI::App& sub) {
   auto o = add_planning_options(sub);
   auto trace = std::make_shared<std::string>();

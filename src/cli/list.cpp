@@ -7,7 +7,7 @@
 #include "options.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/profiles.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/table.hpp"
 
 namespace shardplan::cli {
 

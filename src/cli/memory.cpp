@@ -5,7 +5,8 @@
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/json_out.hpp"
+#include "shardplan/render_memory.hpp"
 
 namespace shardplan::cli {
 

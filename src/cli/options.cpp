@@ -7,28 +7,20 @@
 #include <cstdio>
 #include <iostream>
 
+#include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
+#include "shardplan/json_out.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
-#include "shardplan/render.hpp"
-#include "shardplan/schedule.hpp"
-#include "shardplan/trace.hpp"
 #include "shardplan/rule_words.hpp"
+#include "shardplan/schedule.hpp"
+#include "shardplan/table.hpp"
+#include "shardplan/trace.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan::cli {
 namespace {
-
-int as_int(const std::string& text, const std::string& field, long long max = 1'000'000'000) {
-  const long long v = parse_positive_int(text, field);
-  if (v > max) throw InputError(field, fmt::format("{} is too large; at most {}", text, max));
-  return static_cast<int>(v);
-}
-
-int int_or(const std::string& text, const std::string& field, int fallback) {
-  return text.empty() ? fallback : as_int(text, field);
-}
 
 int parse_zero(const std::string& text) {
   if (text.empty()) return 0;
@@ -59,7 +51,7 @@ ModelSpec gpt_style() {
 // chunks per device when a schedule needs them and --interleave is not given.
 void resolve_pipeline(const PlanningOptions& o, ParallelPlan& p) {
   auto layers = [](const std::string& text, const char* field) {
-    return text.empty() ? -1 : text == "0" ? 0 : as_int(text, field, 100000);
+    return text.empty() ? -1 : text == "0" ? 0 : parse_int(text, field, 100000);
   };
   p.first_stage_layers = layers(o.first_stage_layers, "--first-stage-layers");
   p.last_stage_layers = layers(o.last_stage_layers, "--last-stage-layers");
@@ -268,15 +260,15 @@ ModelSpec resolve_model(const PlanningOptions& o) {
   }
   const bool from_flags = o.model.empty();
   const int max_dim = 10'000'000;
-  if (!o.layers.empty()) m.layers = as_int(o.layers, "--layers", 100000);
-  if (!o.hidden.empty()) m.hidden = as_int(o.hidden, "--hidden", max_dim);
+  if (!o.layers.empty()) m.layers = parse_int(o.layers, "--layers", 100000);
+  if (!o.hidden.empty()) m.hidden = parse_int(o.hidden, "--hidden", max_dim);
   if (!o.heads.empty()) {
-    m.heads = as_int(o.heads, "--heads", max_dim);
+    m.heads = parse_int(o.heads, "--heads", max_dim);
   } else if (from_flags) {
     m.heads = std::max(1, m.hidden / 128);  // 128-wide heads, as GPT-3 and Llama use
   }
   if (!o.kv_heads.empty()) {
-    m.kv_heads = as_int(o.kv_heads, "--kv-heads", max_dim);
+    m.kv_heads = parse_int(o.kv_heads, "--kv-heads", max_dim);
   } else if (from_flags || !o.heads.empty()) {
     m.kv_heads = m.heads;
   }
@@ -288,14 +280,14 @@ ModelSpec resolve_model(const PlanningOptions& o) {
     m.head_dim = m.hidden / m.heads;
   }
   if (!o.ffn_hidden.empty()) {
-    m.ffn_hidden = as_int(o.ffn_hidden, "--ffn-hidden", 100'000'000);
+    m.ffn_hidden = parse_int(o.ffn_hidden, "--ffn-hidden", 100'000'000);
   } else if (from_flags) {
     m.ffn_hidden = 4 * m.hidden;
   }
-  if (!o.vocab.empty()) m.vocab = as_int(o.vocab, "--vocab", 100'000'000);
+  if (!o.vocab.empty()) m.vocab = parse_int(o.vocab, "--vocab", 100'000'000);
   if (!o.mlp.empty()) m.mlp = parse_mlp(o.mlp, "--mlp");
-  if (!o.experts.empty()) m.experts = as_int(o.experts, "--experts", 100000);
-  if (!o.top_k.empty()) m.experts_per_token = as_int(o.top_k, "--top-k", 100000);
+  if (!o.experts.empty()) m.experts = parse_int(o.experts, "--experts", 100000);
+  if (!o.top_k.empty()) m.experts_per_token = parse_int(o.top_k, "--top-k", 100000);
   if (m.experts > 0 && m.experts_per_token == 0) m.experts_per_token = 2;
   if (m.experts == 1) m.experts = 0;
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0) {
@@ -320,9 +312,9 @@ ClusterSpec resolve_cluster(const PlanningOptions& o, int default_gpus) {
   c.intra = o.intra;
   c.inter = o.inter;
   c.link = o.link;
-  c.gpus = o.gpus.empty() ? default_gpus : as_int(o.gpus, "--gpus", 10'000'000);
-  c.gpus_per_node = int_or(o.gpus_per_node, "--gpus-per-node", 0);
-  c.nics_per_node = int_or(o.nics_per_node, "--nics-per-node", 0);
+  c.gpus = o.gpus.empty() ? default_gpus : parse_int(o.gpus, "--gpus", 10'000'000);
+  c.gpus_per_node = parse_int_or(o.gpus_per_node, "--gpus-per-node", 0);
+  c.nics_per_node = parse_int_or(o.nics_per_node, "--nics-per-node", 0);
   if (!o.link.empty() && (!o.intra.empty() || !o.inter.empty())) {
     throw InputError("--link",
                      "--link sets one flat link; combine it with neither --intra nor --inter");
@@ -342,7 +334,7 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   if (!o.precision.empty()) t.precision = parse_precision(o.precision, "--precision");
   if (!o.optimizer.empty()) t.optimizer = parse_optimizer(o.optimizer, "--optimizer");
   if (!o.attention.empty()) t.attention = parse_attention(o.attention, "--attention");
-  t.seq_len = !o.seq_len.empty() ? as_int(o.seq_len, "--seq-len", 100'000'000)
+  t.seq_len = !o.seq_len.empty() ? parse_int(o.seq_len, "--seq-len", 100'000'000)
               : m.seq_len > 0    ? default_training_seq_len(m)
                                  : 4096;
   if (!o.capacity_factor.empty()) {
@@ -354,7 +346,7 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
                            "even share of tokens per expert); leave it out for dropless routing");
     }
   }
-  t.global_batch = int_or(o.global_batch, "--global-batch", 0);  // 0: filled from the plan
+  t.global_batch = parse_int_or(o.global_batch, "--global-batch", 0);  // 0: filled from the plan
   t.fp32_grads = o.fp32_grads;
   t.overlap_grad_reduce = t.overlap_param_gather = !o.no_overlap;
   t.framework = load_framework(o.framework.empty() ? Framework::megatron
@@ -382,21 +374,21 @@ Inputs resolve_inputs(const PlanningOptions& o) {
   Inputs in;
   in.model = resolve_model(o);
   ParallelPlan& p = in.plan;
-  p = {.tp = int_or(o.tp, "--tp", 1),
-       .pp = int_or(o.pp, "--pp", 1),
-       .cp = int_or(o.cp, "--cp", 1),
-       .ep = int_or(o.ep, "--ep", 1),
-       .etp = int_or(o.expert_tp, "--expert-tp", 0),
+  p = {.tp = parse_int_or(o.tp, "--tp", 1),
+       .pp = parse_int_or(o.pp, "--pp", 1),
+       .cp = parse_int_or(o.cp, "--cp", 1),
+       .ep = parse_int_or(o.ep, "--ep", 1),
+       .etp = parse_int_or(o.expert_tp, "--expert-tp", 0),
        .zero = parse_zero(o.zero),
-       .micro_batch = int_or(o.micro_batch, "--micro-batch", 1),
+       .micro_batch = parse_int_or(o.micro_batch, "--micro-batch", 1),
        .recompute =
            o.recompute.empty() ? Recompute::none : parse_recompute(o.recompute, "--recompute"),
        .sequence_parallel = o.sequence_parallel,
-       .interleave = int_or(o.interleave, "--interleave", 1),
+       .interleave = parse_int_or(o.interleave, "--interleave", 1),
        .offload = parse_offload(o.offload, o.offload_to)};
   resolve_pipeline(o, p);
   const int model_parallel = p.tp * p.pp * p.cp;
-  const int dp_flag = int_or(o.dp, "--dp", 0);
+  const int dp_flag = parse_int_or(o.dp, "--dp", 0);
   const int default_gpus = (dp_flag > 0 ? dp_flag : 1) * model_parallel;
   in.cluster = resolve_cluster(o, default_gpus);
   in.training = resolve_training(o, in.model);

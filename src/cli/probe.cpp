@@ -61,12 +61,6 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-int as_int(const std::string& text, const std::string& field, long long max) {
-  const long long v = parse_positive_int(text, field);
-  if (v > max) throw InputError(field, fmt::format("{} is too large; at most {}", text, max));
-  return static_cast<int>(v);
-}
-
 size_t as_bytes(const std::string& text, const std::string& field) {
   const double b = parse_bytes(text, field);
   if (b < 1 || b > 4.0 * kGiB) {
@@ -92,7 +86,7 @@ std::vector<GemmShape> sweep_shapes(const std::string& text, const std::vector<M
     std::vector<long> dims;
     std::stringstream in(item);
     std::string part;
-    while (std::getline(in, part, 'x')) dims.push_back(as_int(part, "--gemm-sizes", 1 << 20));
+    while (std::getline(in, part, 'x')) dims.push_back(parse_int(part, "--gemm-sizes", 1 << 20));
     if (dims.size() == 1) dims = {dims[0], dims[0], dims[0]};
     if (dims.size() != 3) {
       throw InputError("--gemm-sizes", fmt::format("'{}' is neither N (square) nor MxNxK", item));
@@ -110,8 +104,8 @@ std::vector<GemmShape> model_shapes(const PlanningOptions& o, MathDtype dtype) {
   }
   TrainingSpec training = resolve_training(o, model);
   ParallelPlan plan;
-  plan.tp = o.tp.empty() ? 1 : as_int(o.tp, "--tp", 1024);
-  plan.micro_batch = o.micro_batch.empty() ? 1 : as_int(o.micro_batch, "--micro-batch", 1 << 20);
+  plan.tp = parse_int_or(o.tp, "--tp", 1, 1024);
+  plan.micro_batch = parse_int_or(o.micro_batch, "--micro-batch", 1, 1 << 20);
   training.global_batch = plan.micro_batch;
   ClusterSpec one_replica;
   one_replica.gpus = one_replica.gpus_per_node = plan.tp;
@@ -227,8 +221,8 @@ struct Prepared {
 Prepared prepare(const ProbeOptions& o) {
   Prepared p;
   probe::Settings& s = p.plan.settings;
-  s.iters = as_int(o.iters, "--iters", 100000);
-  s.warmup = o.warmup == "0" ? 0 : as_int(o.warmup, "--warmup", 100000);
+  s.iters = parse_int(o.iters, "--iters", 100000);
+  s.warmup = o.warmup == "0" ? 0 : parse_int(o.warmup, "--warmup", 100000);
   s.timeout_s = parse_duration(o.timeout_s, "--timeout-s");
   if (!(s.timeout_s >= 0.1 && s.timeout_s <= 86400)) {
     throw InputError("--timeout-s",
@@ -258,23 +252,16 @@ Prepared prepare(const ProbeOptions& o) {
   in.cluster = o.cluster;
   if (!o.cluster.empty()) load_cluster(o.cluster, "--cluster");
   if (!o.gpu.empty()) load_gpu(o.gpu, "--gpu");
-  in.gpus_per_node = o.gpus_per_node.empty() ? 0 : as_int(o.gpus_per_node, "--gpus-per-node", 1024);
-  in.nics_per_node = o.nics_per_node.empty() ? 0 : as_int(o.nics_per_node, "--nics-per-node", 1024);
+  in.gpus_per_node = parse_int_or(o.gpus_per_node, "--gpus-per-node", 0, 1024);
+  in.nics_per_node = parse_int_or(o.nics_per_node, "--nics-per-node", 0, 1024);
   in.command_line = command_line();
   in.date_utc = utc_now();
   return p;
 }
 
-int run_probe_command(const ProbeOptions& o) {
-  Prepared p = prepare(o);
-  if (!o.model.model.empty() || !o.model.params.empty() || !o.model.layers.empty()) {
-    p.plan.gemms = model_shapes(o.model, p.model_dtype);  // validated before the launch
-  }
-  probe::Session session = probe::start_session(o.backend, p.plan.settings);
-  const bool lead = session.lead();
-  if (!session.note().empty()) p.plan.notes.push_back(session.note());  // the table and the profile
-
-  // Defaults that depend on the hardware.
+// Defaults that depend on the hardware the back-end measures: the largest size, the GEMM data
+// types and sweep, and the GPU preset the device name matches.
+void apply_hardware_defaults(const ProbeOptions& o, const probe::Session& session, Prepared& p) {
   const bool gpu = session.measures_gpu();
   if (!p.max_given) p.plan.max_bytes = gpu ? (1ull << 30) : (64ull << 20);
   p.plan.max_bytes = std::max(p.plan.max_bytes, p.plan.min_bytes);
@@ -297,31 +284,28 @@ int run_probe_command(const ProbeOptions& o) {
                                    device));
     }
   }
-  const GpuSpec gpu_spec = probe::profile_gpu(p.inputs);
-  const std::string out_path =
-      !o.out.empty() ? o.out
-                     : fmt::format("probe-{}-{}.json", host_name(),
-                                   p.inputs.date_utc.substr(0, 4) + p.inputs.date_utc.substr(5, 2) +
-                                       p.inputs.date_utc.substr(8, 2));
-  if (!gpu) {
-    p.plan.notes.push_back(
-        fmt::format("the {} back-end measures CPU GEMMs: they go into the "
-                    "profile's measurements and fit only, never into the {} "
-                    "efficiency curve",
-                    session.backend(), gpu_spec.name));
-  }
-  const probe::Calibration result = probe::calibrate(session, p.plan, p.inputs, gpu_spec, !o.json);
-  const int status = result.wrong == 0 ? 0 : 1;
-  if (!lead) return status;
+}
 
+// --out, or probe-<host>-<yyyymmdd>.json.
+std::string out_path_of(const ProbeOptions& o, const Prepared& p) {
+  if (!o.out.empty()) return o.out;
+  const std::string& d = p.inputs.date_utc;
+  return fmt::format("probe-{}-{}.json", host_name(),
+                     d.substr(0, 4) + d.substr(5, 2) + d.substr(8, 2));
+}
+
+// The lead rank's part after the measurements: the summary, and the profile written (only when
+// every element was correct) and loaded back.
+int finish_lead(const ProbeOptions& o, const probe::Calibration& result,
+                const std::string& out_path) {
   const nlohmann::json& profile = result.profile;
   if (!o.json) std::fputs(result.summary.c_str(), stdout);
-  if (status != 0) {
+  if (result.wrong != 0) {
     std::fprintf(stderr,
                  "probe: %zu wrong element(s): the correctness check failed, so no "
                  "profile was written\n",
                  result.wrong);
-    return status;
+    return 1;
   }
   write_file_atomically(out_path, profile.dump(2) + "\n", "--out");
   load_cluster(out_path, "--out");  // what was written must plan: fail loudly if not
@@ -336,7 +320,29 @@ int run_probe_command(const ProbeOptions& o) {
   std::fprintf(stderr, "probe: wrote %s\n", out_path.c_str());
   for (const std::string& w : result.warnings)
     std::fprintf(stderr, "probe: warning: %s\n", w.c_str());
-  return status;
+  return 0;
+}
+
+int run_probe_command(const ProbeOptions& o) {
+  Prepared p = prepare(o);
+  if (!o.model.model.empty() || !o.model.params.empty() || !o.model.layers.empty()) {
+    p.plan.gemms = model_shapes(o.model, p.model_dtype);  // validated before the launch
+  }
+  probe::Session session = probe::start_session(o.backend, p.plan.settings);
+  if (!session.note().empty()) p.plan.notes.push_back(session.note());  // the table and profile
+  apply_hardware_defaults(o, session, p);
+  const GpuSpec gpu_spec = probe::profile_gpu(p.inputs);
+  const std::string out_path = out_path_of(o, p);
+  if (!session.measures_gpu()) {
+    p.plan.notes.push_back(
+        fmt::format("the {} back-end measures CPU GEMMs: they go into the "
+                    "profile's measurements and fit only, never into the {} "
+                    "efficiency curve",
+                    session.backend(), gpu_spec.name));
+  }
+  const probe::Calibration result = probe::calibrate(session, p.plan, p.inputs, gpu_spec, !o.json);
+  if (!session.lead()) return result.wrong == 0 ? 0 : 1;
+  return finish_lead(o, result, out_path);
 }
 
 }  // namespace

@@ -14,11 +14,13 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/html_report.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/json_out.hpp"
 #include "shardplan/render_provision.hpp"
 #include "shardplan/reports.hpp"
+#include "shardplan/table.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan::cli {

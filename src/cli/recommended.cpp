@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include "shardplan/ladder.hpp"
-#include "shardplan/render.hpp"
 #include "shardplan/rule_words.hpp"
 #include "shardplan/search.hpp"
 

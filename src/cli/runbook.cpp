@@ -10,8 +10,9 @@
 #include "options.hpp"
 #include "recommended.hpp"
 #include "runbook_options.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/json_out.hpp"
 #include "shardplan/render_runbook.hpp"
+#include "shardplan/table.hpp"
 
 namespace shardplan::cli {
 

@@ -5,7 +5,6 @@
 
 #include "common.hpp"
 #include "shardplan/offload.hpp"
-#include "shardplan/render.hpp"
 
 namespace shardplan {
 namespace {

@@ -6,9 +6,10 @@
 
 #include <cmath>
 
+#include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/profiles.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/table.hpp"
 
 namespace shardplan {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/emit.hpp"
+#include "documents.hpp"
 
 namespace shardplan::emit {
 

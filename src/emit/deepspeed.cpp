@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/json_out.hpp"
 #include "shardplan/schedule.hpp"
 
 namespace shardplan {

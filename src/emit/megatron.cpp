@@ -7,8 +7,8 @@
 
 #include "common.hpp"
 #include "shardplan/plan.hpp"
-#include "shardplan/render.hpp"
 #include "shardplan/schedule.hpp"
+#include "shardplan/table.hpp"
 
 namespace shardplan {
 namespace {

@@ -7,7 +7,6 @@
 
 #include "common.hpp"
 #include "shardplan/plan.hpp"
-#include "shardplan/render.hpp"
 #include "shardplan/schedule.hpp"
 
 namespace shardplan {
@@ -146,19 +145,14 @@ std::vector<PlanProblem> torchtitan_problems(const EmitInputs& in) {
   return out;
 }
 
-TorchtitanConfig emit_torchtitan(const EmitInputs& in) {
-  const ParallelPlan& p = in.plan;
-  const TrainingSpec& tr = in.training;
-  const LongRunSettings& s = in.settings;
-  TorchtitanConfig c;
-  std::vector<Provenance>& why = c.meta.provenance;
-  std::vector<std::string>& notes = c.meta.notes;
-  why = emit::common_provenance(in);
+namespace {
 
+// [model]: a llama3 flavor when the shape is one, else a name the user registers.
+toml::table model_table(const EmitInputs& in, std::vector<std::string>& notes) {
   const std::string flavor = llama3_flavor(in.model);
   toml::table model{{"name", flavor.empty() ? in.model.name : "llama3"},
                     {"flavor", flavor.empty() ? in.model.name : flavor}};
-  if (tr.precision == Precision::fp8)
+  if (in.training.precision == Precision::fp8)
     model.insert("converters", toml::array{"quantize.linear.float8"});
   if (flavor.empty()) {
     notes.push_back(fmt::format(
@@ -167,14 +161,20 @@ TorchtitanConfig emit_torchtitan(const EmitInputs& in) {
         in.model.name, in.model.layers, in.model.hidden, in.model.heads, in.model.kv_heads,
         in.model.ffn_hidden, in.model.vocab));
   }
+  return model;
+}
 
+// [training]: the batch identity and the run's length.
+toml::table training_table(const EmitInputs& in, EmitMeta& meta) {
+  const ParallelPlan& p = in.plan;
+  const TrainingSpec& tr = in.training;
   toml::table training{
       {"local_batch_size", local_batch(in)},
       {"global_batch_size", tr.global_batch},
       {"seq_len", tr.seq_len},
       {"max_norm", 1.0},
       {"mixed_precision_param", tr.precision == Precision::fp32 ? "float32" : "bfloat16"}};
-  why.push_back(
+  meta.provenance.push_back(
       {"training.local_batch_size", std::to_string(local_batch(in)),
        p.pp > 1
            ? fmt::format(
@@ -185,85 +185,121 @@ TorchtitanConfig emit_torchtitan(const EmitInputs& in) {
                          accumulation_steps(in))});
   if (const auto steps = emit::train_steps(in)) {
     training.insert("steps", *steps);
-    why.push_back(
+    meta.provenance.push_back(
         {"training.steps", std::to_string(*steps), "ceil(--tokens / (global batch x sequence))"});
   } else {
-    notes.push_back("set training.steps (no --tokens given; torchtitan's default is 10000)");
+    meta.notes.push_back("set training.steps (no --tokens given; torchtitan's default is 10000)");
   }
-  notes.push_back(
+  meta.notes.push_back(
       "set training.dataset and dataset_path: torchtitan's stateful loader saves its position in "
       "each "
       "checkpoint, so a resumed run continues the data order");
+  return training;
+}
 
+// [checkpoint]: the runbook's interval and keep-last-K, blocking saves that keep the optimizer.
+toml::table checkpoint_table(const EmitInputs& in, EmitMeta& meta) {
+  const LongRunSettings& s = in.settings;
   toml::table checkpoint{{"enable", true},
                          {"folder", "checkpoint"},
                          {"interval", s.checkpoint_interval_steps},
                          {"keep_latest_k", s.keep_last},
                          {"last_save_model_only", false},
                          {"async_mode", "disabled"}};
-  why.push_back({"checkpoint.last_save_model_only", "false",
-                 "the final save keeps the optimizer so the run can resume "
-                 "(the v0.2.2 default true saves weights only)"});
-  why.push_back({"checkpoint.async_mode", "disabled",
-                 "blocking saves, as the runbook timed them; \"async\" hides most "
-                 "of the write"});
-  notes.push_back(
+  meta.provenance.push_back({"checkpoint.last_save_model_only", "false",
+                             "the final save keeps the optimizer so the run can resume "
+                             "(the v0.2.2 default true saves weights only)"});
+  meta.provenance.push_back({"checkpoint.async_mode", "disabled",
+                             "blocking saves, as the runbook timed them; \"async\" hides most "
+                             "of the write"});
+  meta.notes.push_back(
       "torchtitan keeps fp32 parameters (no separate bf16 copy): its checkpoints are ~12 B/param "
       "where the "
       "runbook sized 14");
+  return checkpoint;
+}
 
+// [activation_checkpoint]: the plan's recompute.
+toml::table activation_table(const EmitInputs& in, EmitMeta& meta) {
+  const ParallelPlan& p = in.plan;
   toml::table activation{{"mode", ac_mode(p.recompute)}};
   if (p.recompute == Recompute::selective) {
     activation.insert("selective_ac_option", "op");
-    why.push_back({"activation_checkpoint.selective_ac_option", "op",
-                   "per-op selective recompute, the nearest to recomputing attention only"});
+    meta.provenance.push_back(
+        {"activation_checkpoint.selective_ac_option", "op",
+         "per-op selective recompute, the nearest to recomputing attention only"});
   }
   if (p.tp > 1 && !p.sequence_parallel) {
-    notes.push_back(
+    meta.notes.push_back(
         "torchtitan's tensor parallelism always shards norms along the sequence (sequence "
         "parallel), which "
         "uses less activation memory than the plan assumed");
   }
+  return activation;
+}
 
-  // init_timeout_seconds covers start-up and the first step (checkpoint load);
-  // train_timeout_seconds every collective after it.
-  const int timeout_s = s.timeout_minutes * 60;
+// [comm]: init_timeout_seconds covers start-up and the first step (checkpoint load);
+// train_timeout_seconds every collective after it.
+toml::table comm_table(const EmitInputs& in, std::vector<Provenance>& why) {
+  const int timeout_s = in.settings.timeout_minutes * 60;
   toml::table comm{{"init_timeout_seconds", std::max(300, timeout_s)},
                    {"train_timeout_seconds", timeout_s}};
   why.push_back({"comm.train_timeout_seconds", std::to_string(timeout_s),
                  "the runbook's collective timeout (torchtitan's default 100 s is shorter than a "
                  "checkpoint write)"});
+  return comm;
+}
 
-  c.config = toml::table{{"job", toml::table{{"dump_folder", "./outputs"},
-                                             {"description", in.model.name + ": " + describe(p)}}},
-                         {"model", model},
-                         {"optimizer", toml::table{{"name", "AdamW"}}},
-                         {"training", training},
-                         {"parallelism", parallelism(in, why)},
-                         {"checkpoint", checkpoint},
-                         {"activation_checkpoint", activation},
-                         {"comm", comm},
-                         {"metrics", toml::table{{"log_freq", 1}}},
-                         {"debug", toml::table{{"seed", s.seed}}}};
-  why.push_back({"metrics.log_freq", "1",
-                 "long runs: log throughput every step so a slow node shows at once"});
-
+// pip install, then torchrun (one node) or srun + torchrun with a c10d rendezvous (several).
+std::vector<std::string> launch_lines(const EmitInputs& in) {
   const int nodes = in.cluster.nodes();
   const std::string config = emit::config_path(in, "torchtitan.toml");
-  c.meta.launch = {"pip install torchtitan==0.2.2   # TOML job configs end with v0.2.2"};
+  std::vector<std::string> launch = {
+      "pip install torchtitan==0.2.2   # TOML job configs end with v0.2.2"};
   if (nodes > 1) {
-    c.meta.launch.push_back(
+    launch.push_back(
         fmt::format("srun --nodes={} --ntasks-per-node=1 torchrun {} --rdzv_id 101 --rdzv_backend "
                     "c10d --rdzv_endpoint \"$head_node_ip:29500\" -m torchtitan.train "
                     "--job.config_file {}",
                     nodes, emit::torchrun_rendezvous(in), config));
   } else {
-    c.meta.launch.push_back(
+    launch.push_back(
         fmt::format("torchrun --nproc_per_node {} --rdzv_backend c10d --rdzv_endpoint localhost:0 "
                     "-m torchtitan.train --job.config_file {}",
                     in.cluster.gpus_per_node, config));
   }
-  emit::finish_meta(c.meta, in, "torchtitan v0.2.2 job config");
+  return launch;
+}
+
+}  // namespace
+
+// The tables are built in the order their provenance and notes are printed.
+TorchtitanConfig emit_torchtitan(const EmitInputs& in) {
+  TorchtitanConfig c;
+  EmitMeta& meta = c.meta;
+  meta.provenance = emit::common_provenance(in);
+  const toml::table model = model_table(in, meta.notes);
+  const toml::table training = training_table(in, meta);
+  const toml::table checkpoint = checkpoint_table(in, meta);
+  const toml::table activation = activation_table(in, meta);
+  const toml::table comm = comm_table(in, meta.provenance);
+  const toml::table parallel = parallelism(in, meta.provenance);
+  c.config =
+      toml::table{{"job", toml::table{{"dump_folder", "./outputs"},
+                                      {"description", in.model.name + ": " + describe(in.plan)}}},
+                  {"model", model},
+                  {"optimizer", toml::table{{"name", "AdamW"}}},
+                  {"training", training},
+                  {"parallelism", parallel},
+                  {"checkpoint", checkpoint},
+                  {"activation_checkpoint", activation},
+                  {"comm", comm},
+                  {"metrics", toml::table{{"log_freq", 1}}},
+                  {"debug", toml::table{{"seed", in.settings.seed}}}};
+  meta.provenance.push_back({"metrics.log_freq", "1",
+                             "long runs: log throughput every step so a slow node shows at once"});
+  meta.launch = launch_lines(in);
+  emit::finish_meta(meta, in, "torchtitan v0.2.2 job config");
   return c;
 }
 

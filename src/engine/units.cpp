@@ -167,4 +167,16 @@ long long parse_positive_int(std::string_view text, const std::string& field) {
   return static_cast<long long>(value);
 }
 
+int parse_int(std::string_view text, const std::string& field, long long max) {
+  const long long v = parse_positive_int(text, field);
+  if (v > max) {
+    throw InputError(field, std::string(text) + " is too large; at most " + std::to_string(max));
+  }
+  return static_cast<int>(v);
+}
+
+int parse_int_or(std::string_view text, const std::string& field, int fallback, long long max) {
+  return text.empty() ? fallback : parse_int(text, field, max);
+}
+
 }  // namespace shardplan

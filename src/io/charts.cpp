@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "shardplan/plan.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/table.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan {

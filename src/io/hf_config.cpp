@@ -161,14 +161,9 @@ void read_window(const nlohmann::json& c, const std::string& type, const std::st
   if (type == "gemma3_text") m.qk_norm = true;
 }
 
-}  // namespace
-
-ModelSpec model_from_hf_config(const std::string& text, const std::string& origin) {
-  const nlohmann::json j = parse_json(text, origin);
-  if (!j.is_object()) throw InputError(origin, "expected a JSON object");
-  // Multimodal wrappers (Llama 4, Gemma 3) keep the language model under text_config.
-  const bool nested = j.contains("text_config") && j.at("text_config").is_object();
-  const nlohmann::json& c = nested ? j.at("text_config") : j;
+// The family, from text_config's or the top level's model_type, refused by name when unlisted.
+std::string model_type_of(const nlohmann::json& j, const nlohmann::json& c,
+                          const std::string& origin) {
   std::string type = string_or(c, "model_type", string_or(j, "model_type", ""));
   if (type.empty()) {
     throw InputError(origin + ": model_type",
@@ -176,16 +171,17 @@ ModelSpec model_from_hf_config(const std::string& text, const std::string& origi
   }
   if (type == "gemma3") type = "gemma3_text";  // a wrapper whose text_config omits model_type
   if (type == "llama4") type = "llama4_text";
-  const bool gpt_like = kGptFamilies.count(type) != 0;
-  if (!gpt_like && kGatedFamilies.count(type) == 0) {
+  if (kGptFamilies.count(type) == 0 && kGatedFamilies.count(type) == 0) {
     throw InputError(origin + ": model_type",
                      "'" + type + "' is not a supported decoder-only transformer; supported: " +
                          supported_types());
   }
+  return type;
+}
 
-  ModelSpec m;
-  m.name = string_or(c, "_name_or_path", string_or(j, "_name_or_path", type));
-  m.source = origin + " (Hugging Face " + type + " config)";
+// Layers, widths, heads, vocabulary and context, with the defaults a family fixes in code.
+void read_shape(const nlohmann::json& c, const std::string& type, const std::string& origin,
+                ModelSpec& m) {
   m.layers = first_int(c, {"num_hidden_layers", "n_layer", "num_layers"}, 0, origin, true);
   m.hidden = first_int(c, {"hidden_size", "n_embd", "d_model"}, 0, origin, true);
   m.heads = first_int(c, {"num_attention_heads", "n_head", "num_heads"}, 0, origin, true);
@@ -223,7 +219,13 @@ ModelSpec model_from_hf_config(const std::string& text, const std::string& origi
         first_int(c.at("rope_scaling"), {"original_max_position_embeddings"}, 0, origin, false);
   }
   m.seq_len = original > 0 ? original : m.max_positions;
+}
 
+// MLP, norm, positions, tying, biases and dropout: what the family's modeling code fixes, unless
+// the config overrides it.
+void read_conventions(const nlohmann::json& j, const nlohmann::json& c, const std::string& type,
+                      ModelSpec& m) {
+  const bool gpt_like = kGptFamilies.count(type) != 0;
   const bool gated = kGatedFamilies.count(type) != 0;
   m.mlp = gated ? (type.rfind("gemma", 0) == 0 ? MlpKind::geglu : MlpKind::swiglu) : MlpKind::gelu;
   m.norm = gpt_like ? NormKind::layernorm : NormKind::rmsnorm;
@@ -240,6 +242,22 @@ ModelSpec model_from_hf_config(const std::string& text, const std::string& origi
   m.qk_norm = type == "qwen3" || type == "qwen3_moe";  // q_norm and k_norm over head_dim
   m.dropout = first_number(c, {"attention_dropout", "attn_pdrop", "resid_pdrop", "hidden_dropout",
                                "embd_pdrop", "dropout"}) > 0;
+}
+
+}  // namespace
+
+ModelSpec model_from_hf_config(const std::string& text, const std::string& origin) {
+  const nlohmann::json j = parse_json(text, origin);
+  if (!j.is_object()) throw InputError(origin, "expected a JSON object");
+  // Multimodal wrappers (Llama 4, Gemma 3) keep the language model under text_config.
+  const bool nested = j.contains("text_config") && j.at("text_config").is_object();
+  const nlohmann::json& c = nested ? j.at("text_config") : j;
+  const std::string type = model_type_of(j, c, origin);
+  ModelSpec m;
+  m.name = string_or(c, "_name_or_path", string_or(j, "_name_or_path", type));
+  m.source = origin + " (Hugging Face " + type + " config)";
+  read_shape(c, type, origin, m);
+  read_conventions(j, c, type, m);
   read_moe(c, type, origin, m);
   read_mla(c, origin, m);
   read_window(c, type, origin, m);

@@ -1,10 +1,11 @@
-// JSON renderers: every key carries its unit; key names are the stable contract of --json.
+// The inputs as JSON: every key carries its unit; key names are the stable contract of --json.
+#include "shardplan/json_out.hpp"
+
 #include <cmath>
 
 #include "model_json.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
-#include "shardplan/render.hpp"
 #include "shardplan/schedule.hpp"
 
 namespace shardplan {
@@ -128,69 +129,6 @@ nlohmann::json to_json(const ParallelPlan& p) {
                     {"params", p.offload.params},
                     {"activations", p.offload.activations},
                     {"to", to_string(p.offload.to)}};
-  }
-  return j;
-}
-
-namespace {
-
-nlohmann::json lines_json(const std::vector<MemoryLine>& lines) {
-  nlohmann::json a = nlohmann::json::array();
-  for (const auto& l : lines)
-    a.push_back({{"label", l.label}, {"bytes", l.bytes}, {"assumption", l.assumption}});
-  return a;
-}
-
-nlohmann::json stage_json(const StageMemory& s, bool activations_known, double fragmentation) {
-  auto known = [&](double v) { return activations_known ? nlohmann::json(v) : nlohmann::json(); };
-  return {{"stage", s.stage},
-          {"params", s.params},
-          {"weights_bytes", s.weights_bytes},
-          {"gradients_bytes", s.gradients_bytes},
-          {"optimizer_bytes", s.optimizer_bytes},
-          {"activations_bytes", known(s.activations_bytes)},
-          {"layer_activations_bytes", known(s.layer_activations_bytes)},
-          {"transient_bytes", s.transient_bytes()},
-          {"overhead_bytes", s.overhead_bytes()},
-          {"total_bytes", s.total_bytes()},
-          {"layers_in_flight", s.layers_in_flight},
-          {"transients", lines_json(transient_lines(s))},
-          {"overheads", lines_json(overhead_lines(s, fragmentation))}};
-}
-
-}  // namespace
-
-nlohmann::json to_json(const MemoryBreakdown& m) {
-  const StageMemory& w = m.worst();
-  nlohmann::json j = stage_json(w, m.activations_known, m.fragmentation);
-  j.erase("stage");
-  j["worst_stage"] = w.stage;
-  j["capacity_bytes"] = m.capacity_bytes;
-  j["fits"] = m.fits;
-  j["margin_bytes"] = m.margin_bytes();
-  j["model_states_bytes"] = w.model_states_bytes();
-  j["bytes_per_param"] = {{"weights", m.bytes_per_param.weights},
-                          {"gradients", m.bytes_per_param.gradients},
-                          {"optimizer", m.bytes_per_param.optimizer},
-                          {"total", m.bytes_per_param.total()}};
-  j["total_params"] = m.total_params;
-  if (w.offloaded_bytes > 0 || w.host_bytes > 0 || w.nvme_bytes > 0) {
-    j["offload"] = {{"offloaded_bytes", w.offloaded_bytes},
-                    {"host_bytes_per_gpu", w.host_bytes},
-                    {"nvme_bytes_per_gpu", w.nvme_bytes},
-                    {"host_bytes_per_node", m.host_bytes_per_node},
-                    {"host_capacity_bytes", m.host_capacity_bytes},
-                    {"host_fits", m.host_fits}};
-  }
-  nlohmann::json stages = nlohmann::json::array();
-  for (const auto& s : m.stages)
-    stages.push_back(stage_json(s, m.activations_known, m.fragmentation));
-  j["stages"] = stages;
-  j["notes"] = nlohmann::json::array();
-  if (!m.activations_known) {
-    j["notes"].push_back(
-        "activations unknown: only the parameter count was given; pass --model or "
-        "--layers/--hidden/--heads for activation memory");
   }
   return j;
 }

@@ -2,6 +2,8 @@
 // validation predictor can replay. The runs' fields that the sources do not state are null.
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "json_reader.hpp"
 #include "model_json.hpp"
 #include "shardplan/error.hpp"
@@ -68,124 +70,132 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
 
 namespace {
 
+ModelSpec read_run_model(const nlohmann::json& mo, const PublishedRun& run,
+                         const std::string& where) {
+  ModelSpec m;
+  m.name = run.id;
+  m.source = run.source;
+  m.layers = int_or(mo, "layers", 0);
+  m.hidden = int_or(mo, "hidden", 0);
+  m.heads = int_or(mo, "heads", 0);
+  m.kv_heads = int_or(mo, "kv_heads", m.heads);
+  m.head_dim = m.heads > 0 ? m.hidden / m.heads : 0;
+  m.ffn_hidden = int_or(mo, "ffn_hidden", 4 * m.hidden);
+  m.vocab = int_or(mo, "vocab", 51200);
+  m.seq_len = m.max_positions = int_or(mo, "seq_len", 2048);
+  if (mo.contains("mlp") && mo.at("mlp").is_string())
+    m.mlp = parse_mlp(mo.at("mlp"), where + ": mlp");
+  if (mo.contains("norm") && mo.at("norm").is_string())
+    m.norm = parse_norm(mo.at("norm"), where + ": norm");
+  if (mo.contains("positions") && mo.at("positions").is_string()) {
+    m.positions = parse_positions(mo.at("positions"), where + ": positions");
+  }
+  // GPT conventions (Megatron-LM's papers) unless the run says otherwise.
+  m.tied_embeddings = flag_or(mo, "tied_embeddings", true);
+  m.qkv_bias = flag_or(mo, "qkv_bias", true);
+  m.out_bias = flag_or(mo, "out_bias", true);
+  m.mlp_bias = flag_or(mo, "mlp_bias", true);
+  m.dropout = flag_or(mo, "dropout", true);
+  check_architecture(m, where);
+  return m;
+}
+
+ClusterSpec read_run_cluster(const nlohmann::json& hw, const std::string& where,
+                             const ClusterOptions& cluster_override) {
+  ClusterOptions co = cluster_override;
+  co.gpus = int_or(hw, "gpus_total", 1);
+  if (co.cluster.empty() && co.gpu.empty()) {
+    // A run may name its cluster preset, or its GPU preset and links; else the GPU is read
+    // from the hardware description and comes with its reference node's links.
+    co.cluster = string_or(hw, "cluster");
+    co.gpu = co.cluster.empty() ? gpu_preset_of(hw.value("gpu", std::string()), where) : "";
+    co.intra = string_or(hw, "intra");
+    co.inter = string_or(hw, "inter");
+    co.nics_per_node = int_or(hw, "nics_per_node", 0);
+  }
+  if (co.gpus_per_node == 0) co.gpus_per_node = int_or(hw, "gpus_per_node", 8);
+  return build_cluster(co);
+}
+
+// The plan's degrees, and which of them the source states (the rest are searched).
+void read_run_plan(const nlohmann::json& pl, const std::string& where, PublishedRun& run) {
+  ParallelPlan& p = run.plan;
+  p.dp = int_or(pl, "dp", 1);
+  p.tp = int_or(pl, "tp", 1);
+  p.pp = int_or(pl, "pp", 1);
+  p.cp = int_or(pl, "cp", 1);
+  p.zero = int_or(pl, "zero_stage", 0);
+  run.micro_batch_known = pl.contains("micro_batch") && pl.at("micro_batch").is_number();
+  p.micro_batch = int_or(pl, "micro_batch", 1);
+  run.interleave_known =
+      p.pp == 1 || (pl.contains("interleave") && pl.at("interleave").is_number());
+  run.interleaved = p.pp > 1 && string_or(pl, "interleave") == "interleaved";
+  p.interleave = int_or(pl, "interleave", 1);
+  if (pl.contains("recompute") && pl.at("recompute").is_string()) {
+    p.recompute = parse_recompute(pl.at("recompute"), where + ": recompute");
+  }
+  p.sequence_parallel = pl.value("sequence_parallel", false);
+}
+
+TrainingSpec read_run_training(const nlohmann::json& r, const nlohmann::json& pl,
+                               const std::string& where, const PublishedRun& run) {
+  TrainingSpec t;
+  t.seq_len = run.model.seq_len;
+  t.global_batch = int_or(pl, "global_batch", run.plan.dp * run.plan.micro_batch);
+  // The runs predate FlashAttention unless they say otherwise; Megatron-LM ran fp16 then.
+  t.attention = r.contains("attention") ? parse_attention(r.at("attention"), where + ": attention")
+                                        : AttentionKind::standard;
+  t.precision = r.contains("precision") ? parse_precision(r.at("precision"), where + ": precision")
+                                        : Precision::fp16;
+  // Which framework profile prices the run (its "profile"; none: the ideal stack).
+  const std::string profile = string_or(r, "profile");
+  if (!profile.empty()) {
+    t.framework = load_framework(parse_framework(profile, where + ": profile"));
+    t.overlap_grad_reduce = t.framework.pricing.overlap_grad_reduce;
+  }
+  return t;
+}
+
+// The one figure the run measured, from the first key present.
+void read_run_measured(const nlohmann::json& me, const std::string& where, PublishedRun& run) {
+  static constexpr std::pair<const char*, Metric> kMetrics[] = {
+      {"tokens_per_s_per_gpu", Metric::tokens_per_s_per_gpu},
+      {"model_tflops_per_gpu", Metric::model_tflops_per_gpu},
+      {"iteration_time_s", Metric::iteration_time_s},
+      {"tflops_per_gpu", Metric::tflops_per_gpu},
+      {"layer_fwd_bwd_ms", Metric::layer_fwd_bwd_ms},
+      {"activations_gib", Metric::activations_gib}};
+  for (const auto& [key, metric] : kMetrics) {
+    if (!me.contains(key)) continue;
+    run.metric = metric;
+    run.measured = me.at(key);
+    return;
+  }
+  throw InputError(where + ": measured",
+                   "no figure shardplan can predict (iteration_time_s, "
+                   "tflops_per_gpu, layer_fwd_bwd_ms, activations_gib)");
+}
+
 PublishedRun read_run(const nlohmann::json& r, size_t i, const std::string& where,
                       const ClusterOptions& cluster_override) {
-  {
-    PublishedRun run;
-    run.id = r.value("id", fmt::format("run-{}", i));
-    run.source = r.value("source", "");
-    const auto& mo = r.at("model");
-    ModelSpec& m = run.model;
-    m.name = run.id;
-    m.source = run.source;
-    m.layers = int_or(mo, "layers", 0);
-    m.hidden = int_or(mo, "hidden", 0);
-    m.heads = int_or(mo, "heads", 0);
-    m.kv_heads = int_or(mo, "kv_heads", m.heads);
-    m.head_dim = m.heads > 0 ? m.hidden / m.heads : 0;
-    m.ffn_hidden = int_or(mo, "ffn_hidden", 4 * m.hidden);
-    m.vocab = int_or(mo, "vocab", 51200);
-    m.seq_len = m.max_positions = int_or(mo, "seq_len", 2048);
-    if (mo.contains("mlp") && mo.at("mlp").is_string())
-      m.mlp = parse_mlp(mo.at("mlp"), where + ": mlp");
-    if (mo.contains("norm") && mo.at("norm").is_string())
-      m.norm = parse_norm(mo.at("norm"), where + ": norm");
-    if (mo.contains("positions") && mo.at("positions").is_string()) {
-      m.positions = parse_positions(mo.at("positions"), where + ": positions");
-    }
-    // GPT conventions (Megatron-LM's papers) unless the run says otherwise.
-    m.tied_embeddings = flag_or(mo, "tied_embeddings", true);
-    m.qkv_bias = flag_or(mo, "qkv_bias", true);
-    m.out_bias = flag_or(mo, "out_bias", true);
-    m.mlp_bias = flag_or(mo, "mlp_bias", true);
-    m.dropout = flag_or(mo, "dropout", true);
-    check_architecture(m, where);
-
-    const auto& hw = r.at("hardware");
-    ClusterOptions co = cluster_override;
-    co.gpus = int_or(hw, "gpus_total", 1);
-    if (co.cluster.empty() && co.gpu.empty()) {
-      // A run may name its cluster preset, or its GPU preset and links; else the GPU is read
-      // from the hardware description and comes with its reference node's links.
-      co.cluster = string_or(hw, "cluster");
-      co.gpu = co.cluster.empty() ? gpu_preset_of(hw.value("gpu", std::string()), where) : "";
-      co.intra = string_or(hw, "intra");
-      co.inter = string_or(hw, "inter");
-      co.nics_per_node = int_or(hw, "nics_per_node", 0);
-    }
-    if (co.gpus_per_node == 0) co.gpus_per_node = int_or(hw, "gpus_per_node", 8);
-    run.cluster = build_cluster(co);
-
-    const auto& pl = r.at("plan");
-    ParallelPlan& p = run.plan;
-    p.dp = int_or(pl, "dp", 1);
-    p.tp = int_or(pl, "tp", 1);
-    p.pp = int_or(pl, "pp", 1);
-    p.cp = int_or(pl, "cp", 1);
-    p.zero = int_or(pl, "zero_stage", 0);
-    run.micro_batch_known = pl.contains("micro_batch") && pl.at("micro_batch").is_number();
-    p.micro_batch = int_or(pl, "micro_batch", 1);
-    run.interleave_known =
-        p.pp == 1 || (pl.contains("interleave") && pl.at("interleave").is_number());
-    run.interleaved = p.pp > 1 && string_or(pl, "interleave") == "interleaved";
-    p.interleave = int_or(pl, "interleave", 1);
-    if (pl.contains("recompute") && pl.at("recompute").is_string()) {
-      p.recompute = parse_recompute(pl.at("recompute"), where + ": recompute");
-    }
-    p.sequence_parallel = pl.value("sequence_parallel", false);
-
-    TrainingSpec& t = run.training;
-    t.seq_len = m.seq_len;
-    t.global_batch = int_or(pl, "global_batch", p.dp * p.micro_batch);
-    // The runs predate FlashAttention unless they say otherwise; Megatron-LM ran fp16 then.
-    t.attention = r.contains("attention")
-                      ? parse_attention(r.at("attention"), where + ": attention")
-                      : AttentionKind::standard;
-    t.precision = r.contains("precision")
-                      ? parse_precision(r.at("precision"), where + ": precision")
-                      : Precision::fp16;
-
-    // Which framework profile prices the run (its "profile"; none: the ideal stack), and
-    // whether any profile figure was fitted on it.
-    const std::string profile = string_or(r, "profile");
-    if (!profile.empty()) {
-      t.framework = load_framework(parse_framework(profile, where + ": profile"));
-      t.overlap_grad_reduce = t.framework.pricing.overlap_grad_reduce;
-    }
-    const std::string split = string_or(r, "split");
-    if (split != "fitted" && split != "held-out" && !split.empty())
-      throw InputError(where + ": split", "'" + split + "' is not fitted or held-out");
-    run.held_out = split == "held-out";
-
-    const auto& me = r.at("measured");
-    // Peak device memory as the source reports it (torchtitan: the maximum over GPUs of the
-    // peak reserved memory), compared beside the step figure.
-    if (me.contains("peak_memory_gib")) run.measured_peak_gib = me.at("peak_memory_gib");
-    if (me.contains("tokens_per_s_per_gpu")) {
-      run.metric = Metric::tokens_per_s_per_gpu;
-      run.measured = me.at("tokens_per_s_per_gpu");
-    } else if (me.contains("model_tflops_per_gpu")) {
-      run.metric = Metric::model_tflops_per_gpu;
-      run.measured = me.at("model_tflops_per_gpu");
-    } else if (me.contains("iteration_time_s")) {
-      run.metric = Metric::iteration_time_s;
-      run.measured = me.at("iteration_time_s");
-    } else if (me.contains("tflops_per_gpu")) {
-      run.metric = Metric::tflops_per_gpu;
-      run.measured = me.at("tflops_per_gpu");
-    } else if (me.contains("layer_fwd_bwd_ms")) {
-      run.metric = Metric::layer_fwd_bwd_ms;
-      run.measured = me.at("layer_fwd_bwd_ms");
-    } else if (me.contains("activations_gib")) {
-      run.metric = Metric::activations_gib;
-      run.measured = me.at("activations_gib");
-    } else {
-      throw InputError(where + ": measured",
-                       "no figure shardplan can predict (iteration_time_s, "
-                       "tflops_per_gpu, layer_fwd_bwd_ms, activations_gib)");
-    }
-    return run;
-  }
+  PublishedRun run;
+  run.id = r.value("id", fmt::format("run-{}", i));
+  run.source = r.value("source", "");
+  run.model = read_run_model(r.at("model"), run, where);
+  run.cluster = read_run_cluster(r.at("hardware"), where, cluster_override);
+  read_run_plan(r.at("plan"), where, run);
+  run.training = read_run_training(r, r.at("plan"), where, run);
+  // Whether any profile figure was fitted on this run.
+  const std::string split = string_or(r, "split");
+  if (split != "fitted" && split != "held-out" && !split.empty())
+    throw InputError(where + ": split", "'" + split + "' is not fitted or held-out");
+  run.held_out = split == "held-out";
+  read_run_measured(r.at("measured"), where, run);
+  // Peak device memory as the source reports it (torchtitan: the maximum over GPUs of the peak
+  // reserved memory), compared beside the step figure.
+  const auto& me = r.at("measured");
+  if (me.contains("peak_memory_gib")) run.measured_peak_gib = me.at("peak_memory_gib");
+  return run;
 }
 
 }  // namespace

@@ -1,146 +1,18 @@
-// Renderers for communication, step time and throughput: the tables of `comm` and `estimate`
-// and their JSON (key names are the stable --json contract).
+// Step time, throughput and time to train as text and JSON: the tables of `estimate` and the
+// object `estimate --json` prints (key names are the stable --json contract).
+#include "shardplan/render_estimate.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
 
 #include "shardplan/plan.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/render_comm.hpp"
+#include "shardplan/render_memory.hpp"
+#include "shardplan/table.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan {
-namespace {
-
-// The step as it would be if this traffic were not hidden at all, as the usual comparison "6 per
-// cent of a training step against 98 per cent" (time / (time + the rest of the step)).
-double serial_share(const Traffic& t, const StepTime& s) {
-  const double rest = s.step_s - t.exposed_s;
-  return t.time_s > 0 ? t.time_s / (rest + t.time_s) : 0;
-}
-
-std::string tier_of(const Traffic& t, const ClusterSpec& c) {
-  if (!t.present()) return "-";
-  return t.placement.nodes() > 1
-             ? (t.placement.ranks_per_node > 1 ? c.intra.name + " + " + c.nic.name : c.nic.name)
-             : c.intra.name;
-}
-
-std::string group_text(const Placement& g) {
-  if (g.nodes() <= 1) return fmt::format("{} GPUs in a node", g.ranks);
-  return fmt::format("{} GPUs, {} node{} x {}", g.ranks, g.nodes(), g.nodes() == 1 ? "" : "s",
-                     g.ranks_per_node);
-}
-
-// Which figure of a link the model uses, and where it came from.
-std::string describe_link(const std::string& where, const LinkSpec& l, const char* per) {
-  if (l.user_given)
-    return fmt::format("{} {}, {} {}, as typed", where, l.name, format_rate(l.busbw_bytes_per_s),
-                       per);
-  if (l.measured) {
-    return fmt::format("{} {}: {} bus bandwidth {}, measured by shardplan probe", where, l.name,
-                       format_rate(l.busbw_bytes_per_s), per);
-  }
-  return fmt::format("{} {}: {} bus bandwidth {} as nccl-tests measure it (nominal {})", where,
-                     l.name, format_rate(l.busbw_bytes_per_s), per, format_rate(l.bytes_per_s));
-}
-
-struct Row {
-  Parallelism parallelism;
-  const Traffic* traffic;
-  std::string what;
-};
-
-std::vector<Row> rows_of(const CommBreakdown& comm, const ParallelPlan& p, const TrainingSpec& tr) {
-  const char* grad_dtype = tr.fp32_grads || tr.precision == Precision::fp32 ? "fp32" : "16-bit";
-  std::vector<Row> rows;
-  if (comm.dp_grads.present()) {
-    std::string what =
-        p.zero == 0   ? fmt::format("{} gradient all-reduce, once per step", grad_dtype)
-        : p.zero == 3 ? fmt::format("{} gradient reduce-scatter, every micro-batch", grad_dtype)
-        : p.zero == 2
-            ? fmt::format("{} gradient reduce-scatter, every micro-batch (ZeRO-2)", grad_dtype)
-            : fmt::format("{} gradient reduce-scatter, once per step (ZeRO-1)", grad_dtype);
-    rows.push_back({Parallelism::data, &comm.dp_grads, what});
-  }
-  if (comm.dp_params.present()) {
-    rows.push_back({Parallelism::data, &comm.dp_params,
-                    p.zero == 3
-                        ? "weight all-gathers, forward and backward of every micro-batch (ZeRO-3)"
-                        : "updated-weight all-gather after the optimizer step"});
-  }
-  if (comm.tp.present()) {
-    rows.push_back({Parallelism::tensor, &comm.tp,
-                    p.sequence_parallel
-                        ? "activation all-gather / reduce-scatter pairs, every layer"
-                        : "activation all-reduces, 2 forward + 2 backward per layer"});
-  }
-  if (comm.pp.present()) {
-    rows.push_back(
-        {Parallelism::pipeline, &comm.pp, "boundary activations forward, their gradients back"});
-  }
-  if (comm.cp.present())
-    rows.push_back({Parallelism::context, &comm.cp, "K/V chunks around the ring, every layer"});
-  if (comm.ep.present())
-    rows.push_back({Parallelism::expert, &comm.ep, "token dispatch and combine all-to-alls"});
-  return rows;
-}
-
-nlohmann::json traffic_json(const Traffic& t, const StepTime& s, const ClusterSpec& c,
-                            const std::string& what) {
-  return {{"present", t.present()},
-          {"what", what},
-          {"collective", t.present() ? info(t.collective).name : ""},
-          {"bytes_per_call", t.bytes},
-          {"calls_per_step", t.calls},
-          {"bytes_per_step", t.wire_bytes},
-          {"time_s", t.time_s},
-          {"exposed_s", t.exposed_s},
-          {"share_of_step", serial_share(t, s)},
-          {"exposed_share_of_step", s.step_s > 0 ? t.exposed_s / s.step_s : 0},
-          {"tier", tier_of(t, c)},
-          {"group",
-           {{"ranks", t.placement.ranks},
-            {"ranks_per_node", t.placement.ranks_per_node},
-            {"nodes", t.placement.nodes()}}},
-          {"busbw_bytes_per_s", t.present() ? placement_busbw(t.collective, t.placement, c) : 0}};
-}
-
-}  // namespace
-
-nlohmann::json to_json(const CommBreakdown& comm, const StepTime& s, const ParallelPlan& p,
-                       const TrainingSpec& tr, const ClusterSpec& c) {
-  nlohmann::json j = nlohmann::json::object();
-  const auto rows = rows_of(comm, p, tr);
-  for (int i = 0; i < kParallelisms; ++i) {
-    const auto which = static_cast<Parallelism>(i);
-    const Traffic total = comm.total(which);
-    std::string what;
-    nlohmann::json parts = nlohmann::json::array();
-    for (const Row& r : rows) {
-      if (r.parallelism != which) continue;
-      what += (what.empty() ? "" : "; ") + r.what;
-      parts.push_back(traffic_json(*r.traffic, s, c, r.what));
-    }
-    nlohmann::json entry = traffic_json(total, s, c, what);
-    if (parts.size() > 1) {
-      // A sum of collectives (ZeRO's reduce-scatter and all-gather): name them all, and leave
-      // the one-call size to the parts, whose calls differ.
-      std::string names;
-      for (const auto& part : parts) {
-        if (!names.empty()) names += '+';
-        names += part["collective"].get<std::string>();
-      }
-      entry["collective"] = names;
-      entry["bytes_per_call"] = nullptr;
-      entry["parts"] = parts;
-    }
-    if (which == Parallelism::data || which == Parallelism::tensor ||
-        which == Parallelism::pipeline || total.present()) {
-      j[json_name(which)] = entry;
-    }
-  }
-  return j;
-}
 
 nlohmann::json to_json(const StepTime& s) {
   nlohmann::json j = {{"step_s", s.step_s},
@@ -238,41 +110,6 @@ nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingS
     if (tr.gpu_hour_cost > 0) j["training_run"]["cost"] = e.train_cost;
   }
   return j;
-}
-
-std::string render_comm(const CommBreakdown& comm, const StepTime& s, const ParallelPlan& p,
-                        const TrainingSpec& tr, const ClusterSpec& c) {
-  const auto rows = rows_of(comm, p, tr);
-  if (rows.empty()) return "Communication: none (a single GPU, nothing to synchronise)\n";
-  Table t({{"parallelism", Table::Align::left},
-           {"collective", Table::Align::left},
-           {"group", Table::Align::left},
-           {"tier", Table::Align::left},
-           {"per call"},
-           {"calls"},
-           {"on the wire"},
-           {"time"},
-           {"exposed"},
-           {"share of step"}});
-  for (const Row& r : rows) {
-    const Traffic& x = *r.traffic;
-    t.add_row({json_name(r.parallelism), info(x.collective).name, group_text(x.placement),
-               tier_of(x, c), format_bytes(x.bytes), fmt::format("{:g}", x.calls),
-               format_bytes(x.wire_bytes), format_seconds(x.time_s), format_seconds(x.exposed_s),
-               format_percent(serial_share(x, s))});
-  }
-  std::string out = "Communication per step, per GPU\n" + t.render();
-  for (const Row& r : rows) out += fmt::format("  {}: {}\n", json_name(r.parallelism), r.what);
-  out +=
-      "  share of step = this traffic's time / (the step with it fully exposed); 'exposed' is "
-      "what\n"
-      "  compute does not hide (bucketed gradient reduction under backward, ZeRO-3 prefetch).\n";
-  out += "Links: " + describe_link("inside a node", c.intra, "per GPU");
-  if (c.nodes() > 1) {
-    out += "; " + describe_link(fmt::format("between nodes, {} per node", c.nics_per_node), c.nic,
-                                "per NIC");
-  }
-  return out + "\n";
 }
 
 std::string render_time(const Estimate& e, const TrainingSpec& tr, const ClusterSpec& c) {

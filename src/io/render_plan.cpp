@@ -1,185 +1,23 @@
-// Renderers for `shardplan plan`: the ladder with each rung's reason, the recommended and the
-// fastest plan, the top-K table, and their JSON.
+// Renderers for `shardplan plan`: the inputs, the ladder, the recommended and the fastest plan,
+// the top-K table and the search's counts, and their JSON; `plan --framework all` side by side.
+#include "shardplan/render_plan.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "shardplan/describe.hpp"
+#include "shardplan/json_out.hpp"
 #include "shardplan/plan.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/render_estimate.hpp"
+#include "shardplan/render_ladder.hpp"
+#include "shardplan/rules.hpp"
+#include "shardplan/schedule.hpp"
+#include "shardplan/table.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan {
-namespace {
-
-// Why a rung has no plan at all, most basic reason first.
-std::string no_plan_reason(Rung rung, const ClusterSpec& c, std::optional<RuleId> top_rule) {
-  if (rung == Rung::tensor_parallel && c.gpus_per_node < 2) {
-    return fmt::format("tensor parallel needs 2 or more GPUs in a node; this cluster has {}",
-                       c.gpus_per_node);
-  }
-  if (rung == Rung::pipeline_parallel && c.gpus < 2) {
-    return fmt::format("pipeline parallel needs 2 or more GPUs; this cluster has {}", c.gpus);
-  }
-  if (top_rule &&
-      (*top_rule >= RuleId::framework_zero_stage || *top_rule == RuleId::offload_supported)) {
-    return fmt::format(
-        "the framework cannot run this rung: most of its plans break {} (its "
-        "profile's capabilities, profiles/frameworks/)",
-        to_string(*top_rule));
-  }
-  return "no plan of this shape can run here: no degree divides the GPUs, the heads or layers, "
-         "and the global batch together";
-}
-
-// "micro-batch 1, full recompute": the knobs the rung chose for the plan it shows.
-std::string tried(const RungVerdict& v) {
-  if (!v.has_plan) return "-";
-  const ParallelPlan& p = v.plan.plan;
-  return fmt::format("micro-batch {}, {} recompute", p.micro_batch,
-                     p.recompute == Recompute::none ? "no" : to_string(p.recompute));
-}
-
-bool memory_blocks(Blocker b) {
-  return b != Blocker::none && b != Blocker::communication;
-}
-
-}  // namespace
-
-namespace {
-
-std::string describe_offload(const Offload& o) {
-  std::string parts = o.optimizer ? "optimizer states" : "";
-  if (o.params) parts += std::string(parts.empty() ? "" : ", ") + "weights";
-  if (o.activations) parts += std::string(parts.empty() ? "" : ", ") + "activation checkpoints";
-  return parts + (o.to == OffloadTarget::nvme ? " on NVMe" : " in host memory");
-}
-
-}  // namespace
-
-std::string rung_reason(const RungVerdict& v, const ClusterSpec& c, double max_comm_share) {
-  const std::string card = fmt::format("{} {}", format_gib(c.gpu.memory_bytes), c.gpu.name);
-  const std::string wire = v.crosses_nodes ? c.nic.name + " between nodes" : c.intra.name;
-  auto gb = [](double b) { return format_gib(b); };
-  if (v.rung == Rung::offload && v.blocker == Blocker::none) {
-    return fmt::format(
-        "fits with {} to spare, {}; offload adds {} to the {} step (without it the step would "
-        "be {}, but that needs {}, {} card)",
-        gb(v.capacity_bytes - v.memory_bytes), describe_offload(v.plan.plan.offload),
-        format_seconds(v.offload_s), format_seconds(v.plan.step_s),
-        format_seconds(v.without_offload_s), gb(v.without_offload_bytes), card);
-  }
-  switch (v.blocker) {
-    case Blocker::host_memory:
-      return fmt::format("offloaded state needs {} of host memory per node, {} there",
-                         gb(v.need_bytes), gb(c.host.memory_bytes));
-    case Blocker::none:
-      return fmt::format("fits with {} to spare; exposed communication {} of the step over {}",
-                         gb(v.capacity_bytes - v.memory_bytes), format_percent(v.comm_share), wire);
-    case Blocker::no_valid_plan:
-      if (v.rung == Rung::gradient_accumulation) {
-        return "each GPU's share of the global batch is one micro-batch already: nothing to "
-               "accumulate "
-               "(a larger --global-batch would make room)";
-      }
-      if (v.rung == Rung::single_gpu) return "the global batch does not split evenly over the GPUs";
-      return no_plan_reason(v.rung, c, v.top_rule);
-    case Blocker::gathered_layer:
-      return fmt::format("a layer's gathered weights need {}, {} card", gb(v.need_bytes), card);
-    case Blocker::optimizer_state:
-      return fmt::format("optimizer state needs {}, {} card", gb(v.need_bytes), card);
-    case Blocker::weights:
-      return fmt::format("weights need {}, {} card", gb(v.need_bytes), card);
-    case Blocker::model_states:
-      return fmt::format("weights, gradients and optimizer state need {}, {} card",
-                         gb(v.need_bytes), card);
-    case Blocker::activations:
-      return fmt::format("activations need {} at best ({} in all), {} card", gb(v.need_bytes),
-                         gb(v.memory_bytes), card);
-    case Blocker::communication:
-      return fmt::format("fits, but exposed communication is {} of the step over {} (limit {})",
-                         format_percent(v.comm_share), wire, format_percent(max_comm_share));
-  }
-  return "";
-}
-
-nlohmann::json to_json(const LadderResult& l, const ClusterSpec& c) {
-  nlohmann::json a = nlohmann::json::array();
-  for (size_t i = 0; i < l.rungs.size(); ++i) {
-    const RungVerdict& v = l.rungs[i];
-    const std::string reason = rung_reason(v, c, l.max_comm_share);
-    a.push_back({{"rung", to_string(v.rung)},
-                 {"fits", v.fits},
-                 {"comm_ok", v.comm_ok},
-                 {"passes", v.passes()},
-                 {"stop", static_cast<int>(i) == l.stop},
-                 {"blocker", to_string(v.blocker)},
-                 {"reason", reason},
-                 {"need_bytes", memory_blocks(v.blocker) && v.blocker != Blocker::no_valid_plan
-                                    ? nlohmann::json(v.need_bytes)
-                                    : nlohmann::json()},
-                 {"memory_bytes", v.memory_bytes},
-                 {"capacity_bytes", v.capacity_bytes},
-                 {"comm_share", v.comm_share},
-                 {"step_s", v.has_plan ? nlohmann::json(v.plan.step_s) : nlohmann::json()},
-                 {"plan", v.has_plan ? to_json(v.plan.plan) : nlohmann::json()},
-                 {"evaluated", v.evaluated}});
-    if (v.rung == Rung::offload && v.has_plan && v.fits) {
-      a.back()["offload_s"] = v.offload_s;
-      a.back()["without_offload_step_s"] = v.without_offload_s;
-      a.back()["without_offload_bytes"] = v.without_offload_bytes;
-    }
-  }
-  return a;
-}
-
-std::string render_ladder(const LadderResult& l, const ClusterSpec& c) {
-  std::string out = fmt::format(
-      "The ladder: stop at the first rung that fits in memory and whose exposed communication is "
-      "at "
-      "most {} of the step\n",
-      format_percent(l.max_comm_share));
-  Table t({{"rung", Table::Align::left},
-           {"verdict", Table::Align::left},
-           {"memory/device"},
-           {"comm share"},
-           {"step"},
-           {"tried", Table::Align::left},
-           {"reason", Table::Align::left}});
-  for (size_t i = 0; i < l.rungs.size(); ++i) {
-    const RungVerdict& v = l.rungs[i];
-    const std::string reason = rung_reason(v, c, l.max_comm_share);
-    const bool stop = static_cast<int>(i) == l.stop;
-    t.add_row({to_string(v.rung),
-               stop         ? "STOP HERE"
-               : v.passes() ? "passes, slower"
-                            : "no",
-               v.has_plan ? format_gib(v.memory_bytes) : "-",
-               v.fits ? format_percent(v.comm_share) : "-",
-               v.fits ? format_seconds(v.plan.step_s) : "-", tried(v), reason});
-  }
-  out += t.render();
-  if (l.stop >= 0 && l.first_pass >= 0 && l.first_pass != l.stop) {
-    const RungVerdict& first = l.rungs[static_cast<size_t>(l.first_pass)];
-    const RungVerdict& stop = l.rungs[static_cast<size_t>(l.stop)];
-    out += fmt::format(
-        "Rung {} passes, but rung {} runs {:.1f}x faster ({} vs {}): the walk climbs to it "
-        "(it climbs when a later rung is at least {:.1f}x faster).\n",
-        to_string(first.rung), to_string(stop.rung), first.plan.step_s / stop.plan.step_s,
-        format_seconds(stop.plan.step_s), format_seconds(first.plan.step_s), l.climb_speedup);
-  }
-  if (l.stop < 0) {
-    const bool any_fits =
-        std::any_of(l.rungs.begin(), l.rungs.end(), [](const RungVerdict& v) { return v.fits; });
-    out += any_fits ? "No rung is comfortable: those that fit in memory wait on the interconnect "
-                      "for more than the limit.\n"
-                    : fmt::format(
-                          "No rung fits in memory: even the smallest plan needs more than "
-                          "the {} of a {}.\n",
-                          format_gib(c.gpu.memory_bytes), c.gpu.name);
-  }
-  return out;
-}
 
 std::string render_ranked(const std::vector<Candidate>& ranked, const ClusterSpec& c) {
   Table t({{"#"},
@@ -197,6 +35,241 @@ std::string render_ranked(const std::vector<Candidate>& ranked, const ClusterSpe
                format_percent(x.exposed_comm_s / x.step_s)});
   }
   return t.render();
+}
+
+nlohmann::json candidate_json(const Candidate& c, const ModelSpec& model,
+                              const TrainingSpec& training, const ClusterSpec& cluster) {
+  const Estimate e = estimate(model, training, c.plan, cluster);
+  nlohmann::json j = to_json(e, c.plan, training, cluster);
+  j["plan"] = to_json(c.plan);
+  return j;
+}
+
+namespace {
+
+nlohmann::json candidate_json(const Candidate& c, const PlanOutcome& o) {
+  return candidate_json(c, o.model, o.training, o.cluster);
+}
+
+// The fastest plan's advantage is no larger than the recommended plan's validation interval
+// reaches below it: the model cannot tell them apart, so the simpler plan stays preferred.
+bool advantage_inside_interval(const RungVerdict& rec, const Candidate& fastest,
+                               const PlanOutcome& o) {
+  const StepInterval si = step_interval(o.training.framework, o.cluster.gpu.name, rec.plan.step_s);
+  return si.accuracy && fastest.step_s < rec.plan.step_s && si.within(fastest.step_s);
+}
+
+double plan_mfu(const Candidate& c, const PlanOutcome& o) {
+  return estimate(o.model, o.training, c.plan, o.cluster).throughput.mfu;
+}
+
+std::string interval_of(double step_s, const PlanOutcome& o) {
+  return interval_text(step_interval(o.training.framework, o.cluster.gpu.name, step_s), o.training);
+}
+
+std::string schedule_gain(const Candidate& fastest, const Candidate& plain) {
+  return fmt::format(
+      "  its {} schedule{} pays: without interleaving, zero-bubble schedules or uneven stages the "
+      "fastest plan ({}) takes {} per step, {} slower, with {} per device against {}\n",
+      schedule_name(fastest.plan), fastest.plan.first_stage_layers >= 0 ? " and stage layout" : "",
+      describe(plain.plan), format_seconds(plain.step_s),
+      format_percent(plain.step_s / fastest.step_s - 1), format_gib(plain.peak_bytes),
+      format_gib(fastest.peak_bytes));
+}
+
+nlohmann::json search_json(const PlanOutcome& o) {
+  const SearchResult& found = o.planned.found;
+  nlohmann::json rejected = nlohmann::json::object();
+  for (int i = 0; i < kRules; ++i) {
+    if (found.rejected[i] > 0) rejected[to_string(static_cast<RuleId>(i))] = found.rejected[i];
+  }
+  rejected["memory"] = found.rejected_memory;
+  return {{"objective", to_string(o.objective)},
+          {"space_size", o.planned.space.size() + o.planned.space.refused_points()},
+          {"evaluated", found.evaluated},
+          {"modelled", found.modelled},
+          {"feasible", found.feasible},
+          {"rejected", rejected},
+          {"seconds", found.seconds}};
+}
+
+// "model ... cluster ... training ... framework ...", then the notes.
+std::string inputs_text(const PlanOutcome& o) {
+  const TrainingSpec& tr = o.training;
+  std::string out = fmt::format(
+      "model    {}\ncluster  {}\ntraining {}, {}, sequence {}, global batch {}\nframework "
+      "{}\n\n",
+      describe_model(o.model), describe_cluster(o.cluster),
+      tr.precision == Precision::fp32 ? "fp32"
+                                      : std::string(to_string(tr.precision)) + " mixed precision",
+      to_string(tr.optimizer), tr.seq_len, tr.global_batch, describe_framework(tr.framework));
+  for (const std::string& n : o.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+std::string recommended_text(const RungVerdict& rec, const PlanOutcome& o) {
+  const LadderResult& l = o.planned.ladder;
+  std::string out =
+      fmt::format("Recommended ({}, {}): {}\n  {} per step, {:.0f} tokens/s\n", to_string(rec.rung),
+                  l.first_pass == l.stop ? "the simplest rung that works"
+                                         : "much faster than the simplest rung that works",
+                  describe(rec.plan.plan), format_seconds(rec.plan.step_s), rec.plan.tokens_per_s);
+  out += "  interval " + interval_of(rec.plan.step_s, o) + "\n";
+  const std::string w = mfu_warning(plan_mfu(rec.plan, o), o.training);
+  if (!w.empty()) out += "  warning: " + w + "\n";
+  return out;
+}
+
+std::string fastest_text(const Candidate& fastest, const RungVerdict* rec, const PlanOutcome& o) {
+  std::string out =
+      fmt::format("Fastest found: {}\n  {} per step, {:.0f} tokens/s", describe(fastest.plan),
+                  format_seconds(fastest.step_s), fastest.tokens_per_s);
+  if (rec) {
+    const double gap = rec->plan.step_s / fastest.step_s - 1;
+    out += fmt::format("; the recommended plan is {} slower", format_percent(gap));
+  }
+  out += "\n  interval " + interval_of(fastest.step_s, o);
+  if (rec && advantage_inside_interval(*rec, fastest, o)) {
+    out +=
+        "\n  the fastest plan's advantage lies inside the recommended plan's interval: "
+        "the model cannot tell them apart, so the simpler, recommended plan is preferred";
+  }
+  const std::string w = mfu_warning(plan_mfu(fastest, o), o.training);
+  if (!w.empty()) out += "\n  warning: " + w;
+  return out + "\n" + (o.plain_1f1b ? schedule_gain(fastest, *o.plain_1f1b) : "") + "\n";
+}
+
+// The top K, what the search visited, and why it rejected the rest.
+std::string ranking_text(const PlanOutcome& o) {
+  const SearchResult& found = o.planned.found;
+  std::string out =
+      fmt::format("Top {} by {} ({} configurations evaluated, {} modelled, {} feasible, in {})\n",
+                  found.ranked.size(), to_string(o.objective), found.evaluated, found.modelled,
+                  found.feasible, format_seconds(found.seconds));
+  out += render_ranked(found.ranked, o.cluster);
+  out += "Rejected:";
+  for (int i = 0; i < kRules; ++i) {
+    if (found.rejected[i] > 0)
+      out += fmt::format(" {} {};", found.rejected[i], to_string(static_cast<RuleId>(i)));
+  }
+  if (found.rejected_memory > 0)
+    out += fmt::format(" {} do not fit in device memory;", found.rejected_memory);
+  out += "\n";
+  if (o.objective != Objective::time) {
+    out +=
+        "note: with the GPU count and global batch fixed, time, cost and throughput "
+        "rank plans alike\n";
+  }
+  return out;
+}
+
+std::string no_plan_text(const PlanOutcome& o) {
+  const SearchResult& found = o.planned.found;
+  const double capacity = o.cluster.gpu.memory_bytes;
+  std::string out =
+      fmt::format("No plan fits: of {} configurations, none fits in {} of device memory.\n",
+                  found.evaluated, format_gib(capacity));
+  if (found.have_least_memory) {
+    out += fmt::format("Closest: {} needs {} per device against {} ({:.1f}x the capacity).\n",
+                       describe(found.least_memory.plan), format_gib(found.least_memory.peak_bytes),
+                       format_gib(capacity), found.least_memory.peak_bytes / capacity);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_plan(const PlanOutcome& o) {
+  const RungVerdict* rec = o.planned.recommended();
+  const Candidate* fastest = o.planned.fastest();
+  std::string out = inputs_text(o) + render_ladder(o.planned.ladder, o.cluster) + "\n";
+  if (rec) out += recommended_text(*rec, o);
+  if (!fastest) return out + no_plan_text(o);
+  return out + fastest_text(*fastest, rec, o) + ranking_text(o);
+}
+
+nlohmann::json to_json(const PlanOutcome& o) {
+  const RungVerdict* rec = o.planned.recommended();
+  const Candidate* fastest = o.planned.fastest();
+  const SearchResult& found = o.planned.found;
+  nlohmann::json j = {{"model", to_json(o.model)},
+                      {"cluster", to_json(o.cluster)},
+                      {"training", to_json(o.training)},
+                      {"ladder", to_json(o.planned.ladder, o.cluster)},
+                      {"max_comm_share", o.planned.ladder.max_comm_share}};
+  j["recommended"] = rec ? candidate_json(rec->plan, o) : nlohmann::json();
+  if (rec) j["recommended"]["rung"] = to_string(rec->rung);
+  j["fastest"] = fastest ? candidate_json(*fastest, o) : nlohmann::json();
+  j["fastest_plain_1f1b"] = o.plain_1f1b ? candidate_json(*o.plain_1f1b, o) : nlohmann::json();
+  if (rec && fastest) {
+    j["gap"] = {{"step_ratio", rec->plan.step_s / fastest->step_s},
+                {"throughput_ratio", fastest->step_s / rec->plan.step_s},
+                {"inside_interval", advantage_inside_interval(*rec, *fastest, o)}};
+  }
+  nlohmann::json ranked = nlohmann::json::array();
+  for (const Candidate& c : found.ranked) ranked.push_back(candidate_json(c, o));
+  j["ranked"] = ranked;
+  j["notes"] = o.notes;
+  j["search"] = search_json(o);
+  if (!fastest && found.have_least_memory) {
+    j["closest"] = {{"plan", to_json(found.least_memory.plan)},
+                    {"memory_bytes", found.least_memory.peak_bytes},
+                    {"capacity_bytes", o.cluster.gpu.memory_bytes}};
+  }
+  return j;
+}
+
+namespace {
+
+const RungVerdict* recommended_of(const LadderResult& ladder) {
+  return ladder.stop >= 0 ? &ladder.rungs[static_cast<size_t>(ladder.stop)] : nullptr;
+}
+
+const Candidate* fastest_of(const SearchResult& found) {
+  return found.ranked.empty() ? nullptr : &found.ranked.front();
+}
+
+}  // namespace
+
+std::string render_framework_plans(const std::vector<FrameworkPlans>& rows) {
+  std::string table = fmt::format("{:<11} {:<22} {:>10}  {:<92} {:>10}\n", "framework",
+                                  "recommended rung", "step", "fastest plan", "step");
+  for (const FrameworkPlans& r : rows) {
+    if (!r.refused.empty()) {
+      table += fmt::format("{:<11} cannot run these inputs: {}\n", r.framework, r.refused.front());
+      continue;
+    }
+    const RungVerdict* rec = recommended_of(r.ladder);
+    const Candidate* fastest = fastest_of(r.found);
+    table += fmt::format("{:<11} {:<22} {:>10}  {:<92} {:>10}\n", r.framework,
+                         rec ? to_string(rec->rung) : "none",
+                         rec ? format_seconds(rec->plan.step_s) : "-",
+                         fastest ? describe(fastest->plan) : "no plan fits",
+                         fastest ? format_seconds(fastest->step_s) : "-");
+  }
+  return table;
+}
+
+nlohmann::json to_json(const std::vector<FrameworkPlans>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const FrameworkPlans& r : rows) {
+    if (!r.refused.empty()) {
+      out.push_back({{"framework", r.framework}, {"refused", r.refused}});
+      continue;
+    }
+    const RungVerdict* rec = recommended_of(r.ladder);
+    const Candidate* fastest = fastest_of(r.found);
+    nlohmann::json row = {{"framework", r.framework},
+                          {"profile", r.training.framework.source},
+                          {"training", to_json(r.training)}};
+    row["recommended"] =
+        rec ? candidate_json(rec->plan, r.model, r.training, r.cluster) : nlohmann::json();
+    if (rec) row["recommended"]["rung"] = to_string(rec->rung);
+    row["fastest"] =
+        fastest ? candidate_json(*fastest, r.model, r.training, r.cluster) : nlohmann::json();
+    out.push_back(row);
+  }
+  return {{"frameworks", out}};
 }
 
 }  // namespace shardplan

@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include "shardplan/json_out.hpp"
 #include "shardplan/plan.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/render_estimate.hpp"
+#include "shardplan/table.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan {

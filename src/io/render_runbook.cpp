@@ -6,7 +6,8 @@
 
 #include <cmath>
 
-#include "shardplan/render.hpp"
+#include "shardplan/json_out.hpp"
+#include "shardplan/table.hpp"
 
 namespace shardplan {
 namespace {

@@ -4,9 +4,10 @@
 #include <fmt/format.h>
 
 #include "shardplan/charts.hpp"
+#include "shardplan/describe.hpp"
 #include "shardplan/plan.hpp"
-#include "shardplan/render.hpp"
 #include "shardplan/render_provision.hpp"
+#include "shardplan/table.hpp"
 
 namespace shardplan {
 namespace {

@@ -5,10 +5,13 @@
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <toml++/toml.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "shardplan/profiles.hpp"

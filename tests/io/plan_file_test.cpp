@@ -5,9 +5,10 @@
 #include <doctest/doctest.h>
 
 #include "shardplan/error.hpp"
+#include "shardplan/json_out.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/profiles.hpp"
-#include "shardplan/render.hpp"
+#include "shardplan/render_estimate.hpp"
 #include "shardplan/step_time.hpp"
 #include "support.hpp"
 

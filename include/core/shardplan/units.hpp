@@ -31,4 +31,12 @@ double parse_number(std::string_view text, const std::string& field);
 /// A positive integer; "1,024" and "1k" are accepted. Throws InputError naming `field`.
 long long parse_positive_int(std::string_view text, const std::string& field);
 
+/// A positive integer that fits an int, at most `max` ("--tp", "--iters", ...): InputError naming
+/// `field` when it is not a whole positive number or is larger than `max`.
+int parse_int(std::string_view text, const std::string& field, long long max = 1'000'000'000);
+
+/// parse_int, or `fallback` when the flag was left out (empty text).
+int parse_int_or(std::string_view text, const std::string& field, int fallback,
+                 long long max = 1'000'000'000);
+
 }  // namespace shardplan

@@ -1,0 +1,19 @@
+// One-line descriptions of the inputs, shared by every command's header lines.
+#pragma once
+
+#include <string>
+
+#include "shardplan/framework.hpp"
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+/// One line naming the model, e.g. "llama-2-7b (6.74B params, L32 h4096 a32, swiglu)".
+std::string describe_model(const ModelSpec& m);
+/// One line naming the cluster, e.g. "16 x H100-SXM (2 nodes of 8; nvlink4 inside, 8 x ib-ndr)".
+std::string describe_cluster(const ClusterSpec& c);
+/// The profile that priced a plan, e.g. "megatron (profiles/frameworks/megatron.json)", or the
+/// ideal stack when none was named.
+std::string describe_framework(const FrameworkProfile& f);
+
+}  // namespace shardplan

@@ -1,0 +1,32 @@
+// `shardplan validate` as it prints: predicted vs measured per source group, the per-framework
+// table (fitted and held-out cases apart), and peak memory where the source publishes it.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "shardplan/validation.hpp"
+
+namespace shardplan {
+
+/// One framework profile's cases, fitted and held out apart.
+struct FrameworkErrors {
+  std::vector<Prediction> fitted, held_out;
+};
+
+/// Every run predicted, grouped by source (in file order) and by the framework that priced it.
+struct ValidationReport {
+  std::map<std::string, std::vector<Prediction>> groups;
+  std::map<std::string, FrameworkErrors> by_framework;
+  std::vector<std::string> order;
+};
+
+/// The framework profile that priced a run ("none (ideal stack)" when the run names none).
+std::string profile_of(const PublishedRun& run);
+
+std::string render_validation(const ValidationReport& report);
+nlohmann::json to_json(const ValidationReport& report);
+
+}  // namespace shardplan

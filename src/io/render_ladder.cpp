@@ -1,0 +1,187 @@
+// The decision ladder as text and JSON: each rung walked, its verdict, the plan it tried and
+// why it passes or fails, in words.
+#include "shardplan/render_ladder.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "shardplan/json_out.hpp"
+#include "shardplan/plan.hpp"
+#include "shardplan/rules.hpp"
+#include "shardplan/table.hpp"
+
+namespace shardplan {
+namespace {
+
+// Why a rung has no plan at all, most basic reason first.
+std::string no_plan_reason(Rung rung, const ClusterSpec& c, std::optional<RuleId> top_rule) {
+  if (rung == Rung::tensor_parallel && c.gpus_per_node < 2) {
+    return fmt::format("tensor parallel needs 2 or more GPUs in a node; this cluster has {}",
+                       c.gpus_per_node);
+  }
+  if (rung == Rung::pipeline_parallel && c.gpus < 2) {
+    return fmt::format("pipeline parallel needs 2 or more GPUs; this cluster has {}", c.gpus);
+  }
+  if (top_rule &&
+      (*top_rule >= RuleId::framework_zero_stage || *top_rule == RuleId::offload_supported)) {
+    return fmt::format(
+        "the framework cannot run this rung: most of its plans break {} (its "
+        "profile's capabilities, profiles/frameworks/)",
+        to_string(*top_rule));
+  }
+  return "no plan of this shape can run here: no degree divides the GPUs, the heads or layers, "
+         "and the global batch together";
+}
+
+// "micro-batch 1, full recompute": the knobs the rung chose for the plan it shows.
+std::string tried(const RungVerdict& v) {
+  if (!v.has_plan) return "-";
+  const ParallelPlan& p = v.plan.plan;
+  return fmt::format("micro-batch {}, {} recompute", p.micro_batch,
+                     p.recompute == Recompute::none ? "no" : to_string(p.recompute));
+}
+
+bool memory_blocks(Blocker b) {
+  return b != Blocker::none && b != Blocker::communication;
+}
+
+}  // namespace
+
+namespace {
+
+std::string describe_offload(const Offload& o) {
+  std::string parts = o.optimizer ? "optimizer states" : "";
+  if (o.params) parts += std::string(parts.empty() ? "" : ", ") + "weights";
+  if (o.activations) parts += std::string(parts.empty() ? "" : ", ") + "activation checkpoints";
+  return parts + (o.to == OffloadTarget::nvme ? " on NVMe" : " in host memory");
+}
+
+}  // namespace
+
+std::string rung_reason(const RungVerdict& v, const ClusterSpec& c, double max_comm_share) {
+  const std::string card = fmt::format("{} {}", format_gib(c.gpu.memory_bytes), c.gpu.name);
+  const std::string wire = v.crosses_nodes ? c.nic.name + " between nodes" : c.intra.name;
+  auto gb = [](double b) { return format_gib(b); };
+  if (v.rung == Rung::offload && v.blocker == Blocker::none) {
+    return fmt::format(
+        "fits with {} to spare, {}; offload adds {} to the {} step (without it the step would "
+        "be {}, but that needs {}, {} card)",
+        gb(v.capacity_bytes - v.memory_bytes), describe_offload(v.plan.plan.offload),
+        format_seconds(v.offload_s), format_seconds(v.plan.step_s),
+        format_seconds(v.without_offload_s), gb(v.without_offload_bytes), card);
+  }
+  switch (v.blocker) {
+    case Blocker::host_memory:
+      return fmt::format("offloaded state needs {} of host memory per node, {} there",
+                         gb(v.need_bytes), gb(c.host.memory_bytes));
+    case Blocker::none:
+      return fmt::format("fits with {} to spare; exposed communication {} of the step over {}",
+                         gb(v.capacity_bytes - v.memory_bytes), format_percent(v.comm_share), wire);
+    case Blocker::no_valid_plan:
+      if (v.rung == Rung::gradient_accumulation) {
+        return "each GPU's share of the global batch is one micro-batch already: nothing to "
+               "accumulate "
+               "(a larger --global-batch would make room)";
+      }
+      if (v.rung == Rung::single_gpu) return "the global batch does not split evenly over the GPUs";
+      return no_plan_reason(v.rung, c, v.top_rule);
+    case Blocker::gathered_layer:
+      return fmt::format("a layer's gathered weights need {}, {} card", gb(v.need_bytes), card);
+    case Blocker::optimizer_state:
+      return fmt::format("optimizer state needs {}, {} card", gb(v.need_bytes), card);
+    case Blocker::weights:
+      return fmt::format("weights need {}, {} card", gb(v.need_bytes), card);
+    case Blocker::model_states:
+      return fmt::format("weights, gradients and optimizer state need {}, {} card",
+                         gb(v.need_bytes), card);
+    case Blocker::activations:
+      return fmt::format("activations need {} at best ({} in all), {} card", gb(v.need_bytes),
+                         gb(v.memory_bytes), card);
+    case Blocker::communication:
+      return fmt::format("fits, but exposed communication is {} of the step over {} (limit {})",
+                         format_percent(v.comm_share), wire, format_percent(max_comm_share));
+  }
+  return "";
+}
+
+nlohmann::json to_json(const LadderResult& l, const ClusterSpec& c) {
+  nlohmann::json a = nlohmann::json::array();
+  for (size_t i = 0; i < l.rungs.size(); ++i) {
+    const RungVerdict& v = l.rungs[i];
+    const std::string reason = rung_reason(v, c, l.max_comm_share);
+    a.push_back({{"rung", to_string(v.rung)},
+                 {"fits", v.fits},
+                 {"comm_ok", v.comm_ok},
+                 {"passes", v.passes()},
+                 {"stop", static_cast<int>(i) == l.stop},
+                 {"blocker", to_string(v.blocker)},
+                 {"reason", reason},
+                 {"need_bytes", memory_blocks(v.blocker) && v.blocker != Blocker::no_valid_plan
+                                    ? nlohmann::json(v.need_bytes)
+                                    : nlohmann::json()},
+                 {"memory_bytes", v.memory_bytes},
+                 {"capacity_bytes", v.capacity_bytes},
+                 {"comm_share", v.comm_share},
+                 {"step_s", v.has_plan ? nlohmann::json(v.plan.step_s) : nlohmann::json()},
+                 {"plan", v.has_plan ? to_json(v.plan.plan) : nlohmann::json()},
+                 {"evaluated", v.evaluated}});
+    if (v.rung == Rung::offload && v.has_plan && v.fits) {
+      a.back()["offload_s"] = v.offload_s;
+      a.back()["without_offload_step_s"] = v.without_offload_s;
+      a.back()["without_offload_bytes"] = v.without_offload_bytes;
+    }
+  }
+  return a;
+}
+
+std::string render_ladder(const LadderResult& l, const ClusterSpec& c) {
+  std::string out = fmt::format(
+      "The ladder: stop at the first rung that fits in memory and whose exposed communication is "
+      "at "
+      "most {} of the step\n",
+      format_percent(l.max_comm_share));
+  Table t({{"rung", Table::Align::left},
+           {"verdict", Table::Align::left},
+           {"memory/device"},
+           {"comm share"},
+           {"step"},
+           {"tried", Table::Align::left},
+           {"reason", Table::Align::left}});
+  for (size_t i = 0; i < l.rungs.size(); ++i) {
+    const RungVerdict& v = l.rungs[i];
+    const std::string reason = rung_reason(v, c, l.max_comm_share);
+    const bool stop = static_cast<int>(i) == l.stop;
+    t.add_row({to_string(v.rung),
+               stop         ? "STOP HERE"
+               : v.passes() ? "passes, slower"
+                            : "no",
+               v.has_plan ? format_gib(v.memory_bytes) : "-",
+               v.fits ? format_percent(v.comm_share) : "-",
+               v.fits ? format_seconds(v.plan.step_s) : "-", tried(v), reason});
+  }
+  out += t.render();
+  if (l.stop >= 0 && l.first_pass >= 0 && l.first_pass != l.stop) {
+    const RungVerdict& first = l.rungs[static_cast<size_t>(l.first_pass)];
+    const RungVerdict& stop = l.rungs[static_cast<size_t>(l.stop)];
+    out += fmt::format(
+        "Rung {} passes, but rung {} runs {:.1f}x faster ({} vs {}): the walk climbs to it "
+        "(it climbs when a later rung is at least {:.1f}x faster).\n",
+        to_string(first.rung), to_string(stop.rung), first.plan.step_s / stop.plan.step_s,
+        format_seconds(stop.plan.step_s), format_seconds(first.plan.step_s), l.climb_speedup);
+  }
+  if (l.stop < 0) {
+    const bool any_fits =
+        std::any_of(l.rungs.begin(), l.rungs.end(), [](const RungVerdict& v) { return v.fits; });
+    out += any_fits ? "No rung is comfortable: those that fit in memory wait on the interconnect "
+                      "for more than the limit.\n"
+                    : fmt::format(
+                          "No rung fits in memory: even the smallest plan needs more than "
+                          "the {} of a {}.\n",
+                          format_gib(c.gpu.memory_bytes), c.gpu.name);
+  }
+  return out;
+}
+
+}  // namespace shardplan
