@@ -9,6 +9,7 @@
 
 #include "shardplan/json_out.hpp"
 #include "shardplan/plan.hpp"
+#include "shardplan/rule_words.hpp"
 #include "shardplan/rules.hpp"
 #include "shardplan/table.hpp"
 
@@ -24,12 +25,21 @@ std::string no_plan_reason(Rung rung, const ClusterSpec& c, std::optional<RuleId
   if (rung == Rung::pipeline_parallel && c.gpus < 2) {
     return fmt::format("pipeline parallel needs 2 or more GPUs; this cluster has {}", c.gpus);
   }
-  if (top_rule &&
-      (*top_rule >= RuleId::framework_zero_stage || *top_rule == RuleId::offload_supported)) {
-    return fmt::format(
-        "the framework cannot run this rung: most of its plans break {} (its "
-        "profile's capabilities, profiles/frameworks/)",
-        to_string(*top_rule));
+  if (top_rule == RuleId::offload_supported && !c.host.known()) {
+    return "the cluster states no host memory or host bandwidth to offload to (rule "
+           "offload_supported; give a cluster profile with host facts)";
+  }
+  if (top_rule == RuleId::offload_supported) {
+    return "the framework offloads none of what this rung needs (rule offload_supported; the "
+           "offload capabilities in its profile, profiles/frameworks/)";
+  }
+  if (top_rule && *top_rule >= RuleId::framework_zero_stage) {
+    return fmt::format("{} (rule {}; the framework's profile in profiles/frameworks/)",
+                       rule_gist(*top_rule), to_string(*top_rule));
+  }
+  if (top_rule) {
+    return fmt::format("no plan of this shape can run here; most break: {} (rule {})",
+                       rule_gist(*top_rule), to_string(*top_rule));
   }
   return "no plan of this shape can run here: no degree divides the GPUs, the heads or layers, "
          "and the global batch together";

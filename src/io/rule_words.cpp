@@ -230,6 +230,80 @@ PlanProblem shape_words(const RuleProblem& r, const RuleContext& c) {
 
 }  // namespace
 
+std::string rule_gist(RuleId rule) {
+  switch (rule) {
+    case RuleId::degrees_positive:
+      return "every degree and the micro-batch must be at least 1";
+    case RuleId::gpu_count:
+      return "dp x tp x pp x cp must use every GPU";
+    case RuleId::zero_stage:
+      return "the ZeRO stage must be 0 to 3";
+    case RuleId::tp_within_node:
+      return "tensor parallel must stay inside a node";
+    case RuleId::precision_supported:
+      return "the GPU has no tensor cores for the precision";
+    case RuleId::sequence_parallel_needs_tp:
+      return "sequence parallel needs tp 2 or more";
+    case RuleId::batch_split:
+      return "the global batch does not split into dp x micro-batch x accumulation";
+    case RuleId::cp_divides_sequence:
+      return "context parallel must divide the sequence";
+    case RuleId::layer_shapes_needed:
+      return "the split needs the model's architecture";
+    case RuleId::tp_divides_heads:
+      return "tensor parallel must divide the attention heads";
+    case RuleId::tp_fits_kv_heads:
+      return "tensor parallel must divide the KV heads or be a multiple of them";
+    case RuleId::tp_divides_ffn:
+      return "tensor parallel must divide the MLP width";
+    case RuleId::pp_within_layers:
+      return "pipeline stages cannot outnumber the layers";
+    case RuleId::stage_layout:
+      return "the layers do not split evenly into the stages";
+    case RuleId::interleave_needs_pp:
+      return "interleaving needs pipeline parallel";
+    case RuleId::schedule_runs:
+      return "the schedule needs more micro-batches or chunks per device than the plan has";
+    case RuleId::ep_needs_moe:
+      return "expert parallel needs a mixture-of-experts model";
+    case RuleId::ep_divides:
+      return "expert parallel must divide the experts and dp x cp";
+    case RuleId::expert_tp_needs_moe:
+      return "expert tensor parallel needs a mixture-of-experts model";
+    case RuleId::expert_tp_divides_ffn:
+      return "expert tensor parallel must divide the expert MLP";
+    case RuleId::offload_supported:
+      return "the framework offloads none of it, or the cluster states no host memory";
+    case RuleId::framework_zero_stage:
+      return "the framework has no ZeRO stage this rung needs";
+    case RuleId::framework_zero_with_pp:
+      return "the framework cannot combine this ZeRO stage with pipeline parallel";
+    case RuleId::framework_tp:
+      return "the framework has no tensor parallelism";
+    case RuleId::framework_sequence_parallel:
+      return "the framework has no Megatron-style sequence parallelism";
+    case RuleId::framework_pp:
+      return "the framework has no pipeline parallelism";
+    case RuleId::framework_schedule:
+      return "the framework runs no pipeline schedule this rung needs";
+    case RuleId::framework_stage_layout:
+      return "the framework cannot set uneven first or last stages";
+    case RuleId::framework_cp:
+      return "the framework has no context parallelism";
+    case RuleId::framework_ep:
+      return "the framework has no expert parallelism";
+    case RuleId::framework_fp8:
+      return "the framework does not train in fp8";
+    case RuleId::framework_fp16:
+      return "the framework does not train in fp16";
+    case RuleId::framework_tp_across_nodes:
+      return "the framework keeps tensor parallel inside a node";
+    case RuleId::framework_replicate_1d:
+      return "the framework replicates weights (ZeRO-0) only without tp, pp, cp or ep";
+  }
+  return to_string(rule);
+}
+
 PlanProblem words(const RuleProblem& r, const RuleContext& c) {
   const ParallelPlan& p = r.plan;
   const ClusterSpec& cl = c.cluster;

@@ -18,6 +18,10 @@ struct PlanProblem {
 /// The flag and the sentence for one broken rule.
 PlanProblem words(const RuleProblem& problem, const RuleContext& context);
 
+/// What a rule asks of a plan, in a few words and without a particular plan ("the framework has
+/// no ZeRO stage this rung needs"): for reasons that count refused plans by rule.
+std::string rule_gist(RuleId rule);
+
 /// Words for every rule the plan breaks (empty when it runs).
 std::vector<PlanProblem> plan_problems(const ParallelPlan& plan, const RuleContext& context);
 
