@@ -260,6 +260,7 @@ MicroBatchWork describe_micro_batch(const ModelSpec& m, const TrainingSpec& tr,
   // Vocabulary-parallel cross entropy in fp32: reads the logits, keeps the fp32 softmax.
   const double logits = x.tokens * vocab_local;
   head.ops.push_back(elementwise("cross entropy", logits * (x.e + 2.0 * 4.0), logits * 4.0));
+  w.loss_saved_bytes = logits * 4.0;
   if (p.tp > 1 && p.sequence_parallel) {
     head.tp.bytes = x.tokens * x.h * x.e;
     head.tp.gathers = 1;

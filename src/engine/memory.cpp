@@ -96,8 +96,12 @@ ActivationProfile activation_profile(const MicroBatchWork& w, const ModelSpec& m
   a.embedding_saved = saved_activation_bytes(w.embedding, Recompute::none);
   a.head_saved = saved_activation_bytes(w.head, Recompute::none);
   // The framework's loss may hold more per logit than the activation dtype (an fp32 upcast).
-  const double logit_bytes = tr.framework.pricing.logit_bytes > 0 ? tr.framework.pricing.logit_bytes
-                                                                  : activation_bytes(tr.precision);
+  // Its peak figure counts the fp32 softmax the loss keeps for backward (profiles/frameworks/
+  // "peak_bytes_per_logit"), so the head's saved activations leave it out: not counted twice.
+  const bool loss_peak_given = tr.framework.pricing.logit_bytes > 0;
+  if (loss_peak_given) a.head_saved -= w.loss_saved_bytes;
+  const double logit_bytes =
+      loss_peak_given ? tr.framework.pricing.logit_bytes : activation_bytes(tr.precision);
   a.logits = w.tokens * m.vocab / p.tp * logit_bytes;
   return a;
 }

@@ -53,9 +53,10 @@ struct MicroBatchWork {
   Block dense_layer;   // a MoE model's dense layers (== layer when all layers are alike)
   int moe_layers = 0;  // how many of the model's layers are MoE layers
   int dense_layers = 0;
-  Block embedding;    // first pipeline stage only
-  Block head;         // last pipeline stage only: final norm, LM head, loss
-  double tokens = 0;  // tokens of one micro-batch on this device (s/cp * b)
+  Block embedding;              // first pipeline stage only
+  Block head;                   // last pipeline stage only: final norm, LM head, loss
+  double loss_saved_bytes = 0;  // of head: the fp32 softmax the loss keeps for its backward
+  double tokens = 0;            // tokens of one micro-batch on this device (s/cp * b)
 };
 
 /// Describes the work; needs a model with an architecture.
