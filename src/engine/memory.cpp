@@ -98,10 +98,14 @@ ActivationProfile activation_profile(const MicroBatchWork& w, const ModelSpec& m
   // The framework's loss may hold more per logit than the activation dtype (an fp32 upcast).
   // Its peak figure counts the fp32 softmax the loss keeps for backward (profiles/frameworks/
   // "peak_bytes_per_logit"), so the head's saved activations leave it out: not counted twice.
-  const bool loss_peak_given = tr.framework.pricing.logit_bytes > 0;
+  // Under TP the loss runs on vocabulary-sharded logits, by another implementation
+  // (torchtitan's loss_parallel) that may hold more per logit.
+  const FrameworkPricing& f = tr.framework.pricing;
+  const double framework_bytes =
+      p.tp > 1 && f.logit_bytes_vocab_parallel > 0 ? f.logit_bytes_vocab_parallel : f.logit_bytes;
+  const bool loss_peak_given = framework_bytes > 0;
   if (loss_peak_given) a.head_saved -= w.loss_saved_bytes;
-  const double logit_bytes =
-      loss_peak_given ? tr.framework.pricing.logit_bytes : activation_bytes(tr.precision);
+  const double logit_bytes = loss_peak_given ? framework_bytes : activation_bytes(tr.precision);
   a.logits = w.tokens * m.vocab / p.tp * logit_bytes;
   return a;
 }

@@ -209,3 +209,16 @@ TEST_CASE("torchtitan's memory conventions: op-policy selective checkpointing, f
   // Megatron's selective keeps more: everything but the attention core.
   CHECK(megatron.layer_activations_bytes > titan.layer_activations_bytes);
 }
+
+TEST_CASE("torchtitan's loss under TP: loss_parallel holds 16 B per vocabulary-sharded logit") {
+  // PyTorch torch/distributed/tensor/parallel/loss.py: the fused backward forms
+  // (zeros_like(x) + exp(x)) * grad_output beside the saved fp32 log-softmax x, so four fp32
+  // copies of the local logits are alive at once; without TP the aten loss holds three.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(8192, 8);
+  t.framework = load_framework(Framework::torchtitan);
+  ParallelPlan p = test::plan(2, 4, 1);
+  p.sequence_parallel = true;
+  const StageMemory tp4 = estimate_memory(m, t, p, test::cluster(8)).stages.front();
+  CHECK(tp4.logits_bytes == doctest::Approx(8192.0 * 128256.0 / 4 * 16.0));
+}

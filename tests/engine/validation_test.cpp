@@ -157,9 +157,10 @@ TEST_CASE("the cases the profiles name as fitted are marked fitted, not held out
 TEST_CASE("published peak memory is read and predicted beside it") {
   // pytorch/torchtitan docs/performance.md Tables 1-4 publish each run's peak reserved memory;
   // no memory figure was fitted on them. Priced with torchtitan's conventions (the op policy's
-  // selective checkpointing, 12 B per logit at the fp32 loss, the loss's fp32 softmax counted
-  // once, inside those 12 B): 8B on 8 GPUs -3.3%, on 128 -2.6%, 8B at 32k -3.4%, 70B 2D (TP 8,
-  // Float8) -18.7%. The bound records the largest gap, not a target.
+  // selective checkpointing, 12 B per logit at the fp32 loss, 16 B under TP's loss_parallel, the
+  // loss's fp32 softmax counted once, inside those bytes): 8B on 8 GPUs -3.3%, on 128 -2.6%, 8B
+  // at 32k -3.4%, 70B 2D (TP 8, Float8) -7.2% (-18.7% with loss_parallel priced at 12 B). The
+  // bound is the issue's: within 10% of the published peak.
   struct Published {
     const char* id;
     double gib;
@@ -180,6 +181,6 @@ TEST_CASE("published peak memory is read and predicted beside it") {
     REQUIRE(it != runs.end());
     CHECK(it->measured_peak_gib == doctest::Approx(p.gib));
     const Prediction pred = predict(*it);
-    CHECK(std::fabs(pred.predicted_peak_gib / p.gib - 1) <= 0.19);
+    CHECK(std::fabs(pred.predicted_peak_gib / p.gib - 1) <= 0.10);
   }
 }

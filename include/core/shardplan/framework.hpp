@@ -90,6 +90,9 @@ struct FrameworkPricing {
   /// Bytes per logit element at the loss's peak (profile loss.peak_bytes_per_logit); 0 = the
   /// activation dtype's, the 16-bit logits of Megatron's fused vocab-parallel loss.
   double logit_bytes = 0;
+  /// The same under tensor parallelism, where the loss runs on vocabulary-sharded logits
+  /// (profile loss.peak_bytes_per_logit_vocab_parallel; 0 = logit_bytes).
+  double logit_bytes_vocab_parallel = 0;
   /// What selective recompute keeps per layer: Megatron's (all but the attention core), or
   /// torchtitan's op policy (every other matmul's output, the attention output, the input).
   enum class Selective { attention_core, every_other_matmul };
