@@ -171,9 +171,10 @@ void read_run_measured(const nlohmann::json& me, const std::string& where, Publi
     run.measured = me.at(key);
     return;
   }
-  throw InputError(where + ": measured",
-                   "no figure shardplan can predict (iteration_time_s, "
-                   "tflops_per_gpu, layer_fwd_bwd_ms, activations_gib)");
+  std::string keys;
+  for (const auto& [key, metric] : kMetrics) keys += (keys.empty() ? "" : ", ") + std::string(key);
+  throw InputError(where + ": measured", "no figure shardplan can predict: give one of " + keys +
+                                             " (peak_memory_gib is compared beside one of them)");
 }
 
 PublishedRun read_run(const nlohmann::json& r, size_t i, const std::string& where,

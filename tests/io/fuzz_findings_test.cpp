@@ -69,3 +69,13 @@ TEST_CASE("HF config: a non-string name or method is ignored, never a JSON libra
   CHECK(m.layers == 32);
   CHECK(m.name == "llama");  // the model_type stands in for the missing name
 }
+
+TEST_CASE("published runs: a measured block with only a peak memory names every figure it takes") {
+  // The message listed four of the six step figures the reader accepts.
+  const std::string run = with(R"("iteration_time_s": 1.0)", R"("peak_memory_gib": 70.0)");
+  CHECK_THROWS_WITH_AS(load_published_runs(run, "runs.json"),
+                       doctest::Contains("give one of tokens_per_s_per_gpu, model_tflops_per_gpu, "
+                                         "iteration_time_s, tflops_per_gpu, layer_fwd_bwd_ms, "
+                                         "activations_gib (peak_memory_gib is compared beside"),
+                       InputError);
+}
