@@ -17,8 +17,7 @@ std::string per_param_text(const CheckpointPlan& k, const TrainingSpec& tr) {
   return fmt::format(
       "{:g} B = {:g} ({} weights) + {:g} ({} optimizer state{}); gradients are not saved",
       k.bytes_per_param(), k.weight_bytes_per_param, dtype, k.optimizer_bytes_per_param,
-      to_string(tr.optimizer),
-      tr.precision == Precision::fp32 ? "" : " incl. the fp32 master copy");
+      to_string(tr.optimizer), has_fp32_master(tr.precision) ? " incl. the fp32 master copy" : "");
 }
 
 std::string minutes(double s) {
