@@ -55,6 +55,15 @@ TEST_CASE("bf16-pure: fsdp plans and prices 8 B/param; megatron and deepspeed re
   const auto j = nlohmann::json::parse(planned.out);
   CHECK(j.at("training").at("precision") == "bf16-pure");
   CHECK(contains(j.at("notes").dump(), "Revisiting BFloat16 Training"));
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/plan.json", planned.out);
+  for (const std::string pick : {"recommended", "fastest"}) {
+    CAPTURE(pick);
+    REQUIRE_FALSE(j.at(pick).is_null());
+    const auto e = run_cli("emit --plan " + dir + "/plan.json --pick " + pick);
+    CHECK(e.status == 0);
+    CHECK(YAML::Load(e.out)["mixed_precision"].as<std::string>() == "no");
+  }
   const auto est = run_cli("estimate " + flags + " --framework fsdp --zero 3 --json");
   REQUIRE(est.status == 0);
   CHECK(nlohmann::json::parse(est.out).at("memory").at("bytes_per_param").at("total") == 8.0);
