@@ -95,7 +95,9 @@ void add_training_options(CLI::App& app, PlanningOptions& o) {
   app.add_option("--global-batch", o.global_batch,
                  "Sequences per optimizer step (default: one micro-batch per data-parallel rank)")
       ->group("Training");
-  app.add_option("--precision", o.precision, "fp32 | bf16 | fp16 | fp8 (default bf16 mixed)")
+  app.add_option(
+         "--precision", o.precision,
+         "fp32 | bf16 | fp16 | fp8 | bf16-pure (default bf16 mixed; bf16-pure: no fp32 master)")
       ->group("Training");
   app.add_option("--optimizer", o.optimizer, "adamw | sgd | adafactor | adam8bit (default adamw)")
       ->group("Training");
@@ -415,8 +417,14 @@ Inputs resolve_inputs(const PlanningOptions& o) {
     p = plan_over(in.cluster.gpus, p);
   }
   fill_default_global_batch(in, p.dp * p.micro_batch);
+  note_precision(in);
   require_runnable(p, {in.model, in.training, in.cluster, rules});
   return in;
+}
+
+void note_precision(Inputs& in) {
+  if (const std::string w = precision_warning(in.training.precision); !w.empty())
+    in.notes.push_back(w);
 }
 
 void fill_default_global_batch(Inputs& in, int multiple_of) {
@@ -446,11 +454,9 @@ std::string describe_inputs(const Inputs& in) {
       "model    {}\ncluster  {}\nplan     {}\ntraining {}, {}, sequence {}, global batch {} "
       "({} micro-batch{} per step), framework {}\n{}\n",
       describe_model(in.model), describe_cluster(in.cluster), describe(in.plan),
-      tr.precision == Precision::fp32 ? "fp32"
-                                      : std::string(to_string(tr.precision)) + " mixed precision",
-      to_string(tr.optimizer), tr.seq_len, tr.global_batch, micro_batches_per_step(tr, in.plan),
-      micro_batches_per_step(tr, in.plan) == 1 ? "" : "es", describe_framework(tr.framework),
-      notes);
+      describe_precision(tr.precision), to_string(tr.optimizer), tr.seq_len, tr.global_batch,
+      micro_batches_per_step(tr, in.plan), micro_batches_per_step(tr, in.plan) == 1 ? "" : "es",
+      describe_framework(tr.framework), notes);
 }
 
 void add_inputs_json(nlohmann::json& j, const Inputs& in) {

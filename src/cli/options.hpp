@@ -64,6 +64,8 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& model);
 /// The default global batch (kDefaultTokensPerStep, rounded up to a multiple of `multiple_of`)
 /// when --global-batch was not given, with a note saying so; otherwise nothing changes.
 void fill_default_global_batch(Inputs& in, int multiple_of);
+/// Adds the warning the training precision carries (pure bf16) to the notes, once.
+void note_precision(Inputs& in);
 
 /// Model, cluster, training and the one plan the flags describe; InputError (exit 2) when the
 /// plan cannot run, naming the flag to change.

@@ -23,6 +23,7 @@ Inputs resolve_search_inputs(const PlanningOptions& o) {
   in.cluster = resolve_cluster(o, 0);
   in.training = resolve_training(o, in.model);
   fill_default_global_batch(in, 1);
+  note_precision(in);
   return in;
 }
 

@@ -12,6 +12,7 @@ namespace {
 const char* mixed_precision(Precision p) {
   switch (p) {
     case Precision::fp32:
+    case Precision::bf16_pure:  // no autocast: the weights themselves are bf16
       return "no";
     case Precision::bf16:
       return "bf16";
@@ -51,6 +52,12 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
       fmt::format("create the optimizer the plan assumed ({})", to_string(in.training.optimizer)),
       emit::straggler_note(in),
   };
+  if (in.training.precision == Precision::bf16_pure) {
+    n.push_back(
+        "bf16-pure: load the model with from_pretrained(..., torch_dtype=torch.bfloat16) (or "
+        "model.to(torch.bfloat16)) before accelerator.prepare(); mixed_precision 'no' then keeps "
+        "weights, gradients and optimizer states in bf16 with no fp32 master");
+  }
   if (p.tp > 1)
     n.push_back(
         "tensor parallelism uses the model's tp_plan (transformers models that define one)");
@@ -86,6 +93,11 @@ AccelerateConfig emit_accelerate(const EmitInputs& in) {
       {"distributed_type", fsdp ? "FSDP" : "MULTI_GPU",
        fsdp ? fmt::format("ZeRO-{}: FSDP2", p.zero) : "ZeRO-0: plain DDP (FSDP2 has no NO_SHARD)"});
   y["mixed_precision"] = mixed_precision(in.training.precision);
+  if (in.training.precision == Precision::bf16_pure) {
+    why.push_back({"mixed_precision", "no",
+                   "bf16-pure: no autocast and no fp32 master copy; the script loads the model "
+                   "in bf16, so weights, gradients and AdamW states are bf16"});
+  }
   y["num_machines"] = cl.nodes();
   y["num_processes"] = cl.gpus;
   why.push_back({"num_processes", std::to_string(cl.gpus),

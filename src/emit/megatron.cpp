@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common.hpp"
+#include "shardplan/error.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/schedule.hpp"
 #include "shardplan/table.hpp"
@@ -188,6 +189,8 @@ void training_args(Args& a, const EmitInputs& in) {
       break;
     case Precision::fp32:
       break;
+    case Precision::bf16_pure:  // keeps a master copy: refused by megatron's profile
+      SHARDPLAN_CHECK(false, "the rule table refuses bf16-pure for megatron");
   }
   // Megatron-LM keeps fp32 main gradients for bf16 unless told otherwise (arguments.py).
   if ((tr.precision == Precision::bf16 || tr.precision == Precision::fp8) && !tr.fp32_grads)

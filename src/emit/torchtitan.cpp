@@ -174,6 +174,13 @@ toml::table training_table(const EmitInputs& in, EmitMeta& meta) {
       {"seq_len", tr.seq_len},
       {"max_norm", 1.0},
       {"mixed_precision_param", tr.precision == Precision::fp32 ? "float32" : "bfloat16"}};
+  if (tr.precision == Precision::bf16_pure) {
+    training.insert("dtype", "bfloat16");
+    meta.provenance.push_back(
+        {"training.dtype", "bfloat16",
+         "bf16-pure: parameters, gradients and optimizer states in bf16, no fp32 copy "
+         "(job_config.py Training.dtype)"});
+  }
   meta.provenance.push_back(
       {"training.local_batch_size", std::to_string(local_batch(in)),
        p.pp > 1

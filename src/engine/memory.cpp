@@ -52,6 +52,14 @@ double op_policy_saved_bytes(const MicroBatchWork& w, const ModelSpec& m, const 
   return w.tokens * per_token * activation_bytes(tr.precision) / p.tp;
 }
 
+// Bytes of each AdamW / SGD moment: fp32 beside an fp32 master or fp32 weights; in the weights'
+// dtype under pure bf16, where torch.optim.AdamW's zeros_like(param) states are bf16 (torchtune
+// recipes/full_finetune_distributed.py at 0217d44c2: "When dtype=bf16, all activations,
+// gradients and optimizer states are in bfloat16").
+double moment_bytes(Precision p) {
+  return p == Precision::bf16_pure ? 2.0 : 4.0;
+}
+
 }  // namespace
 
 StateBytes state_bytes_per_param(const ModelSpec& m, const TrainingSpec& tr) {
@@ -61,20 +69,23 @@ StateBytes state_bytes_per_param(const ModelSpec& m, const TrainingSpec& tr) {
   // Transformer Engine caches an fp8 copy of each weight across micro-batches.
   if (tr.precision == Precision::fp8) b.weights += 1.0;
   b.gradients = mixed && !tr.fp32_grads ? 2.0 : 4.0;
-  const double master = mixed ? 4.0 : 0.0;  // fp32 copy the optimizer updates
+  const double master = has_fp32_master(tr.precision) ? 4.0 : 0.0;  // fp32 copy it updates
+  const double moment = moment_bytes(tr.precision);
   switch (tr.optimizer) {
     case OptimizerKind::adamw:
-      b.optimizer = master + 4.0 + 4.0;
+      b.optimizer = master + moment + moment;
       break;  // momentum + variance
     case OptimizerKind::sgd_momentum:
-      b.optimizer = master + 4.0;
+      b.optimizer = master + moment;
       break;
     case OptimizerKind::adafactor:
+      // transformers' Adafactor upcasts a 16-bit gradient to fp32 and keeps its factors in that
+      // dtype (optimization.py Adafactor.step: grad.float(), state .to(grad)) in every precision.
       b.optimizer = master + adafactor_bytes_per_param(m);
       break;
     case OptimizerKind::adam_8bit:
       // bitsandbytes blockwise 8-bit states: 1 byte each for momentum and variance, plus an
-      // fp32 absmax per 256-element block for each (Dettmers et al. 2022).
+      // fp32 absmax per 256-element block for each (Dettmers et al. 2022), whatever the weights.
       b.optimizer = master + 2.0 + 2.0 * 4.0 / 256.0;
       break;
   }

@@ -159,6 +159,9 @@ bool framework_fp8(P, C c) {
 bool framework_fp16(P, C c) {
   return c.training.precision == Precision::fp16 && !c.caps().fp16;
 }
+bool framework_bf16_pure(P, C c) {
+  return c.training.precision == Precision::bf16_pure && !c.caps().bf16_pure;
+}
 bool framework_tp_across_nodes(P p, C c) {
   return p.tp > c.cluster.gpus_per_node && c.rules.allow_tp_across_nodes &&
          !c.caps().tp_across_nodes;
@@ -204,6 +207,7 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::framework_ep, framework_ep},
       {RuleId::framework_fp8, framework_fp8},
       {RuleId::framework_fp16, framework_fp16},
+      {RuleId::framework_bf16_pure, framework_bf16_pure},
       {RuleId::framework_tp_across_nodes, framework_tp_across_nodes},
       {RuleId::framework_replicate_1d, framework_replicate_1d},
   };
@@ -230,7 +234,8 @@ std::vector<RuleProblem> check_inputs(const RuleContext& c) {
   std::vector<RuleProblem> out;
   ParallelPlan any;
   any.dp = c.cluster.gpus;
-  for (RuleId id : {RuleId::precision_supported, RuleId::framework_fp8, RuleId::framework_fp16}) {
+  for (RuleId id : {RuleId::precision_supported, RuleId::framework_fp8, RuleId::framework_fp16,
+                    RuleId::framework_bf16_pure}) {
     if (plan_rules()[static_cast<size_t>(id)].broken(any, c)) out.push_back({id, any});
   }
   return out;
@@ -309,6 +314,8 @@ const char* to_string(RuleId r) {
       return "framework_fp8";
     case RuleId::framework_fp16:
       return "framework_fp16";
+    case RuleId::framework_bf16_pure:
+      return "framework_bf16_pure";
     case RuleId::framework_tp_across_nodes:
       return "framework_tp_across_nodes";
     case RuleId::framework_replicate_1d:

@@ -28,7 +28,8 @@ constexpr Name<PositionKind> kPositionNames[] = {{PositionKind::learned, "learne
 constexpr Name<Precision> kPrecisionNames[] = {{Precision::fp32, "fp32"},
                                                {Precision::bf16, "bf16"},
                                                {Precision::fp16, "fp16"},
-                                               {Precision::fp8, "fp8"}};
+                                               {Precision::fp8, "fp8"},
+                                               {Precision::bf16_pure, "bf16-pure"}};
 constexpr Name<OptimizerKind> kOptimizerNames[] = {{OptimizerKind::adamw, "adamw"},
                                                    {OptimizerKind::sgd_momentum, "sgd"},
                                                    {OptimizerKind::adafactor, "adafactor"},
@@ -117,7 +118,8 @@ PositionKind parse_positions(const std::string& text, const std::string& field) 
   return parse_name(kPositionNames, text, field, {{"rope", PositionKind::rotary}});
 }
 Precision parse_precision(const std::string& text, const std::string& field) {
-  return parse_name(kPrecisionNames, text, field, {{"mixed", Precision::bf16}});
+  return parse_name(kPrecisionNames, text, field,
+                    {{"mixed", Precision::bf16}, {"bf16-true", Precision::bf16_pure}});
 }
 OptimizerKind parse_optimizer(const std::string& text, const std::string& field) {
   return parse_name(kOptimizerNames, text, field,
@@ -152,6 +154,7 @@ MathDtype math_dtype(Precision p) {
     case Precision::fp32:
       return MathDtype::fp32;
     case Precision::bf16:
+    case Precision::bf16_pure:
       return MathDtype::bf16;
     case Precision::fp16:
       return MathDtype::fp16;
@@ -159,6 +162,10 @@ MathDtype math_dtype(Precision p) {
       return MathDtype::fp8;
   }
   return MathDtype::bf16;
+}
+
+bool has_fp32_master(Precision p) {
+  return p != Precision::fp32 && p != Precision::bf16_pure;
 }
 
 double activation_bytes(Precision p) {

@@ -110,12 +110,20 @@ struct StageCost {
   }
 };
 
+// Pure bf16 (torch.optim.AdamW on bf16 parameters, no master): the gradient norm (read g), the
+// update in place (read g, read and write every state and the weight), the gradients zeroed (g).
+double pure_optimizer_bytes_per_param(const StateBytes& b) {
+  const double g = b.gradients;
+  return g + (g + 2.0 * b.optimizer + 2.0 * b.weights) + g;
+}
+
 // Bytes the optimizer step streams per local parameter, pass by pass as Megatron-LM's mixed-
 // precision optimizer runs them: 16-bit gradients copied into fp32 (read g, write 4); fp16 only:
 // unscale and inf/nan check (read 4, write 4); the gradient norm for clipping (read 4); the
 // fused update (read the gradient 4, read and write every optimizer state); the new weights
 // cast to 16 bits (read the fp32 master 4, write the weight); the gradient buffer zeroed (g).
 double optimizer_bytes_per_param(const StateBytes& b, const TrainingSpec& tr) {
+  if (tr.precision == Precision::bf16_pure) return pure_optimizer_bytes_per_param(b);
   const bool mixed = tr.precision != Precision::fp32;
   const double grad32 = mixed && b.gradients < 4 ? b.gradients + 4.0 : 0.0;
   const double unscale = tr.precision == Precision::fp16 ? 8.0 : 0.0;

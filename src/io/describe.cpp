@@ -25,6 +25,29 @@ std::string describe_framework(const FrameworkProfile& f) {
   return f.name + " (" + f.source + ")";
 }
 
+std::string describe_precision(Precision p) {
+  switch (p) {
+    case Precision::fp32:
+      return "fp32";
+    case Precision::bf16_pure:
+      return "bf16 pure (no fp32 master weights)";
+    case Precision::bf16:
+    case Precision::fp16:
+    case Precision::fp8:
+      break;
+  }
+  return std::string(to_string(p)) + " mixed precision";
+}
+
+std::string precision_warning(Precision p) {
+  if (p != Precision::bf16_pure) return "";
+  return "warning: pure bf16 keeps no fp32 master weights: an AdamW update smaller than 2^-8 of "
+         "its weight rounds away in bf16, which can stall or slow convergence (Zamirai et al. "
+         "2020, \"Revisiting BFloat16 Training\", arXiv:2010.06192); fine-tuning recipes "
+         "(torchtune full_finetune_distributed) accept this to halve the model state; use bf16 "
+         "(mixed) for pretraining";
+}
+
 std::string describe_cluster(const ClusterSpec& c) {
   std::string s =
       fmt::format("{} x {} ({:.1f} GiB)", c.gpus, c.gpu.name, c.gpu.memory_bytes / kGiB);

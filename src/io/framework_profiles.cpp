@@ -65,6 +65,7 @@ FrameworkCaps read_caps(StrictObject o) {
   c.expert_parallel = o.boolean("expert_parallel");
   c.fp8 = o.boolean("fp8");
   c.fp16 = o.boolean("fp16");
+  c.bf16_pure = o.boolean("bf16_pure");
   c.tp_across_nodes = o.boolean("tp_across_nodes");
   c.replicate_only_1d = o.boolean("replicate_only_1d");
   StrictObject off = o.object("offload");

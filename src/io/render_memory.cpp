@@ -179,10 +179,8 @@ std::string render_memory(const MemoryBreakdown& mem, const ModelSpec& model,
   out += fmt::format("cluster  {}\n", describe_cluster(cluster));
   out += fmt::format("plan     {}\n", describe(plan));
   out += fmt::format("training {}, {}, sequence {}, global batch {}\n\n",
-                     tr.precision == Precision::fp32
-                         ? "fp32"
-                         : std::string(to_string(tr.precision)) + " mixed precision",
-                     to_string(tr.optimizer), tr.seq_len, tr.global_batch);
+                     describe_precision(tr.precision), to_string(tr.optimizer), tr.seq_len,
+                     tr.global_batch);
   out += render_memory_table(mem, plan);
   return out;
 }

@@ -99,9 +99,7 @@ std::string inputs_text(const PlanOutcome& o) {
   std::string out = fmt::format(
       "model    {}\ncluster  {}\ntraining {}, {}, sequence {}, global batch {}\nframework "
       "{}\n\n",
-      describe_model(o.model), describe_cluster(o.cluster),
-      tr.precision == Precision::fp32 ? "fp32"
-                                      : std::string(to_string(tr.precision)) + " mixed precision",
+      describe_model(o.model), describe_cluster(o.cluster), describe_precision(tr.precision),
       to_string(tr.optimizer), tr.seq_len, tr.global_batch, describe_framework(tr.framework));
   for (const std::string& n : o.notes) out += "note: " + n + "\n";
   return out;

@@ -17,8 +17,7 @@ std::string per_param_text(const CheckpointPlan& k, const TrainingSpec& tr) {
   return fmt::format(
       "{:g} B = {:g} ({} weights) + {:g} ({} optimizer state{}); gradients are not saved",
       k.bytes_per_param(), k.weight_bytes_per_param, dtype, k.optimizer_bytes_per_param,
-      to_string(tr.optimizer),
-      tr.precision == Precision::fp32 ? "" : " incl. the fp32 master copy");
+      to_string(tr.optimizer), has_fp32_master(tr.precision) ? " incl. the fp32 master copy" : "");
 }
 
 std::string minutes(double s) {
@@ -48,14 +47,15 @@ std::vector<RunbookItem> runbook_items(const Runbook& r, const TrainingSpec& tr)
            "back {} steps ({}).",
            k.keep_last, format_bytes(k.disk_bytes), k.keep_last, k.interval_steps, k.covered_steps,
            format_seconds(k.covered_steps * r.step_s))});
-  items.push_back({"store with each checkpoint",
-                   "weights, optimizer state (master weights and moments), LR-scheduler state and "
-                   "step counter; the RNG states (Python, NumPy, torch CPU and CUDA, the "
-                   "tensor-parallel RNG tracker); the random seed, the data order and the "
-                   "loader's position (consumed samples or the stateful loader's state) so a "
-                   "resumed run does not retrain on the same examples; the exact config (the "
-                   "launcher file shardplan wrote, the code's commit, the plan JSON). A run you "
-                   "cannot reproduce is a run you cannot debug."});
+  items.push_back(
+      {"store with each checkpoint",
+       fmt::format("weights, optimizer state ({}), LR-scheduler state and step counter; the RNG "
+                   "states (Python, NumPy, torch CPU and CUDA, the tensor-parallel RNG tracker); "
+                   "the random seed, the data order and the loader's position (consumed samples "
+                   "or the stateful loader's state) so a resumed run does not retrain on the same "
+                   "examples; the exact config (the launcher file shardplan wrote, the code's "
+                   "commit, the plan JSON). A run you cannot reproduce is a run you cannot debug.",
+                   has_fp32_master(tr.precision) ? "master weights and moments" : "moments")});
   items.push_back(
       {"test resume on day one",
        fmt::format("run {} steps, checkpoint at step {}, kill the job after it, restart from the "

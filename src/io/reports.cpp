@@ -14,10 +14,8 @@ namespace {
 
 std::string training_line(const TrainingSpec& tr) {
   return fmt::format("training: {}, {}, sequence {}, global batch {}",
-                     tr.precision == Precision::fp32
-                         ? "fp32"
-                         : std::string(to_string(tr.precision)) + " mixed precision",
-                     to_string(tr.optimizer), tr.seq_len, tr.global_batch);
+                     describe_precision(tr.precision), to_string(tr.optimizer), tr.seq_len,
+                     tr.global_batch);
 }
 
 std::string plan_line(const char* what, const ParallelPlan& plan, const Estimate& e) {

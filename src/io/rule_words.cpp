@@ -162,6 +162,11 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
       return {"--precision", fmt::format("{} has no fp8 training path{}; use bf16", f, why)};
     case RuleId::framework_fp16:
       return {"--precision", fmt::format("{} trains in bf16 or fp32, not fp16{}", f, why)};
+    case RuleId::framework_bf16_pure:
+      return {"--precision",
+              fmt::format("{} keeps a master copy of the weights and has no bf16-pure "
+                          "training path{}; use bf16",
+                          f, why)};
     case RuleId::framework_tp_across_nodes:
       return {"--allow-tp-across-nodes",
               fmt::format("{} keeps tensor parallel inside a node{}", f, why)};
@@ -296,6 +301,8 @@ std::string rule_gist(RuleId rule) {
       return "the framework does not train in fp8";
     case RuleId::framework_fp16:
       return "the framework does not train in fp16";
+    case RuleId::framework_bf16_pure:
+      return "the framework does not train in pure bf16";
     case RuleId::framework_tp_across_nodes:
       return "the framework keeps tensor parallel inside a node";
     case RuleId::framework_replicate_1d:

@@ -69,6 +69,7 @@ TEST_CASE("comm and estimate reject bad input naming the field") {
       {"estimate --params 7e9 --gpus 8 --tp 2", "--tp"},             // needs shapes
       {"estimate --model llama-2-7b --gpus 8 --inter warp-drive", "--inter"},
       {"estimate --model llama-2-7b --gpu A100-80GB --precision fp8", "--precision"},
+      {"estimate --model llama-2-7b --framework megatron --precision bf16-pure", "--precision"},
       {"estimate --model llama-2-7b --fragmentation 0.05abc", "--fragmentation"},
       {"estimate --model llama-2-7b --gpu-hour-cost 2x", "--gpu-hour-cost"},
   };

@@ -48,6 +48,37 @@ TEST_CASE("fp8 on an A100 is refused by estimate, plan and emit alike") {
   }
 }
 
+TEST_CASE("bf16-pure: fsdp plans and prices 8 B/param; megatron and deepspeed refuse it") {
+  const std::string flags = "--model llama-2-7b --gpu A100-80GB --gpus 8 --precision bf16-pure";
+  const auto planned = run_cli("plan " + flags + " --framework fsdp --json");
+  REQUIRE(planned.status == 0);
+  const auto j = nlohmann::json::parse(planned.out);
+  CHECK(j.at("training").at("precision") == "bf16-pure");
+  CHECK(contains(j.at("notes").dump(), "Revisiting BFloat16 Training"));
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/plan.json", planned.out);
+  for (const std::string pick : {"recommended", "fastest"}) {
+    CAPTURE(pick);
+    REQUIRE_FALSE(j.at(pick).is_null());
+    const auto e = run_cli("emit --plan " + dir + "/plan.json --pick " + pick);
+    CHECK(e.status == 0);
+    CHECK(YAML::Load(e.out)["mixed_precision"].as<std::string>() == "no");
+  }
+  const auto est = run_cli("estimate " + flags + " --framework fsdp --zero 3 --json");
+  REQUIRE(est.status == 0);
+  CHECK(nlohmann::json::parse(est.out).at("memory").at("bytes_per_param").at("total") == 8.0);
+  const auto text = run_cli("estimate " + flags + " --framework fsdp --zero 3");
+  CHECK(contains(text.out, "bf16 pure (no fp32 master weights)"));
+  for (const std::string fw : {"megatron", "deepspeed"}) {
+    CAPTURE(fw);
+    const auto r = run_cli("estimate " + flags + " --framework " + fw + " --zero 1");
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "--precision"));
+    CHECK(contains(r.err, "bf16-pure"));
+    CHECK(r.out.empty());
+  }
+}
+
 TEST_CASE("the framework is printed in the table and the JSON; megatron by default") {
   const auto table = run_cli("estimate --model llama-3.1-8b --gpus 8 --zero 3 --recompute full");
   REQUIRE(table.status == 0);

@@ -200,6 +200,25 @@ TEST_CASE("accelerate YAML for Llama-3.1-8B with FSDP2 (ZeRO-3) on 16 H100s pars
   CHECK(text.find("total_limit=3") != std::string::npos);
 }
 
+TEST_CASE("bf16-pure: accelerate writes mixed_precision 'no' and says to load the model in bf16") {
+  ParallelPlan p = test::plan(8, 1, 1);
+  p.zero = 3;
+  p.recompute = Recompute::full;
+  TrainingSpec t = test::training(4096, 64);
+  t.precision = Precision::bf16_pure;
+  t.framework = load_framework(Framework::fsdp);
+  const EmitInputs in = make_inputs(load_model("llama-3.1-8b"), t, p, test::cluster(8, "dgx-h100"));
+  REQUIRE(accelerate_problems(in).empty());
+  const std::string text = emit_text(LauncherFormat::accelerate, in);
+  const YAML::Node y = YAML::Load(text);
+  CHECK(y["mixed_precision"].as<std::string>() == "no");
+  CHECK(text.find("torch_dtype=torch.bfloat16") != std::string::npos);
+  const toml::table tt = toml::parse(emit_text(LauncherFormat::torchtitan, in));
+  CHECK(tt["training"]["dtype"].value<std::string>() == "bfloat16");
+  CHECK(has_field(megatron_problems(in), "--precision"));  // keeps a master copy
+  CHECK(has_field(deepspeed_problems(in), "--precision"));
+}
+
 TEST_CASE("accelerate with tensor parallel: parallelism_config multiplies to num_processes") {
   ParallelPlan p = test::plan(8, 2, 1);
   p.zero = 2;

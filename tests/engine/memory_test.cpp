@@ -1,4 +1,5 @@
-// Memory model against its sources: 16 B/param mixed-precision Adam, the ZeRO paper, Korthikanti et al. 2022.
+// Memory model against its sources: 16 B/param mixed-precision Adam, the ZeRO paper, Korthikanti et
+// al. 2022.
 #include "shardplan/memory.hpp"
 
 #include <doctest/doctest.h>
@@ -21,8 +22,7 @@ double model_states(const StageMemory& s) {
 
 }  // namespace
 
-TEST_CASE(
-    "7B with mixed-precision Adam needs 112e9 bytes = 104.3 GiB, more than an 80 GB card") {
+TEST_CASE("7B with mixed-precision Adam needs 112e9 bytes = 104.3 GiB, more than an 80 GB card") {
   // 2 (bf16 weights) + 2 (bf16 grads) + 12 (fp32 master, momentum, variance) = 16 B/param
   // (Rajbhandari et al. 2020, ZeRO, section 3.1); 7e9 x 16 = 112e9 B = 104.3 GiB.
   ClusterOptions o;
@@ -36,6 +36,28 @@ TEST_CASE(
   CHECK(m.bytes_per_param.total() == 16.0);
   CHECK_FALSE(m.fits);
   CHECK_FALSE(m.activations_known);
+}
+
+TEST_CASE("7B in pure bf16 with AdamW: 7e9 x 8 B = 56e9 bytes, half of mixed precision") {
+  // 2 (bf16 weights) + 2 (bf16 grads) + 4 (bf16 momentum 2, variance 2), no fp32 master: the
+  // torchtune full_finetune_distributed recipe (dtype bf16, FSDP mixed_precision=None).
+  TrainingSpec t = test::training(4096, 1);
+  t.precision = Precision::bf16_pure;
+  const ModelSpec m = test::params_only(7e9);
+  const StateBytes b = state_bytes_per_param(m, t);
+  CHECK(b.weights == 2.0);
+  CHECK(b.gradients == 2.0);
+  CHECK(b.optimizer == 4.0);
+  const MemoryBreakdown mem = estimate_memory(m, t, test::plan(1, 1, 1), test::cluster(1));
+  CHECK(model_states(mem.worst()) == doctest::Approx(56e9).epsilon(1e-12));
+  t.optimizer = OptimizerKind::sgd_momentum;
+  CHECK(state_bytes_per_param(m, t).total() == 6.0);  // 2 + 2 + 2 momentum
+  t.optimizer = OptimizerKind::adam_8bit;  // 8-bit states whatever the weights; no master
+  CHECK(state_bytes_per_param(m, t).optimizer == doctest::Approx(2.03125));
+  t.optimizer = OptimizerKind::adafactor;  // fp32 factors (transformers upcasts), no master
+  const double factors = state_bytes_per_param(load_model("llama-2-7b"), t).optimizer;
+  CHECK(factors > 0.0);
+  CHECK(factors < 0.01);
 }
 
 TEST_CASE("ZeRO paper: 7.5B parameters on 64 GPUs, model states per device") {

@@ -189,6 +189,11 @@ TEST_CASE("framework rules come from the profiles") {
   ParallelPlan z3 = good();
   z3.zero = 3;
   CHECK(breaks(fp16, z3, RuleId::framework_fp16));
+  Fixture pure = as(Framework::megatron);
+  pure.training.precision = Precision::bf16_pure;
+  CHECK(breaks(pure, good(), RuleId::framework_bf16_pure));
+  pure.training.framework = load_framework(Framework::fsdp);
+  CHECK_FALSE(breaks(pure, z3, RuleId::framework_bf16_pure));
 
   Fixture no_tp = as(Framework::megatron);
   no_tp.training.framework.caps.tensor_parallel = false;
@@ -203,13 +208,49 @@ TEST_CASE("framework rules come from the profiles") {
   CHECK(breaks(no_cross, wide, RuleId::framework_tp_across_nodes));
 }
 
+namespace {
+
+// Whether check_plan, first_broken, the emitters' words and the search over this one point
+// (memory taken out of the question) agree on the plan; returns whether it can run.
+bool rules_agree(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
+                 const ParallelPlan& p, const PlanRules& rules) {
+  const RuleContext ctx{m, tr, c, rules};
+  const bool ok = check_plan(p, ctx).empty();
+  CAPTURE(describe(p));
+  CAPTURE(to_string(tr.precision));
+  CHECK(ok == !first_broken(p, ctx).has_value());
+  CHECK(ok == plan_problems(p, ctx).empty());
+  SearchSpace one;
+  one.tp = {p.tp};
+  one.pp = {p.pp};
+  one.cp = {p.cp};
+  one.ep = {p.ep};
+  one.zero = {p.zero};
+  one.micro_batch = {p.micro_batch};
+  one.interleave = {p.interleave};
+  one.schedule = {p.schedule};
+  one.lighter_ends = {false};
+  one.recompute = {p.recompute};
+  one.sequence_parallel = {p.sequence_parallel};
+  ClusterSpec roomy = c;
+  roomy.gpu.memory_bytes = 1e18;
+  SearchOptions so;
+  so.threads = 1;
+  so.rules = rules;
+  const bool searched = p.gpus() == c.gpus && search(m, tr, roomy, one, so).modelled == 1;
+  CHECK(ok == searched);
+  return ok;
+}
+
+}  // namespace
+
 TEST_CASE("check_plan, the search and emit agree on 4,000 random plans") {
   std::mt19937 rng(20261130);
   const std::vector<std::string> models = {"llama-2-70b", "gpt3-175b", "mixtral-8x7b",
                                            "llama-3.1-8b"};
   const std::vector<int> degrees = {1, 2, 3, 4, 8, 16};
   auto pick = [&](const auto& v) { return v[rng() % v.size()]; };
-  int runnable = 0, refused = 0;
+  int runnable = 0, refused = 0, pure_runnable = 0, pure_refused = 0;
   for (int i = 0; i < 4000; ++i) {
     const ModelSpec m = load_model(pick(models));
     TrainingSpec tr = test::training(pick(std::vector<int>{2048, 4096, 6000}),
@@ -232,34 +273,19 @@ TEST_CASE("check_plan, the search and emit agree on 4,000 random plans") {
     p.recompute = Recompute::full;
     PlanRules rules;
     rules.allow_tp_across_nodes = rng() % 4 == 0;
-    const RuleContext ctx{m, tr, c, rules};
-    const bool ok = check_plan(p, ctx).empty();
-    CAPTURE(describe(p));
-    CHECK(ok == !first_broken(p, ctx).has_value());
-    CHECK(ok == plan_problems(p, ctx).empty());
-
-    // The search over this one point, with memory taken out of the question.
-    SearchSpace one;
-    one.tp = {p.tp};
-    one.pp = {p.pp};
-    one.cp = {p.cp};
-    one.ep = {p.ep};
-    one.zero = {p.zero};
-    one.micro_batch = {p.micro_batch};
-    one.interleave = {p.interleave};
-    one.schedule = {p.schedule};
-    one.lighter_ends = {false};
-    one.recompute = {p.recompute};
-    one.sequence_parallel = {p.sequence_parallel};
-    ClusterSpec roomy = c;
-    roomy.gpu.memory_bytes = 1e18;
-    SearchOptions so;
-    so.threads = 1;
-    so.rules = rules;
-    const bool searched = p.gpus() == c.gpus && search(m, tr, roomy, one, so).modelled == 1;
-    CHECK(ok == searched);
+    const bool ok = rules_agree(m, tr, c, p, rules);
     (ok ? runnable : refused)++;
+    if (tr.precision != Precision::bf16) continue;
+    // The same plan in pure bf16 runs exactly when it runs in bf16 and the framework has the
+    // capability (fsdp, torchtitan), and every check agrees on it too.
+    TrainingSpec pure = tr;
+    pure.precision = Precision::bf16_pure;
+    const bool pure_ok = rules_agree(m, pure, c, p, rules);
+    CHECK(pure_ok == (ok && tr.framework.caps.bf16_pure));
+    (pure_ok ? pure_runnable : pure_refused)++;
   }
   CHECK(runnable > 100);  // both outcomes are well represented
   CHECK(refused > 100);
+  CHECK(pure_runnable > 20);
+  CHECK(pure_refused > 100);
 }

@@ -61,6 +61,7 @@ struct FrameworkCaps {
   bool expert_parallel = true;
   bool fp8 = true;
   bool fp16 = true;
+  bool bf16_pure = true;  // trains with bf16 weights, gradients and states, no fp32 master
   bool tp_across_nodes = true;
   bool replicate_only_1d = false;  // plain data parallel (ZeRO-0) refuses any other parallelism
   OffloadCaps offload;

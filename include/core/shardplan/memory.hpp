@@ -11,7 +11,8 @@ namespace shardplan {
 
 /// Bytes per parameter of each model state for a precision and optimizer, before sharding.
 /// Mixed-precision AdamW: 2 (bf16 weights) + 2 (bf16 grads) + 12 (fp32 master 4, momentum 4,
-/// variance 4) = 16 (Rajbhandari et al. 2020, ZeRO, Sec. 3.1).
+/// variance 4) = 16 (Rajbhandari et al. 2020, ZeRO, Sec. 3.1). Pure bf16 AdamW: 2 (weights) +
+/// 2 (grads) + 4 (bf16 momentum 2, variance 2) = 8, no master copy.
 struct StateBytes {
   double weights = 0;
   double gradients = 0;

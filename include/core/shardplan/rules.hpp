@@ -46,10 +46,11 @@ enum class RuleId {
   framework_ep,
   framework_fp8,
   framework_fp16,
+  framework_bf16_pure,  // the framework trains without an fp32 master copy
   framework_tp_across_nodes,
   framework_replicate_1d,
 };
-inline constexpr int kRules = 34;
+inline constexpr int kRules = 35;
 /// A short snake_case name for JSON and counts ("tp_divides_heads").
 const char* to_string(RuleId r);
 

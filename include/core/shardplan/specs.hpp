@@ -14,7 +14,10 @@ namespace shardplan {
 enum class MlpKind { gelu, swiglu, geglu };
 enum class NormKind { layernorm, rmsnorm };
 enum class PositionKind { learned, rotary, alibi };
-enum class Precision { fp32, bf16, fp16, fp8 };
+/// bf16 is mixed precision (16-bit weights and gradients, an fp32 master copy the optimizer
+/// updates); bf16_pure keeps weights, gradients and optimizer states in bf16 with no fp32 master
+/// (torchtune's full_finetune_distributed with dtype bf16, torchtitan's training.dtype bfloat16).
+enum class Precision { fp32, bf16, fp16, fp8, bf16_pure };
 enum class OptimizerKind { adamw, sgd_momentum, adafactor, adam_8bit };
 enum class Recompute { none, selective, full };
 enum class AttentionKind { flash, standard };
@@ -278,6 +281,9 @@ OffloadTarget parse_offload_target(const std::string& text, const std::string& f
 
 /// The dtype GEMMs run in for a training precision (fp8 runs its GEMMs in fp8).
 MathDtype math_dtype(Precision p);
+/// Whether the optimizer updates an fp32 master copy of 16-bit weights (mixed precision: bf16,
+/// fp16, fp8); false for fp32 (the weights are fp32) and bf16_pure (no master).
+bool has_fp32_master(Precision p);
 /// Bytes of one stored activation element: 2 for bf16/fp16/fp8 (fp8 keeps bf16 activations
 /// outside GEMM inputs), 4 for fp32.
 double activation_bytes(Precision p);

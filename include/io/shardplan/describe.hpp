@@ -15,5 +15,10 @@ std::string describe_cluster(const ClusterSpec& c);
 /// The profile that priced a plan, e.g. "megatron (profiles/frameworks/megatron.json)", or the
 /// ideal stack when none was named.
 std::string describe_framework(const FrameworkProfile& f);
+/// The training precision in words, e.g. "bf16 mixed precision", "bf16 pure (no fp32 master
+/// weights)" or "fp32".
+std::string describe_precision(Precision p);
+/// The warning a precision carries for the notes of every command, or "" when it has none.
+std::string precision_warning(Precision p);
 
 }  // namespace shardplan
