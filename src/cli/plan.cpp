@@ -70,6 +70,7 @@ std::vector<std::string> plan_problems(const Inputs& in, const PlanRules& rules)
 // profile, and the best plans side by side.
 int plan_all(const PlanFlags& f, const SearchOptions& so, const LadderOptions& lo) {
   std::vector<FrameworkPlans> rows;
+  std::vector<std::string> notes;  // the defaults taken, the same for every framework
   bool any = false;
   for (int i = 0; i < kFrameworks; ++i) {
     PlanningOptions o = f.o;
@@ -79,6 +80,8 @@ int plan_all(const PlanFlags& f, const SearchOptions& so, const LadderOptions& l
     in.cluster = resolve_cluster(o, 0);
     in.training = resolve_training(o, in.model);
     fill_default_global_batch(in, 1);
+    note_precision(in);
+    notes = in.notes;
     FrameworkPlans row{o.framework, in.model, in.cluster, in.training, plan_problems(in, so.rules),
                        {},          {}};
     if (row.refused.empty()) {
@@ -90,9 +93,9 @@ int plan_all(const PlanFlags& f, const SearchOptions& so, const LadderOptions& l
     rows.push_back(std::move(row));
   }
   if (f.o.json) {
-    print_json(to_json(rows));
+    print_json(to_json(rows, notes));
   } else {
-    std::cout << render_framework_plans(rows);
+    std::cout << render_framework_plans(rows, notes);
   }
   return any ? 0 : 1;
 }

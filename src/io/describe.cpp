@@ -41,7 +41,7 @@ std::string describe_precision(Precision p) {
 
 std::string precision_warning(Precision p) {
   if (p != Precision::bf16_pure) return "";
-  return "warning: pure bf16 keeps no fp32 master weights: an AdamW update smaller than 2^-8 of "
+  return "pure bf16 keeps no fp32 master weights: an AdamW update smaller than 2^-8 of "
          "its weight rounds away in bf16, which can stall or slow convergence (Zamirai et al. "
          "2020, \"Revisiting BFloat16 Training\", arXiv:2010.06192); fine-tuning recipes "
          "(torchtune full_finetune_distributed) accept this to halve the model state; use bf16 "

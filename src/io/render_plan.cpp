@@ -227,11 +227,28 @@ const Candidate* fastest_of(const SearchResult& found) {
   return found.ranked.empty() ? nullptr : &found.ranked.front();
 }
 
+// A warning per plan of the row whose MFU is above the framework's highest published.
+std::string framework_warnings(const FrameworkPlans& r) {
+  std::string out;
+  const RungVerdict* rec = recommended_of(r.ladder);
+  const Candidate* fastest = fastest_of(r.found);
+  for (const auto& [what, plan] : {std::pair{"recommended", rec ? &rec->plan.plan : nullptr},
+                                   std::pair{"fastest", fastest ? &fastest->plan : nullptr}}) {
+    if (!plan) continue;
+    const double mfu = estimate(r.model, r.training, *plan, r.cluster).throughput.mfu;
+    if (const std::string w = mfu_warning(mfu, r.training); !w.empty())
+      out += fmt::format("warning: {} {}: {}\n", r.framework, what, w);
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string render_framework_plans(const std::vector<FrameworkPlans>& rows) {
+std::string render_framework_plans(const std::vector<FrameworkPlans>& rows,
+                                   const std::vector<std::string>& notes) {
   std::string table = fmt::format("{:<11} {:<22} {:>10}  {:<92} {:>10}\n", "framework",
                                   "recommended rung", "step", "fastest plan", "step");
+  std::string warnings;
   for (const FrameworkPlans& r : rows) {
     if (!r.refused.empty()) {
       table += fmt::format("{:<11} cannot run these inputs: {}\n", r.framework, r.refused.front());
@@ -244,11 +261,14 @@ std::string render_framework_plans(const std::vector<FrameworkPlans>& rows) {
                          rec ? format_seconds(rec->plan.step_s) : "-",
                          fastest ? describe(fastest->plan) : "no plan fits",
                          fastest ? format_seconds(fastest->step_s) : "-");
+    warnings += framework_warnings(r);
   }
-  return table;
+  for (const std::string& n : notes) table += "note: " + n + "\n";
+  return table + warnings;
 }
 
-nlohmann::json to_json(const std::vector<FrameworkPlans>& rows) {
+nlohmann::json to_json(const std::vector<FrameworkPlans>& rows,
+                       const std::vector<std::string>& notes) {
   nlohmann::json out = nlohmann::json::array();
   for (const FrameworkPlans& r : rows) {
     if (!r.refused.empty()) {
@@ -267,7 +287,7 @@ nlohmann::json to_json(const std::vector<FrameworkPlans>& rows) {
         fastest ? candidate_json(*fastest, r.model, r.training, r.cluster) : nlohmann::json();
     out.push_back(row);
   }
-  return {{"frameworks", out}};
+  return {{"frameworks", out}, {"notes", notes}};
 }
 
 }  // namespace shardplan

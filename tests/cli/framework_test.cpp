@@ -162,6 +162,31 @@ TEST_CASE("plan --framework all: the best plan per framework side by side") {
   CHECK(contains(table.out, "torchtitan"));
 }
 
+TEST_CASE("plan --framework all warns under its table where a plan's MFU is above the published") {
+  // The issue: such plans carry the warning in every command; the side-by-side table printed
+  // none, and dropped the notes (the default batch, pure bf16) that every other command prints.
+  const std::string flags =
+      "plan --model llama-3.1-8b --gpu H100-SXM --gpus 8 --precision bf16-pure --framework all";
+  const auto r = run_cli(flags + " --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(contains(j.at("notes").dump(), "Revisiting BFloat16 Training"));
+  CHECK(contains(j.at("notes").dump(), "4M tokens per step"));
+  const auto table = run_cli(flags);
+  REQUIRE(table.status == 0);
+  CHECK(contains(table.out, "note: pure bf16 keeps no fp32 master weights"));
+  int warned = 0;
+  for (const auto& row : j.at("frameworks")) {
+    if (!row.contains("fastest")) continue;  // refused: megatron and deepspeed keep a master
+    const std::string fw = row.at("framework");
+    CAPTURE(fw);
+    const bool high = contains(row.at("fastest").at("notes").dump(), "above the highest published");
+    CHECK(contains(table.out, "warning: " + fw + " fastest: MFU") == high);
+    warned += high;
+  }
+  CHECK(warned > 0);  // fsdp's fastest 8B plan is above llm-foundry's 42%
+}
+
 TEST_CASE("estimate --json: the step with its validation interval and the class it comes from") {
   const auto r = run_cli(
       "estimate --model gpt3-175b --gpu A100-80GB --gpus 1536 --global-batch 1536 --zero 3 "

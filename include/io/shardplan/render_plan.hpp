@@ -50,9 +50,13 @@ struct FrameworkPlans {
   SearchResult found;
 };
 
-/// The side-by-side table of `plan --framework all`.
-std::string render_framework_plans(const std::vector<FrameworkPlans>& rows);
-/// Its JSON: {"frameworks": [...]}.
-nlohmann::json to_json(const std::vector<FrameworkPlans>& rows);
+/// The side-by-side table of `plan --framework all`, then the defaults taken for the user
+/// (`notes`, the same for every framework) and a warning for each plan whose MFU is above its
+/// framework's highest published.
+std::string render_framework_plans(const std::vector<FrameworkPlans>& rows,
+                                   const std::vector<std::string>& notes);
+/// Its JSON: {"frameworks": [...], "notes": [...]}; each plan carries its own notes.
+nlohmann::json to_json(const std::vector<FrameworkPlans>& rows,
+                       const std::vector<std::string>& notes);
 
 }  // namespace shardplan
