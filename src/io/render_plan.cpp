@@ -59,8 +59,14 @@ bool advantage_inside_interval(const RungVerdict& rec, const Candidate& fastest,
   return si.accuracy && fastest.step_s < rec.plan.step_s && si.within(fastest.step_s);
 }
 
-double plan_mfu(const Candidate& c, const PlanOutcome& o) {
-  return estimate(o.model, o.training, c.plan, o.cluster).throughput.mfu;
+// The warning a plan carries when its MFU is above its framework's highest published; "" if not.
+std::string mfu_warning_of(const ParallelPlan& plan, const ModelSpec& model,
+                           const TrainingSpec& training, const ClusterSpec& cluster) {
+  return mfu_warning(estimate(model, training, plan, cluster).throughput.mfu, training);
+}
+
+std::string mfu_warning_of(const Candidate& c, const PlanOutcome& o) {
+  return mfu_warning_of(c.plan, o.model, o.training, o.cluster);
 }
 
 std::string interval_of(double step_s, const PlanOutcome& o) {
@@ -113,7 +119,7 @@ std::string recommended_text(const RungVerdict& rec, const PlanOutcome& o) {
                                          : "much faster than the simplest rung that works",
                   describe(rec.plan.plan), format_seconds(rec.plan.step_s), rec.plan.tokens_per_s);
   out += "  interval " + interval_of(rec.plan.step_s, o) + "\n";
-  const std::string w = mfu_warning(plan_mfu(rec.plan, o), o.training);
+  const std::string w = mfu_warning_of(rec.plan, o);
   if (!w.empty()) out += "  warning: " + w + "\n";
   return out;
 }
@@ -132,7 +138,7 @@ std::string fastest_text(const Candidate& fastest, const RungVerdict* rec, const
         "\n  the fastest plan's advantage lies inside the recommended plan's interval: "
         "the model cannot tell them apart, so the simpler, recommended plan is preferred";
   }
-  const std::string w = mfu_warning(plan_mfu(fastest, o), o.training);
+  const std::string w = mfu_warning_of(fastest, o);
   if (!w.empty()) out += "\n  warning: " + w;
   return out + "\n" + (o.plain_1f1b ? schedule_gain(fastest, *o.plain_1f1b) : "") + "\n";
 }
@@ -235,8 +241,7 @@ std::string framework_warnings(const FrameworkPlans& r) {
   for (const auto& [what, plan] : {std::pair{"recommended", rec ? &rec->plan.plan : nullptr},
                                    std::pair{"fastest", fastest ? &fastest->plan : nullptr}}) {
     if (!plan) continue;
-    const double mfu = estimate(r.model, r.training, *plan, r.cluster).throughput.mfu;
-    if (const std::string w = mfu_warning(mfu, r.training); !w.empty())
+    if (const std::string w = mfu_warning_of(*plan, r.model, r.training, r.cluster); !w.empty())
       out += fmt::format("warning: {} {}: {}\n", r.framework, what, w);
   }
   return out;
