@@ -135,6 +135,9 @@ void add_cluster_options(CLI::App& app, PlanningOptions& o) {
   app.add_option("--gpu", o.gpu, "GPU preset or profile file (default H100-SXM)")->group("Cluster");
   app.add_option("--gpus", o.gpus, "Total GPUs")->group("Cluster");
   app.add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (default 8)")->group("Cluster");
+  app.add_option("--gpus-per-domain", o.gpus_per_domain,
+                 "GPUs per scale-up (NVLink) domain (default: the cluster's, or the node)")
+      ->group("Cluster");
   app.add_option("--nics-per-node", o.nics_per_node, "Scale-out NICs per node")->group("Cluster");
   app.add_option("--intra", o.intra,
                  "Link inside a node: preset (nvlink4 ...) or bandwidth (900GB/s)")
@@ -316,6 +319,7 @@ ClusterSpec resolve_cluster(const PlanningOptions& o, int default_gpus) {
   c.link = o.link;
   c.gpus = o.gpus.empty() ? default_gpus : parse_int(o.gpus, "--gpus", 10'000'000);
   c.gpus_per_node = parse_int_or(o.gpus_per_node, "--gpus-per-node", 0);
+  c.gpus_per_domain = parse_int_or(o.gpus_per_domain, "--gpus-per-domain", 0, 100'000);
   c.nics_per_node = parse_int_or(o.nics_per_node, "--nics-per-node", 0);
   if (!o.link.empty() && (!o.intra.empty() || !o.inter.empty())) {
     throw InputError("--link",

@@ -27,7 +27,7 @@ struct PlanningOptions {
   bool no_overlap = false;
   bool tp_comm_overlap = false;
   // cluster
-  std::string cluster, gpu, gpus, gpus_per_node, nics_per_node, intra, inter, link;
+  std::string cluster, gpu, gpus, gpus_per_node, gpus_per_domain, nics_per_node, intra, inter, link;
   // plan
   std::string dp, tp, pp, cp, ep, zero, recompute, interleave;
   std::string schedule, first_stage_layers, last_stage_layers;

@@ -80,18 +80,18 @@ double tier_busbw(const LinkSpec& link, Collective c) {
 
 double placement_busbw(Collective c, const Placement& g, const ClusterSpec& cluster) {
   const double intra = tier_busbw(cluster.intra, c);
-  if (g.nodes() <= 1) return intra;
-  const double nics = g.ranks_per_node * tier_busbw(cluster.inter, c);
-  return g.ranks_per_node > 1 ? std::min(intra, nics) : nics;
+  if (g.domains() <= 1) return intra;
+  const double nics = g.ranks_per_domain * tier_busbw(cluster.inter, c);
+  return g.ranks_per_domain > 1 ? std::min(intra, nics) : nics;
 }
 
 double collective_time(Collective c, double bytes, const Placement& g, const ClusterSpec& cluster) {
   if (g.ranks <= 1 || bytes <= 0) return 0;
-  const bool crosses = g.nodes() > 1;
+  const bool crosses = g.domains() > 1;
   const double latency = (crosses ? cluster.inter.latency_s : cluster.intra.latency_s) *
                          info(c).latency_steps(g.ranks);
   if (c == Collective::all_to_all && crosses) {
-    const double n = g.ranks, k = g.ranks_per_node;
+    const double n = g.ranks, k = g.ranks_per_domain;
     const double over_nics = (n - k) / n * bytes / tier_busbw(cluster.inter, c);
     const double inside = (k - 1) / n * bytes / tier_busbw(cluster.intra, c);
     return latency + std::max(over_nics, inside);

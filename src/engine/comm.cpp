@@ -47,10 +47,15 @@ Placement placement_of(Parallelism which, const ParallelPlan& p, const ClusterSp
       stride = p.tp * p.cp * p.dp;
       break;
   }
+  // Members that fit in one tier of `tier_gpus`: the group's consecutive members are `stride`
+  // ranks apart, so min(size, tier / stride) of them share it (1 when the stride spans a tier).
+  auto per_tier = [&](int tier_gpus) {
+    return stride >= tier_gpus ? 1 : std::max(1, std::min(size, tier_gpus / stride));
+  };
   Placement g;
   g.ranks = size;
-  g.ranks_per_node =
-      stride >= c.gpus_per_node ? 1 : std::max(1, std::min(size, c.gpus_per_node / stride));
+  g.ranks_per_domain = per_tier(c.domain_gpus());
+  g.ranks_per_host = per_tier(c.gpus_per_node);
   return g;
 }
 

@@ -107,12 +107,12 @@ SearchSpace rung_space(Rung rung, const ModelSpec& m, const TrainingSpec& tr, co
       break;
     case Rung::tensor_parallel:
       // Inside a node, on the fastest links, with any ZeRO stage across the replicas.
-      std::erase_if(s.tp, [&](int tp) { return tp < 2 || tp > c.gpus_per_node; });
+      std::erase_if(s.tp, [&](int tp) { return tp < 2 || tp > c.domain_gpus(); });
       only(s.pp, 1);
       only(s.interleave, 1);
       break;
     case Rung::pipeline_parallel:
-      std::erase_if(s.tp, [&](int tp) { return tp > c.gpus_per_node; });
+      std::erase_if(s.tp, [&](int tp) { return tp > c.domain_gpus(); });
       std::erase_if(s.pp, [](int pp) { return pp < 2; });
       break;
   }
@@ -237,9 +237,9 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
       v.comm_share = v.plan.exposed_comm_s / v.plan.step_s;
       const Estimate e = estimate(m, tr, v.plan.plan, c);
       const CommBreakdown& cb = e.comm;
-      // Traffic that crosses nodes runs on the NIC whether or not compute hides it.
+      // Traffic that leaves the scale-up domain runs on the NIC whether or not compute hides it.
       for (const Traffic* t : {&cb.dp_grads, &cb.dp_params, &cb.tp, &cb.pp, &cb.cp, &cb.ep}) {
-        if (t->present() && t->placement.nodes() > 1) v.crosses_nodes = true;
+        if (t->present() && t->placement.domains() > 1) v.crosses_nodes = true;
       }
       if (v.plan.plan.offload.any()) price_offload(v, e, m, tr, c);
     } else if (r.have_least_memory) {

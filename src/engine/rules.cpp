@@ -29,15 +29,19 @@ bool gpu_count(P p, C c) {
 bool zero_stage(P p, C) {
   return p.zero < 0 || p.zero > 3;
 }
+// "Node" in the rule's name is the scale-up domain: TP needs NVLink, not a shared host (a GB200
+// NVL72 rack runs TP 8 across two 4-GPU trays, Megatron-Core's GB200 recipes).
 bool tp_within_node(P p, C c) {
-  return p.tp > c.cluster.gpus_per_node && !c.rules.allow_tp_across_nodes;
+  return p.tp > c.cluster.domain_gpus() && !c.rules.allow_tp_across_nodes;
 }
 
 // A GPU without this dtype's tensor cores (fp8 on an A100). A cluster with no GPU profile at all
 // (the probe checking a model's shapes) has nothing to say about precision.
 bool precision_supported(P, C c) {
   const GpuSpec& g = c.cluster.gpu;
-  const bool has_gpu = g.peak_flops[static_cast<int>(MathDtype::bf16)] > 0;
+  // fp32 is every GPU's: a V100 (fp16 tensor cores, no bf16) is a GPU that refuses bf16.
+  const bool has_gpu = g.peak_flops[static_cast<int>(MathDtype::fp32)] > 0 ||
+                       g.peak_flops[static_cast<int>(MathDtype::bf16)] > 0;
   return has_gpu && g.peak_flops[static_cast<int>(math_dtype(c.training.precision))] <= 0;
 }
 
@@ -163,7 +167,7 @@ bool framework_bf16_pure(P, C c) {
   return c.training.precision == Precision::bf16_pure && !c.caps().bf16_pure;
 }
 bool framework_tp_across_nodes(P p, C c) {
-  return p.tp > c.cluster.gpus_per_node && c.rules.allow_tp_across_nodes &&
+  return p.tp > c.cluster.domain_gpus() && c.rules.allow_tp_across_nodes &&
          !c.caps().tp_across_nodes;
 }
 bool framework_replicate_1d(P p, C c) {

@@ -104,7 +104,7 @@ SearchSpace all_axes(const ModelSpec& m, const TrainingSpec& tr, const ClusterSp
                      const PlanRules& rules) {
   SearchSpace s;
   const int gpus = cluster.gpus;
-  const int tp_max = rules.allow_tp_across_nodes ? gpus : cluster.gpus_per_node;
+  const int tp_max = rules.allow_tp_across_nodes ? gpus : cluster.domain_gpus();
   s.tp = divisors(gpus, tp_max);
   s.pp = m.has_architecture() ? divisors(gpus, m.layers) : std::vector<int>{1};
   // Context parallelism pays off only for long sequences (Llama 3 uses it from 128k; Megatron

@@ -61,6 +61,8 @@ nlohmann::json to_json(const ClusterSpec& c) {
                       {"gpus", c.gpus},
                       {"gpus_per_node", c.gpus_per_node},
                       {"nodes", c.nodes()},
+                      {"gpus_per_domain", c.domain_gpus()},
+                      {"domains", c.domains()},
                       {"intra", link_json(c.intra)},
                       {"nic", link_json(c.nic)},
                       {"nics_per_node", c.nics_per_node},
@@ -68,6 +70,7 @@ nlohmann::json to_json(const ClusterSpec& c) {
   // Only a cluster whose profile gives its host side (offload).
   if (c.host.known()) {
     j["host"] = {{"memory_bytes", c.host.memory_bytes},
+                 {"link", c.host.link_name},
                  {"link_bytes_per_s", c.host.link_bytes_per_s},
                  {"dram_bytes_per_s", c.host.dram_bytes_per_s},
                  {"dram_efficiency", c.host.dram_efficiency},

@@ -109,6 +109,15 @@ ClusterSpec read_cluster(StrictObject o) {
   }
   if (o.integer("nodes") != c.nodes())
     throw InputError(o.field("nodes"), fmt::format("should be {}", c.nodes()));
+  // Plan files written before the scale-up domain was its own tier: the domain is the node.
+  c.gpus_per_domain = o.has("gpus_per_domain") ? o.integer("gpus_per_domain") : c.gpus_per_node;
+  if (c.gpus_per_domain < c.gpus_per_node || c.gpus_per_domain % c.gpus_per_node != 0) {
+    throw InputError(o.field("gpus_per_domain"),
+                     fmt::format("{} is not a whole number of {}-GPU nodes", c.gpus_per_domain,
+                                 c.gpus_per_node));
+  }
+  if (o.has("domains") && o.integer("domains") != c.domains())
+    throw InputError(o.field("domains"), fmt::format("should be {}", c.domains()));
   c.intra = read_link(o.object("intra"));
   c.nic = read_link(o.object("nic"));
   c.nics_per_node = o.integer("nics_per_node");
@@ -116,6 +125,7 @@ ClusterSpec read_cluster(StrictObject o) {
   if (o.has("host")) {
     StrictObject h = o.object("host");
     c.host.memory_bytes = h.positive("memory_bytes");
+    c.host.link_name = h.string_or("link", "");
     c.host.link_bytes_per_s = h.positive("link_bytes_per_s");
     c.host.dram_bytes_per_s = h.positive("dram_bytes_per_s");
     c.host.dram_efficiency = h.positive("dram_efficiency");

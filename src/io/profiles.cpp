@@ -12,6 +12,7 @@
 
 #include "json_reader.hpp"
 #include "model_json.hpp"
+#include "profile_parts.hpp"
 #include "shardplan/collectives.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/names.hpp"
@@ -102,15 +103,16 @@ bool looks_like_path(const std::string& s) {
                                       noun_of(kind), name, hint, lowered(noun_of(kind))));
 }
 
+}  // namespace
+
 // The profile's JSON for a preset name or a file path.
-std::pair<nlohmann::json, std::string> resolve(ProfileKind kind, const std::string& name,
+std::pair<nlohmann::json, std::string> resolve_profile(ProfileKind kind, const std::string& name,
                                                const std::string& field) {
   if (const Preset* p = find_preset(kind, name)) return {p->json, p->path};
   if (looks_like_path(name)) return {parse_json(read_text_file(name, field), name), name};
   unknown_preset(kind, name, field);
 }
 
-// Profiles carry a "sources" object with an entry for each figure they state.
 void require_sources(StrictObject& o, const std::vector<std::string>& figures) {
   if (!o.has("sources"))
     throw InputError(o.field("sources"), "missing: every figure needs a source");
@@ -120,6 +122,8 @@ void require_sources(StrictObject& o, const std::vector<std::string>& figures) {
   }
   sources.finish();
 }
+
+namespace {
 
 std::vector<EfficiencyPoint> read_curve(StrictObject& o, const std::string& key) {
   std::vector<EfficiencyPoint> curve;
@@ -147,9 +151,7 @@ double fraction(StrictObject& o, const std::string& key) {
   return v;
 }
 
-struct LinkProfile;
-LinkProfile resolve_link(const nlohmann::json& value, const std::string& field);
-HostSpec host_from_json(StrictObject& parent);
+}  // namespace
 
 GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   StrictObject o(j, where);
@@ -159,6 +161,7 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   o.string_or("description", "");
   g.intra_link = o.string_or("intra_link", "");
   g.inter_link = o.string_or("inter_link", "");
+  g.system = o.string_or("system", "");
   g.memory_bytes = o.positive("memory_gib") * kGiB;
   StrictObject peaks = o.object("peak_tflops");
   for (int i = 0; i < kMathDtypes; ++i) {
@@ -187,18 +190,13 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   require_sources(
       o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency", "attention_efficiency",
           "memory_efficiency", "kernel_overhead_us", "overlap_slowdown", "context_gib",
-          "intra_link", "inter_link", "list_price_usd_per_gpu_hour"});
+          "intra_link", "inter_link", "system", "list_price_usd_per_gpu_hour"});
   if (g.list_price_usd_per_gpu_hour > 0) {
     g.list_price_source = j.at("sources").at("list_price_usd_per_gpu_hour").get<std::string>();
   }
   o.finish();
   return g;
 }
-
-struct LinkProfile {
-  LinkSpec link;
-  bool nic_per_gpu = false;  // scale-out links: one NIC per GPU (rail-optimised) by default
-};
 
 LinkProfile link_from_json(const nlohmann::json& j, const std::string& where) {
   StrictObject o(j, where);
@@ -249,8 +247,8 @@ LinkProfile resolve_link(const nlohmann::json& value, const std::string& field) 
   unknown_preset(ProfileKind::link, name, field);
 }
 
-// A node's host side for offload (optional): memory, the host link per GPU (a link preset),
-// DRAM bandwidth and the share of it CPU Adam reaches, NVMe bandwidth; each with a source.
+namespace {
+
 // A probe's measured figures (optional): each GB/s figure with its source.
 void read_measured_host(StrictObject& parent, HostSpec& h) {
   StrictObject m = parent.object("measured");
@@ -266,6 +264,10 @@ void read_measured_host(StrictObject& parent, HostSpec& h) {
   m.finish();
 }
 
+}  // namespace
+
+// A host's side for offload (optional): memory, the CPU-GPU link per GPU (a link preset), DRAM
+// bandwidth and the share of it CPU Adam reaches, NVMe bandwidth; each with a source.
 HostSpec host_from_json(StrictObject& parent) {
   if (!parent.has("host")) return {};
   StrictObject o = parent.object("host");
@@ -279,7 +281,9 @@ HostSpec host_from_json(StrictObject& parent) {
     return h;
   }
   h.memory_bytes = o.positive("memory_gib") * kGiB;
-  h.link_bytes_per_s = resolve_link(o.raw("link"), o.field("link")).link.bytes_per_s;
+  const LinkSpec link = resolve_link(o.raw("link"), o.field("link")).link;
+  h.link_name = link.name;
+  h.link_bytes_per_s = link.bytes_per_s;
   h.dram_bytes_per_s = o.positive("dram_gb_per_s") * kGB;
   h.dram_efficiency = fraction(o, "dram_efficiency");
   h.nvme_bytes_per_s = o.number_or("nvme_gb_per_s", 0) * kGB;
@@ -287,8 +291,6 @@ HostSpec host_from_json(StrictObject& parent) {
   o.finish();
   return h;
 }
-
-}  // namespace
 
 std::string read_text_file(const std::string& path, const std::string& field) {
   std::ifstream in(path, std::ios::binary);
@@ -299,99 +301,18 @@ std::string read_text_file(const std::string& path, const std::string& field) {
 }
 
 GpuSpec load_gpu(const std::string& name_or_path, const std::string& field) {
-  auto [json, where] = resolve(ProfileKind::gpu, name_or_path, field);
+  auto [json, where] = resolve_profile(ProfileKind::gpu, name_or_path, field);
   return gpu_from_json(json, where);
 }
 
 std::pair<std::string, std::string> profile_text(ProfileKind kind, const std::string& name_or_path,
                                                  const std::string& field) {
-  auto [json, where] = resolve(kind, name_or_path, field);
+  auto [json, where] = resolve_profile(kind, name_or_path, field);
   return {json.dump(2), where};
 }
 
 LinkSpec load_link(const std::string& name_or_bandwidth, const std::string& field) {
   return resolve_link(nlohmann::json(name_or_bandwidth), field).link;
-}
-
-ClusterSpec build_cluster(const ClusterOptions& o) {
-  if (o.gpus < 0 || o.gpus > 10'000'000) {
-    throw InputError("--gpus", fmt::format("{} is not a GPU count; use 1 to 10,000,000", o.gpus));
-  }
-  if (o.gpus_per_node < 0 || o.gpus_per_node > 1024) {
-    throw InputError("--gpus-per-node",
-                     fmt::format("{} is not a node size; use 1 to 1024", o.gpus_per_node));
-  }
-  if (o.nics_per_node < 0 || o.nics_per_node > 1024) {
-    throw InputError("--nics-per-node",
-                     fmt::format("{} is not a NIC count; use 1 to 1024", o.nics_per_node));
-  }
-  const bool preset = !o.cluster.empty();
-  ClusterSpec c;
-  if (preset) {
-    c = load_cluster(o.cluster, "--cluster");
-    if (!o.gpu.empty()) c.gpu = load_gpu(o.gpu, "--gpu");
-  } else {
-    c.gpu = load_gpu(o.gpu.empty() ? "H100-SXM" : o.gpu, "--gpu");
-    c.name = c.gpu.name;
-    c.host = c.gpu.host;
-    c.gpus_per_node = o.gpus > 0 ? std::min(o.gpus, 8) : 8;
-  }
-  if (o.gpus_per_node > 0) c.gpus_per_node = o.gpus_per_node;
-  c.gpus = o.gpus > 0 ? o.gpus : c.gpus_per_node;
-  c.gpus_per_node = std::min(c.gpus_per_node, c.gpus);
-
-  if (!o.intra.empty()) {
-    c.intra = resolve_link(nlohmann::json(o.intra), "--intra").link;
-  } else if (!o.link.empty()) {
-    c.intra = resolve_link(nlohmann::json(o.link), "--link").link;
-  } else if (!preset) {
-    c.intra = resolve_link(nlohmann::json(c.gpu.intra_link), c.gpu.source + ": intra_link").link;
-  }
-  if (!o.inter.empty() || (!o.link.empty()) || !preset) {
-    LinkProfile nic;
-    if (!o.inter.empty()) {
-      nic = resolve_link(nlohmann::json(o.inter), "--inter");
-    } else if (!o.link.empty()) {
-      nic = resolve_link(nlohmann::json(o.link), "--link");
-      nic.nic_per_gpu = true;  // one flat link per GPU, inside a node or across
-    } else {
-      nic = resolve_link(nlohmann::json(c.gpu.inter_link), c.gpu.source + ": inter_link");
-    }
-    c.nic = nic.link;
-    c.nics_per_node = nic.nic_per_gpu ? c.gpus_per_node : 1;
-  }
-  if (o.nics_per_node > 0) c.nics_per_node = o.nics_per_node;
-  share_nics(c);
-  return c;
-}
-
-ClusterSpec load_cluster(const std::string& name_or_path, const std::string& field) {
-  auto [json, where] = resolve(ProfileKind::cluster, name_or_path, field);
-  StrictObject o(json, where);
-  ClusterSpec c;
-  c.name = o.string("name");
-  o.strings_or_empty("aliases");
-  o.string_or("description", "");
-  const auto& gpu = o.raw("gpu");
-  c.gpu = gpu.is_object() ? gpu_from_json(gpu, o.field("gpu"))
-                          : load_gpu(gpu.get<std::string>(), o.field("gpu"));
-  c.gpus_per_node = o.integer("gpus_per_node");
-  if (c.gpus_per_node < 1) throw InputError(o.field("gpus_per_node"), "must be at least 1");
-  c.intra = resolve_link(o.raw("intra"), o.field("intra")).link;
-  c.nic = resolve_link(o.raw("inter"), o.field("inter")).link;
-  c.nics_per_node = o.integer("nics_per_node");
-  if (c.nics_per_node < 1) throw InputError(o.field("nics_per_node"), "must be at least 1");
-  share_nics(c);
-  c.gpus = c.gpus_per_node;
-  c.host = o.has("host") ? host_from_json(o) : c.gpu.host;
-  // A probe's output keeps its raw data and provenance beside the fitted figures.
-  if (o.has("measurements")) o.raw("measurements");
-  if (o.has("provenance")) o.raw("provenance");
-  if (o.has("fit")) o.raw("fit");
-  c.source = where;
-  require_sources(o, {"gpus_per_node", "nics_per_node"});
-  o.finish();
-  return c;
 }
 
 std::vector<PresetSummary> list_presets(ProfileKind kind) {
@@ -427,13 +348,7 @@ std::vector<PresetSummary> list_presets(ProfileKind kind) {
         break;
       }
       case ProfileKind::cluster: {
-        s.figures = {
-            {"gpu", j.at("gpu").is_string() ? j.at("gpu").get<std::string>() : "inline"},
-            {"gpus/node", std::to_string(j.value("gpus_per_node", 0))},
-            {"intra", j.at("intra").is_string() ? j.at("intra").get<std::string>() : "measured"},
-            {"inter", fmt::format("{} x {}", j.value("nics_per_node", 0),
-                                  j.at("inter").is_string() ? j.at("inter").get<std::string>()
-                                                            : "measured")}};
+        s.figures = cluster_figures(j, p.path);
         s.source = j.value("description", std::string());
         break;
       }

@@ -22,15 +22,23 @@ double serial_share(const Traffic& t, const StepTime& s) {
 
 std::string tier_of(const Traffic& t, const ClusterSpec& c) {
   if (!t.present()) return "-";
-  return t.placement.nodes() > 1
-             ? (t.placement.ranks_per_node > 1 ? c.intra.name + " + " + c.nic.name : c.nic.name)
+  return t.placement.domains() > 1
+             ? (t.placement.ranks_per_domain > 1 ? c.intra.name + " + " + c.nic.name : c.nic.name)
              : c.intra.name;
 }
 
+// Nodes are hosts; on rack-scale systems the tier a group is priced on is the domain.
 std::string group_text(const Placement& g) {
-  if (g.nodes() <= 1) return fmt::format("{} GPUs in a node", g.ranks);
-  return fmt::format("{} GPUs, {} node{} x {}", g.ranks, g.nodes(), g.nodes() == 1 ? "" : "s",
-                     g.ranks_per_node);
+  if (g.hosts() <= 1) return fmt::format("{} GPUs in a node", g.ranks);
+  if (g.ranks_per_domain == g.ranks_per_host) {
+    return fmt::format("{} GPUs, {} nodes x {}", g.ranks, g.hosts(), g.ranks_per_host);
+  }
+  if (g.domains() <= 1) {
+    return fmt::format("{} GPUs in one scale-up domain ({} nodes x {})", g.ranks, g.hosts(),
+                       g.ranks_per_host);
+  }
+  return fmt::format("{} GPUs, {} scale-up domains x {}", g.ranks, g.domains(),
+                     g.ranks_per_domain);
 }
 
 // Which figure of a link the model uses, and where it came from.
@@ -102,8 +110,10 @@ nlohmann::json traffic_json(const Traffic& t, const StepTime& s, const ClusterSp
           {"tier", tier_of(t, c)},
           {"group",
            {{"ranks", t.placement.ranks},
-            {"ranks_per_node", t.placement.ranks_per_node},
-            {"nodes", t.placement.nodes()}}},
+            {"ranks_per_node", t.placement.ranks_per_host},
+            {"nodes", t.placement.hosts()},
+            {"ranks_per_domain", t.placement.ranks_per_domain},
+            {"domains", t.placement.domains()}}},
           {"busbw_bytes_per_s", t.present() ? placement_busbw(t.collective, t.placement, c) : 0}};
 }
 
@@ -171,8 +181,11 @@ std::string render_comm(const CommBreakdown& comm, const StepTime& s, const Para
       "  share of step = this traffic's time / (the step with it fully exposed); 'exposed' is "
       "what\n"
       "  compute does not hide (bucketed gradient reduction under backward, ZeRO-3 prefetch).\n";
-  out += "Links: " + describe_link("inside a node", c.intra, "per GPU");
-  if (c.nodes() > 1) {
+  out += "Links: " + describe_link(c.rack_scale() ? fmt::format("inside a scale-up domain of {}",
+                                                                c.domain_gpus())
+                                                  : std::string("inside a node"),
+                                   c.intra, "per GPU");
+  if (c.domains() > 1) {
     out += "; " + describe_link(fmt::format("between nodes, {} per node", c.nics_per_node), c.nic,
                                 "per NIC");
   }

@@ -18,9 +18,9 @@ namespace {
 
 // Why a rung has no plan at all, most basic reason first.
 std::string no_plan_reason(Rung rung, const ClusterSpec& c, std::optional<RuleId> top_rule) {
-  if (rung == Rung::tensor_parallel && c.gpus_per_node < 2) {
+  if (rung == Rung::tensor_parallel && c.domain_gpus() < 2) {
     return fmt::format("tensor parallel needs 2 or more GPUs in a node; this cluster has {}",
-                       c.gpus_per_node);
+                       c.domain_gpus());
   }
   if (rung == Rung::pipeline_parallel && c.gpus < 2) {
     return fmt::format("pipeline parallel needs 2 or more GPUs; this cluster has {}", c.gpus);
@@ -72,7 +72,9 @@ std::string describe_offload(const Offload& o) {
 
 std::string rung_reason(const RungVerdict& v, const ClusterSpec& c, double max_comm_share) {
   const std::string card = fmt::format("{} {}", format_gib(c.gpu.memory_bytes), c.gpu.name);
-  const std::string wire = v.crosses_nodes ? c.nic.name + " between nodes" : c.intra.name;
+  const std::string wire =
+      v.crosses_nodes ? c.nic.name + (c.rack_scale() ? " between domains" : " between nodes")
+                      : c.intra.name;
   auto gb = [](double b) { return format_gib(b); };
   if (v.rung == Rung::offload && v.blocker == Blocker::none) {
     return fmt::format(

@@ -13,6 +13,17 @@
 namespace shardplan {
 namespace {
 
+// The training precisions whose GEMM dtype this GPU has tensor cores for ("bf16 or fp16" on
+// an A100, "fp16" on a V100).
+std::string precisions_it_runs(const GpuSpec& g) {
+  std::string out;
+  for (const Precision p : {Precision::bf16, Precision::fp16, Precision::fp8}) {
+    if (g.peak_flops[static_cast<int>(math_dtype(p))] <= 0) continue;
+    out += (out.empty() ? "" : " or ") + std::string(to_string(p));
+  }
+  return out.empty() ? "fp32" : out;
+}
+
 // Why the plan's offload cannot run, in the framework's terms.
 std::string offload_words(const ParallelPlan& p, const RuleContext& c) {
   const OffloadSupport allowed = offload_support(c.caps());
@@ -244,7 +255,7 @@ std::string rule_gist(RuleId rule) {
     case RuleId::zero_stage:
       return "the ZeRO stage must be 0 to 3";
     case RuleId::tp_within_node:
-      return "tensor parallel must stay inside a node";
+      return "tensor parallel must stay inside a scale-up (NVLink) domain";
     case RuleId::precision_supported:
       return "the GPU has no tensor cores for the precision";
     case RuleId::sequence_parallel_needs_tp:
@@ -327,12 +338,14 @@ PlanProblem words(const RuleProblem& r, const RuleContext& c) {
     case RuleId::zero_stage:
       return {"--zero", fmt::format("{} is not a ZeRO stage; use 0-3", p.zero)};
     case RuleId::tp_within_node:
-      return {"--tp", fmt::format("tensor parallel {} spans more than the {} GPUs of a node; keep "
-                                  "tp <= {} or pass --allow-tp-across-nodes",
-                                  p.tp, cl.gpus_per_node, cl.gpus_per_node)};
+      return {"--tp", fmt::format("tensor parallel {} spans more than the {} GPUs of {} ({}); "
+                                  "keep tp <= {} or pass --allow-tp-across-nodes",
+                                  p.tp, cl.domain_gpus(),
+                                  cl.rack_scale() ? "a scale-up domain" : "a node", cl.intra.name,
+                                  cl.domain_gpus())};
     case RuleId::precision_supported:
-      return {"--precision", fmt::format("{} has no {} tensor cores; use bf16 or fp16", cl.gpu.name,
-                                         to_string(tr.precision))};
+      return {"--precision", fmt::format("{} has no {} tensor cores; use {}", cl.gpu.name,
+                                         to_string(tr.precision), precisions_it_runs(cl.gpu))};
     case RuleId::sequence_parallel_needs_tp:
       return {"--sequence-parallel",
               "sequence parallelism splits tensor-parallel regions; it needs --tp > 1"};

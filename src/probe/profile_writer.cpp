@@ -530,6 +530,17 @@ json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& 
                         measured_per_node)
           : fmt::format("measured: {} rank(s) per node (MPI_COMM_TYPE_SHARED groups / local GPUs)",
                         measured_per_node);
+  // The scale-up domain is not something the probe sees from inside one host (an NVL72 rack's
+  // trays reach each other over NVLink): a rack-scale preset's domain is kept, with its source.
+  if (!cluster.is_null() && cluster.contains("gpus_per_domain")) {
+    const int domain = cluster.at("gpus_per_domain").get<int>();
+    if (domain > gpus_per_node && domain % gpus_per_node == 0) {
+      profile["gpus_per_domain"] = domain;
+      sources["gpus_per_domain"] = fmt::format(
+          "--cluster {}: {}", cluster.value("name", in.cluster),
+          cluster.at("sources").value("gpus_per_domain", std::string("the preset's domain")));
+    }
+  }
   put_links(profile, r, fit, cluster, gpu);
   put_host(profile, r, fit, cluster, gpu, host_list, in.date_utc);
   const NicCount nics = nics_per_node(fit, in, cluster, gpu, gpus_per_node);

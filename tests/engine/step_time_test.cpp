@@ -56,10 +56,10 @@ TEST_CASE("nccl-tests bus factors and times") {
   const ClusterSpec c = test::cluster(64, "dgx-a100");
   Placement g;
   g.ranks = 64;
-  g.ranks_per_node = 8;
+  g.ranks_per_domain = 8;
   CHECK(placement_busbw(Collective::all_reduce, g, c) == doctest::Approx(192e9));
   g.ranks = 8;
-  g.ranks_per_node = 1;  // one GPU per node: one NIC
+  g.ranks_per_domain = 1;  // one GPU per node: one NIC
   CHECK(placement_busbw(Collective::all_reduce, g, c) == doctest::Approx(24e9));
 }
 

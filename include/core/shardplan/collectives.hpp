@@ -35,23 +35,28 @@ Collective parse_collective(const char* name, const char* field);
 double algbw(double bytes, double seconds);
 double busbw(Collective c, int ranks, double bytes, double seconds);
 
-/// Where a communicating group sits: `ranks` GPUs, `ranks_per_node` of them in each node.
+/// Where a communicating group sits: `ranks` GPUs, `ranks_per_domain` of them in each scale-up
+/// domain (the tier its traffic is priced on) and `ranks_per_host` in each host (what a
+/// launcher and the reports call a node). On 8-GPU servers the two are the same.
 struct Placement {
   int ranks = 1;
-  int ranks_per_node = 1;
-  int nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
+  int ranks_per_domain = 1;
+  int ranks_per_host = 1;
+  int domains() const { return (ranks + ranks_per_domain - 1) / ranks_per_domain; }
+  int hosts() const { return (ranks + ranks_per_host - 1) / ranks_per_host; }
 };
 
-/// The bus bandwidth a collective reaches on this placement. Inside a node: the intra tier.
-/// Across nodes, a ring leaves each node once per channel and NCCL spreads channels over the
-/// node's NICs, so the group's k GPUs per node share k GPU-shares of NIC bandwidth:
-/// min(intra, k * inter per GPU) (the hierarchical bound; matches nccl-tests on DGX nodes).
-/// A measured per-collective figure in the profile wins over the tier's generic one.
+/// The bus bandwidth a collective reaches on this placement. Inside a scale-up domain: the
+/// intra tier (NVLink reaches every GPU of an NVL72 rack at the same rate, whichever tray it
+/// sits in). Across domains, a ring leaves each domain once per channel and NCCL spreads
+/// channels over the NICs, so the group's k GPUs per domain share k GPU-shares of NIC
+/// bandwidth: min(intra, k * inter per GPU) (the hierarchical bound; matches nccl-tests on DGX
+/// nodes). A measured per-collective figure in the profile wins over the tier's generic one.
 double placement_busbw(Collective c, const Placement& g, const ClusterSpec& cluster);
 
 /// Seconds for one collective of S bytes (nccl-tests' size) on the placement:
 /// steps x latency + S x bus factor / busbw. All-to-all sends (n-k)/n of S over the NICs and
-/// (k-1)/n inside the node, whichever is slower; send/recv crosses one tier.
+/// (k-1)/n inside the domain, whichever is slower; send/recv crosses one tier.
 double collective_time(Collective c, double bytes, const Placement& g, const ClusterSpec& cluster);
 
 }  // namespace shardplan

@@ -45,8 +45,8 @@ struct CommBreakdown {
 };
 
 /// Megatron-LM's rank order (tp fastest, then cp, dp, pp): where each group's members sit.
-/// A group of n with stride S puts min(n, gpus_per_node / S) members in a node (1 when S is at
-/// least a node).
+/// A group of n with stride S puts min(n, G / S) members in each tier of G GPUs (1 when S is
+/// at least G), for the scale-up domain and for the host.
 Placement placement_of(Parallelism p, const ParallelPlan& plan, const ClusterSpec& cluster);
 
 /// Every group of one plan placed at once, for a step model that prices them all.

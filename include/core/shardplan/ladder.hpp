@@ -53,7 +53,7 @@ struct RungVerdict {
   double memory_bytes = 0;  // peak per device of the plan shown
   double capacity_bytes = 0;
   double comm_share = 0;       // exposed communication / step of the plan shown
-  bool crosses_nodes = false;  // some of the plan's traffic crosses nodes (hidden or not)
+  bool crosses_nodes = false;  // some traffic leaves the scale-up domain (hidden or not)
   bool has_plan = false;
   Candidate plan;  // the fastest passing plan; else the best fitting; else least memory
   long long evaluated = 0;

@@ -16,7 +16,7 @@ enum class RuleId {
   degrees_positive,            // every degree and the micro-batch at least 1
   gpu_count,                   // dp x tp x pp x cp equals the cluster's GPUs
   zero_stage,                  // ZeRO stage 0-3
-  tp_within_node,              // tp inside a node unless allowed to cross
+  tp_within_node,              // tp inside a scale-up domain unless allowed to cross
   precision_supported,         // the GPU has tensor cores for the precision
   sequence_parallel_needs_tp,  // sequence parallel splits TP regions
   batch_split,                 // global batch = dp x micro-batch x accumulation

@@ -30,11 +30,12 @@ struct Offload {
   bool any() const { return optimizer || params || activations; }
 };
 
-/// One node's host side, for offload. All zero when the profile gives none.
+/// One host's side (the CPUs of one OS image), for offload. All zero when the profile gives none.
 struct HostSpec {
-  double memory_bytes = 0;      // host DRAM per node
-  double link_bytes_per_s = 0;  // host <-> GPU per GPU, one direction (PCIe x16)
-  double dram_bytes_per_s = 0;  // peak DRAM bandwidth per node (all sockets)
+  double memory_bytes = 0;      // host DRAM per host (LPDDR5X of both Graces on a GB200 tray)
+  std::string link_name;        // the CPU-GPU link preset: pcie5, nvlink-c2c, ...
+  double link_bytes_per_s = 0;  // host <-> GPU per GPU, one direction (PCIe x16, NVLink-C2C)
+  double dram_bytes_per_s = 0;  // peak DRAM bandwidth per host (all sockets)
   double dram_efficiency = 0;   // share of it a streaming CPU pass (CPU Adam) reaches
   double nvme_bytes_per_s = 0;  // local NVMe per node, sequential
   std::string source;
@@ -163,6 +164,9 @@ struct GpuSpec {
   std::string intra_link;       // the node fabric this GPU comes with (a link preset)
   std::string inter_link;       // the scale-out network of its reference node
   HostSpec host;                // its reference node's host (clusterless GPUs)
+  // The cluster preset this GPU ships in when it comes only as a system (a GB200 is a GB200
+  // NVL72 rack's GPU): `--gpu GB200` without --cluster plans on that system's tiers.
+  std::string system;
   bool calibrated = false;      // efficiencies replaced by probe measurements
   // A public on-demand list price of one GPU-hour in USD (0: none in the profile), and where it
   // was read. A list price, not a quote: `provision --gpu-hour-cost` replaces it.
@@ -183,19 +187,32 @@ struct LinkSpec {
   bool user_given = false;  // typed by the user: used exactly as given
 };
 
+/// A cluster as three tiers (DESIGN "Topology is tiers"): a scale-up domain of GPUs that reach
+/// each other over NVLink / NVSwitch / xGMI without a NIC (8 on a DGX, 72 on a GB200 NVL72
+/// rack), made of hosts (one OS image and its CPUs, memory and NICs: what a launcher calls a
+/// node; 8 GPUs on a DGX, 4 on a GB200 compute tray), joined by a scale-out network. On every
+/// 8-GPU server the domain is the host; on rack-scale systems it holds several hosts.
+/// Communication is priced on the smallest tier that holds a group (collectives.hpp); offload,
+/// checkpoints and launchers read the host.
 struct ClusterSpec {
   std::string name;
   std::string source;
   GpuSpec gpu;
   int gpus = 1;
-  int gpus_per_node = 1;
-  LinkSpec intra;  // inside a node (NVLink / PCIe / xGMI), per GPU
+  int gpus_per_node = 1;    // GPUs per host
+  int gpus_per_domain = 0;  // GPUs per scale-up domain, a multiple of gpus_per_node; 0: the host
+  LinkSpec intra;  // the scale-up domain's link (NVLink / PCIe / xGMI), per GPU
   LinkSpec nic;    // one scale-out NIC
-  int nics_per_node = 1;
-  LinkSpec inter;  // scale-out per GPU: the node's NICs shared by its GPUs (see share_nics)
-  HostSpec host;   // the node's host memory, PCIe, DRAM and NVMe (offload)
+  int nics_per_node = 1;  // scale-out NICs per host
+  LinkSpec inter;  // scale-out per GPU: the host's NICs shared by its GPUs (see share_nics)
+  HostSpec host;   // the host's memory, CPU-GPU link, DRAM and NVMe (offload)
 
   int nodes() const { return (gpus + gpus_per_node - 1) / gpus_per_node; }
+  /// GPUs that share the scale-up link: what "TP inside the NVLink domain" reads.
+  int domain_gpus() const { return gpus_per_domain > 0 ? gpus_per_domain : gpus_per_node; }
+  int domains() const { return (gpus + domain_gpus() - 1) / domain_gpus(); }
+  /// Whether the scale-up domain spans more than one host (NVL72 racks).
+  bool rack_scale() const { return domain_gpus() > gpus_per_node; }
 };
 
 struct TrainingSpec {

@@ -53,12 +53,14 @@ struct ClusterOptions {
   std::string inter;    // --inter LINK (per NIC)
   std::string link;     // --link LINK: one flat link between all GPUs
   int gpus = 0;         // --gpus (0: one node)
-  int gpus_per_node = 0;
+  int gpus_per_node = 0;    // GPUs per host
+  int gpus_per_domain = 0;  // GPUs per scale-up (NVLink) domain; 0: the preset's, or the host
   int nics_per_node = 0;
 };
 
 /// The cluster the options describe. Without --cluster, a GPU (H100-SXM by default) comes with
-/// its profile's node fabric and scale-out network; a typed bandwidth is used exactly as given.
+/// its profile's node fabric and scale-out network, or with its system's tiers when it ships
+/// only as one (GB200: the NVL72 rack); a typed bandwidth is used exactly as given.
 ClusterSpec build_cluster(const ClusterOptions& options);
 
 /// A framework's profile (profiles/frameworks/NAME.json, compiled in): its capabilities, which
