@@ -29,7 +29,8 @@ TEST_CASE("plan on gb200-nvl72 weighs TP 8-64 inside the NVLink domain; dgx-b200
   const auto nvl = run_cli(args + "gb200-nvl72");
   REQUIRE(nvl.status == 0);
   std::set<int> tps;
-  for (const auto& r : nlohmann::json::parse(nvl.out).at("ranked")) {
+  const auto nvl_json = nlohmann::json::parse(nvl.out);  // outlives the loop over its members
+  for (const auto& r : nvl_json.at("ranked")) {
     const int tp = r.at("plan").at("tp").get<int>();
     tps.insert(tp);
     if (tp < 8) continue;
@@ -42,7 +43,8 @@ TEST_CASE("plan on gb200-nvl72 weighs TP 8-64 inside the NVLink domain; dgx-b200
   for (const int tp : {8, 16, 32, 64}) CHECK(tps.count(tp) == 1);
   const auto dgx = run_cli(args + "dgx-b200");
   REQUIRE(dgx.status == 0);
-  for (const auto& r : nlohmann::json::parse(dgx.out).at("ranked")) {
+  const auto dgx_json = nlohmann::json::parse(dgx.out);
+  for (const auto& r : dgx_json.at("ranked")) {
     CHECK(r.at("plan").at("tp").get<int>() <= 8);
   }
 }
@@ -83,7 +85,8 @@ TEST_CASE("provision plans H200, B200, B300, GB200, GB300 and MI355X side by sid
       "--gpu-hour-cost B300=7,GB300=8,MI355X=5 --json");
   REQUIRE(r.status == 0);
   std::set<std::string> planned;
-  for (const auto& o : nlohmann::json::parse(r.out).at("provision").at("options")) {
+  const auto j = nlohmann::json::parse(r.out);
+  for (const auto& o : j.at("provision").at("options")) {
     if (o.at("fits").get<bool>()) planned.insert(o.at("gpu").get<std::string>());
   }
   CHECK(planned == std::set<std::string>{"H200", "B200", "B300", "GB200", "GB300", "MI355X"});
