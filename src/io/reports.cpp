@@ -67,6 +67,8 @@ HtmlReport estimate_report(const Estimate& e, const ModelSpec& model, const Trai
                plan_line("plan", plan, e) + (e.memory.fits ? "" : " (if it fit: it does not)")};
   r.charts.push_back(memory_chart(e.memory, "this plan"));
   r.charts.push_back(step_chart({{"this plan", e}}));
+  r.charts.push_back(comm_chart(e, cluster));
+  if (e.train_s > 0) r.charts.push_back(training_chart(e));
   return r;
 }
 

@@ -140,10 +140,11 @@ TEST_CASE("every --html kind renders in Chromium, all charts drawn, no request m
        1, "no-plan"},
       {"estimate",
        "estimate --model llama-3.1-70b --gpu H100-SXM --gpus 64 --tp 8 --pp 4 --zero 1 "
-       "--global-batch 256 --recompute selective --sequence-parallel --interleave 2",
-       2, 0, "fits"},
+       "--global-batch 256 --recompute selective --sequence-parallel --interleave 2 "
+       "--tokens 2T --gpu-hour-cost 2.5",
+       4, 0, "fits"},  // memory, step, communication, the training run
       {"estimate-does-not-fit",
-       "estimate --model llama-3.1-405b --gpu H100-SXM --gpus 8 --global-batch 64", 2, 1,
+       "estimate --model llama-3.1-405b --gpu H100-SXM --gpus 8 --global-batch 64", 3, 1,
        "does-not-fit"},
       {"provision",
        "provision --model llama-3.1-70b --tokens 2T --gpu H100-SXM,H200,B200,A100-80GB "
