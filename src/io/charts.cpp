@@ -330,11 +330,18 @@ Chart search_chart(const std::vector<Candidate>& plans, const ParallelPlan* reco
                   {"type", "quantitative"},
                   {"title", "step time (s)"},
                   {"scale", {{"zero", false}}}};
+  const auto& palette = charts::categorical_palette();
+  const json zero_colors = {{"field", "zero"},
+                            {"type", "nominal"},
+                            {"title", "ZeRO"},
+                            {"scale",
+                             {{"domain", {"ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"}},
+                              {"range", {palette[0], palette[1], palette[2], palette[3]}}}}};
   json points = {{"mark", {{"type", "point"}, {"filled", true}, {"opacity", 0.7}}},
                  {"encoding",
                   {{"x", x},
                    {"y", y},
-                   {"color", {{"field", "zero"}, {"type", "nominal"}, {"title", "ZeRO"}}},
+                   {"color", zero_colors},
                    {"shape", {{"field", "shape"}, {"type", "nominal"}, {"title", "TP / PP"}}},
                    {"tooltip", json::array({axis("plan", "nominal", "plan")})}}}};
   const json marked = {{"filter", "datum.role != ''"}};

@@ -123,14 +123,7 @@ Chart provision_chart(const ProvisionResult& r, const ProvisionRequest& request)
       {"encoding", {{"x", x}, {"y", y}}}};
   json best_label = {
       {"transform", {{{"filter", "datum.best"}}}},
-      // Above and to the left: the best option meets the deadline, so its line is to the right.
-      {"mark",
-       {{"type", "text"},
-        {"align", "right"},
-        {"dx", -12},
-        {"dy", -14},
-        {"fontWeight", "bold"},
-        {"fontSize", 12}}},
+      {"mark", {{"type", "text"}, {"dy", -20}, {"fontWeight", "bold"}, {"fontSize", 12}}},
       {"encoding", {{"x", x}, {"y", y}, {"text", {{"field", "best_label"}}}}}};
   json layer = json::array({frontier, points});
   for (json& l : count_labels(x, y, color)) layer.push_back(l);
