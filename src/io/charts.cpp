@@ -246,9 +246,11 @@ json memory_scale(const json& rows, double capacity_gib) {
 
 // Ticks at the powers of ten only: a log axis's 2..9 labels run into each other.
 json decade_ticks(const json& scale) {
+  const double lo = scale["domain"][0].get<double>();
+  const double hi = scale["domain"][1].get<double>();
   json ticks = json::array();
-  for (double t = scale["domain"][0].get<double>(); t <= scale["domain"][1].get<double>(); t *= 10)
-    ticks.push_back(t);
+  const int decades = static_cast<int>(std::floor(std::log10(hi / lo)));
+  for (int k = 0; k <= decades; ++k) ticks.push_back(lo * std::pow(10.0, k));
   return {{"values", ticks}, {"format", ",.0f"}};
 }
 
