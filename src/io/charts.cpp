@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
+#include "chart_parts.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/table.hpp"
 #include "shardplan/units.hpp"
@@ -13,43 +15,71 @@ namespace shardplan {
 
 using nlohmann::json;
 
-namespace {
-
-constexpr const char* kLimitColor = "#d62728";
+namespace charts {
 
 json axis(const std::string& field, const std::string& type, const std::string& title) {
   return {{"field", field}, {"type", type}, {"title", title}};
 }
 
-// A horizontal dashed rule at `value` on `channel` with a label, as a layer.
-json limit_rule(const std::string& channel, double value, const std::string& label) {
+std::vector<json> limit_rule(const std::string& channel, double value, const std::string& label) {
   const json data = {{"values", json::array({{{"v", value}, {"label", label}}})}};
+  const json at = {{"field", "v"}, {"type", "quantitative"}};
   json rule = {
       {"data", data},
       {"mark",
        {{"type", "rule"}, {"color", kLimitColor}, {"strokeWidth", 2}, {"strokeDash", {6, 4}}}},
-      {"encoding", {{channel, {{"field", "v"}, {"type", "quantitative"}}}}}};
-  json text = {
-      {"data", data},
-      {"mark",
-       {{"type", "text"},
-        {"color", kLimitColor},
-        {"align", "left"},
-        {"baseline", "bottom"},
-        {"dx", 4},
-        {"dy", -3}}},
-      {"encoding",
-       {{channel, {{"field", "v"}, {"type", "quantitative"}}}, {"text", {{"field", "label"}}}}}};
-  if (channel == "y") text["encoding"]["x"] = {{"value", 0}};
+      {"encoding", {{channel, at}}}};
+  // Above the plot (y = 0 is its top edge, the text's baseline sits 4 px over it): no bar, point
+  // or tick is ever there.
+  json text = {{"data", data},
+               {"mark",
+                {{"type", "text"},
+                 {"color", kLimitColor},
+                 {"baseline", "bottom"},
+                 {"dy", -4},
+                 {"fontWeight", "bold"}}},
+               {"encoding", {{"y", {{"value", 0}}}, {"text", {{"field", "label"}}}}}};
   if (channel == "x") {
-    text["encoding"]["y"] = {{"value", 0}};
-    text["mark"]["baseline"] = "top";
+    text["encoding"]["x"] = at;
+    text["mark"]["align"] = "center";
+  } else {
+    text["encoding"]["x"] = {{"value", {{"expr", "width"}}}};
     text["mark"]["align"] = "right";
-    text["mark"]["dx"] = -4;
-    text["mark"]["dy"] = 3;
+    text["data"]["values"][0]["label"] = "- - " + label;
   }
-  return json::array({rule, text});
+  return {rule, text};
 }
+
+const std::vector<std::string>& categorical_palette() {
+  // ColorBrewer "Paired" dark members and Tableau category10's cyan, olive and brown, with black.
+  static const std::vector<std::string> palette = {"#1f78b4", "#ff7f00", "#33a02c", "#6a3d9a",
+                                                   "#8c564b", "#e7298a", "#17becf", "#a6a600",
+                                                   "#000000", "#b2df8a"};
+  return palette;
+}
+
+json part_colors(const std::vector<std::pair<std::string, std::string>>& parts,
+                 const std::string& title) {
+  json domain = json::array();
+  json range = json::array();
+  for (const auto& [name, color] : parts) {
+    domain.push_back(name);
+    range.push_back(color);
+  }
+  return {{"field", "part"},
+          {"type", "nominal"},
+          {"title", title},
+          {"sort", domain},
+          {"scale", {{"domain", domain}, {"range", range}}},
+          {"legend", {{"labelLimit", 320}}}};
+}
+
+}  // namespace charts
+
+using charts::axis;
+using charts::limit_rule;
+
+namespace {
 
 std::string shape_of(const ParallelPlan& p) {
   std::string s = p.tp > 1 && p.pp > 1 ? "TP + PP" : p.tp > 1 ? "TP" : p.pp > 1 ? "PP" : "DP only";
@@ -57,126 +87,178 @@ std::string shape_of(const ParallelPlan& p) {
   return s;
 }
 
+std::vector<std::pair<std::string, double>> memory_parts(const StageMemory& s) {
+  return {{"weights", s.weights_bytes},
+          {"gradients", s.gradients_bytes},
+          {"optimizer state", s.optimizer_bytes},
+          {"activations", s.activations_bytes},
+          {"transient peaks", s.transient_bytes()},
+          {"context, NCCL, fragmentation", s.overhead_bytes()}};
+}
+
+constexpr std::pair<const char*, const char*> kMemoryColors[] = {
+    {"weights", "#1f78b4"},         {"gradients", "#ff7f00"},
+    {"optimizer state", "#e7298a"}, {"activations", "#33a02c"},
+    {"transient peaks", "#6a3d9a"}, {"context, NCCL, fragmentation", "#a6a600"}};
+
+// The memory chart's y axis: the capacity line always in view, with room over the tallest bar
+// for its total.
+double memory_axis_top(const MemoryBreakdown& m) {
+  double top = m.capacity_bytes;
+  for (const StageMemory& s : m.stages) top = std::max(top, s.total_bytes() + s.offloaded_bytes);
+  return top * 1.12 / kGiB;
+}
+
 }  // namespace
 
 Chart memory_chart(const MemoryBreakdown& m, const std::string& plan_name) {
   json rows = json::array();
+  json totals = json::array();
+  std::vector<bool> present(std::size(kMemoryColors), false);
   for (const StageMemory& s : m.stages) {
-    const std::pair<const char*, double> parts[] = {
-        {"weights", s.weights_bytes},
-        {"gradients", s.gradients_bytes},
-        {"optimizer state", s.optimizer_bytes},
-        {"activations", s.activations_bytes},
-        {"transient peaks", s.transient_bytes()},
-        {"context, NCCL, fragmentation", s.overhead_bytes()}};
     int order = 0;
-    for (const auto& [part, bytes] : parts) {
+    for (const auto& [part, bytes] : memory_parts(s)) {
+      if (bytes > 0) present[static_cast<size_t>(order)] = true;
       rows.push_back(
           {{"stage", s.stage}, {"part", part}, {"order", order++}, {"gib", bytes / kGiB}});
     }
+    const double total = s.total_bytes();
+    std::string label = format_gib(total);
+    if (total > m.capacity_bytes)
+      label += fmt::format(" ({:.1f}x capacity)", total / m.capacity_bytes);
+    if (s.offloaded_bytes > 0) label += fmt::format(" + {} in host", format_gib(s.offloaded_bytes));
+    totals.push_back({{"stage", s.stage},
+                      {"gib", total / kGiB},
+                      {"top", (total + s.offloaded_bytes) / kGiB},
+                      {"offloaded", s.offloaded_bytes / kGiB},
+                      {"label", label}});
   }
+  std::vector<std::pair<std::string, std::string>> colors;
+  for (size_t i = 0; i < std::size(kMemoryColors); ++i) {
+    if (present[i]) colors.emplace_back(kMemoryColors[i].first, kMemoryColors[i].second);
+  }
+  const json x = axis("stage", "ordinal", "pipeline stage");
+  const json y_scale = {{"domain", {0, memory_axis_top(m)}}, {"nice", false}};
   json bars = {{"data", {{"values", rows}}},
+               {"transform", {{{"filter", "datum.gib > 0"}}}},
                {"mark", "bar"},
                {"encoding",
-                {{"x", axis("stage", "ordinal", "pipeline stage")},
+                {{"x", x},
                  {"y",
                   {{"field", "gib"},
                    {"type", "quantitative"},
                    {"stack", "zero"},
+                   {"scale", y_scale},
                    {"title", "memory per device (GiB)"}}},
-                 {"color",
-                  {{"field", "part"},
-                   {"type", "nominal"},
-                   {"title", "part"},
-                   {"sort",
-                    {"weights", "gradients", "optimizer state", "activations", "transient peaks",
-                     "context, NCCL, fragmentation"}}}},
+                 {"color", charts::part_colors(colors, "on the device")},
                  {"order", {{"field", "order"}}},
                  {"tooltip", json::array({axis("part", "nominal", "part"),
                                           {{"field", "gib"},
                                            {"type", "quantitative"},
                                            {"format", ".2f"},
                                            {"title", "GiB"}}})}}}};
-  json layer = json::array({bars});
+  const json y_total = {{"field", "gib"}, {"type", "quantitative"}};
+  json total_text = {{"data", {{"values", totals}}},
+                     {"mark", {{"type", "text"}, {"baseline", "bottom"}, {"dy", -3}}},
+                     {"encoding",
+                      {{"x", x},
+                       {"y", {{"field", "top"}, {"type", "quantitative"}}},
+                       {"text", {{"field", "label"}}}}}};
+  json layer = json::array({bars, total_text});
+  if (m.worst().offloaded_bytes > 0) {
+    // Offloaded bytes stand on the device's total, hollow: what the plan moved to host memory.
+    const json offloaded = {{"filter", "datum.offloaded > 0"}};
+    layer.push_back({{"data", {{"values", totals}}},
+                     {"transform", {offloaded}},
+                     {"mark",
+                      {{"type", "bar"},
+                       {"fill", "#ffffff"},
+                       {"stroke", "#555555"},
+                       {"strokeDash", {4, 3}},
+                       {"strokeWidth", 1.5}}},
+                     {"encoding", {{"x", x}, {"y", y_total}, {"y2", {{"field", "top"}}}}}});
+    layer.push_back(
+        {{"data", {{"values", totals}}},
+         {"transform",
+          {offloaded, {{"calculate", "(datum.gib + datum.top) / 2"}, {"as", "middle"}}}},
+         {"mark", {{"type", "text"}, {"color", "#555555"}}},
+         {"encoding",
+          {{"x", x},
+           {"y", {{"field", "middle"}, {"type", "quantitative"}}},
+           {"text", {{"value", "in host memory, off the device"}}}}}});
+  }
   for (json& l : limit_rule("y", m.capacity_bytes / kGiB,
                             fmt::format("capacity {}", format_gib(m.capacity_bytes)))) {
     layer.push_back(l);
   }
   return {fmt::format("Memory per device by pipeline stage: {}", plan_name),
-          "Each bar is one device of a pipeline stage, stacked by what it holds; a bar above the "
-          "dashed capacity line does not fit.",
-          {{"width", std::max<size_t>(240, std::min<size_t>(900, 40 * m.stages.size()))},
-           {"height", 280},
+          m.worst().offloaded_bytes > 0
+              ? "Each bar is one device of a pipeline stage, stacked by what it holds; the hollow "
+                "dashed box on top is what offload keeps in host memory instead. A bar above "
+                "the dashed capacity line does not fit."
+              : "Each bar is one device of a pipeline stage, stacked by what it holds; a bar "
+                "above the dashed capacity line does not fit.",
+          {{"width", std::max<size_t>(260, std::min<size_t>(900, 60 * m.stages.size()))},
+           {"height", 300},
            {"layer", layer}}};
 }
 
-Chart step_chart(const std::vector<std::pair<std::string, Estimate>>& plans) {
-  json rows = json::array();
-  for (const auto& [name, e] : plans) {
-    const StepTime& t = e.time;
-    const CommBreakdown& c = e.comm;
-    const std::pair<const char*, double> parts[] = {
-        {"compute", t.compute_s - t.recompute_s - t.contention_s},
-        {"recompute", t.recompute_s},
-        {"compute lost to overlapped comm", t.contention_s},
-        {"pipeline bubble", t.bubble_s},
-        {"exposed DP comm", c.dp_grads.exposed_s + c.dp_params.exposed_s},
-        {"exposed TP comm", c.tp.exposed_s},
-        {"exposed PP comm", c.pp.exposed_s},
-        {"exposed CP comm", c.cp.exposed_s},
-        {"exposed EP comm", c.ep.exposed_s},
-        {"optimizer", t.optimizer_s}};
-    int order = 0;
-    for (const auto& [part, s] : parts) {
-      rows.push_back({{"plan", name}, {"part", part}, {"order", order++}, {"s", s}});
-    }
-  }
-  json sort = json::array();
-  for (const auto& r : rows) {
-    if (std::find(sort.begin(), sort.end(), r["part"]) == sort.end()) sort.push_back(r["part"]);
-  }
-  return {"Step time breakdown",
-          "Where one optimizer step's time goes; the longer a segment, the more there is to gain "
-          "by attacking it (exposed communication is what compute does not hide).",
-          {{"width", 700},
-           {"height", {{"step", 36}}},
-           {"data", {{"values", rows}}},
-           {"mark", "bar"},
-           {"encoding",
-            {{"y", {{"field", "plan"}, {"type", "nominal"}, {"title", nullptr}, {"sort", nullptr}}},
-             {"x",
-              {{"field", "s"},
-               {"type", "quantitative"},
-               {"stack", "zero"},
-               {"title", "time per step (s)"}}},
-             {"color",
-              {{"field", "part"},
-               {"type", "nominal"},
-               {"sort", sort},
-               {"title", "part"},
-               {"legend", {{"labelLimit", 300}}}}},
-             {"order", {{"field", "order"}}},
-             {"tooltip", json::array({axis("part", "nominal", "part"),
-                                      {{"field", "s"},
-                                       {"type", "quantitative"},
-                                       {"format", ".4f"},
-                                       {"title", "seconds"}}})}}}}};
+namespace {
+
+const char* verdict_of(const RungVerdict& v) {
+  return v.passes() ? "passes" : v.fits ? "fits, too much comm" : "does not fit";
 }
 
-Chart ladder_chart(const LadderResult& ladder) {
+// One row per rung: its memory, its exposed-communication share, and the words at each bar's end
+// (a 0.1% bar is a hairline, and a rung that does not fit has no share: the words say it).
+json ladder_rows(const LadderResult& ladder) {
   json rows = json::array();
-  double capacity = 0;
-  for (const RungVerdict& v : ladder.rungs) {
-    capacity = v.capacity_bytes;
+  for (size_t i = 0; i < ladder.rungs.size(); ++i) {
+    const RungVerdict& v = ladder.rungs[i];
     const double bytes = v.has_plan ? v.memory_bytes : v.need_bytes;
+    const bool stop = static_cast<int>(i) == ladder.stop;
+    const bool shared = v.has_plan && v.fits;
     rows.push_back({{"rung", to_string(v.rung)},
                     {"gib", bytes / kGiB},
-                    {"share", v.has_plan && v.fits ? v.comm_share * 100 : 0},
-                    {"verdict", v.passes() ? "passes"
-                                : v.fits   ? "fits, too much comm"
-                                           : "does not fit"},
-                    {"blocker", to_string(v.blocker)}});
+                    {"share", shared ? v.comm_share * 100 : 0},
+                    {"verdict", verdict_of(v)},
+                    {"blocker", to_string(v.blocker)},
+                    {"gib_label", format_gib(bytes) + (stop ? "  (the walk stops here)" : "")},
+                    {"share_label", shared ? format_percent(v.comm_share) : "- (does not fit)"}});
   }
+  return rows;
+}
+
+// The memory axis is logarithmic: a 60 GiB rung and a 1.2 TB one both read, and the capacity
+// line sits between them. From a power of ten under the smallest to room for the labels.
+json memory_scale(const json& rows, double capacity_gib) {
+  double lo = capacity_gib;
+  double hi = capacity_gib;
+  for (const json& r : rows) {
+    const double g = r["gib"].get<double>();
+    if (g > 0) lo = std::min(lo, g);
+    hi = std::max(hi, g);
+  }
+  return {{"type", "log"},
+          {"domain", {std::pow(10.0, std::floor(std::log10(lo / 1.5))), hi * 5}},
+          {"nice", false}};
+}
+
+// Ticks at the powers of ten only: a log axis's 2..9 labels run into each other.
+json decade_ticks(const json& scale) {
+  const double lo = scale["domain"][0].get<double>();
+  const double hi = scale["domain"][1].get<double>();
+  json ticks = json::array();
+  const int decades = static_cast<int>(std::floor(std::log10(hi / lo)));
+  for (int k = 0; k <= decades; ++k) ticks.push_back(lo * std::pow(10.0, k));
+  return {{"values", ticks}, {"format", ",.0f"}};
+}
+
+}  // namespace
+
+Chart ladder_chart(const LadderResult& ladder) {
+  const json rows = ladder_rows(ladder);
+  const double capacity = ladder.rungs.empty() ? 0 : ladder.rungs.front().capacity_bytes;
   json rung_order = json::array();
   for (const auto& r : rows) rung_order.push_back(r["rung"]);
   const json color = {{"field", "verdict"},
@@ -185,31 +267,43 @@ Chart ladder_chart(const LadderResult& ladder) {
                       {"scale",
                        {{"domain", {"passes", "fits, too much comm", "does not fit"}},
                         {"range", {"#2ca02c", "#ff7f0e", "#9e9e9e"}}}}};
-  auto panel = [&](const char* field, const char* title, double limit, const std::string& label) {
+  const json y = {{"field", "rung"},
+                  {"type", "nominal"},
+                  {"sort", rung_order},
+                  {"title", "rung (walked top to bottom)"}};
+  auto panel = [&](const char* field, const json& scale, const char* title, const char* label,
+                   double limit, const std::string& limit_label) {
+    json x = {{"field", field}, {"type", "quantitative"}, {"scale", scale}, {"title", title}};
+    const bool log = scale.value("type", "") == "log";
+    if (log) x["axis"] = decade_ticks(scale);
     json bars = {{"mark", "bar"},
                  {"encoding",
-                  {{"x",
-                    {{"field", "rung"},
-                     {"type", "nominal"},
-                     {"sort", rung_order},
-                     {"title", "ladder rung (walked left to right)"}}},
-                   {"y", axis(field, "quantitative", title)},
+                  {{"y", y},
+                   {"x", x},
+                   // On a log axis a bar has no zero to stand on: it starts at the axis' first
+                   // value.
+                   {"x2", {{"datum", log ? scale["domain"][0].get<double>() : 0.0}}},
                    {"color", color},
                    {"tooltip", json::array({axis("blocker", "nominal", "blocker")})}}}};
-    json layer = json::array({bars});
-    for (json& l : limit_rule("y", limit, label)) layer.push_back(l);
-    return json{{"width", 300}, {"height", 240}, {"layer", layer}};
+    json words = {{"mark", {{"type", "text"}, {"align", "left"}, {"dx", 4}}},
+                  {"encoding", {{"y", y}, {"x", x}, {"text", {{"field", label}}}}}};
+    json layer = json::array({bars, words});
+    for (json& l : limit_rule("x", limit, limit_label)) layer.push_back(l);
+    return json{{"width", 330}, {"height", {{"step", 34}}}, {"layer", layer}};
   };
   return {"The decision ladder",
-          "Each rung's best plan: memory per device against the capacity (left) and exposed "
-          "communication against the share of the step the interconnect may take (right); the "
-          "walk stops at the first green rung.",
+          "Each rung's best plan: memory per device against the capacity (left, a log scale) and "
+          "exposed communication against the share of the step the interconnect may take "
+          "(right); the walk stops at the first green rung.",
           {{"data", {{"values", rows}}},
+           {"spacing", 30},
            {"hconcat",
-            {panel("gib", "memory per device (GiB)", capacity / kGiB,
-                   fmt::format("capacity {}", format_gib(capacity))),
-             panel("share", "exposed communication (% of step)", ladder.max_comm_share * 100,
-                   fmt::format("limit {}", format_percent(ladder.max_comm_share)))}}}};
+            {panel("gib", memory_scale(rows, capacity / kGiB), "memory per device (GiB, log)",
+                   "gib_label", capacity / kGiB, fmt::format("capacity {}", format_gib(capacity))),
+             panel("share", {{"domain", {0, 100}}}, "exposed communication (% of step)",
+                   "share_label", ladder.max_comm_share * 100,
+                   fmt::format("limit {}", format_percent(ladder.max_comm_share)))}},
+           {"resolve", {{"scale", {{"y", "shared"}}}}}}};
 }
 
 Chart search_chart(const std::vector<Candidate>& plans, const ParallelPlan* recommended,
@@ -238,11 +332,18 @@ Chart search_chart(const std::vector<Candidate>& plans, const ParallelPlan* reco
                   {"type", "quantitative"},
                   {"title", "step time (s)"},
                   {"scale", {{"zero", false}}}};
+  const auto& palette = charts::categorical_palette();
+  const json zero_colors = {{"field", "zero"},
+                            {"type", "nominal"},
+                            {"title", "ZeRO"},
+                            {"scale",
+                             {{"domain", {"ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"}},
+                              {"range", {palette[0], palette[1], palette[2], palette[3]}}}}};
   json points = {{"mark", {{"type", "point"}, {"filled", true}, {"opacity", 0.7}}},
                  {"encoding",
                   {{"x", x},
                    {"y", y},
-                   {"color", {{"field", "zero"}, {"type", "nominal"}, {"title", "ZeRO"}}},
+                   {"color", zero_colors},
                    {"shape", {{"field", "shape"}, {"type", "nominal"}, {"title", "TP / PP"}}},
                    {"tooltip", json::array({axis("plan", "nominal", "plan")})}}}};
   const json marked = {{"filter", "datum.role != ''"}};
@@ -263,74 +364,6 @@ Chart search_chart(const std::vector<Candidate>& plans, const ParallelPlan* reco
           "Each point is a plan that fits: lower is faster, left leaves more memory free; the "
           "ringed points are the ladder's recommended plan and the search's fastest.",
           {{"width", 700}, {"height", 340}, {"data", {{"values", rows}}}, {"layer", layer}}};
-}
-
-Chart provision_chart(const ProvisionResult& r, const ProvisionRequest& request) {
-  json rows = json::array();
-  for (size_t i = 0; i < r.options.size(); ++i) {
-    const ProvisionOption& o = r.options[i];
-    if (!o.fits) continue;
-    rows.push_back({{"days", o.time_to_train_s() / 86400},
-                    {"cost", o.cost()},
-                    {"gpu", o.gpu},
-                    {"gpus", o.gpus},
-                    {"pareto", o.pareto},
-                    {"label", r.best && *r.best == i ? "" : std::to_string(o.gpus)},
-                    {"best_label", fmt::format("best: {} x {}", o.gpus, o.gpu)},
-                    {"best", r.best && *r.best == i}});
-  }
-  const json x = {{"field", "days"},
-                  {"type", "quantitative"},
-                  {"title", "time to train (days)"},
-                  {"scale", {{"type", "log"}, {"nice", false}, {"padding", 20}}}};
-  const json y = {{"field", "cost"},
-                  {"type", "quantitative"},
-                  {"title", "cost (USD)"},
-                  {"scale", {{"type", "log"}, {"nice", false}, {"padding", 20}}},
-                  {"axis", {{"format", "$.2s"}}}};
-  json frontier = {{"transform", {{{"filter", "datum.pareto"}}}},
-                   {"mark", {{"type", "line"}, {"color", "black"}, {"strokeDash", {4, 3}}}},
-                   {"encoding", {{"x", x}, {"y", y}, {"order", {{"field", "days"}}}}}};
-  json points = {
-      {"mark", {{"type", "point"}, {"filled", true}, {"size", 70}}},
-      {"encoding",
-       {{"x", x},
-        {"y", y},
-        {"color", {{"field", "gpu"}, {"type", "nominal"}, {"title", "GPU"}}},
-        {"shape", {{"field", "pareto"}, {"type", "nominal"}, {"title", "on the Pareto frontier"}}},
-        {"tooltip",
-         json::array(
-             {axis("gpu", "nominal", "GPU"),
-              axis("gpus", "quantitative", "GPUs"),
-              {{"field", "days"}, {"type", "quantitative"}, {"format", ".1f"}, {"title", "days"}},
-              {{"field", "cost"},
-               {"type", "quantitative"},
-               {"format", "$,.0f"},
-               {"title", "cost"}}})}}}};
-  json labels = {{"mark", {{"type", "text"}, {"align", "left"}, {"dx", 7}, {"fontSize", 9}}},
-                 {"encoding",
-                  {{"x", x},
-                   {"y", y},
-                   {"text", {{"field", "label"}}},
-                   {"color", {{"field", "gpu"}, {"type", "nominal"}}}}}};
-  json ring = {
-      {"transform", {{{"filter", "datum.best"}}}},
-      {"mark", {{"type", "point"}, {"size", 400}, {"strokeWidth", 2.5}, {"color", "black"}}},
-      {"encoding", {{"x", x}, {"y", y}}}};
-  json best_label = {{"transform", {{{"filter", "datum.best"}}}},
-                     {"mark", {{"type", "text"}, {"dy", -18}, {"fontWeight", "bold"}}},
-                     {"encoding", {{"x", x}, {"y", y}, {"text", {{"field", "best_label"}}}}}};
-  json layer = json::array({frontier, points, labels, ring, best_label});
-  if (request.deadline_s > 0) {
-    for (json& l : limit_rule("x", request.deadline_s / 86400,
-                              "deadline " + format_seconds(request.deadline_s))) {
-      layer.push_back(l);
-    }
-  }
-  return {"Time to train vs cost",
-          "Each point is a GPU type and count running its fastest plan (labels: GPU count); the "
-          "dashed black line joins the Pareto frontier, where nothing is both faster and cheaper.",
-          {{"width", 760}, {"height", 420}, {"data", {{"values", rows}}}, {"layer", layer}}};
 }
 
 }  // namespace shardplan

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
 
 namespace shardplan {
@@ -55,7 +56,39 @@ section.chart { margin: 28px 0; border-top: 1px solid #ddd; padding-top: 12px; }
 section.chart h2 { font-size: 17px; margin: 0 0 6px; }
 p.caption { color: #555; font-size: 13px; margin: 6px 0 0; }
 #shardplan-rendered { display: none; }
+div.verdict { margin: 10px 0 14px; padding: 10px 14px; border-left: 6px solid; font-size: 15px; }
+div.verdict strong { font-size: 17px; margin-right: 8px; letter-spacing: 0.03em; }
+div.verdict-fits { background: #e8f5e9; border-color: #2e7d32; }
+div.verdict-fits strong { color: #1b5e20; }
+div.verdict-does-not-fit, div.verdict-no-plan { background: #fdecea; border-color: #c62828; }
+div.verdict-does-not-fit strong, div.verdict-no-plan strong { color: #b71c1c; }
+div.verdict-measured { background: #e3f2fd; border-color: #1565c0; }
+div.verdict-measured strong { color: #0d47a1; }
+ul.notes { margin: 4px 0 12px; padding-left: 20px; color: #5d4037; font-size: 13px; }
 )";
+
+// The banner's headline word for each verdict.
+const char* headline(VerdictKind kind) {
+  switch (kind) {
+    case VerdictKind::fits:
+      return "FITS";
+    case VerdictKind::does_not_fit:
+      return "DOES NOT FIT";
+    case VerdictKind::no_plan:
+      return "NO PLAN";
+    case VerdictKind::measured:
+      return "MEASURED";
+  }
+  return "";
+}
+
+std::string banner(const Verdict& v) {
+  SHARDPLAN_CHECK(!v.reason.empty(), "every HTML page states its verdict and the reason");
+  return fmt::format(
+      "<div class=\"verdict verdict-{0}\" id=\"shardplan-verdict\" data-verdict=\"{0}\">"
+      "<strong>{1}</strong>{2}</div>\n",
+      to_string(v.kind), headline(v.kind), escape_html(v.reason));
+}
 
 // Embeds every chart, then writes what drew: per chart, the number of data marks in its SVG.
 constexpr const char* kDriver = R"(
@@ -82,6 +115,20 @@ constexpr const char* kDriver = R"(
 
 }  // namespace
 
+const char* to_string(VerdictKind kind) {
+  switch (kind) {
+    case VerdictKind::fits:
+      return "fits";
+    case VerdictKind::does_not_fit:
+      return "does-not-fit";
+    case VerdictKind::no_plan:
+      return "no-plan";
+    case VerdictKind::measured:
+      return "measured";
+  }
+  return "";
+}
+
 std::string render_html(const HtmlReport& report) {
   std::string page = fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -99,6 +146,12 @@ std::string render_html(const HtmlReport& report) {
     page += "</script>\n";
   }
   page += "</head>\n<body>\n<h1>" + escape_html(report.title) + "</h1>\n";
+  page += banner(report.verdict);
+  if (!report.notes.empty()) {
+    page += "<ul class=\"notes\">\n";
+    for (const std::string& n : report.notes) page += "<li>" + escape_html(n) + "</li>\n";
+    page += "</ul>\n";
+  }
   for (const std::string& line : report.summary) {
     page += "<p class=\"summary\">" + escape_html(line) + "</p>\n";
   }

@@ -8,6 +8,7 @@
 #include "shardplan/plan.hpp"
 #include "shardplan/render_provision.hpp"
 #include "shardplan/table.hpp"
+#include "shardplan/verdicts.hpp"
 
 namespace shardplan {
 namespace {
@@ -31,6 +32,7 @@ HtmlReport plan_report(const PlanningResult& planned, const ModelSpec& model,
   HtmlReport r;
   r.title =
       fmt::format("shardplan plan: {} on {} x {}", model.name, cluster.gpus, cluster.gpu.name);
+  r.verdict = plan_verdict(planned, cluster);
   r.summary = {"model: " + describe_model(model), "cluster: " + describe_cluster(cluster),
                training_line(training)};
   const RungVerdict* rec = planned.recommended();
@@ -59,10 +61,14 @@ HtmlReport estimate_report(const Estimate& e, const ModelSpec& model, const Trai
   HtmlReport r;
   r.title =
       fmt::format("shardplan estimate: {} on {} x {}", model.name, cluster.gpus, cluster.gpu.name);
+  r.verdict = estimate_verdict(e);
   r.summary = {"model: " + describe_model(model), "cluster: " + describe_cluster(cluster),
-               training_line(training), plan_line("plan", plan, e)};
+               training_line(training),
+               plan_line("plan", plan, e) + (e.memory.fits ? "" : " (if it fit: it does not)")};
   r.charts.push_back(memory_chart(e.memory, "this plan"));
   r.charts.push_back(step_chart({{"this plan", e}}));
+  r.charts.push_back(comm_chart(e, cluster));
+  if (e.train_s > 0) r.charts.push_back(training_chart(e));
   return r;
 }
 
@@ -70,6 +76,7 @@ HtmlReport provision_report(const ProvisionResult& result, const ProvisionReques
                             const ModelSpec& model) {
   HtmlReport r;
   r.title = fmt::format("shardplan provision: {}", model.name);
+  r.verdict = provision_verdict(result, request);
   r.summary = {
       "model: " + describe_model(model),
       fmt::format("{} options: {} GPU types x {} counts, ranked by {}", result.options.size(),
@@ -98,6 +105,7 @@ HtmlReport provision_report(const ProvisionResult& result, const ProvisionReques
 HtmlReport probe_report(const nlohmann::json& profile, const std::string& origin) {
   HtmlReport r;
   r.title = "shardplan probe: " + profile.value("name", origin);
+  r.verdict = probe_verdict(profile);
   const std::string file = origin.substr(origin.find_last_of('/') + 1);
   r.summary = {profile.value("description", std::string("a probe profile")), "profile: " + file};
   const nlohmann::json prov = profile.value("provenance", nlohmann::json::object());

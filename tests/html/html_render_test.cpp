@@ -20,7 +20,17 @@ struct Kind {
   const char* name;
   std::string args;  // shardplan arguments before --html FILE
   size_t charts;
+  int status;           // the command's exit status (1: does not fit, no plan)
+  const char* verdict;  // the banner's data-verdict
 };
+
+// The banner's verdict as the browser built the page: data-verdict of #shardplan-verdict.
+std::string verdict_in(const std::string& dom) {
+  const std::string open = "id=\"shardplan-verdict\" data-verdict=\"";
+  const size_t at = dom.find(open);
+  if (at == std::string::npos) return "";
+  return dom.substr(at + open.size(), dom.find('"', at + open.size()) - at - open.size());
+}
 
 std::string chromium(const std::string& flags, const std::string& html) {
   return std::string(SHARDPLAN_CHROMIUM) +
@@ -70,7 +80,7 @@ void check_kind(const Kind& kind, const std::string& dir) {
   CAPTURE(kind.name);
   const std::string html = dir + "/" + kind.name + ".html";
   const auto made = run_cli(kind.args + " --html " + html);
-  REQUIRE(made.status == 0);
+  REQUIRE(made.status == kind.status);
   const std::string page = read_file(html);
   CHECK(page.find("Content-Security-Policy") != std::string::npos);
   // No resource is referenced by URL: no src/href attribute and no CSS url() pointing out.
@@ -81,6 +91,7 @@ void check_kind(const Kind& kind, const std::string& dir) {
   REQUIRE(dom.status == 0);
   const nlohmann::json r = rendered(dom.out);
   REQUIRE_MESSAGE(!r.is_null(), "the page never finished drawing its charts");
+  CHECK(verdict_in(dom.out) == kind.verdict);
   CHECK(r.at("errors").empty());
   CHECK(r.at("violations").empty());
   REQUIRE(r.at("charts") == kind.charts);
@@ -123,17 +134,25 @@ TEST_CASE("every --html kind renders in Chromium, all charts drawn, no request m
   const std::string dir = make_temp_dir();
   run_command("mkdir -p " + std::string(SHARDPLAN_SCREENSHOT_DIR));
   const std::vector<Kind> kinds = {
-      {"plan", "plan --model llama-3.1-70b --gpu H100-SXM --gpus 64 --global-batch 256", 5},
+      {"plan", "plan --model llama-3.1-70b --gpu H100-SXM --gpus 64 --global-batch 256", 5, 0,
+       "fits"},
+      {"plan-no-plan", "plan --model llama-3.1-405b --gpu H100-SXM --gpus 8 --global-batch 64", 1,
+       1, "no-plan"},
       {"estimate",
        "estimate --model llama-3.1-70b --gpu H100-SXM --gpus 64 --tp 8 --pp 4 --zero 1 "
-       "--global-batch 256 --recompute selective --sequence-parallel --interleave 2",
-       2},
+       "--global-batch 256 --recompute selective --sequence-parallel --interleave 2 "
+       "--tokens 2T --gpu-hour-cost 2.5",
+       4, 0, "fits"},  // memory, step, communication, the training run
+      {"estimate-does-not-fit",
+       "estimate --model llama-3.1-405b --gpu H100-SXM --gpus 8 --global-batch 64", 3, 1,
+       "does-not-fit"},
       {"provision",
        "provision --model llama-3.1-70b --tokens 2T --gpu H100-SXM,H200,B200,A100-80GB "
        "--gpus 64,128,256,512 --deadline 40d",
-       3},
-      {"probe", "report " + std::string(SHARDPLAN_TEST_DATA) + "/probe/probe-mpi-2ranks.json", 2},
+       3, 0, "fits"},
+      {"probe", "report " + std::string(SHARDPLAN_TEST_DATA) + "/probe/probe-mpi-2ranks.json", 2, 0,
+       "measured"},
   };
-  REQUIRE(kinds.size() == 4);
+  REQUIRE(kinds.size() == 6);
   for (const Kind& k : kinds) check_kind(k, dir);
 }

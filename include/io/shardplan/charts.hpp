@@ -16,13 +16,23 @@
 
 namespace shardplan {
 
-/// Memory per device, stacked by part, one bar per pipeline stage, against the capacity.
+/// Memory per device, stacked by part, one bar per pipeline stage, against the capacity; what
+/// offload keeps in host memory stands on top, hollow.
 Chart memory_chart(const MemoryBreakdown& memory, const std::string& plan_name);
 
-/// Each plan's step: compute, recompute, bubble, exposed communication per parallelism, optimizer.
+/// Each plan's step: compute, recompute, bubble, exposed communication per parallelism, offload,
+/// optimizer; only the parts some plan has, each in the same colour on every page.
 Chart step_chart(const std::vector<std::pair<std::string, Estimate>>& plans);
 
-/// Each rung's memory per device and exposed-communication share against the two limits.
+/// One plan's collectives (and offload's PCIe transfers) per step: hidden behind compute and
+/// exposed, with calls x size and the link each crosses.
+Chart comm_chart(const Estimate& estimate, const ClusterSpec& cluster);
+
+/// The whole training run (`--tokens`) split as one step is: days, and dollars when it is priced.
+Chart training_chart(const Estimate& estimate);
+
+/// Each rung's memory per device (log scale) and exposed-communication share against the two
+/// limits, every rung's figure written at its bar's end.
 Chart ladder_chart(const LadderResult& ladder);
 
 /// Searched plans: step time vs memory per device, coloured by ZeRO stage, shaped by TP/PP, with
