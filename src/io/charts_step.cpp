@@ -133,11 +133,12 @@ std::string words_of(Collective c) {
   return name;
 }
 
-// Where a group's traffic runs: "nvlink4" inside a node, "nvlink4 + ib-ndr" across nodes.
+// Where a group's traffic runs: its scale-up link inside one domain (an NVLink node or rack),
+// that link and the NICs across domains.
 std::string tier_of(const Traffic& t, const ClusterSpec& c) {
-  if (t.placement.nodes() <= 1) return c.intra.name + ", inside a node";
-  return (t.placement.ranks_per_node > 1 ? c.intra.name + " + " : "") + c.nic.name +
-         fmt::format(", across {} nodes", t.placement.nodes());
+  if (t.placement.domains() <= 1) return c.intra.name + ", inside one scale-up domain";
+  return (t.placement.ranks_per_domain > 1 ? c.intra.name + " + " : "") + c.nic.name +
+         fmt::format(", across {} scale-up domains", t.placement.domains());
 }
 
 struct CommRow {

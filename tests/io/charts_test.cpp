@@ -184,8 +184,8 @@ TEST_CASE("the communication chart: hidden and exposed per collective, the link 
   CHECK(rows[3]["s"].get<double>() == doctest::Approx(5));
   const json& words = spec["layer"][1]["data"]["values"];
   REQUIRE(words.size() == 2);
-  CHECK(test::contains(words[1]["label"][1], c.intra.name + ", inside a node"));
-  CHECK(test::contains(words[0]["label"][1], "across 8 nodes"));
+  CHECK(test::contains(words[1]["label"][1], c.intra.name + ", inside one scale-up domain"));
+  CHECK(test::contains(words[0]["label"][1], "across 8 scale-up domains"));
 }
 
 TEST_CASE("memory with offload: what host memory holds stands on the device's bar, hollow") {
