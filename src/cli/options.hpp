@@ -67,6 +67,11 @@ void fill_default_global_batch(Inputs& in, int multiple_of);
 /// Adds the warning the training precision carries (pure bf16) to the notes, once.
 void note_precision(Inputs& in);
 
+/// The plan the Plan flags describe, before the cluster sets the data-parallel degree (dp 0
+/// unless --dp is given); the one place plan flags become a ParallelPlan. InputError names the
+/// flag whose text is bad.
+ParallelPlan plan_from_flags(const PlanningOptions& o);
+
 /// Model, cluster, training and the one plan the flags describe; InputError (exit 2) when the
 /// plan cannot run, naming the flag to change.
 Inputs resolve_inputs(const PlanningOptions& o);

@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "planning_flags.hpp"
 #include "recommended.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/ladder.hpp"
@@ -104,9 +105,6 @@ CLI::Option* add_plan_flags(CLI::App& sub, PlanFlags& f) {
   add_model_options(sub, f.o);
   add_training_options(sub, f.o);
   add_cluster_options(sub, f.o);
-  sub.add_flag("--allow-tp-across-nodes", f.o.allow_tp_across_nodes,
-               "Let tensor parallel span nodes")
-      ->group("Plan");
   sub.add_option("--objective", f.objective, "Rank by time | cost | throughput (default time)")
       ->group("Plan");
   sub.add_option("--top", f.top, "How many plans to rank (default 10)")->group("Plan");
@@ -116,12 +114,7 @@ CLI::Option* add_plan_flags(CLI::App& sub, PlanFlags& f) {
   CLI::Option* threads_flag =
       sub.add_option("--threads", f.threads, "Search threads, 1 to 1024 (default: all cores)")
           ->group("Plan");
-  sub.add_option("--offload", f.o.offload,
-                 "Also search plans that offload these (comma list: optimizer, params, "
-                 "activations); without it, offload is searched only when nothing else fits")
-      ->group("Plan");
-  sub.add_option("--offload-to", f.o.offload_to, "Where --offload keeps them: cpu | nvme")
-      ->group("Plan");
+  add_search_plan_options(sub, f.o, true);
   add_trace_option(sub, f.trace);
   sub.add_option("--html", f.html, "Also write a self-contained HTML report with charts");
   add_json_option(sub, f.o);

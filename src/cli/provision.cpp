@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "planning_flags.hpp"
 #include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/html_report.hpp"
@@ -245,9 +246,7 @@ Runner setup_provision(CLI::App& sub) {
       ->group("Provision");
   sub.add_option("--objective", f->objective, "Rank by cost | time (default cost)")
       ->group("Provision");
-  sub.add_flag("--allow-tp-across-nodes", f->o.allow_tp_across_nodes,
-               "Let tensor parallel span nodes")
-      ->group("Plan");
+  add_search_plan_options(sub, f->o, false);
   sub.add_option("--max-comm-share", f->max_comm_share,
                  "Exposed communication a rung may have, as a share of the step (default 0.5)")
       ->group("Plan");
