@@ -19,6 +19,7 @@
 #include "shardplan/error.hpp"
 #include "shardplan/html_report.hpp"
 #include "shardplan/json_out.hpp"
+#include "shardplan/names.hpp"
 #include "shardplan/render_provision.hpp"
 #include "shardplan/reports.hpp"
 #include "shardplan/table.hpp"
@@ -34,19 +35,6 @@ struct ProvisionFlags {
   double max_comm_share = 0.5;
   int threads = 0;
 };
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
 
 // "64,128,256" as given, or "8..4096": the powers of two from the first to the last.
 std::vector<int> parse_counts(const std::string& text) {

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 
 #include "support.hpp"
 
@@ -76,4 +78,18 @@ TEST_CASE("emit names the plan it uses: the flags' plan, or the recommendation")
   const auto rule = run_cli("emit " + kLlama + " --allow-tp-across-nodes --format megatron");
   REQUIRE(rule.status == 0);
   CHECK(contains(rule.err, "the one `shardplan plan` recommends"));
+}
+
+TEST_CASE("provision --gpu takes a comma list with spaces, as every list flag does") {
+  // `provision --gpu "H100-SXM, H200"` used to fail with "unknown GPU ' H200'".
+  const auto r =
+      run_cli("provision --model llama-2-7b --gpu \"H100-SXM, H200\" --gpus 64 --tokens 1T --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  std::set<std::string> gpus;
+  for (const auto& o : j.at("provision").at("options")) gpus.insert(o.at("gpu").get<std::string>());
+  CHECK(gpus == std::set<std::string>{"H100-SXM", "H200"});
+  // --offload's list is split the same way.
+  CHECK(run_cli("estimate " + kLlama + " --zero 3 --framework fsdp --offload \"optimizer, params\"")
+            .status != 2);
 }
