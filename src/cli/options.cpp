@@ -7,12 +7,14 @@
 #include <cstdio>
 #include <iostream>
 
+#include "from_file.hpp"
 #include "planning_flags.hpp"
 #include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
 #include "shardplan/json_out.hpp"
 #include "shardplan/model.hpp"
+#include "shardplan/names.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/rule_words.hpp"
 #include "shardplan/schedule.hpp"
@@ -57,7 +59,7 @@ void resolve_pipeline(const PlanningOptions& o, ParallelPlan& p) {
   p.first_stage_layers = layers(o.first_stage_layers, "--first-stage-layers");
   p.last_stage_layers = layers(o.last_stage_layers, "--last-stage-layers");
   if (o.schedule.empty()) {
-    if (p.interleave > 1) p.schedule = Schedule::interleaved;
+    p.schedule = schedule_of(p);
     return;
   }
   p.schedule = parse_schedule(o.schedule, "--schedule");
@@ -90,11 +92,8 @@ void add_plan_options(CLI::App& app, PlanningOptions& o) {
 
 Offload parse_offload(const std::string& list, const std::string& to) {
   Offload off;
-  if (!list.empty() && list != "none") {
-    size_t start = 0;
-    while (start <= list.size()) {
-      const size_t end = std::min(list.find(',', start), list.size());
-      const std::string part = list.substr(start, end - start);
+  if (list != "none") {
+    for (const std::string& part : split_list(list)) {
       if (part == "optimizer") {
         off.optimizer = true;
       } else if (part == "params") {
@@ -106,7 +105,6 @@ Offload parse_offload(const std::string& list, const std::string& to) {
                                           "' is not something to offload; use a comma list of "
                                           "optimizer, params, activations, or none");
       }
-      start = end + 1;
     }
   }
   if (!to.empty()) {
@@ -127,6 +125,7 @@ std::shared_ptr<PlanningOptions> add_planning_options(CLI::App& app) {
   add_training_options(app, *o);
   add_cluster_options(app, *o);
   add_plan_options(app, *o);
+  add_from_option(app, *o);
   add_json_option(app, *o);
   return o;
 }
@@ -293,6 +292,7 @@ ParallelPlan plan_from_flags(const PlanningOptions& o) {
 }
 
 Inputs resolve_inputs(const PlanningOptions& o) {
+  if (!o.from.empty()) return resolve_from_file(o);
   Inputs in;
   in.model = resolve_model(o);
   ParallelPlan& p = in.plan;

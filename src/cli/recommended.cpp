@@ -57,6 +57,7 @@ std::optional<Inputs> recommended_inputs(const PlanningOptions& o, int threads) 
 }
 
 std::optional<Inputs> inputs_or_recommended(const PlanningOptions& o) {
+  if (!o.from.empty()) return resolve_timed_inputs(o);  // the file's plan, said in its notes
   const std::vector<std::string> given = plan_flags_in(o);
   if (given.empty()) return recommended_inputs(o);
   Inputs in = resolve_timed_inputs(o);
