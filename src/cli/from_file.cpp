@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include "planning_flags.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/describe.hpp"
@@ -47,6 +49,41 @@ void fill(FromFile& f, const PlanningOptions& user, const ConfigSetting& s) {
     f.options.*row->on = on;
   }
   f.origin[s.flag] = user.from + ": " + s.key;
+}
+
+// The value of the model field an architecture flag overrides, as that flag's text.
+std::string model_value(const ModelSpec& m, const std::string& flag) {
+  const std::map<std::string, int> ints = {
+      {"--layers", m.layers},   {"--hidden", m.hidden},         {"--heads", m.heads},
+      {"--kv-heads", m.kv_heads}, {"--ffn-hidden", m.ffn_hidden}, {"--experts", m.experts},
+      {"--top-k", m.experts_per_token}, {"--vocab", m.vocab}};
+  if (const auto it = ints.find(flag); it != ints.end()) return std::to_string(it->second);
+  if (flag == "--mlp") return to_string(m.mlp);
+  return "";
+}
+
+// With --model beside a script that spells the architecture out, the script's shapes that agree
+// with the model are no overrides; those that differ are, and a note says so.
+void drop_agreeing_shapes(FromFile& f, const PlanningOptions& user) {
+  if (!f.config.holds_model || user.model.empty()) return;
+  PlanningOptions model_only;
+  model_only.model = user.model;
+  const ModelSpec m = resolve_model(model_only);
+  auto& settings = f.config.settings;
+  for (auto it = settings.begin(); it != settings.end();) {
+    const std::string value = model_value(m, it->flag);
+    if (value.empty()) {
+      ++it;
+      continue;
+    }
+    if (value != it->value) {
+      f.notes.push_back(fmt::format("{}: {} {} replaces {}'s {}", user.from, it->key, it->value,
+                                    m.name, value));
+      ++it;
+    } else {
+      it = settings.erase(it);
+    }
+  }
 }
 
 bool names_model(const PlanningOptions& o) {
@@ -142,6 +179,7 @@ FromFile fill_from_file(const PlanningOptions& o) {
                                                 f.config.framework));
   }
   fill(f, o, framework);
+  drop_agreeing_shapes(f, o);
   for (const ConfigSetting& s : f.config.settings) fill(f, o, s);
   if (!f.config.holds_model && !names_model(f.options)) {
     throw InputError("--model", fmt::format("{} ({} {}) holds no model architecture; give --model "
@@ -149,7 +187,17 @@ FromFile fill_from_file(const PlanningOptions& o) {
                                             o.from, to_string(f.config.format),
                                             kind_of(f.config.format)));
   }
+  std::vector<std::string> overrides = std::move(f.notes);
+  f.notes.clear();
   add_notes(f);
+  f.notes.insert(f.notes.end(), overrides.begin(), overrides.end());
+  if (f.config.holds_model && o.model.empty()) {
+    f.notes.push_back(fmt::format(
+        "the model is the script's shapes with GPT-3 conventions for what they leave out (the "
+        "vocabulary, {}, is the tokenizer's and not in the script); --model NAME prices the "
+        "exact model",
+        f.options.vocab.empty() ? "51200 assumed" : f.options.vocab));
+  }
   return f;
 }
 

@@ -95,6 +95,11 @@ const std::set<std::string> kKnownOther = {
     "--master-port", "--rdzv_id", "--rdzv-id", "--rdzv_backend", "--rdzv-backend",
     "--rdzv_endpoint", "--rdzv-endpoint", "--max_restarts", "--max-restarts", "--standalone",
     "--nnodes", "--monitor-interval", "--redirects", "--tee", "--log_dir", "--log-dir",
+    // srun, when the script starts its ranks under SLURM
+    "--nodes", "--ntasks", "--ntasks-per-node", "--gpus-per-node", "--cpus-per-task",
+    "--kill-on-bad-exit", "--wait", "--label", "--export", "--mpi", "--container-image",
+    "--container-mounts", "--no-container-mount-home", "--exclusive", "--time", "--partition",
+    "--account", "--job-name", "--output", "--error",
 };
 
 // Switches (no value): everything else takes the next word when it does not start with "--".

@@ -26,6 +26,8 @@ GPT_ARGS="
     --swiglu \
     --normalization RMSNorm \
     --position-embedding-type rope \
+    --rotary-base 10000 \
+    --norm-epsilon 1e-5 \
     --untie-embeddings-and-output-weights \
     --disable-bias-linear \
     --seq-length 4096 \
