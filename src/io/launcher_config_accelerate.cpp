@@ -9,6 +9,7 @@
 #include <set>
 
 #include "launcher_config_parts.hpp"
+#include "shardplan/error.hpp"
 
 namespace shardplan::config {
 namespace {
@@ -58,7 +59,7 @@ void check_section(const YAML::Node& root, const char* section, const std::set<s
   std::vector<std::string> names(keys.begin(), keys.end());
   for (auto it = n.begin(); it != n.end(); ++it) {
     const std::string k = it->first.as<std::string>();
-    if (keys.count(k) == 0) b.unknown(std::string(section) + "." + k, names);
+    if (keys.count(k) == 0) b.unknown(fmt::format("{}.{}", section, k), names);
   }
 }
 
@@ -145,16 +146,8 @@ void megatron(const YAML::Node& m, Builder& b) {
   }
 }
 
-}  // namespace
-
-LauncherConfig read_accelerate(const std::string& text, const std::string& path) {
-  YAML::Node root;
+LauncherConfig read_yaml(const YAML::Node& root, const std::string& path) {
   Builder probe(ConfigFormat::accelerate, path, "fsdp");
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    probe.refuse(fmt::format("line {}", e.mark.line + 1), e.msg);
-  }
   if (!root.IsMap()) probe.refuse("YAML", "is not a mapping (an accelerate config is one)");
   const std::string type = scalar(root["distributed_type"]);
   const std::map<std::string, const char*> frameworks = {
@@ -199,6 +192,17 @@ LauncherConfig read_accelerate(const std::string& text, const std::string& path)
   // Accelerator(gradient_accumulation_steps=1) by default: one micro-batch per process.
   if (b.config().default_accumulation == 0) b.config().default_accumulation = 1;
   return b.take();
+}
+
+}  // namespace
+
+LauncherConfig read_accelerate(const std::string& text, const std::string& path) {
+  try {
+    return read_yaml(YAML::Load(text), path);
+  } catch (const YAML::Exception& e) {
+    // A syntax error, or a key or value of the wrong kind (a list where a name goes).
+    throw InputError(fmt::format("{}: line {}", path, e.mark.line + 1), e.msg);
+  }
 }
 
 }  // namespace shardplan::config

@@ -227,10 +227,15 @@ LauncherConfig read_deepspeed(const std::string& text, const std::string& path) 
                                         "gradient_accumulation_steps", "zero_optimization"};
   for (const auto& [key, value] : j.items())
     if (kKnownTop.count(key) == 0) b.unknown(key, plan_keys);
-  batch(j, b);
-  zero(j, b);
-  precision_and_optimizer(j, b);
-  shardplan_block(j, b);
+  try {
+    batch(j, b);
+    zero(j, b);
+    precision_and_optimizer(j, b);
+    shardplan_block(j, b);
+  } catch (const json::exception& e) {
+    // A section of the wrong type ("pipeline": 3, a string where a number goes).
+    b.refuse("JSON", std::string("a value of the wrong type: ") + e.what());
+  }
   return b.take();
 }
 

@@ -115,6 +115,7 @@ using Args = std::map<std::string, std::string>;  // argument -> value ("" for a
 
 std::vector<std::string> plan_keys() {
   std::vector<std::string> out;
+  out.reserve(kValued.size() + kRead.size());
   for (const auto& [key, flag] : kValued) out.push_back(key);
   out.insert(out.end(), kRead.begin(), kRead.end());
   return out;

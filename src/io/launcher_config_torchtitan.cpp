@@ -50,7 +50,7 @@ long long number(Builder& b, const toml::table& t, const std::string& section,
                  const std::string& key, long long fallback) {
   const toml::node* n = t.get(key);
   if (n == nullptr) return fallback;
-  if (!n->is_integer()) b.refuse(section + "." + key, "is not a whole number");
+  if (!n->is_integer()) b.refuse(fmt::format("{}.{}", section, key), "is not a whole number");
   return n->as_integer()->get();
 }
 
@@ -62,7 +62,7 @@ std::string text(const toml::table& t, const std::string& key) {
 void check_keys(const toml::table& root, Builder& b) {
   std::vector<std::string> plan_keys;
   for (const auto& [section, keys] : kPlanSections)
-    for (const std::string& k : keys) plan_keys.push_back(section + "." + k);
+    for (const std::string& k : keys) plan_keys.push_back(fmt::format("{}.{}", section, k));
   for (const auto& [name, node] : root) {
     const std::string section(name.str());
     if (kOtherSections.count(section)) continue;
@@ -73,7 +73,7 @@ void check_keys(const toml::table& root, Builder& b) {
     }
     for (const auto& [key, value] : *node.as_table()) {
       const std::string k(key.str());
-      if (it->second.count(k) == 0) b.unknown(section + "." + k, plan_keys);
+      if (it->second.count(k) == 0) b.unknown(fmt::format("{}.{}", section, k), plan_keys);
     }
   }
 }
