@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "from_file.hpp"
 #include "options.hpp"
 #include "shardplan/json_out.hpp"
 #include "shardplan/render_memory.hpp"
@@ -16,6 +17,7 @@ Runner setup_memory(CLI::App& sub) {
   add_training_options(sub, *o);
   add_cluster_options(sub, *o);
   add_plan_options(sub, *o);
+  add_from_option(sub, *o);
   add_json_option(sub, *o);
   return [o]() {
     const Inputs in = resolve_inputs(*o);

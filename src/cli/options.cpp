@@ -7,11 +7,14 @@
 #include <cstdio>
 #include <iostream>
 
+#include "from_file.hpp"
+#include "planning_flags.hpp"
 #include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
 #include "shardplan/json_out.hpp"
 #include "shardplan/model.hpp"
+#include "shardplan/names.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/rule_words.hpp"
 #include "shardplan/schedule.hpp"
@@ -56,7 +59,7 @@ void resolve_pipeline(const PlanningOptions& o, ParallelPlan& p) {
   p.first_stage_layers = layers(o.first_stage_layers, "--first-stage-layers");
   p.last_stage_layers = layers(o.last_stage_layers, "--last-stage-layers");
   if (o.schedule.empty()) {
-    if (p.interleave > 1) p.schedule = Schedule::interleaved;
+    p.schedule = schedule_of(p);
     return;
   }
   p.schedule = parse_schedule(o.schedule, "--schedule");
@@ -72,131 +75,25 @@ void resolve_pipeline(const PlanningOptions& o, ParallelPlan& p) {
 }  // namespace
 
 void add_model_options(CLI::App& app, PlanningOptions& o) {
-  app.add_option("--model", o.model,
-                 "Model preset, Hugging Face config.json or shardplan model JSON")
-      ->group("Model");
-  app.add_option("--params", o.params, "Parameter count only, e.g. 7e9 or 7B (no activations)")
-      ->group("Model");
-  app.add_option("--layers", o.layers, "Transformer layers (overrides the model)")->group("Model");
-  app.add_option("--hidden", o.hidden, "Hidden size")->group("Model");
-  app.add_option("--heads", o.heads, "Attention heads")->group("Model");
-  app.add_option("--kv-heads", o.kv_heads, "Key/value heads (GQA); default = heads")
-      ->group("Model");
-  app.add_option("--ffn-hidden", o.ffn_hidden, "MLP width; default 4 x hidden")->group("Model");
-  app.add_option("--vocab", o.vocab, "Vocabulary size; default 51200")->group("Model");
-  app.add_option("--mlp", o.mlp, "MLP kind: gelu | swiglu | geglu")->group("Model");
-  app.add_option("--experts", o.experts, "Mixture-of-experts: experts per layer")->group("Model");
-  app.add_option("--top-k", o.top_k, "Mixture-of-experts: experts per token")->group("Model");
+  add_flag_group(app, o, "Model");
 }
 
 void add_training_options(CLI::App& app, PlanningOptions& o) {
-  app.add_option("--seq-len", o.seq_len, "Sequence length (default: the model's)")
-      ->group("Training");
-  app.add_option("--global-batch", o.global_batch,
-                 "Sequences per optimizer step (default: one micro-batch per data-parallel rank)")
-      ->group("Training");
-  app.add_option(
-         "--precision", o.precision,
-         "fp32 | bf16 | fp16 | fp8 | bf16-pure (default bf16 mixed; bf16-pure: no fp32 master)")
-      ->group("Training");
-  app.add_option("--optimizer", o.optimizer, "adamw | sgd | adafactor | adam8bit (default adamw)")
-      ->group("Training");
-  app.add_option("--attention", o.attention, "flash | standard (default flash)")->group("Training");
-  app.add_flag("--fp32-grads", o.fp32_grads, "Megatron-LM's fp32 gradient buffers (18 B/param)")
-      ->group("Training");
-  app.add_flag("--no-overlap", o.no_overlap,
-               "Do not overlap gradient/parameter collectives with compute")
-      ->group("Training");
-  app.add_flag("--tp-comm-overlap", o.tp_comm_overlap,
-               "Overlap tensor-parallel comm with GEMMs (Transformer Engine)")
-      ->group("Training");
-  app.add_option("--framework", o.framework,
-                 "Stack that runs the plan: megatron | deepspeed | torchtitan | fsdp (default "
-                 "megatron); its profile sets what can run and how fast")
-      ->group("Training");
-  app.add_option("--fragmentation", o.fragmentation,
-                 "Allocator reserve as a share of activations (default 0.05)")
-      ->group("Training");
-  app.add_option("--tokens", o.tokens,
-                 "Training budget in tokens, e.g. 2T, for time and cost to train")
-      ->group("Training");
-  app.add_option("--capacity-factor", o.capacity_factor,
-                 "MoE expert capacity factor, experts padded to it (default: dropless, routing "
-                 "assumed balanced)")
-      ->group("Training");
-  app.add_option("--gpu-hour-cost", o.gpu_hour_cost, "Price of one GPU-hour, for the cost to train")
-      ->group("Training");
+  add_flag_group(app, o, "Training");
 }
 
 void add_cluster_options(CLI::App& app, PlanningOptions& o) {
-  app.add_option("--cluster", o.cluster,
-                 "Cluster preset (dgx-h100 ...) or profile file from `shardplan probe`")
-      ->group("Cluster");
-  app.add_option("--gpu", o.gpu, "GPU preset or profile file (default H100-SXM)")->group("Cluster");
-  app.add_option("--gpus", o.gpus, "Total GPUs")->group("Cluster");
-  app.add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (default 8)")->group("Cluster");
-  app.add_option("--gpus-per-domain", o.gpus_per_domain,
-                 "GPUs per scale-up (NVLink) domain (default: the cluster's, or the node)")
-      ->group("Cluster");
-  app.add_option("--nics-per-node", o.nics_per_node, "Scale-out NICs per node")->group("Cluster");
-  app.add_option("--intra", o.intra,
-                 "Link inside a node: preset (nvlink4 ...) or bandwidth (900GB/s)")
-      ->group("Cluster");
-  app.add_option("--inter", o.inter,
-                 "Link between nodes, per NIC: preset (ib-ndr, 10gbe ...) or bandwidth")
-      ->group("Cluster");
-  app.add_option("--link", o.link,
-                 "One flat link between all GPUs: preset or bandwidth, used as given")
-      ->group("Cluster");
+  add_flag_group(app, o, "Cluster");
 }
 
 void add_plan_options(CLI::App& app, PlanningOptions& o) {
-  app.add_option("--dp", o.dp, "Data-parallel degree (default: GPUs / (tp x pp x cp))")
-      ->group("Plan");
-  app.add_option("--tp", o.tp, "Tensor-parallel degree")->group("Plan");
-  app.add_option("--pp", o.pp, "Pipeline-parallel degree")->group("Plan");
-  app.add_option("--cp", o.cp, "Context-parallel degree")->group("Plan");
-  app.add_option("--ep", o.ep, "Expert-parallel degree (MoE)")->group("Plan");
-  app.add_option("--expert-tp", o.expert_tp,
-                 "Ranks splitting each expert (Megatron-Core --expert-tensor-parallel-size); "
-                 "default: --tp")
-      ->group("Plan");
-  app.add_option("--zero", o.zero, "ZeRO stage 0-3 (3 = FSDP full shard)")->group("Plan");
-  app.add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch (default 1)")
-      ->group("Plan");
-  app.add_option("--recompute", o.recompute, "Activation recompute: none | selective | full")
-      ->group("Plan");
-  app.add_flag("--sequence-parallel", o.sequence_parallel,
-               "Megatron sequence parallelism (needs tp > 1)")
-      ->group("Plan");
-  app.add_option("--interleave", o.interleave, "Virtual pipeline stages per device")->group("Plan");
-  app.add_option("--schedule", o.schedule,
-                 "Pipeline schedule: 1f1b | interleaved | gpipe | zb-h1 | zb-v | dualpipe-v")
-      ->group("Plan");
-  app.add_option("--first-stage-layers", o.first_stage_layers,
-                 "Transformer layers of the first (virtual) pipeline stage; the rest split evenly")
-      ->group("Plan");
-  app.add_option("--last-stage-layers", o.last_stage_layers,
-                 "Transformer layers of the last (virtual) pipeline stage")
-      ->group("Plan");
-  app.add_flag("--allow-tp-across-nodes", o.allow_tp_across_nodes, "Let tensor parallel span nodes")
-      ->group("Plan");
-  app.add_option("--offload", o.offload,
-                 "Keep in host memory or on NVMe: optimizer, params, activations (comma list) or "
-                 "none (DeepSpeed ZeRO-Offload / ZeRO-Infinity, FSDP CPU offload)")
-      ->group("Plan");
-  app.add_option("--offload-to", o.offload_to,
-                 "Where --offload keeps them: cpu | nvme (default cpu)")
-      ->group("Plan");
+  add_flag_group(app, o, "Plan");
 }
 
 Offload parse_offload(const std::string& list, const std::string& to) {
   Offload off;
-  if (!list.empty() && list != "none") {
-    size_t start = 0;
-    while (start <= list.size()) {
-      const size_t end = std::min(list.find(',', start), list.size());
-      const std::string part = list.substr(start, end - start);
+  if (list != "none") {
+    for (const std::string& part : split_list(list)) {
       if (part == "optimizer") {
         off.optimizer = true;
       } else if (part == "params") {
@@ -208,7 +105,6 @@ Offload parse_offload(const std::string& list, const std::string& to) {
                                           "' is not something to offload; use a comma list of "
                                           "optimizer, params, activations, or none");
       }
-      start = end + 1;
     }
   }
   if (!to.empty()) {
@@ -229,6 +125,7 @@ std::shared_ptr<PlanningOptions> add_planning_options(CLI::App& app) {
   add_training_options(app, *o);
   add_cluster_options(app, *o);
   add_plan_options(app, *o);
+  add_from_option(app, *o);
   add_json_option(app, *o);
   return o;
 }
@@ -376,33 +273,40 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   return t;
 }
 
+ParallelPlan plan_from_flags(const PlanningOptions& o) {
+  ParallelPlan p = {
+      .dp = parse_int_or(o.dp, "--dp", 0),
+      .tp = parse_int_or(o.tp, "--tp", 1),
+      .pp = parse_int_or(o.pp, "--pp", 1),
+      .cp = parse_int_or(o.cp, "--cp", 1),
+      .ep = parse_int_or(o.ep, "--ep", 1),
+      .etp = parse_int_or(o.expert_tp, "--expert-tp", 0),
+      .zero = parse_zero(o.zero),
+      .micro_batch = parse_int_or(o.micro_batch, "--micro-batch", 1),
+      .recompute =
+          o.recompute.empty() ? Recompute::none : parse_recompute(o.recompute, "--recompute"),
+      .sequence_parallel = o.sequence_parallel,
+      .interleave = parse_int_or(o.interleave, "--interleave", 1),
+      .offload = parse_offload(o.offload, o.offload_to)};
+  resolve_pipeline(o, p);
+  return p;
+}
+
 Inputs resolve_inputs(const PlanningOptions& o) {
+  if (!o.from.empty()) return resolve_from_file(o);
   Inputs in;
   in.model = resolve_model(o);
   ParallelPlan& p = in.plan;
-  p = {.tp = parse_int_or(o.tp, "--tp", 1),
-       .pp = parse_int_or(o.pp, "--pp", 1),
-       .cp = parse_int_or(o.cp, "--cp", 1),
-       .ep = parse_int_or(o.ep, "--ep", 1),
-       .etp = parse_int_or(o.expert_tp, "--expert-tp", 0),
-       .zero = parse_zero(o.zero),
-       .micro_batch = parse_int_or(o.micro_batch, "--micro-batch", 1),
-       .recompute =
-           o.recompute.empty() ? Recompute::none : parse_recompute(o.recompute, "--recompute"),
-       .sequence_parallel = o.sequence_parallel,
-       .interleave = parse_int_or(o.interleave, "--interleave", 1),
-       .offload = parse_offload(o.offload, o.offload_to)};
-  resolve_pipeline(o, p);
+  p = plan_from_flags(o);
   const int model_parallel = p.tp * p.pp * p.cp;
-  const int dp_flag = parse_int_or(o.dp, "--dp", 0);
+  const int dp_flag = p.dp;
   const int default_gpus = (dp_flag > 0 ? dp_flag : 1) * model_parallel;
   in.cluster = resolve_cluster(o, default_gpus);
   in.training = resolve_training(o, in.model);
   PlanRules rules;
   rules.allow_tp_across_nodes = o.allow_tp_across_nodes;
-  if (dp_flag > 0) {
-    p.dp = dp_flag;
-  } else {
+  if (dp_flag == 0) {
+    p.dp = 1;  // one replica until the cluster sets it
     if (in.cluster.gpus % model_parallel != 0) {
       // A degree the model cannot take (tp 3 with 32 heads) is the better message.
       ClusterSpec one_replica = in.cluster;

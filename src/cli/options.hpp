@@ -35,6 +35,8 @@ struct PlanningOptions {
   std::string offload, offload_to;
   bool sequence_parallel = false;
   bool allow_tp_across_nodes = false;
+  // a launcher config whose settings fill the flags above (--from FILE)
+  std::string from;
   // output
   bool json = false;
 };
@@ -46,7 +48,7 @@ void add_plan_options(CLI::App& app, PlanningOptions& o);
 void add_json_option(CLI::App& app, PlanningOptions& o);
 /// --offload's comma list and --offload-to; exit-2 errors name the flag.
 Offload parse_offload(const std::string& list, const std::string& to);
-/// Model, training, cluster, plan and --json flags on `app`; the options live as long as the
+/// Model, training, cluster, plan, --from and --json flags on `app`; the options live as long as the
 /// returned pointer (the subcommand's runner keeps it).
 std::shared_ptr<PlanningOptions> add_planning_options(CLI::App& app);
 
@@ -67,8 +69,13 @@ void fill_default_global_batch(Inputs& in, int multiple_of);
 /// Adds the warning the training precision carries (pure bf16) to the notes, once.
 void note_precision(Inputs& in);
 
-/// Model, cluster, training and the one plan the flags describe; InputError (exit 2) when the
-/// plan cannot run, naming the flag to change.
+/// The plan the Plan flags describe, before the cluster sets the data-parallel degree (dp 0
+/// unless --dp is given); the one place plan flags become a ParallelPlan. InputError names the
+/// flag whose text is bad.
+ParallelPlan plan_from_flags(const PlanningOptions& o);
+
+/// Model, cluster, training and the one plan the flags describe (with --from, the file's plan:
+/// resolve_from_file); InputError (exit 2) when the plan cannot run, naming the flag to change.
 Inputs resolve_inputs(const PlanningOptions& o);
 /// resolve_inputs for commands that time a step (the layer-shape rule now covers every command).
 Inputs resolve_timed_inputs(const PlanningOptions& o);

@@ -9,7 +9,9 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "from_file.hpp"
 #include "options.hpp"
+#include "planning_flags.hpp"
 #include "recommended.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/ladder.hpp"
@@ -104,9 +106,6 @@ CLI::Option* add_plan_flags(CLI::App& sub, PlanFlags& f) {
   add_model_options(sub, f.o);
   add_training_options(sub, f.o);
   add_cluster_options(sub, f.o);
-  sub.add_flag("--allow-tp-across-nodes", f.o.allow_tp_across_nodes,
-               "Let tensor parallel span nodes")
-      ->group("Plan");
   sub.add_option("--objective", f.objective, "Rank by time | cost | throughput (default time)")
       ->group("Plan");
   sub.add_option("--top", f.top, "How many plans to rank (default 10)")->group("Plan");
@@ -116,12 +115,8 @@ CLI::Option* add_plan_flags(CLI::App& sub, PlanFlags& f) {
   CLI::Option* threads_flag =
       sub.add_option("--threads", f.threads, "Search threads, 1 to 1024 (default: all cores)")
           ->group("Plan");
-  sub.add_option("--offload", f.o.offload,
-                 "Also search plans that offload these (comma list: optimizer, params, "
-                 "activations); without it, offload is searched only when nothing else fits")
-      ->group("Plan");
-  sub.add_option("--offload-to", f.o.offload_to, "Where --offload keeps them: cpu | nvme")
-      ->group("Plan");
+  add_search_plan_options(sub, f.o, true);
+  add_from_option(sub, f.o);
   add_trace_option(sub, f.trace);
   sub.add_option("--html", f.html, "Also write a self-contained HTML report with charts");
   add_json_option(sub, f.o);
@@ -167,7 +162,11 @@ PlanningResult plan_with_offload(const PlanFlags& f, const Inputs& in,
 }
 
 int run_plan(const PlanFlags& f, const PlanningRequest& request) {
-  const Inputs in = resolve_search_inputs(f.o);
+  // --from FILE: the search runs on the file's model, cluster and training, and the file's own
+  // plan is set against what it finds.
+  const std::optional<Inputs> file =
+      f.o.from.empty() ? std::nullopt : std::optional<Inputs>(resolve_from_file(f.o));
+  const Inputs in = file ? *file : resolve_search_inputs(f.o);
   require_runnable_inputs({in.model, in.training, in.cluster, request.search.rules});
   PlanningResult planned = plan_with_offload(f, in, request);
   const RungVerdict* rec = planned.recommended();
@@ -186,10 +185,15 @@ int run_plan(const PlanFlags& f, const PlanningRequest& request) {
   }
   // The report shows --top plans; the HTML scatter above drew up to kHtmlPlans.
   if (planned.found.ranked.size() > static_cast<size_t>(f.top)) planned.found.ranked.resize(f.top);
+  const std::optional<FileVersusSearch> versus =
+      file ? std::optional(file_versus_search(f.o.from, *file, planned.fastest())) : std::nullopt;
   if (f.o.json) {
-    print_json(to_json(outcome));
+    nlohmann::json j = to_json(outcome);
+    if (versus) j["from"] = to_json(*versus, *file);
+    print_json(j);
   } else {
     std::cout << render_plan(outcome);
+    if (versus) std::cout << "\n" << render(*versus, *file);
   }
   return planned.fastest() ? 0 : 1;
 }

@@ -20,6 +20,7 @@
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
 #include "shardplan/layer.hpp"
+#include "shardplan/names.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/reports.hpp"
 #include "shardplan/rule_words.hpp"
@@ -48,18 +49,6 @@ struct ProbeOptions {
   std::string html;
   int debug_hang_rank = -1;
 };
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 size_t as_bytes(const std::string& text, const std::string& field) {
   const double b = parse_bytes(text, field);

@@ -14,10 +14,12 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "planning_flags.hpp"
 #include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/html_report.hpp"
 #include "shardplan/json_out.hpp"
+#include "shardplan/names.hpp"
 #include "shardplan/render_provision.hpp"
 #include "shardplan/reports.hpp"
 #include "shardplan/table.hpp"
@@ -33,19 +35,6 @@ struct ProvisionFlags {
   double max_comm_share = 0.5;
   int threads = 0;
 };
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
 
 // "64,128,256" as given, or "8..4096": the powers of two from the first to the last.
 std::vector<int> parse_counts(const std::string& text) {
@@ -245,9 +234,7 @@ Runner setup_provision(CLI::App& sub) {
       ->group("Provision");
   sub.add_option("--objective", f->objective, "Rank by cost | time (default cost)")
       ->group("Provision");
-  sub.add_flag("--allow-tp-across-nodes", f->o.allow_tp_across_nodes,
-               "Let tensor parallel span nodes")
-      ->group("Plan");
+  add_search_plan_options(sub, f->o, false);
   sub.add_option("--max-comm-share", f->max_comm_share,
                  "Exposed communication a rung may have, as a share of the step (default 0.5)")
       ->group("Plan");

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "planning_flags.hpp"
 #include "shardplan/ladder.hpp"
 #include "shardplan/rule_words.hpp"
 #include "shardplan/search.hpp"
@@ -10,11 +11,7 @@
 namespace shardplan::cli {
 
 bool plan_flags_given(const PlanningOptions& o) {
-  for (const std::string* flag :
-       {&o.dp, &o.tp, &o.pp, &o.cp, &o.ep, &o.zero, &o.micro_batch, &o.recompute, &o.interleave}) {
-    if (!flag->empty()) return true;
-  }
-  return o.sequence_parallel;
+  return !plan_flags_in(o).empty();
 }
 
 Inputs resolve_search_inputs(const PlanningOptions& o) {
@@ -60,8 +57,17 @@ std::optional<Inputs> recommended_inputs(const PlanningOptions& o, int threads) 
 }
 
 std::optional<Inputs> inputs_or_recommended(const PlanningOptions& o) {
-  if (plan_flags_given(o)) return resolve_timed_inputs(o);
-  return recommended_inputs(o);
+  if (!o.from.empty()) return resolve_timed_inputs(o);  // the file's plan, said in its notes
+  const std::vector<std::string> given = plan_flags_in(o);
+  if (given.empty()) return recommended_inputs(o);
+  Inputs in = resolve_timed_inputs(o);
+  std::string flags;
+  for (const std::string& name : given) flags += (flags.empty() ? "" : ", ") + name;
+  in.notes.push_back(fmt::format(
+      "plan: {}, the one the plan flags describe ({}; the other plan flags at their defaults); "
+      "leave out every plan flag for the one `shardplan plan` recommends",
+      describe(in.plan), flags));
+  return in;
 }
 
 }  // namespace shardplan::cli

@@ -1,6 +1,5 @@
 // What `plan` recommends, for the commands that need one plan when the user names none:
-// `runbook` and `emit` without --tp/--pp/--zero... plan the run `plan` would advise, not an
-// unsharded one.
+// `runbook` and `emit` given no plan flag plan the run `plan` would advise, not an unsharded one.
 #pragma once
 
 #include <optional>
@@ -9,8 +8,8 @@
 
 namespace shardplan::cli {
 
-/// True when any flag of the Plan group was given (--dp, --tp, --pp, --cp, --ep, --zero,
-/// --micro-batch, --recompute, --sequence-parallel, --interleave).
+/// True when any flag that describes a plan was given (every Plan row of planning_flags() but
+/// --allow-tp-across-nodes: degrees, ZeRO, micro-batch, recompute, schedule, layout, offload).
 bool plan_flags_given(const PlanningOptions& o);
 
 /// Model, cluster and training as `plan` reads them: the cluster's GPUs, and the default global
@@ -21,8 +20,8 @@ Inputs resolve_search_inputs(const PlanningOptions& o);
 /// found when no rung passes; a note says which. Empty when no plan fits in memory.
 std::optional<Inputs> recommended_inputs(const PlanningOptions& o, int threads = 0);
 
-/// recommended_inputs when no plan flag is given, else resolve_timed_inputs; InputError-free
-/// "no plan fits" is reported by an empty result.
+/// recommended_inputs when no plan flag is given, else resolve_timed_inputs; either way a note
+/// says which plan it is. "No plan fits" is an empty result, not an InputError.
 std::optional<Inputs> inputs_or_recommended(const PlanningOptions& o);
 
 }  // namespace shardplan::cli

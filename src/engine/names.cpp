@@ -51,4 +51,20 @@ std::vector<std::string> nearest_names(const std::string& wanted,
   return out;
 }
 
+std::vector<std::string> split_list(std::string_view text, char separator) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(separator, start), text.size());
+    std::string_view item = text.substr(start, end - start);
+    const size_t first = item.find_first_not_of(" \t");
+    if (first != std::string_view::npos) {
+      item = item.substr(first, item.find_last_not_of(" \t") - first + 1);
+      out.emplace_back(item);
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace shardplan

@@ -125,12 +125,10 @@ bool framework_sequence_parallel(P p, C c) {
 bool framework_pp(P p, C c) {
   return p.pp > 1 && c.caps().pipeline_schedules.empty();
 }
-// The schedule the plan runs: 1F1B with more than one virtual stage per device is interleaved
-// 1F1B (Narayanan et al. 2021 Sec. 2.2.2).
+// The schedule the plan runs (schedule_of: 1F1B with virtual stages is interleaved).
 bool framework_schedule(P p, C c) {
   if (p.pp == 1) return false;
-  const Schedule s =
-      p.schedule == Schedule::one_f_one_b && p.interleave > 1 ? Schedule::interleaved : p.schedule;
+  const Schedule s = schedule_of(p);
   if (!c.caps().has_schedule(s)) return true;
   const auto& only = c.caps().interleaved_only_schedules;
   return p.interleave < 2 && std::find(only.begin(), only.end(), s) != only.end();

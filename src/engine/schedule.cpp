@@ -11,9 +11,13 @@ bool is_v_shape(Schedule s) {
   return s == Schedule::zb_v || s == Schedule::dualpipe_v;
 }
 
+Schedule schedule_of(const ParallelPlan& p) {
+  return p.schedule == Schedule::one_f_one_b && p.interleave > 1 ? Schedule::interleaved
+                                                                 : p.schedule;
+}
+
 const char* schedule_name(const ParallelPlan& p) {
-  if (p.schedule == Schedule::one_f_one_b && p.interleave > 1) return "interleaved";
-  return to_string(p.schedule);
+  return to_string(schedule_of(p));
 }
 
 double bubble_s(const ParallelPlan& p, const PassTimes& t) {

@@ -191,8 +191,8 @@ ParallelPlan read_plan(StrictObject o) {
   // Plans written before schedules and layouts were planned carry neither.
   if (o.has("schedule")) {
     p.schedule = parse_schedule(o.string("schedule"), o.field("schedule"));
-  } else if (p.interleave > 1) {
-    p.schedule = Schedule::interleaved;
+  } else {
+    p.schedule = schedule_of(p);
   }
   // Absent or null: an even split.
   p.first_stage_layers = o.integer_or("first_stage_layers", -1);

@@ -145,9 +145,8 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
       std::string runs;
       for (Schedule s : caps.pipeline_schedules)
         runs += (runs.empty() ? "" : ", ") + std::string(to_string(s));
-      const bool interleaved = p.schedule == Schedule::interleaved ||
-                               (p.schedule == Schedule::one_f_one_b && p.interleave > 1);
-      if (caps.has_schedule(interleaved ? Schedule::interleaved : p.schedule)) {
+      const bool interleaved = schedule_of(p) == Schedule::interleaved;
+      if (caps.has_schedule(schedule_of(p))) {
         return {"--interleave", fmt::format("{} runs {} only with 2 or more virtual stages per "
                                             "device{}; use --interleave 2 or more",
                                             f, to_string(p.schedule), why)};

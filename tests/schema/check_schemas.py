@@ -28,6 +28,13 @@ CASES = [
     ("runbook", "runbook --model llama-3.1-70b --cluster dgx-h100 --gpus 64 --json", 0),
     ("plan", "plan --model llama-2-7b --cluster dgx-h100 --gpus 16 --json", 0),
     ("plan", "plan --model llama-3.1-405b --gpus 1 --json", 1),
+    ("plan", "plan --from {root}/tests/data/launch/deepspeed-zero3-offload.json --model llama-2-7b "
+             "--json", 0),
+    ("estimate", "estimate --from {root}/tests/data/launch/megatron-llama2-7b.sh --json", 0),
+    ("runbook", "runbook --from {root}/tests/data/launch/torchtitan-llama3-8b.toml --gpus 16 "
+                "--json", 0),
+    ("memory", "memory --from {root}/tests/data/launch/accelerate-fsdp1.yaml --model llama-3.1-8b "
+               "--json", 0),
     ("list", "list models --json", 0),
     ("list", "list clusters --json", 0),
     ("validate", "validate --json", 0),
@@ -41,7 +48,8 @@ def main():
         with open(f"{root}/docs/schema/{command}.schema.json") as f:
             schema = json.load(f)
         jsonschema.Draft202012Validator.check_schema(schema)
-        run = subprocess.run([binary] + args.split(), capture_output=True, text=True)
+        run = subprocess.run([binary] + args.format(root=root).split(), capture_output=True,
+                             text=True)
         if run.returncode != status:
             print(f"FAIL {args}: exit {run.returncode}, expected {status}\n{run.stderr}")
             failures += 1

@@ -1,5 +1,5 @@
-// Names users type: case folding and "did you mean" for presets, profile keys, subcommands and
-// flags.
+// Names users type: case folding, "did you mean" for presets, profile keys, subcommands and
+// flags, and the comma lists of names that flags take.
 #pragma once
 
 #include <string>
@@ -19,5 +19,9 @@ size_t edit_distance(const std::string& a, const std::string& b);
 std::vector<std::string> nearest_names(const std::string& wanted,
                                        const std::vector<std::string>& candidates,
                                        size_t count = 3);
+
+/// The items of a comma list ("H100-SXM, H200"), each trimmed of spaces and tabs; empty items
+/// (",,", a trailing comma) are dropped. Every flag that takes a list splits it here.
+std::vector<std::string> split_list(std::string_view text, char separator = ',');
 
 }  // namespace shardplan

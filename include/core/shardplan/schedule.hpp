@@ -23,6 +23,11 @@ struct PassTimes {
 /// and 2p - 1 - d, so device 0 holds both the embedding and the LM head.
 bool is_v_shape(Schedule s);
 
+/// The schedule a plan runs: 1F1B with more than one virtual stage per device is interleaved
+/// 1F1B (Narayanan et al. 2021 Sec. 2.2.2); any other schedule is itself. The one place that
+/// derives it: names, framework rules, their messages and plan readers ask here.
+Schedule schedule_of(const ParallelPlan& plan);
+
 /// The schedule's name as users type it; 1F1B with virtual stages is "interleaved".
 const char* schedule_name(const ParallelPlan& plan);
 

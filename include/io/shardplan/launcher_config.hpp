@@ -1,0 +1,59 @@
+// Launcher configs read back: a Megatron-LM launch script or argument list, a DeepSpeed JSON, a
+// torchtitan TOML or an accelerate YAML, turned into the planning flags they stand for.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace shardplan {
+
+enum class ConfigFormat { megatron, deepspeed, torchtitan, accelerate };
+const char* to_string(ConfigFormat f);
+
+/// One value the file gives, in shardplan's terms: the flag it stands for ("--tp"), that flag's
+/// text ("8") and the file's key it came from ("--tensor-model-parallel-size"). A `launcher_default`
+/// is what the launcher does when the file is silent (Megatron-LM's fp32 main gradients): a flag
+/// the user gives beside the file replaces it without complaint.
+struct ConfigSetting {
+  std::string flag;
+  std::string value;
+  std::string key;
+  bool launcher_default = false;
+};
+
+/// Pipeline stages given in layers per virtual stage (Megatron-LM
+/// --num-layers-per-virtual-pipeline-stage, torchtitan pipeline_parallel_layers_per_stage): the
+/// virtual stages per device and the lighter ends follow once the model's layers are known.
+struct StagesByLayers {
+  int layers_per_stage = 0;  // 0: not given
+  int first_less = 0;        // the first stage holds layers_per_stage - first_less
+  int last_less = 0;
+  std::string key;
+};
+
+struct LauncherConfig {
+  ConfigFormat format = ConfigFormat::megatron;
+  std::string path;
+  std::string framework;  // the --framework the launcher runs: megatron | deepspeed | ...
+  std::vector<ConfigSetting> settings;
+  StagesByLayers stages;
+  /// Megatron-LM --account-for-embedding/loss-in-pipeline-split: the embedding and the loss each
+  /// count as one layer of the split, so the first and last stage hold one layer fewer.
+  bool embedding_counts_as_layer = false, loss_counts_as_layer = false;
+  /// When the file gives no global batch, the launcher's default is micro-batch x data-parallel
+  /// size x this many micro-batches per rank (Megatron-LM, accelerate: 1; DeepSpeed: its
+  /// gradient_accumulation_steps); 0: the file gives the global batch.
+  int default_accumulation = 0;
+  std::vector<std::string> defaults;  // one note per plan field the file leaves to a default
+  std::vector<std::string> unknown;   // keys shardplan does not know, named (not used)
+  bool holds_model = false;           // the file describes the architecture (Megatron-LM)
+};
+
+/// Reads `text` (the contents of `path`) as the launcher config its extension names: .sh/.bash/
+/// .args/.txt a Megatron-LM script or argument list, .json DeepSpeed, .toml torchtitan, .yaml/.yml
+/// accelerate (without a known extension, the contents decide). InputError names `path` and the
+/// key for a value shardplan cannot read or a plan key that looks misspelt; keys it does not
+/// know at all are listed in `unknown`.
+LauncherConfig read_launcher_config(const std::string& text, const std::string& path);
+
+}  // namespace shardplan

@@ -1,0 +1,271 @@
+// --from FILE: the launcher config's settings become the planning flags they stand for, so the
+// file's plan is checked and priced exactly as the same flags would be; messages name the file's
+// key rather than the flag.
+#include "from_file.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "planning_flags.hpp"
+#include "shardplan/error.hpp"
+#include "shardplan/describe.hpp"
+#include "shardplan/files.hpp"
+#include "shardplan/json_out.hpp"
+#include "shardplan/plan.hpp"
+#include "shardplan/table.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan::cli {
+namespace {
+
+const char* kind_of(ConfigFormat f) {
+  switch (f) {
+    case ConfigFormat::megatron:
+      return "launch script or argument list";
+    case ConfigFormat::deepspeed:
+      return "config JSON";
+    case ConfigFormat::torchtitan:
+      return "job config TOML";
+    case ConfigFormat::accelerate:
+      return "config YAML";
+  }
+  return "config";
+}
+
+void fill(FromFile& f, const PlanningOptions& user, const ConfigSetting& s) {
+  const PlanningFlag* row = find_planning_flag(s.flag);
+  SHARDPLAN_CHECK(row != nullptr, "a config reader set a flag the planning table lacks");
+  const bool on = s.value == "true";
+  if (flag_given(user, *row)) {
+    const bool same = row->text ? user.*row->text == s.value : on;
+    if (same || s.launcher_default) return;  // the user's flag stands
+    throw InputError(s.flag, fmt::format("{} sets it ({} = {}); drop {} or edit the file", user.from,
+                                         s.key, s.value, s.flag));
+  }
+  if (row->text) {
+    f.options.*row->text = s.value;
+  } else {
+    f.options.*row->on = on;
+  }
+  f.origin[s.flag] = user.from + ": " + s.key;
+}
+
+// The value of the model field an architecture flag overrides, as that flag's text.
+std::string model_value(const ModelSpec& m, const std::string& flag) {
+  const std::map<std::string, int> ints = {
+      {"--layers", m.layers},   {"--hidden", m.hidden},         {"--heads", m.heads},
+      {"--kv-heads", m.kv_heads}, {"--ffn-hidden", m.ffn_hidden}, {"--experts", m.experts},
+      {"--top-k", m.experts_per_token}, {"--vocab", m.vocab}};
+  if (const auto it = ints.find(flag); it != ints.end()) return std::to_string(it->second);
+  if (flag == "--mlp") return to_string(m.mlp);
+  return "";
+}
+
+// With --model beside a script that spells the architecture out, the script's shapes that agree
+// with the model are no overrides; those that differ are, and a note says so.
+void drop_agreeing_shapes(FromFile& f, const PlanningOptions& user) {
+  if (!f.config.holds_model || user.model.empty()) return;
+  PlanningOptions model_only;
+  model_only.model = user.model;
+  const ModelSpec m = resolve_model(model_only);
+  auto& settings = f.config.settings;
+  for (auto it = settings.begin(); it != settings.end();) {
+    const std::string value = model_value(m, it->flag);
+    if (value.empty()) {
+      ++it;
+      continue;
+    }
+    if (value != it->value) {
+      f.notes.push_back(fmt::format("{}: {} {} replaces {}'s {}", user.from, it->key, it->value,
+                                    m.name, value));
+      ++it;
+    } else {
+      it = settings.erase(it);
+    }
+  }
+}
+
+bool names_model(const PlanningOptions& o) {
+  return !o.model.empty() || !o.params.empty() || !o.layers.empty();
+}
+
+void add_notes(FromFile& f) {
+  const LauncherConfig& c = f.config;
+  f.notes.push_back(fmt::format(
+      "read {} ({} {}): {} settings; the plan, model and training below are the file's, "
+      "flags fill only what it leaves out",
+      c.path, to_string(c.format), kind_of(c.format), c.settings.size()));
+  for (const std::string& d : c.defaults) f.notes.push_back(c.path + " leaves to defaults: " + d);
+  if (c.unknown.empty()) return;
+  std::string keys;
+  for (const std::string& k : c.unknown) {
+    if (!keys.empty()) keys += ", ";
+    keys += k;
+  }
+  // A note, not an error: launchers take hundreds of keys that change neither memory nor time;
+  // a key within two edits of a plan key is refused by the reader as a likely misspelling.
+  f.notes.push_back(fmt::format("{}: {} key{} shardplan does not know, not used: {}", c.path,
+                                c.unknown.size(), c.unknown.size() == 1 ? "" : "s", keys));
+}
+
+// Stages given as layers per virtual stage, or Megatron-LM's lighter ends, once the model's
+// layers are known.
+void stage_layout(FromFile& f) {
+  const LauncherConfig& c = f.config;
+  PlanningOptions& o = f.options;
+  if (c.stages.layers_per_stage == 0 && !c.embedding_counts_as_layer && !c.loss_counts_as_layer)
+    return;
+  const ModelSpec m = resolve_model(o);
+  if (!m.has_architecture()) return;
+  const int pp = static_cast<int>(parse_int_or(o.pp, "--pp", 1));
+  const StagesByLayers& s = c.stages;
+  if (s.layers_per_stage > 0 && pp > 1) {
+    const int total = m.layers + s.first_less + s.last_less;
+    if (total % s.layers_per_stage != 0 || (total / s.layers_per_stage) % pp != 0) {
+      throw InputError(c.path + ": " + s.key,
+                       fmt::format("{} layers ({} + {} lighter first + {} lighter last) in stages "
+                                   "of {} do not make a whole number of stages per pipeline rank "
+                                   "({})",
+                                   total, m.layers, s.first_less, s.last_less, s.layers_per_stage,
+                                   pp));
+    }
+    o.interleave = std::to_string(total / s.layers_per_stage / pp);
+    f.origin["--interleave"] = c.path + ": " + s.key;
+    if (s.first_less != 0) o.first_stage_layers = std::to_string(s.layers_per_stage - s.first_less);
+    if (s.last_less != 0) o.last_stage_layers = std::to_string(s.layers_per_stage - s.last_less);
+  }
+  // --account-for-embedding/loss-in-pipeline-split: the split counts the embedding and the loss
+  // as one layer each, so the end stages hold one transformer layer fewer.
+  const int chunks = pp * static_cast<int>(parse_int_or(o.interleave, "--interleave", 1));
+  const int per = (m.layers + (c.embedding_counts_as_layer ? 1 : 0) +
+                   (c.loss_counts_as_layer ? 1 : 0)) / std::max(1, chunks);
+  if (c.embedding_counts_as_layer && pp > 1) o.first_stage_layers = std::to_string(per - 1);
+  if (c.loss_counts_as_layer && pp > 1) o.last_stage_layers = std::to_string(per - 1);
+}
+
+// A message about a flag the file filled names the file's key instead.
+template <typename F>
+Inputs naming_keys(const FromFile& f, F&& resolve) {
+  try {
+    return resolve();
+  } catch (const InputError& e) {
+    const auto it = f.origin.find(e.field());
+    if (it == f.origin.end()) throw;
+    const std::string message = std::string(e.what()).substr(e.field().size() + 2);
+    throw InputError(it->second, message + " (" + e.field() + " in shardplan's terms)");
+  }
+}
+
+}  // namespace
+
+void add_from_option(CLI::App& app, PlanningOptions& o) {
+  app.add_option("--from", o.from,
+                 "Plan from a launcher config: Megatron-LM script or argument list (.sh), "
+                 "DeepSpeed JSON (.json, with --model), torchtitan TOML, accelerate YAML (with "
+                 "--model)")
+      ->group("From a launcher config");
+}
+
+FromFile fill_from_file(const PlanningOptions& o) {
+  FromFile f;
+  f.config = read_launcher_config(read_text_file(o.from, "--from"), o.from);
+  f.options = o;
+  f.options.from.clear();
+  ConfigSetting framework{"--framework", f.config.framework, "(the launcher)", false};
+  if (!o.framework.empty() && o.framework != f.config.framework) {
+    throw InputError("--framework", fmt::format("{} is a {} config, run by {}; drop --framework",
+                                                o.from, to_string(f.config.format),
+                                                f.config.framework));
+  }
+  fill(f, o, framework);
+  drop_agreeing_shapes(f, o);
+  for (const ConfigSetting& s : f.config.settings) fill(f, o, s);
+  if (!f.config.holds_model && !names_model(f.options)) {
+    throw InputError("--model", fmt::format("{} ({} {}) holds no model architecture; give --model "
+                                            "NAME|config.json beside --from",
+                                            o.from, to_string(f.config.format),
+                                            kind_of(f.config.format)));
+  }
+  std::vector<std::string> overrides = std::move(f.notes);
+  f.notes.clear();
+  add_notes(f);
+  f.notes.insert(f.notes.end(), overrides.begin(), overrides.end());
+  if (f.config.holds_model && o.model.empty()) {
+    f.notes.push_back(fmt::format(
+        "the model is the script's shapes with GPT-3 conventions for what they leave out (the "
+        "vocabulary, {}, is the tokenizer's and not in the script); --model NAME prices the "
+        "exact model",
+        f.options.vocab.empty() ? "51200 assumed" : f.options.vocab));
+  }
+  return f;
+}
+
+Inputs resolve_from_file(const PlanningOptions& o) {
+  FromFile f = fill_from_file(o);
+  return naming_keys(f, [&] {
+    stage_layout(f);
+    Inputs in = resolve_timed_inputs(f.options);
+    const int k = f.config.default_accumulation;
+    if (k > 0 && f.options.global_batch.empty()) {
+      const long long global = static_cast<long long>(in.plan.dp) * in.plan.micro_batch * k;
+      f.options.global_batch = std::to_string(global);
+      in = resolve_timed_inputs(f.options);
+      f.notes.push_back(fmt::format(
+          "{} gives no global batch: {} = micro-batch {} x data parallel {}{}, {}'s default "
+          "(--global-batch sets another)",
+          o.from, global, in.plan.micro_batch, in.plan.dp, k > 1 ? fmt::format(" x {}", k) : "",
+          to_string(f.config.format)));
+    }
+    in.notes.insert(in.notes.begin(), f.notes.begin(), f.notes.end());
+    return in;
+  });
+}
+
+FileVersusSearch file_versus_search(const std::string& path, const Inputs& file,
+                                    const Candidate* fastest) {
+  FileVersusSearch v;
+  v.path = path;
+  v.file = estimate(file.model, file.training, file.plan, file.cluster);
+  // Under 1% is inside the model's own rounding: not worth a change of plan.
+  if (fastest && fastest->step_s < 0.99 * v.file.time.step_s) {
+    v.faster = *fastest;
+    v.speedup = v.file.time.step_s / fastest->step_s;
+  }
+  return v;
+}
+
+std::string render(const FileVersusSearch& v, const Inputs& file) {
+  const Estimate& e = v.file;
+  std::string out = fmt::format(
+      "From {}: {}: step {}, {:.0f} tokens/s, MFU {:.0f}%, {} of {} per device ({})\n",
+      v.path, describe(file.plan), format_seconds(e.time.step_s),
+      e.throughput.tokens_per_s, 100 * e.throughput.mfu, format_gib(e.memory.total_bytes()),
+      format_gib(e.memory.capacity_bytes), e.memory.fits ? "fits" : "does not fit");
+  if (v.faster) {
+    out += fmt::format("Faster: {}: step {}, {:.2f}x the file's speed ({:.0f} tokens/s)\n",
+                       describe(v.faster->plan), format_seconds(v.faster->step_s), v.speedup,
+                       v.faster->tokens_per_s);
+  } else {
+    out += "Faster: nothing the search found beats the file's plan by more than 1%\n";
+  }
+  return out;
+}
+
+nlohmann::json to_json(const FileVersusSearch& v, const Inputs& file) {
+  nlohmann::json j = {{"path", v.path},
+                      {"plan", to_json(file.plan)},
+                      {"step_s", v.file.time.step_s},
+                      {"tokens_per_s", v.file.throughput.tokens_per_s},
+                      {"mfu", v.file.throughput.mfu},
+                      {"memory_bytes", v.file.memory.total_bytes()},
+                      {"fits", v.file.memory.fits},
+                      {"speedup", v.speedup}};
+  j["faster"] = v.faster ? nlohmann::json{{"plan", to_json(v.faster->plan)},
+                                          {"step_s", v.faster->step_s},
+                                          {"tokens_per_s", v.faster->tokens_per_s}}
+                         : nlohmann::json(nullptr);
+  return j;
+}
+
+}  // namespace shardplan::cli

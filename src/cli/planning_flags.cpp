@@ -1,0 +1,153 @@
+// The one table of planning flags: every command registers its groups from it, `runbook` and
+// `emit` ask it whether the user described a plan, and `--from FILE` fills flags through it.
+#include "planning_flags.hpp"
+
+#include <algorithm>
+
+namespace shardplan::cli {
+namespace {
+
+using O = PlanningOptions;
+
+// One row per flag, in the order --help lists them.
+const std::vector<PlanningFlag> kTable = {
+    // Model
+    {"Model", "--model", "Model preset, Hugging Face config.json or shardplan model JSON",
+     &O::model},
+    {"Model", "--params", "Parameter count only, e.g. 7e9 or 7B (no activations)", &O::params},
+    {"Model", "--layers", "Transformer layers (overrides the model)", &O::layers},
+    {"Model", "--hidden", "Hidden size", &O::hidden},
+    {"Model", "--heads", "Attention heads", &O::heads},
+    {"Model", "--kv-heads", "Key/value heads (GQA); default = heads", &O::kv_heads},
+    {"Model", "--ffn-hidden", "MLP width; default 4 x hidden", &O::ffn_hidden},
+    {"Model", "--vocab", "Vocabulary size; default 51200", &O::vocab},
+    {"Model", "--mlp", "MLP kind: gelu | swiglu | geglu", &O::mlp},
+    {"Model", "--experts", "Mixture-of-experts: experts per layer", &O::experts},
+    {"Model", "--top-k", "Mixture-of-experts: experts per token", &O::top_k},
+    // Training
+    {"Training", "--seq-len", "Sequence length (default: the model's)", &O::seq_len},
+    {"Training", "--global-batch",
+     "Sequences per optimizer step (default: one micro-batch per data-parallel rank)",
+     &O::global_batch},
+    {"Training", "--precision",
+     "fp32 | bf16 | fp16 | fp8 | bf16-pure (default bf16 mixed; bf16-pure: no fp32 master)",
+     &O::precision},
+    {"Training", "--optimizer", "adamw | sgd | adafactor | adam8bit (default adamw)",
+     &O::optimizer},
+    {"Training", "--attention", "flash | standard (default flash)", &O::attention},
+    {"Training", "--fp32-grads", "Megatron-LM's fp32 gradient buffers (18 B/param)", nullptr,
+     &O::fp32_grads},
+    {"Training", "--no-overlap", "Do not overlap gradient/parameter collectives with compute",
+     nullptr, &O::no_overlap},
+    {"Training", "--tp-comm-overlap",
+     "Overlap tensor-parallel comm with GEMMs (Transformer Engine)", nullptr, &O::tp_comm_overlap},
+    {"Training", "--framework",
+     "Stack that runs the plan: megatron | deepspeed | torchtitan | fsdp (default megatron); its "
+     "profile sets what can run and how fast",
+     &O::framework},
+    {"Training", "--fragmentation", "Allocator reserve as a share of activations (default 0.05)",
+     &O::fragmentation},
+    {"Training", "--tokens", "Training budget in tokens, e.g. 2T, for time and cost to train",
+     &O::tokens},
+    {"Training", "--capacity-factor",
+     "MoE expert capacity factor, experts padded to it (default: dropless, routing assumed "
+     "balanced)",
+     &O::capacity_factor},
+    {"Training", "--gpu-hour-cost", "Price of one GPU-hour, for the cost to train",
+     &O::gpu_hour_cost},
+    // Cluster
+    {"Cluster", "--cluster", "Cluster preset (dgx-h100 ...) or profile file from `shardplan probe`",
+     &O::cluster},
+    {"Cluster", "--gpu", "GPU preset or profile file (default H100-SXM)", &O::gpu},
+    {"Cluster", "--gpus", "Total GPUs", &O::gpus},
+    {"Cluster", "--gpus-per-node", "GPUs per node (default 8)", &O::gpus_per_node},
+    {"Cluster", "--gpus-per-domain",
+     "GPUs per scale-up (NVLink) domain (default: the cluster's, or the node)",
+     &O::gpus_per_domain},
+    {"Cluster", "--nics-per-node", "Scale-out NICs per node", &O::nics_per_node},
+    {"Cluster", "--intra", "Link inside a node: preset (nvlink4 ...) or bandwidth (900GB/s)",
+     &O::intra},
+    {"Cluster", "--inter", "Link between nodes, per NIC: preset (ib-ndr, 10gbe ...) or bandwidth",
+     &O::inter},
+    {"Cluster", "--link", "One flat link between all GPUs: preset or bandwidth, used as given",
+     &O::link},
+    // Plan: every row but --allow-tp-across-nodes describes the plan itself.
+    {"Plan", "--dp", "Data-parallel degree (default: GPUs / (tp x pp x cp))", &O::dp, nullptr, true},
+    {"Plan", "--tp", "Tensor-parallel degree", &O::tp, nullptr, true},
+    {"Plan", "--pp", "Pipeline-parallel degree", &O::pp, nullptr, true},
+    {"Plan", "--cp", "Context-parallel degree", &O::cp, nullptr, true},
+    {"Plan", "--ep", "Expert-parallel degree (MoE)", &O::ep, nullptr, true},
+    {"Plan", "--expert-tp",
+     "Ranks splitting each expert (Megatron-Core --expert-tensor-parallel-size); default: --tp",
+     &O::expert_tp, nullptr, true},
+    {"Plan", "--zero", "ZeRO stage 0-3 (3 = FSDP full shard)", &O::zero, nullptr, true},
+    {"Plan", "--micro-batch", "Sequences per micro-batch (default 1)", &O::micro_batch, nullptr,
+     true},
+    {"Plan", "--recompute", "Activation recompute: none | selective | full", &O::recompute, nullptr,
+     true},
+    {"Plan", "--sequence-parallel", "Megatron sequence parallelism (needs tp > 1)", nullptr,
+     &O::sequence_parallel, true},
+    {"Plan", "--interleave", "Virtual pipeline stages per device", &O::interleave, nullptr, true},
+    {"Plan", "--schedule",
+     "Pipeline schedule: 1f1b | interleaved | gpipe | zb-h1 | zb-v | dualpipe-v", &O::schedule,
+     nullptr, true},
+    {"Plan", "--first-stage-layers",
+     "Transformer layers of the first (virtual) pipeline stage; the rest split evenly",
+     &O::first_stage_layers, nullptr, true},
+    {"Plan", "--last-stage-layers", "Transformer layers of the last (virtual) pipeline stage",
+     &O::last_stage_layers, nullptr, true},
+    {"Plan", "--allow-tp-across-nodes", "Let tensor parallel span nodes", nullptr,
+     &O::allow_tp_across_nodes, false, "Let tensor parallel span nodes"},
+    {"Plan", "--offload",
+     "Keep in host memory or on NVMe: optimizer, params, activations (comma list) or none "
+     "(DeepSpeed ZeRO-Offload / ZeRO-Infinity, FSDP CPU offload)",
+     &O::offload, nullptr, true,
+     "Also search plans that offload these (comma list: optimizer, params, activations); without "
+     "it, offload is searched only when nothing else fits"},
+    {"Plan", "--offload-to", "Where --offload keeps them: cpu | nvme (default cpu)",
+     &O::offload_to, nullptr, true, "Where --offload keeps them: cpu | nvme"},
+};
+
+void add_row(CLI::App& app, PlanningOptions& o, const PlanningFlag& f, const char* help) {
+  CLI::Option* opt =
+      f.text ? app.add_option(f.name, o.*f.text, help) : app.add_flag(f.name, o.*f.on, help);
+  opt->group(f.group);
+}
+
+}  // namespace
+
+const std::vector<PlanningFlag>& planning_flags() {
+  return kTable;
+}
+
+const PlanningFlag* find_planning_flag(std::string_view name) {
+  const auto it = std::find_if(kTable.begin(), kTable.end(),
+                               [&](const PlanningFlag& f) { return name == f.name; });
+  return it == kTable.end() ? nullptr : &*it;
+}
+
+bool flag_given(const PlanningOptions& o, const PlanningFlag& f) {
+  return f.text ? !(o.*f.text).empty() : o.*f.on;
+}
+
+void add_flag_group(CLI::App& app, PlanningOptions& o, std::string_view group) {
+  for (const PlanningFlag& f : kTable)
+    if (group == f.group) add_row(app, o, f, f.help);
+}
+
+void add_search_plan_options(CLI::App& app, PlanningOptions& o, bool with_offload) {
+  for (const PlanningFlag& f : kTable) {
+    if (f.search_help == nullptr) continue;
+    if (!with_offload && f.text != nullptr) continue;  // the offload pair
+    add_row(app, o, f, f.search_help);
+  }
+}
+
+std::vector<std::string> plan_flags_in(const PlanningOptions& o) {
+  std::vector<std::string> out;
+  for (const PlanningFlag& f : kTable)
+    if (f.picks_plan && flag_given(o, f)) out.emplace_back(f.name);
+  return out;
+}
+
+}  // namespace shardplan::cli

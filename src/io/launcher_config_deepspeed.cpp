@@ -1,0 +1,242 @@
+// A DeepSpeed config JSON read back (deepspeed/runtime/config.py, zero/config.py): batch sizes,
+// ZeRO stage and offload, precision; the degrees DeepSpeed's JSON cannot hold (tensor and
+// pipeline parallel live in the training script) from shardplan's own "_shardplan" block when the
+// file has one, else from the flags.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "launcher_config_parts.hpp"
+
+namespace shardplan::config {
+namespace {
+
+using nlohmann::json;
+
+// Top-level keys DeepSpeed reads that do not change memory or time as shardplan prices them.
+const std::set<std::string> kKnownTop = {
+    "steps_per_print", "gradient_clipping", "wall_clock_breakdown", "checkpoint", "scheduler",
+    "prescale_gradients", "gradient_predivide_factor", "communication_data_type",
+    "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer", "flops_profiler",
+    "tensorboard", "wandb", "csv_monitor", "comms_logger", "activation_checkpointing", "aio",
+    "elasticity", "compile", "amp", "data_types", "dump_state", "memory_breakdown",
+    "sparse_gradients", "seq_parallel_communication_data_type", "timers", "_shardplan",
+    "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+    "zero_optimization", "bf16", "fp16", "optimizer", "pipeline", "data_efficiency",
+    "curriculum_learning", "monitor_config", "nebula", "autotuning", "quantize_training",
+    "compression_training", "eigenvalue", "progressive_layer_drop", "weight_quantization",
+    "hybrid_engine", "torch_autocast", "graph_harvesting", "use_data_before_expert_parallelism",
+    "disable_allgather", "fp16_auto_cast", "load_universal_checkpoint", "gradient_accumulation_dtype",
+};
+
+// zero_optimization keys (DeepSpeedZeroConfig, which forbids any other: an unknown one stops
+// deepspeed.initialize, so it is refused here too).
+const std::set<std::string> kZeroKeys = {
+    "stage", "contiguous_gradients", "reduce_scatter", "reduce_bucket_size",
+    "use_multi_rank_bucket_allreduce", "allgather_partitions", "allgather_bucket_size",
+    "overlap_comm", "load_from_fp32_weights", "elastic_checkpoint", "offload_param",
+    "offload_optimizer", "sub_group_size", "cpu_offload_param", "cpu_offload_use_pin_memory",
+    "cpu_offload", "prefetch_bucket_size", "stage3_prefetch_bucket_size", "param_persistence_threshold",
+    "stage3_param_persistence_threshold", "model_persistence_threshold",
+    "stage3_model_persistence_threshold", "max_live_parameters", "stage3_max_live_parameters",
+    "max_reuse_distance", "stage3_max_reuse_distance", "gather_16bit_weights_on_model_save",
+    "stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save",
+    "module_granularity_threshold", "use_all_reduce_for_fetch_params",
+    "stage3_use_all_reduce_for_fetch_params", "ignore_unused_parameters", "legacy_stage1",
+    "round_robin_gradients", "zero_hpz_partition_size", "zero_quantized_weights",
+    "zero_quantized_nontrainable_weights", "zero_quantized_gradients", "zeropp_loco_param",
+    "mics_shard_size", "mics_hierarchical_params_gather", "memory_efficient_linear",
+    "pipeline_loading_checkpoint", "override_module_apply", "log_trace_cache_warnings",
+    "save_muon_momentum_buffer_in_memory",
+};
+
+std::string text_of(const json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+// "auto" is Hugging Face Trainer's placeholder: the Trainer fills it, so it is a default here.
+bool is_auto(const json& v) {
+  return v.is_string() && v.get<std::string>() == "auto";
+}
+
+std::string whole(Builder& b, const json& j, const std::string& key) {
+  if (!j.is_number_integer()) b.refuse(key, "'" + text_of(j) + "' is not a whole number");
+  return std::to_string(j.get<long long>());
+}
+
+// The batch identity train = micro x accumulation x dp (runtime/config.py
+// _batch_assertion): all three give the data-parallel degree.
+void batch(const json& j, Builder& b) {
+  const char* kTrain = "train_batch_size";
+  const char* kMicro = "train_micro_batch_size_per_gpu";
+  const char* kAccum = "gradient_accumulation_steps";
+  auto given = [&](const char* k) { return j.contains(k) && !is_auto(j.at(k)); };
+  if (given(kMicro)) {
+    b.set("--micro-batch", whole(b, j.at(kMicro), kMicro), kMicro);
+  } else {
+    b.note_default(fmt::format("no {}: micro-batch 1", kMicro));
+  }
+  if (given(kTrain)) b.set("--global-batch", whole(b, j.at(kTrain), kTrain), kTrain);
+  const long long micro = given(kMicro) ? j.at(kMicro).get<long long>() : 1;
+  const long long accum = given(kAccum) ? std::stoll(whole(b, j.at(kAccum), kAccum)) : 0;
+  if (given(kTrain) && given(kAccum)) {
+    const long long train = j.at(kTrain).get<long long>();
+    if (micro < 1 || accum < 1 || train % (micro * accum) != 0) {
+      b.refuse(kTrain, fmt::format("{} is not {} x {} x a data-parallel size (DeepSpeed asserts "
+                                   "train_batch_size = micro x accumulation x dp)",
+                                   train, micro, accum));
+    }
+    b.set("--dp", std::to_string(train / (micro * accum)), fmt::format("{} / ({} x {})", kTrain, kMicro, kAccum));
+  } else if (!given(kTrain)) {
+    b.config().default_accumulation = accum > 0 ? static_cast<int>(accum) : 1;
+  }
+}
+
+void zero(const json& j, Builder& b) {
+  if (!j.contains("zero_optimization")) {
+    b.note_default("no zero_optimization: ZeRO stage 0, DeepSpeed's default");
+    return;
+  }
+  const json& z = j.at("zero_optimization");
+  if (!z.is_object()) b.refuse("zero_optimization", "is not an object");
+  for (const auto& [key, value] : z.items()) {
+    if (kZeroKeys.count(key) == 0) {
+      b.refuse("zero_optimization." + key,
+               "is not a DeepSpeed ZeRO key (DeepSpeedZeroConfig refuses unknown keys)");
+    }
+  }
+  const int stage = z.contains("stage") ? std::stoi(whole(b, z.at("stage"), "zero_optimization.stage")) : 0;
+  if (stage < 0 || stage > 3) b.refuse("zero_optimization.stage", fmt::format("{} is not 0-3", stage));
+  b.set("--zero", std::to_string(stage), "zero_optimization.stage");
+  // zero/config.py: overlap_comm defaults to true for stage 3 and false below it.
+  const bool overlap = z.contains("overlap_comm") ? z.at("overlap_comm") == true : stage == 3;
+  if (!overlap) {
+    b.launcher_default("--no-overlap", "true",
+                       z.contains("overlap_comm")
+                           ? "zero_optimization.overlap_comm false: gradient reduction waits for "
+                             "the backward pass"
+                           : "no zero_optimization.overlap_comm: DeepSpeed does not overlap "
+                             "below stage 3 (its default)");
+  }
+  std::string offload, to;
+  for (const auto& [key, what] : {std::pair{"offload_optimizer", "optimizer"},
+                                   std::pair{"offload_param", "params"}}) {
+    if (!z.contains(key) || !z.at(key).is_object() || !z.at(key).contains("device")) continue;
+    const std::string device = text_of(z.at(key).at("device"));
+    if (device == "none") continue;
+    if (device != "cpu" && device != "nvme") {
+      b.refuse(std::string("zero_optimization.") + key + ".device",
+               "'" + device + "' is not none, cpu or nvme");
+    }
+    if (!offload.empty()) offload += ',';
+    offload += what;
+    if (!to.empty() && to != device) {
+      b.refuse(std::string("zero_optimization.") + key + ".device",
+               "shardplan prices one offload target; the optimizer and the parameters go to " +
+                   to + " and " + device);
+    }
+    to = device;
+  }
+  if (!offload.empty()) {
+    b.set("--offload", offload, "zero_optimization.offload_*");
+    b.set("--offload-to", to, "zero_optimization.offload_*.device");
+  }
+}
+
+void precision_and_optimizer(const json& j, Builder& b) {
+  auto on = [&](const char* k) {
+    return j.contains(k) && j.at(k).is_object() && j.at(k).value("enabled", false) == true;
+  };
+  if (on("bf16")) {
+    b.set("--precision", "bf16", "bf16.enabled");
+  } else if (on("fp16")) {
+    b.set("--precision", "fp16", "fp16.enabled");
+  } else {
+    b.launcher_default("--precision", "fp32", "neither bf16 nor fp16 enabled: DeepSpeed trains "
+                                              "in fp32");
+  }
+  if (j.contains("optimizer") && j.at("optimizer").contains("type")) {
+    const std::string type = text_of(j.at("optimizer").at("type"));
+    const std::string lower = [&] {
+      std::string s;
+      for (char c : type) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return s;
+    }();
+    if (lower == "adam" || lower == "adamw" || lower == "cpuadam" || lower == "fusedadam") {
+      b.set("--optimizer", "adamw", "optimizer.type");
+    } else if (lower == "onebitadam" || lower == "lamb" || lower == "onebitlamb") {
+      b.set("--optimizer", "adamw", "optimizer.type");  // Adam-sized state: two moments
+    } else if (lower == "sgd") {
+      b.set("--optimizer", "sgd", "optimizer.type");
+    } else {
+      b.note_default("optimizer.type " + type + ": priced as AdamW (two moments per parameter)");
+    }
+  } else {
+    b.note_default("no optimizer section: the script builds the optimizer; priced as AdamW");
+  }
+  if (j.contains("pipeline") && j.at("pipeline").is_object() &&
+      j.at("pipeline").value("activation_checkpoint_interval", 0) > 0) {
+    b.set("--recompute", "full", "pipeline.activation_checkpoint_interval");
+  }
+}
+
+// shardplan's own block: what DeepSpeed's keys cannot say (tp, pp, schedule, layout, GPUs).
+void shardplan_block(const json& j, Builder& b) {
+  if (!j.contains("_shardplan") || !j.at("_shardplan").contains("plan")) {
+    b.note_default("tensor and pipeline parallelism live in the training script, not the JSON: "
+                   "tp 1 and pp 1 unless --tp/--pp say otherwise");
+    return;
+  }
+  const json& p = j.at("_shardplan").at("plan");
+  const std::string at = "_shardplan.plan.";
+  const std::pair<const char*, const char*> degrees[] = {
+      {"tp", "--tp"}, {"pp", "--pp"}, {"cp", "--cp"}, {"ep", "--ep"}, {"expert_tp", "--expert-tp"},
+      {"interleave", "--interleave"}, {"first_stage_layers", "--first-stage-layers"},
+      {"last_stage_layers", "--last-stage-layers"}, {"gpus", "--gpus"},
+      {"gpus_per_node", "--gpus-per-node"}};
+  for (const auto& [key, flag] : degrees) {
+    if (p.contains(key) && !p.at(key).is_null()) b.set(flag, whole(b, p.at(key), at + key), at + key);
+  }
+  if (p.contains("schedule")) b.set("--schedule", text_of(p.at("schedule")), at + "schedule");
+  if (p.value("sequence_parallel", false)) b.set("--sequence-parallel", "true", at + "sequence_parallel");
+  if (p.contains("recompute") && b.value_of("--recompute").empty())
+    b.set("--recompute", text_of(p.at("recompute")), at + "recompute");
+  // DeepSpeed runs what its own keys say; the block only fills what they cannot hold.
+  if (p.contains("zero") && p.at("zero").is_number_integer() &&
+      std::to_string(p.at("zero").get<int>()) != b.value_of("--zero") &&
+      !b.value_of("--zero").empty()) {
+    b.note_default(fmt::format("_shardplan.plan.zero {} differs from zero_optimization.stage {}; "
+                               "DeepSpeed runs the stage, so the plan does",
+                               p.at("zero").get<int>(), b.value_of("--zero")));
+  }
+}
+
+}  // namespace
+
+LauncherConfig read_deepspeed(const std::string& text, const std::string& path) {
+  Builder b(ConfigFormat::deepspeed, path, "deepspeed");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    b.refuse("JSON", e.what());
+  }
+  if (!j.is_object()) b.refuse("JSON", "is not a JSON object (a DeepSpeed config is one)");
+  std::vector<std::string> plan_keys = {"train_batch_size", "train_micro_batch_size_per_gpu",
+                                        "gradient_accumulation_steps", "zero_optimization"};
+  for (const auto& [key, value] : j.items())
+    if (kKnownTop.count(key) == 0) b.unknown(key, plan_keys);
+  try {
+    batch(j, b);
+    zero(j, b);
+    precision_and_optimizer(j, b);
+    shardplan_block(j, b);
+  } catch (const json::exception& e) {
+    // A section of the wrong type ("pipeline": 3, a string where a number goes).
+    b.refuse("JSON", std::string("a value of the wrong type: ") + e.what());
+  }
+  return b.take();
+}
+
+}  // namespace shardplan::config

@@ -1,0 +1,240 @@
+// A torchtitan job config (TOML, v0.2.2's config/job_config.py) read back: [parallelism],
+// [training], [activation_checkpoint] and [model] as planning flags.
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <toml++/toml.h>
+
+#include "launcher_config_parts.hpp"
+
+namespace shardplan::config {
+namespace {
+
+// Keys of the sections that hold the plan; any other key of these sections is named.
+const std::map<std::string, std::set<std::string>> kPlanSections = {
+    {"parallelism",
+     {"data_parallel_replicate_degree", "data_parallel_shard_degree", "fsdp_reshard_after_forward",
+      "tensor_parallel_degree", "disable_loss_parallel", "enable_async_tensor_parallel",
+      "pipeline_parallel_degree", "pipeline_parallel_split_points",
+      "pipeline_parallel_layers_per_stage", "pipeline_parallel_first_stage_less_layers",
+      "pipeline_parallel_last_stage_less_layers", "pipeline_parallel_schedule",
+      "pipeline_parallel_schedule_csv", "pipeline_parallel_microbatch_size",
+      "context_parallel_degree", "context_parallel_rotate_method", "expert_parallel_degree",
+      "expert_tensor_parallel_degree", "enable_compiled_autograd", "module_fqns_per_model_part",
+      "fsdp_bucket_cap_mb"}},
+    {"training",
+     {"dataset", "dataset_path", "local_batch_size", "global_batch_size", "seq_len", "max_norm",
+      "steps", "enable_cpu_offload", "mixed_precision_param", "mixed_precision_reduce", "compile",
+      "gc_freq", "gc_debug", "seed", "deterministic", "dtype", "debug_moe_force_load_balance"}},
+    {"activation_checkpoint",
+     {"mode", "selective_ac_option", "per_op_sac_force_recompute_mm_shapes_by_fqns",
+      "early_stop", "memory_budget", "visualize_memory_budget_pareto"}},
+    {"model", {"name", "flavor", "tokenizer_path", "hf_assets_path", "converters",
+               "print_after_conversion"}},
+};
+
+// Sections that do not change memory or time as shardplan prices them.
+const std::set<std::string> kOtherSections = {
+    "job", "profiling", "metrics", "optimizer", "lr_scheduler", "checkpoint", "float8", "mx",
+    "comm", "memory_estimation", "fault_tolerance", "experimental", "validation", "compile",
+    "quantize", "debug"};
+
+// torch.distributed.pipelining's schedule names (schedules.get_schedule_class) in shardplan's.
+const std::map<std::string, std::string> kSchedules = {
+    {"1F1B", "1f1b"},          {"Interleaved1F1B", "interleaved"},
+    {"GPipe", "gpipe"},        {"InterleavedZeroBubble", "zb-h1"},
+    {"ZBVZeroBubble", "zb-v"}, {"DualPipeV", "dualpipe-v"}};
+
+long long number(Builder& b, const toml::table& t, const std::string& section,
+                 const std::string& key, long long fallback) {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return fallback;
+  if (!n->is_integer()) b.refuse(fmt::format("{}.{}", section, key), "is not a whole number");
+  return n->as_integer()->get();
+}
+
+std::string text(const toml::table& t, const std::string& key) {
+  const toml::node* n = t.get(key);
+  return n && n->is_string() ? n->as_string()->get() : "";
+}
+
+void check_keys(const toml::table& root, Builder& b) {
+  std::vector<std::string> plan_keys;
+  for (const auto& [section, keys] : kPlanSections)
+    for (const std::string& k : keys) plan_keys.push_back(fmt::format("{}.{}", section, k));
+  for (const auto& [name, node] : root) {
+    const std::string section(name.str());
+    if (kOtherSections.count(section)) continue;
+    const auto it = kPlanSections.find(section);
+    if (it == kPlanSections.end() || !node.is_table()) {
+      b.unknown(section, {"parallelism", "training", "activation_checkpoint", "model"});
+      continue;
+    }
+    for (const auto& [key, value] : *node.as_table()) {
+      const std::string k(key.str());
+      if (it->second.count(k) == 0) b.unknown(fmt::format("{}.{}", section, k), plan_keys);
+    }
+  }
+}
+
+// dp = replicate x shard; FSDP2's shard degree gives ZeRO-3, or ZeRO-2 when parameters stay
+// gathered after forward ("never", or "default" under a pipeline: llama3/infra/parallelize.py).
+void parallelism(const toml::table& p, Builder& b) {
+  const std::string s = "parallelism";
+  const long long replicate = number(b, p, s, "data_parallel_replicate_degree", 1);
+  const long long shard = number(b, p, s, "data_parallel_shard_degree", -1);
+  const long long tp = number(b, p, s, "tensor_parallel_degree", 1);
+  const long long pp = number(b, p, s, "pipeline_parallel_degree", 1);
+  const long long cp = number(b, p, s, "context_parallel_degree", 1);
+  const long long ep = number(b, p, s, "expert_parallel_degree", 1);
+  b.set("--tp", std::to_string(tp), s + ".tensor_parallel_degree");
+  b.set("--pp", std::to_string(pp), s + ".pipeline_parallel_degree");
+  b.set("--cp", std::to_string(cp), s + ".context_parallel_degree");
+  b.set("--ep", std::to_string(ep), s + ".expert_parallel_degree");
+  if (p.get("expert_tensor_parallel_degree")) {
+    b.set("--expert-tp", std::to_string(number(b, p, s, "expert_tensor_parallel_degree", 1)),
+          s + ".expert_tensor_parallel_degree");
+  }
+  if (replicate > 1 && shard != 1) {
+    b.refuse(s + ".data_parallel_replicate_degree",
+             fmt::format("replicate {} x shard {} is HSDP; shardplan prices ZeRO over the whole "
+                         "data-parallel group, so it cannot price this plan (set one of them to 1)",
+                         replicate, shard));
+  }
+  if (shard == 1 || replicate > 1) {
+    b.set("--zero", "0", s + ".data_parallel_replicate_degree");
+    if (replicate > 1) b.set("--dp", std::to_string(replicate), s + ".data_parallel_replicate_degree");
+  } else {
+    const std::string reshard = text(p, "fsdp_reshard_after_forward");
+    const bool gathered = reshard == "never" || ((reshard.empty() || reshard == "default") && pp > 1);
+    b.set("--zero", gathered ? "2" : "3", s + ".fsdp_reshard_after_forward");
+    if (reshard.empty())
+      b.note_default(fmt::format("no fsdp_reshard_after_forward: \"default\", which {}",
+                                 pp > 1 ? "keeps parameters gathered under a pipeline (ZeRO-2)"
+                                        : "reshards after forward (ZeRO-3)"));
+    if (shard > 1) {
+      b.set("--dp", std::to_string(shard), s + ".data_parallel_shard_degree");
+    } else {
+      b.note_default("data_parallel_shard_degree -1: the GPUs left after tp x pp x cp (--gpus "
+                     "sets them)");
+    }
+  }
+  if (pp <= 1) return;
+  const std::string schedule = text(p, "pipeline_parallel_schedule");
+  const std::string name = schedule.empty() ? "1F1B" : schedule;
+  if (kSchedules.count(name) == 0) {
+    b.refuse(s + ".pipeline_parallel_schedule",
+             "'" + name + "' is not a schedule shardplan prices (1F1B, Interleaved1F1B, GPipe, "
+                          "InterleavedZeroBubble, ZBVZeroBubble, DualPipeV)");
+  }
+  b.set("--schedule", kSchedules.at(name), s + ".pipeline_parallel_schedule");
+  if (schedule.empty()) b.note_default("no pipeline_parallel_schedule: 1F1B, torchtitan's default");
+  b.set("--micro-batch", std::to_string(number(b, p, s, "pipeline_parallel_microbatch_size", 1)),
+        s + ".pipeline_parallel_microbatch_size");
+  StagesByLayers& st = b.config().stages;
+  st.layers_per_stage = static_cast<int>(number(b, p, s, "pipeline_parallel_layers_per_stage", 0));
+  st.first_less = static_cast<int>(number(b, p, s, "pipeline_parallel_first_stage_less_layers", 0));
+  st.last_less = static_cast<int>(number(b, p, s, "pipeline_parallel_last_stage_less_layers", 0));
+  st.key = s + ".pipeline_parallel_layers_per_stage";
+  if (st.layers_per_stage == 0 && name != "1F1B" && name != "GPipe") {
+    b.refuse(st.key, "a multi-stage schedule without layers per stage: shardplan needs "
+                     "pipeline_parallel_layers_per_stage to count the virtual stages");
+  }
+}
+
+void training(const toml::table& t, long long pp, long long pp_micro, Builder& b) {
+  const std::string s = "training";
+  const long long local = number(b, t, s, "local_batch_size", 8);
+  if (!t.get("local_batch_size")) b.note_default("no training.local_batch_size: 8, torchtitan's default");
+  if (pp <= 1) b.set("--micro-batch", std::to_string(local), s + ".local_batch_size");
+  const long long global = number(b, t, s, "global_batch_size", -1);
+  if (global > 0) {
+    b.set("--global-batch", std::to_string(global), s + ".global_batch_size");
+  } else {
+    // global_batch_size -1: local_batch_size x data-parallel degree, so each rank runs
+    // local / micro-batch micro-batches.
+    const long long micro = pp > 1 ? std::max(1LL, pp_micro) : std::max(1LL, local);
+    b.config().default_accumulation = static_cast<int>(std::max(1LL, local / micro));
+  }
+  b.set("--seq-len", std::to_string(number(b, t, s, "seq_len", 2048)), s + ".seq_len");
+  if (!t.get("seq_len")) b.note_default("no training.seq_len: 2048, torchtitan's default");
+  const std::string param = text(t, "mixed_precision_param");
+  if (text(t, "dtype") == "bfloat16") {
+    b.set("--precision", "bf16-pure", s + ".dtype");
+  } else if (param == "float32") {
+    b.set("--precision", "fp32", s + ".mixed_precision_param");
+  } else {
+    b.set("--precision", "bf16", s + ".mixed_precision_param");
+  }
+  if (const toml::node* n = t.get("enable_cpu_offload"); n && n->value_or(false)) {
+    // FSDP2 CPUOffloadPolicy: parameters, gradients and optimizer states on the host.
+    b.set("--offload", "optimizer,params", s + ".enable_cpu_offload");
+  }
+}
+
+void model(const toml::table& root, Builder& b) {
+  const toml::table* m = root["model"].as_table();
+  const toml::array* converters = m ? (*m)["converters"].as_array() : nullptr;
+  if (converters) {
+    for (const toml::node& c : *converters) {
+      const std::string name = c.value_or(std::string());
+      if (name.find("float8") != std::string::npos) b.set("--precision", "fp8", "model.converters");
+    }
+  }
+  const std::string name = m ? text(*m, "name") : "";
+  const std::string flavor = m ? text(*m, "flavor") : "";
+  // torchtitan's llama3 flavors are Llama 3.1's shapes (models/llama3/__init__.py).
+  const std::map<std::string, std::string> llama3 = {
+      {"8B", "llama-3.1-8b"}, {"70B", "llama-3.1-70b"}, {"405B", "llama-3.1-405b"}};
+  // A --model beside the file replaces the file's model without complaint (a registered
+  // TrainSpec shardplan has no preset for).
+  if (name == "llama3" && llama3.count(flavor)) {
+    b.launcher_default("--model", llama3.at(flavor),
+                       fmt::format("model llama3 {}: shardplan's {} preset", flavor,
+                                   llama3.at(flavor)));
+    b.config().settings.back().key = "model.flavor";
+  } else if (!name.empty()) {
+    // A name shardplan wrote for a model the user registers: the preset of that name.
+    b.launcher_default("--model", name == flavor || flavor.empty() ? name : flavor,
+                       fmt::format("model {} {}: the shardplan preset of that name (--model "
+                                   "gives another)",
+                                   name, flavor));
+    b.config().settings.back().key = "model.name";
+  }
+}
+
+}  // namespace
+
+LauncherConfig read_torchtitan(const std::string& text_in, const std::string& path) {
+  Builder b(ConfigFormat::torchtitan, path, "torchtitan");
+  toml::table root;
+  try {
+    root = toml::parse(text_in, path);
+  } catch (const toml::parse_error& e) {
+    b.refuse(fmt::format("line {}", e.source().begin.line), std::string(e.description()));
+  }
+  check_keys(root, b);
+  const toml::table empty;
+  const toml::table* p = root["parallelism"].as_table();
+  parallelism(p ? *p : empty, b);
+  const long long pp = p ? number(b, *p, "parallelism", "pipeline_parallel_degree", 1) : 1;
+  const long long pp_micro =
+      p ? number(b, *p, "parallelism", "pipeline_parallel_microbatch_size", 1) : 1;
+  const toml::table* t = root["training"].as_table();
+  training(t ? *t : empty, pp, pp_micro, b);
+  const toml::table* ac = root["activation_checkpoint"].as_table();
+  const std::string mode = ac ? text(*ac, "mode") : "";
+  if (mode.empty()) {
+    b.set("--recompute", "selective", "(torchtitan default)");
+    b.note_default("no activation_checkpoint.mode: selective, torchtitan's default");
+  } else if (mode == "none" || mode == "selective" || mode == "full") {
+    b.set("--recompute", mode, "activation_checkpoint.mode");
+  } else {
+    b.refuse("activation_checkpoint.mode", "'" + mode + "' is not none, selective or full");
+  }
+  model(root, b);
+  return b.take();
+}
+
+}  // namespace shardplan::config

@@ -1,0 +1,211 @@
+// --from FILE: `emit` then `estimate --from` gives back the plan emit was given, for every
+// launcher, and launcher configs written by hand are read with their defaults and unknown keys
+// named.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support.hpp"
+
+using shardplan::test::check_refused;
+using shardplan::test::contains;
+using shardplan::test::make_temp_dir;
+using shardplan::test::run_cli;
+using shardplan::test::write_file;
+
+namespace {
+
+const std::string kData = std::string(SHARDPLAN_TEST_DATA) + "/launch/";
+
+nlohmann::json json_of(const std::string& args, int status = 0) {
+  const auto r = run_cli(args + " --json");
+  INFO(args << "\n" << r.err);
+  REQUIRE(r.status == status);
+  return nlohmann::json::parse(r.out);
+}
+
+// Emits `flags` as `format` into a file, reads it back with --from (plus `beside`, the flags
+// the format cannot hold) and checks the plan and the batch are the ones the flags gave.
+void round_trip(const std::string& format, const std::string& flags, const std::string& beside,
+                const std::string& extension) {
+  CAPTURE(format);
+  CAPTURE(flags);
+  const std::string path = make_temp_dir() + "/config." + extension;
+  const auto emitted = run_cli("emit --format " + format + " " + flags + " -o " + path);
+  INFO(emitted.err);
+  REQUIRE(emitted.status == 0);
+  const auto asked = json_of("estimate " + flags);
+  const auto read = json_of("estimate --from " + path + " " + beside);
+  CHECK(read.at("plan") == asked.at("plan"));
+  for (const char* key : {"global_batch", "seq_len", "precision"})
+    CHECK(read.at("training").at(key) == asked.at("training").at(key));
+  CHECK(read.at("training").at("framework") == asked.at("training").at("framework"));
+  CHECK(contains(read.at("notes").dump(), "read " + path));
+}
+
+bool has_note(const nlohmann::json& j, const std::string& part) {
+  for (const auto& n : j.at("notes"))
+    if (contains(n.get<std::string>(), part)) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("emit then estimate --from: a Megatron-LM script gives back its plan") {
+  // The README's GPT-3 175B run: the script holds the shapes, the degrees and torchrun's GPUs.
+  round_trip("megatron",
+             "--model gpt3-175b --cluster dgx-a100 --gpus 1024 --tp 8 --pp 8 --zero 1 "
+             "--recompute full --global-batch 1536",
+             "--model gpt3-175b --cluster dgx-a100", "sh");
+  // Interleaved stages with a custom first/last stage: written as
+  // --pipeline-model-parallel-layout, read back from it.
+  round_trip("megatron",
+             "--model llama-3.1-70b --gpus 64 --tp 4 --pp 4 --interleave 2 --first-stage-layers 7 "
+             "--last-stage-layers 7 --sequence-parallel --zero 1 --recompute full "
+             "--global-batch 128",
+             "--model llama-3.1-70b", "sh");
+  // Megatron FSDP (ZeRO-3) with context parallelism.
+  round_trip("megatron",
+             "--model llama-3.1-8b --gpus 16 --cp 2 --zero 3 --recompute full --global-batch 64 "
+             "--seq-len 16384",
+             "--model llama-3.1-8b", "sh");
+}
+
+TEST_CASE("emit then estimate --from: a DeepSpeed JSON gives back its plan") {
+  // tp and pp are not DeepSpeed keys: they come back from the _shardplan block.
+  round_trip("deepspeed",
+             "--model gpt3-175b --cluster dgx-a100 --gpus 1024 --tp 8 --pp 8 --zero 1 "
+             "--recompute full --global-batch 1536 --framework deepspeed",
+             "--model gpt3-175b --cluster dgx-a100", "json");
+  round_trip("deepspeed",
+             "--model llama-2-7b --gpus 8 --zero 3 --offload optimizer --global-batch 64 "
+             "--micro-batch 2 --framework deepspeed",
+             "--model llama-2-7b", "json");
+}
+
+TEST_CASE("emit then estimate --from: a torchtitan TOML gives back its plan") {
+  round_trip("torchtitan",
+             "--model gpt3-175b --cluster dgx-a100 --gpus 1024 --tp 8 --pp 8 --zero 2 "
+             "--recompute full --global-batch 1536 --framework torchtitan",
+             "--cluster dgx-a100", "toml");
+  // A llama3 flavour names shardplan's preset; FSDP without a pipeline is ZeRO-3.
+  round_trip("torchtitan",
+             "--model llama-3.1-8b --gpus 16 --tp 2 --zero 3 --recompute selective "
+             "--global-batch 64 --framework torchtitan",
+             "--gpus 16", "toml");
+}
+
+TEST_CASE("emit then estimate --from: an accelerate YAML gives back its plan") {
+  // The batch is the script's (DataLoader batch_size, accumulation on the launch line): given
+  // beside the file, as the emitted header says.
+  round_trip("accelerate",
+             "--model llama-3.1-8b --gpus 16 --zero 3 --recompute full --global-batch 256 "
+             "--framework fsdp",
+             "--model llama-3.1-8b --global-batch 256", "yaml");
+}
+
+TEST_CASE("estimate --from a hand-written Megatron-LM script: variables, arrays, defaults") {
+  const auto j = json_of("estimate --from " + kData + "megatron-llama2-7b.sh --model llama-2-7b");
+  const auto& p = j.at("plan");
+  CHECK(p.at("tp") == 2);  // TP=2 ... --tensor-model-parallel-size $TP
+  CHECK(p.at("pp") == 2);
+  CHECK(p.at("dp") == 4);  // torchrun $DISTRIBUTED_ARGS: 2 nodes x 8 / (2 x 2)
+  CHECK(p.at("zero") == 1);
+  CHECK(p.at("sequence_parallel") == true);
+  CHECK(p.at("recompute") == "selective");
+  CHECK(j.at("training").at("global_batch") == 256);
+  CHECK(j.at("training").at("seq_len") == 4096);
+  CHECK(j.at("cluster").at("gpus") == 16);
+  // Megatron-LM's own default when the script is silent, said so.
+  CHECK(has_note(j, "no --grad-reduce-in-bf16: Megatron-LM keeps fp32 main gradients"));
+  CHECK(j.at("training").at("fp32_grads") == true);
+  // A key shardplan does not know is named, not dropped silently; known non-plan keys (--lr,
+  // --lr-warmup-iters, --clip-grad ...) are not.
+  CHECK(has_note(j, "1 key shardplan does not know, not used: --my-site-profiler"));
+}
+
+TEST_CASE("estimate --from hand-written DeepSpeed, torchtitan and accelerate configs") {
+  // 256 = micro 4 x accumulation 8 x dp 8: DeepSpeed's batch identity gives dp.
+  const auto ds = json_of("estimate --from " + kData + "deepspeed-zero3-offload.json --model "
+                          "llama-2-7b");
+  CHECK(ds.at("plan").at("dp") == 8);
+  CHECK(ds.at("plan").at("zero") == 3);
+  CHECK(ds.at("plan").at("micro_batch") == 4);
+  CHECK(ds.at("plan").at("offload").at("optimizer") == true);
+  CHECK(ds.at("training").at("framework") == "deepspeed");
+  CHECK(has_note(ds, "not used: my_team_tag"));
+  CHECK(has_note(ds, "tensor and pipeline parallelism live in the training script"));
+
+  // data_parallel_shard_degree -1: the GPUs left after tp 2, so --gpus says how many.
+  const auto tt = json_of("estimate --from " + kData + "torchtitan-llama3-8b.toml --gpus 16");
+  CHECK(tt.at("model").at("name") == "llama-3.1-8b");
+  CHECK(tt.at("plan").at("dp") == 8);
+  CHECK(tt.at("plan").at("tp") == 2);
+  CHECK(tt.at("plan").at("zero") == 3);
+  CHECK(tt.at("plan").at("micro_batch") == 2);
+  CHECK(tt.at("plan").at("recompute") == "full");
+  // global_batch_size -1: local 2 x dp 8 (job_config.py Training.global_batch_size).
+  CHECK(tt.at("training").at("global_batch") == 16);
+  CHECK(tt.at("training").at("seq_len") == 8192);
+
+  // FSDP1's SHARD_GRAD_OP is ZeRO-2; 16 processes on 2 machines.
+  const auto ac = json_of("estimate --from " + kData + "accelerate-fsdp1.yaml --model llama-3.1-8b");
+  CHECK(ac.at("plan").at("zero") == 2);
+  CHECK(ac.at("plan").at("dp") == 16);
+  CHECK(ac.at("plan").at("recompute") == "full");
+  CHECK(ac.at("cluster").at("gpus_per_node") == 8);
+  CHECK(has_note(ac, "DataLoader batch_size"));
+}
+
+TEST_CASE("--from refuses what it cannot read or price, naming the file's key") {
+  const std::string dir = make_temp_dir();
+  // A misspelt plan key would leave the plan to its default: refused with the nearest key.
+  write_file(dir + "/typo.sh", "torchrun pretrain_gpt.py --tensor-model-paralel-size 4 "
+                               "--num-layers 32 --hidden-size 4096 --num-attention-heads 32\n");
+  check_refused("estimate --from " + dir + "/typo.sh", "did you mean --tensor-model-parallel-size");
+  // A plan the model cannot take names the script's argument, not --tp.
+  write_file(dir + "/tp3.sh", "torchrun --nproc_per_node 6 pretrain_gpt.py "
+                              "--tensor-model-parallel-size 3 --num-layers 32 --hidden-size 4096 "
+                              "--num-attention-heads 32\n");
+  check_refused("estimate --from " + dir + "/tp3.sh", "tp3.sh: --tensor-model-parallel-size");
+  // A value the file does not fix.
+  write_file(dir + "/env.sh", "torchrun pretrain_gpt.py --tensor-model-parallel-size $TP\n");
+  check_refused("estimate --from " + dir + "/env.sh --model llama-2-7b",
+                "is not a value the file fixes");
+  // A flag beside the file for a value the file sets: nothing is replaced silently.
+  check_refused("estimate --from " + kData + "megatron-llama2-7b.sh --tp 4",
+                "megatron-llama2-7b.sh sets it (--tensor-model-parallel-size = 2)");
+  // DeepSpeed's JSON holds no model.
+  check_refused("estimate --from " + kData + "deepspeed-zero3-offload.json", "give --model");
+  // DeepSpeedZeroConfig refuses unknown keys, and so does shardplan.
+  write_file(dir + "/ds.json", R"({"train_micro_batch_size_per_gpu": 1,
+                                   "zero_optimization": {"stage": 2, "overlap_com": true}})");
+  check_refused("estimate --from " + dir + "/ds.json --model llama-2-7b",
+                "zero_optimization.overlap_com");
+  // HSDP cannot be priced as one ZeRO group.
+  write_file(dir + "/hsdp.toml", "[parallelism]\ndata_parallel_replicate_degree = 2\n"
+                                 "data_parallel_shard_degree = 8\n[model]\nname = 'llama3'\n"
+                                 "flavor = '8B'\n");
+  check_refused("estimate --from " + dir + "/hsdp.toml", "HSDP");
+  write_file(dir + "/plan.cfg", "hello");
+  check_refused("estimate --from " + dir + "/plan.cfg", "not a launcher config");
+}
+
+TEST_CASE("runbook, memory and plan take --from; plan says what would be faster") {
+  const std::string file = kData + "deepspeed-zero3-offload.json --model llama-2-7b";
+  CHECK(json_of("memory --from " + file).at("plan").at("zero") == 3);
+  CHECK(json_of("runbook --from " + file).at("plan").at("offload").at("optimizer") == true);
+  // Offloading the optimizer of a 7B model that fits on 8 H100s costs host traffic every step:
+  // the search finds a faster plan on the same GPUs and batch.
+  const auto plan = json_of("plan --from " + file);
+  const auto& from = plan.at("from");
+  CHECK(from.at("plan").at("offload").at("optimizer") == true);
+  REQUIRE(!from.at("faster").is_null());
+  CHECK(from.at("speedup").get<double>() > 1.01);
+  CHECK(from.at("faster").at("step_s").get<double>() < from.at("step_s").get<double>());
+  CHECK(plan.at("training").at("global_batch") == 256);
+  const auto text = run_cli("plan --from " + file);
+  CHECK(contains(text.out, "From " + kData + "deepspeed-zero3-offload.json: dp 8"));
+  CHECK(contains(text.out, "Faster: "));
+}
