@@ -96,9 +96,8 @@ std::optional<ChosenPlan> choose_plan(const CLI::App& app, const EmitFlags& e, P
   return c;
 }
 
-int seed_of(const EmitFlags& e) {
-  if (e.seed.empty()) return kDefaultSeed;
-  return static_cast<int>(std::min<long long>(parse_positive_int(e.seed, "--seed"), 2147483647));
+long long seed_of(const EmitFlags& e) {
+  return e.seed.empty() ? kDefaultSeed : parse_seed(e.seed, "--seed");
 }
 
 IntervalChoice interval_choice(const RunbookFlags& f) {
@@ -146,7 +145,7 @@ int run_emit(const CLI::App& app, const EmitFlags& e, const RunbookFlags& f, Pla
   const Inputs& in = chosen->in;
   const LauncherFormat format = e.format.empty() ? default_format(in.training.framework.id)
                                                  : parse_launcher_format(e.format, "--format");
-  const int seed = seed_of(e);
+  const long long seed = seed_of(e);
   const IntervalChoice choice = interval_choice(f);
   const RunbookInputs options = resolve_runbook_flags(f, kDefaultCheckpointIntervalS);
 

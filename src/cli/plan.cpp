@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <optional>
 
@@ -175,10 +176,19 @@ int run_plan(const PlanFlags& f, const PlanningRequest& request) {
       in.model, in.training, in.cluster, in.notes, planned, request.search.objective, std::nullopt};
   if (fastest && beyond_plain_1f1b(fastest->plan))
     outcome.plain_1f1b = fastest_plain_1f1b(in, planned.space, request.search);
-  if (rec) {
+  // The trace is of the recommended plan; when the ladder recommends none, of the fastest the
+  // search found; with no plan at all there is no step to draw, and the user is told so.
+  const ParallelPlan* traced = rec ? &rec->plan.plan : fastest ? &fastest->plan : nullptr;
+  if (traced) {
     Inputs chosen = in;
-    chosen.plan = rec->plan.plan;
+    chosen.plan = *traced;
     write_trace(f.trace, chosen, estimate(in.model, in.training, chosen.plan, in.cluster));
+    if (!rec && !f.trace.empty())
+      std::fprintf(stderr, "shardplan: note: --trace: the ladder recommends no plan; %s traces "
+                           "the fastest plan found\n", f.trace.c_str());
+  } else if (!f.trace.empty()) {
+    std::fprintf(stderr, "shardplan: note: --trace: no plan fits, so there is no step to "
+                         "trace; %s was not written\n", f.trace.c_str());
   }
   if (!f.html.empty()) {
     write_html(f.html, plan_report(planned, in.model, in.training, in.cluster), "--html");

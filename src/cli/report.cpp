@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "shardplan/error.hpp"
+#include "shardplan/files.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/reports.hpp"
 
@@ -15,10 +16,11 @@ Runner setup_report(CLI::App& sub) {
   sub.add_option("PROFILE", *profile, "A profile written by `shardplan probe`")->required();
   sub.add_option("--html", *html, "The HTML report to write")->required();
   return [profile, html]() {
-    const std::string text = read_text_file(*profile, "PROFILE");
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      throw InputError("PROFILE", "'" + *profile + "' is not a JSON object");
+    // Malformed JSON is named as such (with its line), apart from JSON that is not an object.
+    const nlohmann::json j = read_json_file(*profile, "PROFILE");
+    if (!j.is_object()) {
+      throw InputError("PROFILE", "'" + *profile + "' is JSON but not an object; give a profile "
+                                                   "written by `shardplan probe`");
     }
     write_html(*html, probe_report(j, *profile), "--html");
     return 0;

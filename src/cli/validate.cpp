@@ -34,7 +34,17 @@ struct ValidateFlags {
 std::vector<PublishedRun> load_runs(const ValidateFlags& f) {
   ClusterOptions co;
   co.cluster = f.cluster.cluster;
-  if (!f.file.empty()) return load_published_runs(read_text_file(f.file, "file"), f.file, co);
+  if (!f.file.empty()) {
+    std::vector<PublishedRun> runs =
+        load_published_runs(read_text_file(f.file, "file"), f.file, co);
+    // An empty array has nothing to validate; saying so beats a complaint about --only.
+    if (runs.empty()) {
+      throw InputError("file", "'" + f.file +
+                                   "' holds no runs; give a JSON array of runs, each with "
+                                   "model, hardware, plan and measured");
+    }
+    return runs;
+  }
   std::vector<PublishedRun> runs =
       load_published_runs(default_published_runs(), "profiles/validation/published-runs.json", co);
   for (PublishedRun& r :

@@ -65,7 +65,7 @@ Framework framework_of(LauncherFormat f) {
   return Framework::megatron;
 }
 
-LongRunSettings long_run_settings(const Runbook& r, IntervalChoice choice, int seed,
+LongRunSettings long_run_settings(const Runbook& r, IntervalChoice choice, long long seed,
                                   bool seed_given) {
   LongRunSettings s;
   const CheckpointPlan& k = r.checkpoint;

@@ -146,6 +146,8 @@ void model_args(Args& a, const EmitInputs& in) {
   a.add("--seq-length", in.training.seq_len)
       .add("--max-position-embeddings", std::max(m.max_positions, in.training.seq_len));
   if (m.mlp == MlpKind::swiglu) a.add("--swiglu");
+  // megatron/training/arguments.py --squared-relu (Nemotron-4's activation).
+  if (m.mlp == MlpKind::squared_relu) a.add("--squared-relu");
   a.add("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
   a.add("--position-embedding-type",
         m.positions == PositionKind::rotary ? "rope" : "learned_absolute");

@@ -4,6 +4,8 @@
 #include "shardplan/ladder.hpp"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 
 #include "shardplan/memory.hpp"
 #include "shardplan/offload.hpp"
@@ -69,6 +71,13 @@ SearchSpace rung_space(Rung rung, const ModelSpec& m, const TrainingSpec& tr, co
   auto only = [](std::vector<int>& axis, int value) { axis = {value}; };
   const int per_replica =
       c.gpus > 0 && tr.global_batch % c.gpus == 0 ? tr.global_batch / c.gpus : 0;
+  if (rung != Rung::pipeline_parallel) {
+    // Without pipeline stages a schedule or a stage layout is no choice at all: every schedule
+    // is the same plan on pp 1. Keeping that axis made its refusals (a framework without ZB-V)
+    // outnumber the rung's real blocker and name it as the rung's reason.
+    s.schedule = {Schedule::one_f_one_b};
+    s.lighter_ends = {false};
+  }
   switch (rung) {
     case Rung::single_gpu:
     case Rung::gradient_accumulation:
@@ -149,6 +158,21 @@ void classify_memory(RungVerdict& v, const ModelSpec& m, const TrainingSpec& tr,
     v.blocker = Blocker::activations;
     v.need_bytes = s.activations_bytes + s.transient_bytes();
   }
+}
+
+// Which rule refused most of the rung's plans. A framework capability (torchtitan has no ZeRO-1,
+// no offload) is the answer only when the framework can run none of the rung's shape: otherwise
+// the rule that broke the plans it can run is (a batch too small for the GPUs is that, however
+// many ZB-V points a framework without ZB-V also drops).
+std::optional<RuleId> top_rule(const SearchResult& r, const SearchSpace& space) {
+  std::array<long long, kRules> runnable = r.rejected;
+  for (int i = 0; i < kRules; ++i) runnable[i] -= space.refused[i];
+  const std::array<long long, kRules>* const lists[] = {&runnable, &r.rejected};
+  for (const auto* counts : lists) {
+    const auto most = std::max_element(counts->begin(), counts->end());
+    if (*most > 0) return static_cast<RuleId>(most - counts->begin());
+  }
+  return std::nullopt;
 }
 
 // What offload costs: its share of the step, and the same plan's step and memory without it.
@@ -248,10 +272,7 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
       classify_memory(v, m, tr, c);
     } else {
       v.blocker = Blocker::no_valid_plan;
-      // Which rule refused most of the rung's plans: a framework capability (torchtitan has
-      // no ZeRO-1, no offload) is a different answer from a shape that does not divide.
-      const auto most = std::max_element(r.rejected.begin(), r.rejected.end());
-      if (*most > 0) v.top_rule = static_cast<RuleId>(most - r.rejected.begin());
+      v.top_rule = top_rule(r, space);
     }
     out.rungs.push_back(v);
     if (v.passes()) {

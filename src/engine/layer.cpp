@@ -116,12 +116,13 @@ void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const
   const double k_elems = x.tokens * x.kv * x.dqk;
   const double v_elems = x.tokens * x.kv * x.dv;
   const double out_elems = x.tokens * x.heads * x.dv;
-  blk.ops.push_back(norm_op("input norm", x));
   if (m.is_mla()) {
     add_mla_projections(blk, m, x);
   } else {
-    blk.ops.push_back(gemm("qkv projection", x.tokens, (x.heads + 2.0 * x.kv) * x.d, x.h, 1, x.e,
-                           x.tokens * x.h * x.r * x.e));
+    // Qwen3-Next's q_proj also yields the output gate: one more heads x head_dim block.
+    const double q_blocks = m.attention_output_gate ? 2.0 : 1.0;
+    blk.ops.push_back(gemm("qkv projection", x.tokens, (q_blocks * x.heads + 2.0 * x.kv) * x.d,
+                           x.h, 1, x.e, x.tokens * x.h * x.r * x.e));
   }
   if (m.qk_norm) {
     blk.ops.push_back(
@@ -156,8 +157,82 @@ void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const
     blk.ops.push_back(
         gemm("attention over values", x.s, x.dv, x.s_kv, x.b * x.heads, x.e, v_elems * x.e));
   }
+  if (m.attention_output_gate) {
+    // sigmoid(gate) * attention output: keeps the gate and the ungated output for backward.
+    blk.ops.push_back(
+        elementwise("attention output gate", 3.0 * out_elems * x.e, 2.0 * out_elems * x.e));
+  }
   blk.ops.push_back(
       gemm("output projection", x.tokens, x.h, x.heads * x.dv, 1, x.e, out_elems * x.e));
+}
+
+// Chunk length of the chunked gated delta rule (flash-linear-attention's chunk_gated_delta_rule,
+// the kernel Qwen3-Next's modeling code calls; Yang et al. 2024 Sec. 3.3 chunkwise form).
+constexpr double kDeltaRuleChunk = 64;
+
+// A gated DeltaNet mixer (modeling_qwen3_next.py Qwen3NextGatedDeltaNet) on this device's share
+// of the value heads: input projections, the causal conv1d + SiLU over q, k, v, the chunked
+// delta rule, the gated RMSNorm and the output projection.
+void add_gated_deltanet(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape& x) {
+  const double t = p.tp;
+  const double hv = m.linear_value_heads / t;
+  const double key_dim = static_cast<double>(m.linear_key_heads) * m.linear_key_head_dim / t;
+  const double value_dim = hv * m.linear_value_head_dim;
+  const double conv_dim = 2.0 * key_dim + value_dim;
+  const double dk = m.linear_key_head_dim, dv = m.linear_value_head_dim;
+  blk.ops.push_back(gemm("qkvz projection", x.tokens, 2.0 * key_dim + 2.0 * value_dim, x.h, 1,
+                         x.e, x.tokens * x.h * x.r * x.e));
+  blk.ops.push_back(gemm("beta/decay projection", x.tokens, 2.0 * hv, x.h, 1, x.e, 0));
+  // Depthwise conv of `kernel` taps, then SiLU: keeps its input and its output.
+  const double conv_elems = x.tokens * conv_dim;
+  blk.ops.push_back(elementwise("short convolution", 2.0 * conv_elems * x.e, conv_elems * x.e));
+  blk.ops.push_back(elementwise("conv silu", 2.0 * conv_elems * x.e, conv_elems * x.e));
+  // The delta rule per value head and token: the state (dk x dv) read for the output, and the
+  // rank-1 correction and decay written back (3 dk dv multiply-adds), plus the intra-chunk
+  // causal products of the chunkwise form (C/2 (dk + dv) each). Backward is about twice that.
+  Op rule;
+  rule.name = "gated delta rule";
+  rule.kind = OpKind::attention;
+  rule.flops = 2.0 * x.tokens * hv * (3.0 * dk * dv + 0.5 * kDeltaRuleChunk * (dk + dv));
+  rule.backward_flops = 2.0 * rule.flops;
+  // q, k, v are the conv output saved above; the kernel adds the fp32 decay and beta per head.
+  rule.saved_bytes = x.tokens * hv * 2.0 * 4.0;
+  blk.ops.push_back(rule);
+  const double out_elems = x.tokens * value_dim;
+  // RMSNorm of each head's output times SiLU(z): keeps the output and z.
+  blk.ops.push_back(
+      elementwise("gated norm", 3.0 * out_elems * x.e, 2.0 * out_elems * x.e));
+  blk.ops.push_back(
+      gemm("linear attention out projection", x.tokens, x.h, value_dim, 1, x.e, out_elems * x.e));
+}
+
+// Scales ops [from, end) to `share` of the layers: a hybrid's one layer description is the
+// average of its mixers, so sums over layers (time, activations) come out right.
+void scale_ops(Block& blk, size_t from, double share) {
+  for (size_t i = from; i < blk.ops.size(); ++i) {
+    Op& op = blk.ops[i];
+    op.batch *= share;
+    op.flops *= share;
+    op.bytes *= share;
+    op.saved_bytes *= share;
+    op.backward_flops *= share;
+  }
+}
+
+// The token mixer of a layer between its input norm and its residual: softmax attention, or
+// for a hybrid both mixers, each weighted by the share of layers that run it.
+void add_mixer(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+               const Shape& x) {
+  blk.ops.push_back(norm_op("input norm", x));
+  const size_t first = blk.ops.size();
+  add_attention(blk, m, tr, x);
+  if (m.is_hybrid()) {
+    const double linear = static_cast<double>(m.linear_attention_layer_count()) / m.layers;
+    scale_ops(blk, first, 1.0 - linear);
+    const size_t second = blk.ops.size();
+    add_gated_deltanet(blk, m, p, x);
+    scale_ops(blk, second, linear);
+  }
   blk.ops.push_back(residual_op("attention residual", x, m.dropout));
 }
 
@@ -172,7 +247,9 @@ void add_mlp_gemms(Block& blk, const ModelSpec& m, const Shape& x, double rows, 
     // Fused SwiGLU/GeGLU (Megatron bias_swiglu): keeps gate and up outputs, writes the product.
     blk.ops.push_back(elementwise("gated activation", 3.0 * act * x.e, 2.0 * act * x.e));
   } else {
-    blk.ops.push_back(elementwise("gelu", 2.0 * act * x.e, act * x.e));
+    // GeLU or squared ReLU (Nemotron): one input saved, one output written.
+    const char* name = m.mlp == MlpKind::squared_relu ? "squared relu" : "gelu";
+    blk.ops.push_back(elementwise(name, 2.0 * act * x.e, act * x.e));
   }
   blk.ops.push_back(gemm("mlp down projection", rows, x.h, f, groups, x.e, act * x.e));
 }
@@ -215,7 +292,7 @@ MicroBatchWork describe_micro_batch(const ModelSpec& m, const TrainingSpec& tr,
   w.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
   w.dense_layers = m.layers - w.moe_layers;
   auto describe_layer = [&](Block& layer, bool moe) {
-    add_attention(layer, m, tr, x);
+    add_mixer(layer, m, tr, p, x);
     add_mlp(layer, m, p, x, moe);
     layer.input_bytes = x.tokens * x.h * x.r * x.e;
     if (p.tp > 1) {

@@ -70,6 +70,35 @@ AttentionParams attention_params(const ModelSpec& m, int tp) {
   a.replicated = m.out_bias ? h : 0;
   a.matmul = h * heads * m.head_dim * 2.0 + 2.0 * h * m.kv_heads * m.head_dim;
   if (m.qk_norm) a.replicated += 2.0 * m.head_dim;  // one RMSNorm(head_dim) each for Q and K
+  // gpt-oss (modeling_gpt_oss.py GptOssAttention.sinks): one learned logit per head.
+  if (m.attention_sinks) a.split += heads / t;
+  if (m.attention_output_gate) {
+    // Qwen3-Next (modeling_qwen3_next.py Qwen3NextAttention): q_proj is heads x head_dim x 2
+    // wide, the second half a sigmoid gate on the attention output.
+    a.split += h * q;
+    a.matmul += h * heads * m.head_dim;
+  }
+  return a;
+}
+
+// A gated DeltaNet mixer (modeling_qwen3_next.py Qwen3NextGatedDeltaNet) on one of t ranks:
+// in_proj_qkvz (h -> 2 key_dim + 2 value_dim: q, k, v and the output gate z), in_proj_ba
+// (h -> 2 value heads: the delta-rule step beta and the decay a), a depthwise causal conv1d over
+// q, k, v (kernel taps each, no bias), dt_bias and A_log per value head, the gated RMSNorm of a
+// value head (replicated) and out_proj (value_dim -> h). Heads split over tensor parallelism.
+AttentionParams linear_attention_params(const ModelSpec& m, int tp) {
+  AttentionParams a;
+  const double h = m.hidden;
+  const double t = tp;
+  const double key_dim = static_cast<double>(m.linear_key_heads) * m.linear_key_head_dim;
+  const double value_dim = static_cast<double>(m.linear_value_heads) * m.linear_value_head_dim;
+  const double heads = m.linear_value_heads;
+  const double in_proj = h * (2.0 * key_dim + 2.0 * value_dim) + h * 2.0 * heads;
+  const double conv = (2.0 * key_dim + value_dim) * m.linear_conv_kernel;
+  const double out = value_dim * h;
+  a.split = (in_proj + conv + 2.0 * heads + out) / t;
+  a.replicated = m.linear_value_head_dim;
+  a.matmul = in_proj + out;
   return a;
 }
 
@@ -122,7 +151,20 @@ double causal_attention_density(const ModelSpec& m, double s) {
 double attended_pairs(const ModelSpec& m, double s) {
   const int sliding = sliding_layers(m);
   const double w = std::min<double>(m.sliding_window, s);
-  return (m.layers - sliding) * s * s + sliding * s * w;
+  // Linear-attention layers keep a state instead of scoring query-key pairs (their recurrence
+  // is counted with their ops, not here).
+  const int softmax = m.layers - m.linear_attention_layer_count();
+  return (softmax - sliding) * s * s + sliding * s * w;
+}
+
+int stage_linear_attention_layers(const ModelSpec& m, const ParallelPlan& plan, int stage) {
+  if (!m.is_hybrid()) return 0;
+  int first = 0;
+  for (int s = 0; s < stage; ++s) first += stage_layers(m.layers, plan, s);
+  int n = 0;
+  for (int i = first; i < first + stage_layers(m.layers, plan, stage); ++i)
+    n += m.is_linear_attention_layer(i) ? 1 : 0;
+  return n;
 }
 
 int default_training_seq_len(const ModelSpec& m) {
@@ -153,15 +195,25 @@ ParamCounts count_params(const ModelSpec& m) {
   c.layers_matmul_active =
       c.moe_layers * c.layer.matmul_active + c.dense_layers * c.dense_layer.matmul_active;
 
+  if (m.is_hybrid()) {
+    // `layer` and `dense_layer` carry softmax attention; the linear-attention layers swap it for
+    // a gated DeltaNet. Adding the difference keeps every sum in whole numbers.
+    const AttentionParams soft = attention_params(m, 1);
+    const AttentionParams lin = linear_attention_params(m, 1);
+    c.linear_attention_layers = m.linear_attention_layer_count();
+    c.linear_attention = lin.total();
+    c.linear_attention_delta = c.linear_attention_layers * (lin.total() - soft.total());
+    c.layers_matmul_active += c.linear_attention_layers * (lin.matmul - soft.matmul);
+  }
   c.embedding = static_cast<double>(m.vocab) * h;
   c.positions = m.positions == PositionKind::learned ? static_cast<double>(m.max_positions) * h : 0;
   c.lm_head = m.tied_embeddings ? 0 : static_cast<double>(m.vocab) * h;
   c.final_norm = norm_params(m);
   const double outside_layers = c.embedding + c.positions + c.lm_head + c.final_norm;
-  c.total =
-      c.moe_layers * c.layer.total() + c.dense_layers * c.dense_layer.total() + outside_layers;
-  c.active =
-      c.moe_layers * c.layer.active() + c.dense_layers * c.dense_layer.active() + outside_layers;
+  c.total = c.moe_layers * c.layer.total() + c.dense_layers * c.dense_layer.total() +
+            c.linear_attention_delta + outside_layers;
+  c.active = c.moe_layers * c.layer.active() + c.dense_layers * c.dense_layer.active() +
+             c.linear_attention_delta + outside_layers;
   // DeepSeek-V3 Sec. 2.2: each MTP module is a transformer layer (a MoE layer in V3), a 2h x h
   // projection and two RMSNorms (of the hidden state and the embedding), plus a final norm
   // before the shared output head.
@@ -201,6 +253,11 @@ DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int sta
   d.dense = (layers_here - moe_here) * dense_layer + moe_here * moe_dense;
   d.experts = moe_here * moe_experts;
   d.largest_layer = moe_here > 0 ? std::max(dense_layer, moe_dense + moe_experts) : dense_layer;
+  if (m.is_hybrid()) {
+    const double delta = linear_attention_params(m, plan.tp).total() - attention;
+    d.dense += stage_linear_attention_layers(m, plan, stage) * delta;
+    d.largest_layer += std::max(0.0, delta);
+  }
 
   const bool first = stage == 0;
   const bool last = stage == head_stage(plan);

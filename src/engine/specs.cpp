@@ -19,7 +19,10 @@ struct Name {
 };
 
 constexpr Name<MlpKind> kMlpNames[] = {
-    {MlpKind::gelu, "gelu"}, {MlpKind::swiglu, "swiglu"}, {MlpKind::geglu, "geglu"}};
+    {MlpKind::gelu, "gelu"},
+    {MlpKind::swiglu, "swiglu"},
+    {MlpKind::geglu, "geglu"},
+    {MlpKind::squared_relu, "squared-relu"}};
 constexpr Name<NormKind> kNormNames[] = {{NormKind::layernorm, "layernorm"},
                                          {NormKind::rmsnorm, "rmsnorm"}};
 constexpr Name<PositionKind> kPositionNames[] = {{PositionKind::learned, "learned"},

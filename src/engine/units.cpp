@@ -159,20 +159,53 @@ double parse_number(std::string_view text, const std::string& field) {
   return value;
 }
 
-long long parse_positive_int(std::string_view text, const std::string& field) {
+namespace {
+
+// A count read by parse_count that is whole and at most `max`: a number past the limit is "too
+// large" with the limit (99999999999999999999 is whole, just beyond any count), a fraction is
+// not a whole number.
+long long whole_count(std::string_view text, const std::string& field, long long max) {
   const double value = parse_count(text, field);
-  if (value != std::floor(value) || value > 9.0e15) {
+  if (value > static_cast<double>(max)) {
+    throw InputError(field, "'" + std::string(text) + "' is too large; at most " +
+                                std::to_string(max));
+  }
+  if (value != std::floor(value)) {
     throw InputError(field, "'" + std::string(text) + "' must be a whole number");
   }
   return static_cast<long long>(value);
 }
 
+// The largest count a double holds exactly with room to spare (2^53 is about 9.007e15).
+constexpr long long kMaxExactCount = 9'000'000'000'000'000;
+
+}  // namespace
+
+long long parse_positive_int(std::string_view text, const std::string& field) {
+  return whole_count(text, field, kMaxExactCount);
+}
+
 int parse_int(std::string_view text, const std::string& field, long long max) {
-  const long long v = parse_positive_int(text, field);
-  if (v > max) {
-    throw InputError(field, std::string(text) + " is too large; at most " + std::to_string(max));
+  return static_cast<int>(whole_count(text, field, max));
+}
+
+std::uint32_t parse_seed(std::string_view text, const std::string& field) {
+  // Digits only: a seed is an exact value, so neither a suffix ("7B") nor a fraction nor an
+  // exponent is a seed; 0 is one (numpy, torch.manual_seed and Megatron's --seed take it).
+  const std::string s(text);
+  constexpr std::uint64_t kMaxSeed = 4'294'967'295;  // 2^32 - 1: numpy's RandomState limit
+  std::uint64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (s.empty() || ptr != s.data() + s.size() ||
+      std::isdigit(static_cast<unsigned char>(s[0])) == 0) {
+    throw InputError(field, "'" + s + "' is not a seed; give a whole number from 0 to " +
+                                std::to_string(kMaxSeed) + " in digits");
   }
-  return static_cast<int>(v);
+  if (ec == std::errc::result_out_of_range || value > kMaxSeed) {
+    throw InputError(field,
+                     "'" + s + "' is too large for a seed; at most " + std::to_string(kMaxSeed));
+  }
+  return static_cast<std::uint32_t>(value);
 }
 
 int parse_int_or(std::string_view text, const std::string& field, int fallback, long long max) {

@@ -1,5 +1,5 @@
-// Atomic replacement of output files: mkstemp beside the target, write, fsync, rename(2),
-// fsync of the folder.
+// Bounded reads of input files (regular files only, up to a size limit) and atomic replacement
+// of output files: mkstemp beside the target, write, fsync, rename(2), fsync of the folder.
 #include "shardplan/files.hpp"
 
 #include <fcntl.h>
@@ -11,9 +11,54 @@
 #include <cstring>
 #include <vector>
 
+#include "json_reader.hpp"
 #include "shardplan/error.hpp"
 
 namespace shardplan {
+
+std::string read_text_file(const std::string& path, const std::string& field) {
+  // O_NONBLOCK: opening a FIFO nobody writes to would otherwise wait forever before fstat.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(field, "cannot read '" + path + "': " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    const bool dir = S_ISDIR(st.st_mode);
+    throw InputError(field,
+                     "'" + path + "' is " +
+                         (dir ? "a directory" : "not a regular file (a device, FIFO or socket)") +
+                         "; give a JSON file");
+  }
+  const auto too_large = [&] {
+    close(fd);
+    return InputError(field, "'" + path + "' is larger than " +
+                                 std::to_string(kMaxInputFileBytes / (1024 * 1024)) +
+                                 " MiB; no input shardplan reads is that large");
+  };
+  if (st.st_size > kMaxInputFileBytes) throw too_large();
+  std::string text;
+  text.reserve(static_cast<size_t>(st.st_size));
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int saved = errno;
+      close(fd);
+      throw InputError(field, "cannot read '" + path + "': " + std::strerror(saved));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+    // A file that grows while it is read (a log being written) stops at the limit too.
+    if (static_cast<long long>(text.size()) > kMaxInputFileBytes) throw too_large();
+  }
+  close(fd);
+  return text;
+}
+
+nlohmann::json read_json_file(const std::string& path, const std::string& field) {
+  return parse_json(read_text_file(path, field), path);
+}
 
 void write_file_atomically(const std::string& path, const std::string& text,
                            const std::string& field) {

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <set>
 
+#include "hf_families.hpp"
+#include "hf_fields.hpp"
 #include "json_reader.hpp"
 #include "model_json.hpp"
 #include "shardplan/error.hpp"
@@ -38,28 +40,10 @@ const std::set<std::string> kFourHFamilies = {"gpt2", "gptj", "gpt_bigcode", "bl
 std::string supported_types() {
   std::set<std::string> all = kGatedFamilies;
   all.insert(kGptFamilies.begin(), kGptFamilies.end());
+  all.insert(newer_family_types().begin(), newer_family_types().end());
   std::string out;
   for (const auto& t : all) out += (out.empty() ? "" : ", ") + t;
   return out;
-}
-
-int first_int(const nlohmann::json& j, std::initializer_list<const char*> keys, int fallback,
-              const std::string& origin, bool required) {
-  for (const char* k : keys) {
-    if (j.contains(k) && !j.at(k).is_null()) {
-      const auto& v = j.at(k);
-      if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 2'000'000'000) {
-        throw InputError(origin + ": " + k, "expected a whole number, got " + v.dump());
-      }
-      return v.get<int>();
-    }
-  }
-  if (required) {
-    std::string names;
-    for (const char* k : keys) names += (names.empty() ? "" : " or ") + std::string(k);
-    throw InputError(origin + ": " + names, "missing; this family's config.json must give it");
-  }
-  return fallback;
 }
 
 bool present(const nlohmann::json& j, std::initializer_list<const char*> keys) {
@@ -76,10 +60,6 @@ double first_number(const nlohmann::json& j, std::initializer_list<const char*> 
   return 0;
 }
 
-bool flag(const nlohmann::json& j, const char* key, bool fallback) {
-  return j.contains(key) && j.at(key).is_boolean() ? j.at(key).get<bool>() : fallback;
-}
-
 // Mixture-of-experts fields of Mixtral, Qwen-MoE, DeepSeek and Llama 4.
 void read_moe(const nlohmann::json& c, const std::string& type, const std::string& origin,
               ModelSpec& m) {
@@ -90,8 +70,8 @@ void read_moe(const nlohmann::json& c, const std::string& type, const std::strin
     return;
   }
   m.experts_per_token = first_int(c, {"num_experts_per_tok"}, 0, origin, true);
-  const bool deepseek = type.rfind("deepseek", 0) == 0;
-  const bool qwen = type == "qwen2_moe" || type == "qwen3_moe";
+  const bool deepseek = deepseek_style_moe(type);
+  const bool qwen = qwen_style_moe(type);
   const bool llama4 = type.rfind("llama4", 0) == 0;
   if (deepseek || qwen) {
     // moe_intermediate_size is one expert's width; intermediate_size the dense layers'.
@@ -171,7 +151,8 @@ std::string model_type_of(const nlohmann::json& j, const nlohmann::json& c,
   }
   if (type == "gemma3") type = "gemma3_text";  // a wrapper whose text_config omits model_type
   if (type == "llama4") type = "llama4_text";
-  if (kGptFamilies.count(type) == 0 && kGatedFamilies.count(type) == 0) {
+  if (kGptFamilies.count(type) == 0 && kGatedFamilies.count(type) == 0 &&
+      newer_family_types().count(type) == 0) {
     throw InputError(origin + ": model_type",
                      "'" + type + "' is not a supported decoder-only transformer; supported: " +
                          supported_types());
@@ -179,20 +160,39 @@ std::string model_type_of(const nlohmann::json& j, const nlohmann::json& c,
   return type;
 }
 
+// head_dim, or hidden / heads when the config leaves it out, as transformers' attention modules
+// compute it; heads that do not divide the hidden size then have no width, as --heads 33 has not.
+void read_head_dim(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
+  if (present(c, {"head_dim"})) {
+    m.head_dim = first_int(c, {"head_dim"}, 0, origin, true, 1);
+    return;
+  }
+  if (m.hidden % m.heads != 0) {
+    const char* key = c.contains("num_attention_heads") ? "num_attention_heads"
+                      : c.contains("n_head")            ? "n_head"
+                                                        : "num_heads";
+    throw InputError(origin + ": " + key,
+                     fmt::format("{} heads do not divide hidden size {} and the config gives no "
+                                 "head_dim; give head_dim or a head count that divides {}",
+                                 m.heads, m.hidden, m.hidden));
+  }
+  m.head_dim = m.hidden / m.heads;
+}
+
 // Layers, widths, heads, vocabulary and context, with the defaults a family fixes in code.
 void read_shape(const nlohmann::json& c, const std::string& type, const std::string& origin,
                 ModelSpec& m) {
-  m.layers = first_int(c, {"num_hidden_layers", "n_layer", "num_layers"}, 0, origin, true);
-  m.hidden = first_int(c, {"hidden_size", "n_embd", "d_model"}, 0, origin, true);
-  m.heads = first_int(c, {"num_attention_heads", "n_head", "num_heads"}, 0, origin, true);
-  m.kv_heads = first_int(c, {"num_key_value_heads", "num_kv_heads"}, m.heads, origin, false);
-  if (type == "falcon" && flag(c, "multi_query", false) && !c.contains("num_kv_heads"))
+  m.layers = first_int(c, {"num_hidden_layers", "n_layer", "num_layers"}, 0, origin, true, 1);
+  m.hidden = first_int(c, {"hidden_size", "n_embd", "d_model"}, 0, origin, true, 1);
+  m.heads = first_int(c, {"num_attention_heads", "n_head", "num_heads"}, 0, origin, true, 1);
+  m.kv_heads = first_int(c, {"num_key_value_heads", "num_kv_heads"}, m.heads, origin, false, 1);
+  if (type == "falcon" && flag(c, "multi_query", false, origin) && !c.contains("num_kv_heads"))
     m.kv_heads = 1;
-  m.head_dim = first_int(c, {"head_dim"}, m.heads > 0 ? m.hidden / m.heads : 0, origin, false);
+  read_head_dim(c, origin, m);
   const std::initializer_list<const char*> mlp_keys = {"intermediate_size", "n_inner", "ffn_dim",
                                                        "ffn_hidden_size"};
   const bool four_h = kFourHFamilies.count(type) != 0 && !present(c, mlp_keys);
-  m.ffn_hidden = first_int(c, mlp_keys, 4 * m.hidden, origin, !four_h);
+  m.ffn_hidden = first_int(c, mlp_keys, 4 * m.hidden, origin, !four_h, 1);
   if (four_h) {
     m.notes.push_back(fmt::format("{}: no MLP width in the config; {} fixes it at 4 x hidden = {}",
                                   origin, type, m.ffn_hidden));
@@ -200,14 +200,15 @@ void read_shape(const nlohmann::json& c, const std::string& type, const std::str
   // Gemma 3's text_config leaves the vocabulary to Gemma3TextConfig's default.
   const bool gemma3_vocab = type == "gemma3_text" && !present(c, {"vocab_size"});
   m.vocab =
-      gemma3_vocab ? 262'208 : first_int(c, {"vocab_size", "padded_vocab_size"}, 0, origin, true);
+      gemma3_vocab ? 262'208
+                   : first_int(c, {"vocab_size", "padded_vocab_size"}, 0, origin, true, 1);
   if (gemma3_vocab) {
     m.notes.push_back(origin + ": no vocab_size; transformers' Gemma3TextConfig default 262,208");
   }
   // Gemma 3's text_config also leaves the context to Gemma3TextConfig (131,072).
   const int positions_default = type == "gemma3_text" ? 131'072 : 2048;
   m.max_positions = first_int(c, {"max_position_embeddings", "n_positions", "n_ctx"},
-                              positions_default, origin, false);
+                              positions_default, origin, false, 1);
   if (!present(c, {"max_position_embeddings", "n_positions", "n_ctx"})) {
     m.notes.push_back(
         fmt::format("{}: no max_position_embeddings; assumed {}", origin, positions_default));
@@ -215,8 +216,8 @@ void read_shape(const nlohmann::json& c, const std::string& type, const std::str
   // The model's own context: Llama 3.1-style rope scaling names the pre-training one.
   int original = 0;
   if (c.contains("rope_scaling") && c.at("rope_scaling").is_object()) {
-    original =
-        first_int(c.at("rope_scaling"), {"original_max_position_embeddings"}, 0, origin, false);
+    original = first_int(c.at("rope_scaling"), {"original_max_position_embeddings"}, 0,
+                         origin + ": rope_scaling", false, 1);
   }
   m.seq_len = original > 0 ? original : m.max_positions;
 }
@@ -224,7 +225,7 @@ void read_shape(const nlohmann::json& c, const std::string& type, const std::str
 // MLP, norm, positions, tying, biases and dropout: what the family's modeling code fixes, unless
 // the config overrides it.
 void read_conventions(const nlohmann::json& j, const nlohmann::json& c, const std::string& type,
-                      ModelSpec& m) {
+                      const std::string& origin, ModelSpec& m) {
   const bool gpt_like = kGptFamilies.count(type) != 0;
   const bool gated = kGatedFamilies.count(type) != 0;
   m.mlp = gated ? (type.rfind("gemma", 0) == 0 ? MlpKind::geglu : MlpKind::swiglu) : MlpKind::gelu;
@@ -234,11 +235,13 @@ void read_conventions(const nlohmann::json& j, const nlohmann::json& c, const st
                                                                            : PositionKind::rotary;
   // transformers' PretrainedConfig ties by default; Llama-family configs default to untied.
   const bool tie_default = gpt_like ? type != "gpt_neox" : type.rfind("gemma", 0) == 0;
-  m.tied_embeddings = flag(c, "tie_word_embeddings", flag(j, "tie_word_embeddings", tie_default));
-  const bool attention_bias = flag(c, "attention_bias", gpt_like);
-  m.qkv_bias = flag(c, "qkv_bias", attention_bias || type == "qwen2" || type == "qwen2_moe");
+  m.tied_embeddings = flag(c, "tie_word_embeddings",
+                           flag(j, "tie_word_embeddings", tie_default, origin), origin);
+  const bool attention_bias = flag(c, "attention_bias", gpt_like, origin);
+  m.qkv_bias =
+      flag(c, "qkv_bias", attention_bias || type == "qwen2" || type == "qwen2_moe", origin);
   m.out_bias = attention_bias;
-  m.mlp_bias = flag(c, "mlp_bias", gpt_like);
+  m.mlp_bias = flag(c, "mlp_bias", gpt_like, origin);
   m.qk_norm = type == "qwen3" || type == "qwen3_moe";  // q_norm and k_norm over head_dim
   m.dropout = first_number(c, {"attention_dropout", "attn_pdrop", "resid_pdrop", "hidden_dropout",
                                "embd_pdrop", "dropout"}) > 0;
@@ -257,10 +260,11 @@ ModelSpec model_from_hf_config(const std::string& text, const std::string& origi
   m.name = string_or(c, "_name_or_path", string_or(j, "_name_or_path", type));
   m.source = origin + " (Hugging Face " + type + " config)";
   read_shape(c, type, origin, m);
-  read_conventions(j, c, type, m);
+  read_conventions(j, c, type, origin, m);
   read_moe(c, type, origin, m);
   read_mla(c, origin, m);
   read_window(c, type, origin, m);
+  apply_family_conventions(c, type, origin, m);
   check_architecture(m, origin);
   return m;
 }

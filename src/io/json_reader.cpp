@@ -4,14 +4,61 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "shardplan/error.hpp"
 #include "shardplan/names.hpp"
 
 namespace shardplan {
+namespace {
+
+// nlohmann::json keeps the last of two equal keys and says nothing (RFC 8259 Sec. 4 leaves
+// duplicate names to the implementation), so a profile or config.json that states a field twice
+// would silently lose the first value. The parser's callback sees every key as it is read; this
+// records the first repeated one with the keys of the objects around it.
+class DuplicateKeys {
+ public:
+  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      open_.emplace_back();
+      path_.emplace_back();
+    } else if (event == Event::object_end && !open_.empty()) {
+      open_.pop_back();
+      path_.pop_back();
+    } else if (event == Event::key && !open_.empty()) {
+      const std::string key = parsed.get<std::string>();
+      path_.back() = key;
+      if (!open_.back().insert(key).second && duplicate_.empty()) {
+        for (const std::string& k : path_) duplicate_ += (duplicate_.empty() ? "" : ".") + k;
+      }
+    }
+    return true;
+  }
+  /// "sources.gb_per_s" for the first repeated key; empty when every key is unique.
+  const std::string& first_duplicate() const { return duplicate_; }
+
+ private:
+  std::vector<std::set<std::string>> open_;  // keys seen in each object being read
+  std::vector<std::string> path_;            // the key being read in each of those objects
+  std::string duplicate_;
+};
+
+}  // namespace
+
 nlohmann::json parse_json(const std::string& text, const std::string& origin) {
   try {
-    return nlohmann::json::parse(text);
+    DuplicateKeys keys;
+    nlohmann::json j = nlohmann::json::parse(text, std::ref(keys));
+    if (!keys.first_duplicate().empty()) {
+      throw InputError(origin + ": " + keys.first_duplicate(),
+                       "the key is given twice in one object; give it once (JSON readers keep "
+                       "one of the two values, so the other would be silently lost)");
+    }
+    return j;
   } catch (const nlohmann::json::parse_error& e) {
     // Turn the byte offset into line:column, which editors understand.
     size_t line = 1, column = 1;

@@ -34,6 +34,14 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
   need(m.norms_per_layer >= 0 && m.norms_per_layer <= 8, "norms_per_layer", "must be 0-8");
   need(m.mtp_layers >= 0 && m.sliding_window >= 0 && m.global_attention_every >= 0, "mtp_layers",
        "mtp_layers, sliding_window and global_attention_every cannot be negative");
+  // A gated DeltaNet needs its heads and widths; its value heads come in groups of key heads.
+  need(!m.is_hybrid() ||
+           (m.linear_key_heads >= 1 && m.linear_value_heads >= m.linear_key_heads &&
+            m.linear_value_heads % m.linear_key_heads == 0 && m.linear_key_head_dim >= 1 &&
+            m.linear_value_head_dim >= 1 && m.linear_conv_kernel >= 1),
+       "full_attention_every",
+       "linear-attention layers need linear_key_heads, linear_value_heads (a multiple of the "
+       "key heads), linear_key_head_dim, linear_value_head_dim and linear_conv_kernel >= 1");
 }
 
 namespace {
@@ -57,6 +65,12 @@ constexpr IntKey kIntKeys[] = {
     {"mtp_layers", &ModelSpec::mtp_layers, 0},
     {"sliding_window", &ModelSpec::sliding_window, 0},
     {"global_attention_every", &ModelSpec::global_attention_every, 0},
+    {"full_attention_every", &ModelSpec::full_attention_every, 0},
+    {"linear_key_heads", &ModelSpec::linear_key_heads, 0},
+    {"linear_value_heads", &ModelSpec::linear_value_heads, 0},
+    {"linear_key_head_dim", &ModelSpec::linear_key_head_dim, 0},
+    {"linear_value_head_dim", &ModelSpec::linear_value_head_dim, 0},
+    {"linear_conv_kernel", &ModelSpec::linear_conv_kernel, 0},
 };
 struct BoolKey {
   const char* key;
@@ -64,7 +78,9 @@ struct BoolKey {
 };
 constexpr BoolKey kBoolKeys[] = {{"shared_expert_gate", &ModelSpec::shared_expert_gate},
                                  {"router_bias", &ModelSpec::router_bias},
-                                 {"qk_norm", &ModelSpec::qk_norm}};
+                                 {"qk_norm", &ModelSpec::qk_norm},
+                                 {"attention_sinks", &ModelSpec::attention_sinks},
+                                 {"attention_output_gate", &ModelSpec::attention_output_gate}};
 
 }  // namespace
 

@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "json_reader.hpp"
 #include "model_json.hpp"
@@ -235,7 +233,10 @@ LinkProfile resolve_link(const nlohmann::json& value, const std::string& field) 
   if (const Preset* p = find_preset(ProfileKind::link, name)) {
     return link_from_json(p->json, p->path);
   }
-  if (!name.empty() && std::isdigit(static_cast<unsigned char>(name[0]))) {
+  // A bandwidth is a number with a unit; a sign or a leading dot is a number too, so that
+  // "-5GB/s" is refused as a bandwidth below zero rather than as an unknown link name.
+  if (!name.empty() && (std::isdigit(static_cast<unsigned char>(name[0])) || name[0] == '-' ||
+                        name[0] == '+' || name[0] == '.')) {
     LinkProfile p;
     p.link.name = name;
     p.link.bytes_per_s = p.link.busbw_bytes_per_s = parse_bandwidth(name, field);
@@ -290,14 +291,6 @@ HostSpec host_from_json(StrictObject& parent) {
   require_sources(o, {"memory_gib", "link", "dram_gb_per_s", "dram_efficiency", "nvme_gb_per_s"});
   o.finish();
   return h;
-}
-
-std::string read_text_file(const std::string& path, const std::string& field) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(field, "cannot read '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 GpuSpec load_gpu(const std::string& name_or_path, const std::string& field) {

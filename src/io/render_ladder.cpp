@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "shardplan/json_out.hpp"
@@ -51,6 +52,18 @@ std::string tried(const RungVerdict& v) {
   const ParallelPlan& p = v.plan.plan;
   return fmt::format("micro-batch {}, {} recompute", p.micro_batch,
                      p.recompute == Recompute::none ? "no" : to_string(p.recompute));
+}
+
+// The rule that refused the most rungs' plans (ties: the earliest rung's).
+std::optional<RuleId> top_rule_of(const LadderResult& l) {
+  std::map<RuleId, int> count;
+  std::optional<RuleId> best;
+  for (const RungVerdict& v : l.rungs) {
+    if (!v.top_rule) continue;
+    const int n = ++count[*v.top_rule];
+    if (!best || n > count[*best]) best = v.top_rule;
+  }
+  return best;
 }
 
 bool memory_blocks(Blocker b) {
@@ -186,12 +199,26 @@ std::string render_ladder(const LadderResult& l, const ClusterSpec& c) {
   if (l.stop < 0) {
     const bool any_fits =
         std::any_of(l.rungs.begin(), l.rungs.end(), [](const RungVerdict& v) { return v.fits; });
-    out += any_fits ? "No rung is comfortable: those that fit in memory wait on the interconnect "
-                      "for more than the limit.\n"
-                    : fmt::format(
-                          "No rung fits in memory: even the smallest plan needs more than "
-                          "the {} of a {}.\n",
-                          format_gib(c.gpu.memory_bytes), c.gpu.name);
+    const bool any_plan = std::any_of(l.rungs.begin(), l.rungs.end(),
+                                      [](const RungVerdict& v) { return v.has_plan; });
+    if (any_fits) {
+      out += "No rung is comfortable: those that fit in memory wait on the interconnect "
+             "for more than the limit.\n";
+    } else if (any_plan) {
+      out += fmt::format(
+          "No rung fits in memory: even the smallest plan needs more than the {} of a {}.\n",
+          format_gib(c.gpu.memory_bytes), c.gpu.name);
+    } else {
+      // Nothing was even sized: every plan broke a rule (most often a batch too small to
+      // spread over this many GPUs), which memory has nothing to do with.
+      out += fmt::format(
+          "No rung has a plan that can run on {} GPUs: every plan breaks a rule before memory "
+          "is counted (the reasons above){}.\n",
+          c.gpus, top_rule_of(l) == RuleId::batch_split
+                      ? "; the global batch is too small to give every data-parallel rank a "
+                        "sequence: raise --global-batch or use fewer GPUs"
+                      : "");
+    }
   }
   return out;
 }

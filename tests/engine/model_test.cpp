@@ -3,6 +3,9 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+
+#include "shardplan/layer.hpp"
 #include "shardplan/profiles.hpp"
 #include "support.hpp"
 
@@ -54,4 +57,42 @@ TEST_CASE("tensor and pipeline parallel split the parameters") {
   // The embedding lives on the first stage and the untied LM head on the last.
   CHECK(device_params(m, p, 0).total() > device_params(m, p, 1).total());
   CHECK(device_params(m, p, 3).total() > device_params(m, p, 1).total());
+}
+
+namespace {
+ModelSpec qwen3_next() {
+  return load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/qwen3-next-80b-a3b/config.json");
+}
+}  // namespace
+
+TEST_CASE("a hybrid's stages hold its gated DeltaNet layers where they are") {
+  // Layers 4k+3 are softmax attention, the rest gated DeltaNet (full_attention_interval 4):
+  // without tensor parallelism the stages add up to the whole model, embedding on the first
+  // and the untied head on the last.
+  const ModelSpec m = qwen3_next();
+  const ParamCounts c = count_params(m);
+  const ParallelPlan p = test::plan(1, 1, 4);
+  double sum = 0;
+  for (int stage = 0; stage < 4; ++stage) sum += device_params(m, p, stage).total();
+  CHECK(sum == c.total);
+  CHECK(stage_linear_attention_layers(m, p, 0) == 9);  // 12 layers, 3 of them attention
+}
+
+TEST_CASE("a hybrid's layer runs each mixer for its share of the layers") {
+  // Qwen3-Next at 4,096 tokens, micro-batch 1, tp 1: the delta rule's forward FLOPs are, per
+  // token and value head, 2 x (3 dk dv + 64/2 (dk + dv)) = 2 x (49,152 + 8,192), over 32 value
+  // heads and 4,096 tokens, for 36 of the 48 layers.
+  const ModelSpec m = qwen3_next();
+  const TrainingSpec tr = test::training(4096, 8);
+  const MicroBatchWork w = describe_micro_batch(m, tr, test::plan(8, 1, 1));
+  double rule = -1, flash = -1;
+  for (const Op& op : w.layer.ops) {
+    if (std::string(op.name) == "gated delta rule") rule = op.flops;
+    if (std::string(op.name) == "flash attention") flash = op.flops;
+  }
+  CHECK(rule == doctest::Approx(2.0 * (49'152 + 8'192) * 32 * 4096 * 36.0 / 48));
+  // Softmax attention only in 12 of 48 layers: causal half of 4 x s^2 x heads x head_dim.
+  CHECK(flash == doctest::Approx(0.5 * 2.0 * 16 * 4096.0 * 4096 * 512 * 12.0 / 48));
+  // Model FLOPs count query-key pairs of the 12 softmax layers only.
+  CHECK(attended_pairs(m, 4096) == 12 * 4096.0 * 4096);
 }

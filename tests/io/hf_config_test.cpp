@@ -1,4 +1,4 @@
-// Hugging Face config.json input: the real files of eight families, counted exactly.
+// Hugging Face config.json input: the real files of fourteen families, counted exactly.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -13,13 +13,13 @@
 using namespace shardplan;
 
 TEST_CASE(
-    "config.json of Llama, Mistral, Qwen2, Gemma, Gemma 2, GPT-2, GPT-NeoX, Mixtral count "
-    "exactly") {
+    "config.json of Llama, Mistral, Qwen2, Gemma, Gemma 2, GPT-2, GPT-NeoX, Mixtral, gpt-oss, "
+    "Nemotron, GLM-4.5, Kimi K2 and Qwen3-Next count exactly") {
   // tests/data/hf/EXPECTED.json: published totals with their sources.
   std::ifstream in(std::string(SHARDPLAN_TEST_DATA) + "/hf/EXPECTED.json");
   REQUIRE(in);
   const nlohmann::json expected = nlohmann::json::parse(in);
-  REQUIRE(expected.size() == 9);
+  REQUIRE(expected.size() == 15);
   for (const auto& e : expected) {
     const std::string dir = e.at("dir");
     const ModelSpec m =
@@ -66,4 +66,93 @@ TEST_CASE("malformed config.json names the file and the line") {
      "num_attention_heads": 2, "vocab_size": 10})",
                            "x.json"),
       InputError);
+}
+
+namespace {
+ParamCounts counts_of(const std::string& dir) {
+  return count_params(load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/" + dir + "/config.json"));
+}
+}  // namespace
+
+TEST_CASE("gpt-oss: active parameters as its model card counts them") {
+  // arXiv:2508.10925 Table 1: 5.13B (120b) and 3.61B (20b) active, the unembedding counted and
+  // the embedding lookup not; shardplan's `active` counts both tables.
+  const ParamCounts big = counts_of("gpt-oss-120b");
+  CHECK(big.active - big.embedding == 5'132'849'472.0);
+  const ParamCounts small = counts_of("gpt-oss-20b");
+  CHECK(small.active - small.embedding == 3'608'307'264.0);
+  // Table 1's split of the 120b: attention 0.96B over 36 layers (with biases and sinks).
+  CHECK(36 * big.layer.attention == 955'805'184.0);
+  const ModelSpec m = load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/gpt-oss-120b/config.json");
+  CHECK(m.sliding_window == 128);
+  CHECK(m.global_attention_every == 2);  // layer_types: sliding, full, sliding, full, ...
+  CHECK(m.attention_sinks);
+  CHECK(m.mlp_bias);
+  CHECK_FALSE(m.tied_embeddings);
+}
+
+TEST_CASE("Nemotron-4 340B: squared-ReLU MLP, 9.4B embedding and 331.6B other parameters") {
+  const ModelSpec m =
+      load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/nemotron-4-340b/config.json");
+  CHECK(m.mlp == MlpKind::squared_relu);
+  CHECK(m.norm == NormKind::layernorm);
+  CHECK_FALSE(m.qkv_bias);
+  const ParamCounts c = count_params(m);
+  // Nemotron-4 340B report (arXiv:2406.11704): 9.4B embedding, 331.6B non-embedding.
+  CHECK(c.embedding + c.lm_head == 9'437'184'000.0);
+  CHECK(c.total - c.embedding - c.lm_head == doctest::Approx(331.6e9).epsilon(0.0002));
+}
+
+TEST_CASE("GLM-4.5: 355B with its MTP layer and without the embeddings, 32B activated") {
+  const ParamCounts c = counts_of("glm-4.5");
+  // arXiv:2508.06471 Table 1 counts the MTP layer and not the embedding tables.
+  CHECK(c.total + c.mtp - c.embedding - c.lm_head == 355'234'006'336.0);
+  CHECK(c.active - c.embedding - c.lm_head == doctest::Approx(32e9).epsilon(0.02));
+  const ModelSpec m = load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/glm-4.5/config.json");
+  CHECK(m.qkv_bias);
+  CHECK_FALSE(m.out_bias);
+  CHECK(m.qk_norm);
+  CHECK(m.first_dense_layers == 3);
+  CHECK(m.mtp_layers == 1);
+}
+
+TEST_CASE("Kimi K2 reads as DeepSeek-V3's architecture: MLA, 384 experts, one dense layer") {
+  const ModelSpec m = load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/kimi-k2/config.json");
+  CHECK(m.is_mla());
+  CHECK(m.experts == 384);
+  CHECK(m.first_dense_layers == 1);
+  CHECK(m.router_bias);
+  // Kimi K2 (arXiv:2507.20534): 32B activated; within 3% counting the LM head but not the
+  // embedding lookup.
+  const ParamCounts c = count_params(m);
+  CHECK(c.active - c.embedding == doctest::Approx(32e9).epsilon(0.03));
+}
+
+TEST_CASE("Qwen3-Next: three gated DeltaNet layers to one gated attention layer") {
+  const ModelSpec m =
+      load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/qwen3-next-80b-a3b/config.json");
+  REQUIRE(m.is_hybrid());
+  CHECK(m.linear_attention_layer_count() == 36);
+  CHECK(m.is_linear_attention_layer(0));
+  CHECK_FALSE(m.is_linear_attention_layer(3));
+  CHECK(m.attention_output_gate);
+  const ParamCounts c = count_params(m);
+  CHECK(c.linear_attention_layers == 36);
+  // One Qwen3NextGatedDeltaNet: in_proj_qkvz 2048 x 12288, in_proj_ba 2048 x 64, conv1d
+  // 8192 x 4, dt_bias and A_log 32 each, norm 128, out_proj 4096 x 2048.
+  CHECK(c.linear_attention == 33'718'464.0);
+  // One gated attention: q_proj 2048 x 8192, k/v 2048 x 512 each, o_proj 4096 x 2048, QK-norm.
+  CHECK(c.layer.attention == 27'263'488.0);
+}
+
+TEST_CASE("hybrid layer patterns the model cannot lay out are refused by name") {
+  const std::string dir = test::make_temp_dir();
+  std::ifstream in(std::string(SHARDPLAN_TEST_DATA) + "/hf/qwen3-next-80b-a3b/config.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 48; ++i)
+    j["layer_types"].push_back(i % 2 ? "full_attention" : "linear_attention");
+  test::write_file(dir + "/config.json", j.dump());
+  CHECK_THROWS_WITH_AS(load_model(dir + "/config.json"), doctest::Contains("layer_types"),
+                       InputError);
 }

@@ -33,6 +33,12 @@ struct ParamCounts {
   /// DeepSeek-V3's multi-token-prediction modules (one more layer, a projection and two norms
   /// each; embedding and head shared): not in `total`, as DeepSeek's 671B excludes them.
   double mtp = 0;
+  /// Hybrid models (ModelSpec::is_hybrid): layers whose mixer is a gated DeltaNet instead of
+  /// the softmax attention `layer` and `dense_layer` count, one such mixer's parameters, and
+  /// what those layers add over softmax attention (already in total and active).
+  int linear_attention_layers = 0;
+  double linear_attention = 0;
+  double linear_attention_delta = 0;
 };
 
 /// Exact counts from the architecture. For a params-only model, total = params_only and the
@@ -78,5 +84,8 @@ int default_training_seq_len(const ModelSpec& model);
 
 /// MoE layers among a pipeline stage's layers (stages hold consecutive layers).
 int stage_moe_layers(const ModelSpec& model, const ParallelPlan& plan, int stage);
+
+/// Linear-attention (gated DeltaNet) layers among a pipeline stage's layers.
+int stage_linear_attention_layers(const ModelSpec& model, const ParallelPlan& plan, int stage);
 
 }  // namespace shardplan

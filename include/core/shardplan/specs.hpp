@@ -11,7 +11,8 @@
 
 namespace shardplan {
 
-enum class MlpKind { gelu, swiglu, geglu };
+/// squared_relu: relu(x)^2 in a two-matrix MLP (Nemotron-4, So et al. 2021 "Primer").
+enum class MlpKind { gelu, swiglu, geglu, squared_relu };
 enum class NormKind { layernorm, rmsnorm };
 enum class PositionKind { learned, rotary, alibi };
 /// bf16 is mixed precision (16-bit weights and gradients, an fp32 master copy the optimizer
@@ -118,11 +119,22 @@ struct ModelSpec {
   // sliding_window tokens only (Gemma 2: every 2nd global, Gemma 3: every 6th; 0 = none global).
   int sliding_window = 0;
   int global_attention_every = 0;
+  bool attention_sinks = false;        // gpt-oss: one learned logit per head in each softmax
+  bool attention_output_gate = false;  // Qwen3-Next: q_proj also yields a sigmoid output gate
+  // Gated DeltaNet layers beside softmax attention (Qwen3-Next; Yang et al. 2024, "Gated Delta
+  // Networks", arXiv:2412.06464): layer i is softmax attention when i + 1 is a multiple of
+  // full_attention_every, a gated DeltaNet of these heads and widths otherwise; 0 = none.
+  int full_attention_every = 0;
+  int linear_key_heads = 0;
+  int linear_value_heads = 0;
+  int linear_key_head_dim = 0;
+  int linear_value_head_dim = 0;
+  int linear_conv_kernel = 0;  // the short causal convolution over q, k and v
   std::vector<std::string> notes;  // defaults a loader took for fields the input left out
 
   bool has_architecture() const { return layers > 0; }
   bool is_moe() const { return experts > 1; }
-  bool gated_mlp() const { return mlp != MlpKind::gelu; }
+  bool gated_mlp() const { return mlp == MlpKind::swiglu || mlp == MlpKind::geglu; }
   bool is_mla() const { return kv_lora_rank > 0; }
   bool is_moe_layer(int i) const {
     return is_moe() && i >= first_dense_layers &&
@@ -132,6 +144,13 @@ struct ModelSpec {
     int n = 0;
     for (int i = 0; i < layers; ++i) n += is_moe_layer(i) ? 1 : 0;
     return n;
+  }
+  bool is_hybrid() const { return full_attention_every > 1; }
+  bool is_linear_attention_layer(int i) const {
+    return is_hybrid() && (i + 1) % full_attention_every != 0;
+  }
+  int linear_attention_layer_count() const {
+    return is_hybrid() ? layers - layers / full_attention_every : 0;
   }
   int dense_mlp_width() const { return dense_ffn_hidden > 0 ? dense_ffn_hidden : ffn_hidden; }
   /// Per-head widths of the query/key dot product and of the values (MLA splits them).

@@ -1,6 +1,7 @@
 // Parsing of the quantities users type (7e9, 7B, 900GB/s, 10Gbit/s, 80GiB) into base units.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,10 @@ long long parse_positive_int(std::string_view text, const std::string& field);
 /// A positive integer that fits an int, at most `max` ("--tp", "--iters", ...): InputError naming
 /// `field` when it is not a whole positive number or is larger than `max`.
 int parse_int(std::string_view text, const std::string& field, long long max = 1'000'000'000);
+
+/// A random seed: a whole number 0..2^32-1 written in digits (no suffix, no exponent: "7B" is
+/// not a seed). InputError naming `field` otherwise.
+std::uint32_t parse_seed(std::string_view text, const std::string& field);
 
 /// parse_int, or `fallback` when the flag was left out (empty text).
 int parse_int_or(std::string_view text, const std::string& field, int fallback,

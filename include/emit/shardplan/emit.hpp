@@ -38,13 +38,13 @@ struct LongRunSettings {
   std::string interval_source;
   int keep_last = 0;
   int timeout_minutes = 0;
-  int seed = kDefaultSeed;
+  long long seed = kDefaultSeed;  // 0..2^32-1 (--seed)
   std::string seed_source;
 };
 
 /// Settings from the runbook: its interval (Young's, the default, or the given one, as the
 /// runbook was asked), its keep-last-K and collective timeout, and the random seed.
-LongRunSettings long_run_settings(const Runbook& runbook, IntervalChoice choice, int seed,
+LongRunSettings long_run_settings(const Runbook& runbook, IntervalChoice choice, long long seed,
                                   bool seed_given);
 
 /// Everything an emitter reads.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/files.hpp"  // read_text_file
 #include "shardplan/specs.hpp"
 #include "shardplan/validation.hpp"
 
@@ -87,7 +88,5 @@ std::vector<PublishedRun> load_published_runs(const std::string& json_text,
                                               const std::string& origin,
                                               const ClusterOptions& cluster = {});
 
-/// Reads a whole file; InputError naming `field` when it cannot be read.
-std::string read_text_file(const std::string& path, const std::string& field);
 
 }  // namespace shardplan

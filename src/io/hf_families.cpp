@@ -1,0 +1,149 @@
+// Conventions of the newer families, each as its transformers modeling_*.py fixes them:
+//   gpt_oss   (modeling_gpt_oss.py): SwiGLU experts with biases on gate_up and down, a router with
+//             a bias, Q/K/V/O biases, one attention sink per head, sliding-window attention on
+//             alternate layers (layer_types), RMSNorm, untied embeddings.
+//   nemotron  (modeling_nemotron.py): a two-matrix squared-ReLU MLP (hidden_act "relu2"),
+//             LayerNorm1P (a LayerNorm with weight and bias), no linear biases unless the config
+//             sets attention_bias / mlp_bias, untied embeddings, partial rotary.
+//   glm4_moe  (modeling_glm4_moe.py): DeepSeek-V3-style experts and MTP, a router with an
+//             e_score_correction_bias, Q/K/V biases (attention_bias) but none on o_proj,
+//             optional QK-norm (use_qk_norm).
+//   kimi_k2   (DeepseekV3ForCausalLM: Kimi K2 reuses DeepSeek-V3's architecture under its own
+//             model_type, Moonshot's deployment guide): MLA and DeepSeek-V3 MoE.
+//   qwen3_next (modeling_qwen3_next.py): Qwen-MoE experts with a gated shared expert; three of
+//             every four layers a gated DeltaNet (Qwen3NextGatedDeltaNet), the fourth gated
+//             softmax attention with QK-norm (q_proj doubled: attn_output_gate).
+#include "hf_families.hpp"
+
+#include <fmt/format.h>
+
+#include "hf_fields.hpp"
+#include "shardplan/error.hpp"
+
+namespace shardplan {
+namespace {
+
+// gpt-oss's layer_types: "sliding_attention" and "full_attention" repeating with the full layer
+// last in each period (gpt-oss: period 2). Any other order has no layout here.
+void read_layer_pattern(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
+  m.sliding_window = first_int(c, {"sliding_window"}, 0, origin, false);
+  if (m.sliding_window == 0) return;
+  const auto it = c.find("layer_types");
+  if (it == c.end() || it->is_null()) {
+    throw InputError(origin + ": layer_types",
+                     "missing; with a sliding_window it says which layers are windowed");
+  }
+  if (!it->is_array() || static_cast<int>(it->size()) != m.layers) {
+    throw InputError(
+        origin + ": layer_types",
+        fmt::format("expected an array of {} layer types (num_hidden_layers)", m.layers));
+  }
+  int period = 0;
+  for (int i = 0; i < m.layers; ++i) {
+    const auto& t = (*it)[static_cast<size_t>(i)];
+    if (t == "full_attention") {
+      period = i + 1;
+      break;
+    }
+  }
+  bool regular = period > 0 && m.layers % period == 0;
+  for (int i = 0; regular && i < m.layers; ++i) {
+    const bool full = (i + 1) % period == 0;
+    regular = (*it)[static_cast<size_t>(i)] == (full ? "full_attention" : "sliding_attention");
+  }
+  if (!regular) {
+    throw InputError(origin + ": layer_types",
+                     "only a repeating run of sliding_attention layers closed by one "
+                     "full_attention layer is modelled");
+  }
+  m.global_attention_every = period;
+}
+
+void gpt_oss(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
+  m.mlp = MlpKind::swiglu;
+  m.norm = NormKind::rmsnorm;
+  m.mlp_bias = true;         // gate_up_proj_bias and down_proj_bias of every expert
+  m.router_bias = true;      // GptOssTopKRouter: weight [E, h] and bias [E]
+  m.attention_sinks = true;  // GptOssAttention.sinks: one per head
+  m.qkv_bias = m.out_bias = flag(c, "attention_bias", true, origin);
+  read_layer_pattern(c, origin, m);
+}
+
+void nemotron(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
+  const auto act = c.find("hidden_act");
+  if (act != c.end() && *act != "relu2") {
+    throw InputError(
+        origin + ": hidden_act",
+        "Nemotron's MLP is modelled with squared ReLU (\"relu2\") only, got " + act->dump());
+  }
+  m.mlp = MlpKind::squared_relu;
+  m.norm = NormKind::layernorm;  // NemotronLayerNorm1P: weight and bias
+  m.qkv_bias = m.out_bias = flag(c, "attention_bias", false, origin);
+  m.mlp_bias = flag(c, "mlp_bias", false, origin);
+}
+
+void glm4_moe(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
+  m.mlp = MlpKind::swiglu;
+  m.norm = NormKind::rmsnorm;
+  m.qkv_bias = flag(c, "attention_bias", false, origin);
+  m.out_bias = false;  // Glm4MoeAttention's o_proj has no bias whatever attention_bias says
+  m.qk_norm = flag(c, "use_qk_norm", false, origin);
+  if (m.is_moe()) m.router_bias = true;  // Glm4MoeTopkRouter.e_score_correction_bias
+}
+
+void qwen3_next(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
+  m.mlp = MlpKind::swiglu;
+  m.norm = NormKind::rmsnorm;
+  m.qk_norm = true;                // Qwen3NextAttention.q_norm / k_norm over head_dim
+  m.attention_output_gate = true;  // q_proj: heads x head_dim x 2, the second half a gate
+  m.full_attention_every = first_int(c, {"full_attention_interval"}, 0, origin, true, 1);
+  m.linear_key_heads = first_int(c, {"linear_num_key_heads"}, 0, origin, true, 1);
+  m.linear_value_heads = first_int(c, {"linear_num_value_heads"}, 0, origin, true, 1);
+  m.linear_key_head_dim = first_int(c, {"linear_key_head_dim"}, 0, origin, true, 1);
+  m.linear_value_head_dim = first_int(c, {"linear_value_head_dim"}, 0, origin, true, 1);
+  m.linear_conv_kernel = first_int(c, {"linear_conv_kernel_dim"}, 0, origin, true, 1);
+  const auto types = c.find("layer_types");
+  if (types != c.end() && types->is_array()) {
+    bool same = static_cast<int>(types->size()) == m.layers;
+    for (int i = 0; same && i < m.layers; ++i) {
+      same = (*types)[static_cast<size_t>(i)] ==
+             (m.is_linear_attention_layer(i) ? "linear_attention" : "full_attention");
+    }
+    if (!same) {
+      throw InputError(origin + ": layer_types",
+                       fmt::format("only every {}-th layer full_attention and the rest "
+                                   "linear_attention (full_attention_interval) is modelled",
+                                   m.full_attention_every));
+    }
+  }
+}
+
+}  // namespace
+
+const std::set<std::string>& newer_family_types() {
+  static const std::set<std::string> types = {"gpt_oss", "nemotron", "glm4_moe", "kimi_k2",
+                                              "qwen3_next"};
+  return types;
+}
+
+bool deepseek_style_moe(const std::string& type) {
+  return type.rfind("deepseek", 0) == 0 || type == "kimi_k2" || type == "glm4_moe";
+}
+
+bool qwen_style_moe(const std::string& type) {
+  return type == "qwen2_moe" || type == "qwen3_moe" || type == "qwen3_next";
+}
+
+void apply_family_conventions(const nlohmann::json& c, const std::string& type,
+                              const std::string& origin, ModelSpec& m) {
+  if (type == "gpt_oss") gpt_oss(c, origin, m);
+  if (type == "nemotron") nemotron(c, origin, m);
+  if (type == "glm4_moe") glm4_moe(c, origin, m);
+  if (type == "qwen3_next") qwen3_next(c, origin, m);
+  if (type == "kimi_k2") {
+    m.mlp = MlpKind::swiglu;
+    m.norm = NormKind::rmsnorm;
+  }
+}
+
+}  // namespace shardplan
