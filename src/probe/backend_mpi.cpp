@@ -39,6 +39,27 @@ std::string cpu_model() {
 constexpr size_t kPieceCount = 8192;  // floats: 32 KiB
 constexpr int kWindow = 64;
 
+// The call run() makes for each collective, recorded with every measurement.
+std::string call_of(Collective c, bool network) {
+  switch (c) {
+    case Collective::all_reduce:
+      return "MPI_Allreduce";
+    case Collective::all_gather:
+      return "MPI_Allgather";
+    case Collective::reduce_scatter:
+      return "MPI_Reduce_scatter_block";
+    case Collective::all_to_all:
+      return "MPI_Alltoall";
+    case Collective::broadcast:
+      return "MPI_Bcast";
+    case Collective::send_recv:
+      return network ? fmt::format("MPI_Isend/MPI_Irecv of {} B pieces, {} in flight, MPI_Waitsome",
+                                   kPieceCount * sizeof(float), kWindow)
+                     : "MPI_Isend/MPI_Irecv, MPI_Waitsome";
+  }
+  return "";
+}
+
 class MpiBackend final : public Backend {
  public:
   MpiBackend(MpiControl& control, Watchdog& watchdog) : control_(control), watchdog_(watchdog) {
@@ -117,6 +138,7 @@ class MpiBackend final : public Backend {
     RankTiming timing;
     timing.rank = control_.process();
     const bool network = tier != Tier::intra;
+    timing.detail = call_of(shape.kind, network);
     {
       Watchdog::Guard guard(watchdog_, what + ", correctness run", __FILE__, __LINE__);
       run(comm, shape, me, n, network, guard);

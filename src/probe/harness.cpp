@@ -312,6 +312,7 @@ class Run {
       row.busbw_bytes_per_s = busbw(c, g.ranks, static_cast<double>(shape.bytes), all.time.avg_s);
       row.wrong = all.wrong;
       row.rank_s = all.rank_s;
+      row.call = all.detail;
       results_.rows.push_back(row);
       if (lead()) reporter_.row(row);
     }

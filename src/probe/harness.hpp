@@ -30,6 +30,7 @@ struct CollectiveRow {
   double busbw_bytes_per_s = 0;
   size_t wrong = 0;
   std::vector<std::pair<int, double>> rank_s;  // (rank, mean iteration seconds)
+  std::string call;  // the library call that was timed, as the back-end names it
 };
 
 struct GemmRow {

@@ -141,6 +141,7 @@ json measurements_json(const Results& r) {
                     {"time_us", time_json(row.time)},
                     {"algbw_gb_per_s", round_to(row.algbw_bytes_per_s / kGB, 6)},
                     {"busbw_gb_per_s", round_to(row.busbw_bytes_per_s / kGB, 6)},
+                    {"call", row.call},
                     {"wrong", row.wrong},
                     {"correct", row.wrong == 0}});
   }

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdint>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -166,8 +166,8 @@ namespace {
 // How often the monitor looks at the progress count: a 20th of the timeout, within 10-250 ms,
 // so a timeout fires at most 5% late and an idle monitor wakes a few times a second.
 Clock::duration monitor_slice(double timeout_s) {
-  const auto slice = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(timeout_s / 20));
+  const auto slice =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s / 20));
   return std::clamp<Clock::duration>(slice, std::chrono::milliseconds(10),
                                      std::chrono::milliseconds(250));
 }
@@ -181,33 +181,33 @@ Watchdog::Guard::Guard(Watchdog& w, std::string what, const char* file, int line
       "probe: {}:{}:{}: {}: no progress for {} s (--timeout-s) in "
       "{}; giving up (exit status {}: a peer timed out)\n",
       w.control_.host(), base_name(file), line, w.who(), w.timeout_s_, what, kExitTimeout);
-  state_->thread = std::thread([state = state_, watchdog, what = std::move(what), file, line,
-                                report] {
-    const auto timeout = std::chrono::duration<double>(watchdog->timeout_s_);
-    const auto slice = monitor_slice(watchdog->timeout_s_);
-    uint64_t seen = 0;
-    auto last_progress = Clock::now();
-    std::unique_lock<std::mutex> lock(state->mutex);
-    while (!state->cv.wait_for(lock, slice, [&] { return state->done; })) {
-      const uint64_t calls = state->calls.load(std::memory_order_relaxed);
-      const auto now = Clock::now();
-      if (calls != seen) {
-        seen = calls;
-        last_progress = now;
-        continue;
-      }
-      if (now - last_progress < timeout) continue;
-      if (watchdog->control_.callable_from_any_thread()) {
-        lock.unlock();  // the blocked thread stays blocked; its destructor never runs
-        watchdog->fire(what, file, line);
-      }
-      // The library must not be entered from here: report and end the process.
-      std::fputs(report.c_str(), stderr);
-      std::fflush(stdout);
-      std::fflush(stderr);
-      std::_Exit(kExitTimeout);
-    }
-  });
+  state_->thread =
+      std::thread([state = state_, watchdog, what = std::move(what), file, line, report] {
+        const auto timeout = std::chrono::duration<double>(watchdog->timeout_s_);
+        const auto slice = monitor_slice(watchdog->timeout_s_);
+        uint64_t seen = 0;
+        auto last_progress = Clock::now();
+        std::unique_lock<std::mutex> lock(state->mutex);
+        while (!state->cv.wait_for(lock, slice, [&] { return state->done; })) {
+          const uint64_t calls = state->calls.load(std::memory_order_relaxed);
+          const auto now = Clock::now();
+          if (calls != seen) {
+            seen = calls;
+            last_progress = now;
+            continue;
+          }
+          if (now - last_progress < timeout) continue;
+          if (watchdog->control_.callable_from_any_thread()) {
+            lock.unlock();  // the blocked thread stays blocked; its destructor never runs
+            watchdog->fire(what, file, line);
+          }
+          // The library must not be entered from here: report and end the process.
+          std::fputs(report.c_str(), stderr);
+          std::fflush(stdout);
+          std::fflush(stderr);
+          std::_Exit(kExitTimeout);
+        }
+      });
 }
 
 void Watchdog::Guard::progress() {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -131,6 +132,20 @@ TEST_CASE("mpirun -np 2 probe --backend mpi: nccl-tests table, a profile, and a 
   CHECK(p.at("gpus_per_node") == 2);
   CHECK(p.at("measurements").at("collectives").size() == 55);
   for (const auto& row : p.at("measurements").at("collectives")) CHECK(row.at("correct") == true);
+  // Each row names the call that was timed: the blocking collective a training job makes, not a
+  // non-blocking one polled by the probe (which timed its own polling).
+  const std::map<std::string, std::string> blocking = {
+      {"all_reduce", "MPI_Allreduce"},
+      {"all_gather", "MPI_Allgather"},
+      {"reduce_scatter", "MPI_Reduce_scatter_block"},
+      {"all_to_all", "MPI_Alltoall"},
+      {"broadcast", "MPI_Bcast"},
+      {"send_recv", "MPI_Isend/MPI_Irecv, MPI_Waitsome"}};
+  for (const auto& row : p.at("measurements").at("collectives")) {
+    const std::string kind = row.at("collective").get<std::string>();
+    REQUIRE(blocking.count(kind) == 1);
+    CHECK(row.value("call", "") == blocking.at(kind));
+  }
   int model_gemms = 0;
   for (const auto& g : p.at("measurements").at("gemm")) {
     model_gemms += contains(g.at("label").get<std::string>(), "gpt2");
