@@ -66,6 +66,9 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& model);
 void fill_default_global_batch(Inputs& in, int multiple_of);
 /// Adds the warning the training precision carries (pure bf16) to the notes, once.
 void note_precision(Inputs& in);
+/// Adds what the cluster's links must be said to be (a probe that measured CPU processes, not
+/// GPUs: cluster_notes) to the notes.
+void note_cluster(Inputs& in);
 
 /// Model, cluster, training and the one plan the flags describe; InputError (exit 2) when the
 /// plan cannot run, naming the flag to change.

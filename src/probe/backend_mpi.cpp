@@ -166,6 +166,22 @@ class MpiBackend final : public Backend {
   bool measures_gpu() const override {
     return false;
   }
+  // Open MPI moves bytes between processes of one host through shared memory (the vader/sm
+  // BTL) and between hosts through its network BTL or UCX: TCP/IP unless InfiniBand or RoCE
+  // hardware is set up for it.
+  std::string link_medium(Tier tier) const override {
+    switch (tier) {
+      case Tier::intra:
+        return "CPU shared memory (MPI between CPU processes on one host, no GPU involved)";
+      case Tier::inter:
+        return "the hosts' network between CPU processes (MPI over TCP/IP unless the MPI "
+               "library uses InfiniBand or RoCE, no GPU involved)";
+      case Tier::world:
+        return "CPU shared memory and the hosts' network (MPI between CPU processes, no GPU "
+               "involved)";
+    }
+    return "";
+  }
 
   std::vector<RankTiming> gemm(const GemmShape& s, int warmup, int iters) override {
     return s.dtype == MathDtype::fp64 ? gemm_typed<double>(s, warmup, iters)

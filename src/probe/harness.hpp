@@ -2,6 +2,7 @@
 // report.cpp).
 #pragma once
 
+#include <array>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -82,6 +83,7 @@ struct Results {
   std::vector<std::string> notes;
   nlohmann::json libraries;
   bool gemm_on_gpu = false;
+  std::array<std::string, 3> link_medium;  // per Tier: Backend::link_medium
   size_t wrong() const;
 };
 
