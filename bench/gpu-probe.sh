@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The GPU path of `shardplan probe`, checked wherever an NVIDIA GPU is at hand: builds shardplan
 # with the CUDA back-end (NCCL + cuBLASLt), runs `probe --backend nccl` on every local GPU (one
-# is enough) with the GEMM sweep and the model's GEMM shapes, prints the achieved bf16 TFLOP/s
-# and the fitted figures, and plans with the profile it wrote.
+# is enough) with the GEMM sweep and the model's GEMM shapes, prints the achieved bf16 TFLOP/s,
+# the fitted figures and the host-link / STREAM figures, checks the profile records GPU calls
+# (ncclAllReduce ..., no "medium": links measured GPU to GPU), writes the HTML report and plans
+# with the profile it wrote.
 #
 #   bench/gpu-probe.sh [extra probe flags, e.g. --max-bytes 256MiB --model llama-3-8b]
 #
@@ -58,8 +60,8 @@ gpu_flag=()
 [ -n "${SHARDPLAN_GPU:-}" ] && gpu_flag=(--gpu "$SHARDPLAN_GPU")
 table=$build/gpu-probe.txt
 set +e
-"$build/shardplan" probe --backend nccl --out "$out" --model llama-2-7b --seq-len 4096 \
-  "${gpu_flag[@]}" "$@" | tee "$table"
+"$build/shardplan" probe --backend nccl --out "$out" --html "${out%.json}.html" \
+  --model llama-2-7b --seq-len 4096 "${gpu_flag[@]}" "$@" | tee "$table"
 status=${PIPESTATUS[0]}
 set -e
 if [ "$status" -ne 0 ]; then
@@ -74,6 +76,18 @@ awk '!/^#/ && $4 == "bf16" { printf "  %6s x %6s x %6s  %9.1f TFLOP/s  %s\n", $1
 
 say "fitted figures"
 sed -n '/^# Fit:/,/^# Out of bounds/p' "$table"
+
+say "host link per GPU (pinned copies) and CPU memory per node (STREAM)"
+grep -E '^# (Host link per GPU|CPU memory per node)' "$table" || echo "no host-memory figures (see the notes above)"
+
+say "what was timed: the library calls each collective row records"
+grep -o '"call": "[^"]*"' "$out" | sort | uniq -c
+if grep -q '"medium"' "$out"; then
+  echo "gpu-probe: the profile says a link was measured between CPU processes (\"medium\"):" \
+       "the nccl back-end should have moved GPU memory" >&2
+  exit 1
+fi
+echo "HTML report: ${out%.json}.html"
 
 say "planning with the calibrated profile $out"
 "$build/shardplan" memory --cluster "$out" --model llama-2-7b --gpus "$gpus" --zero 3 || true

@@ -326,6 +326,7 @@ Inputs resolve_inputs(const PlanningOptions& o) {
   }
   fill_default_global_batch(in, p.dp * p.micro_batch);
   note_precision(in);
+  note_cluster(in);
   require_runnable(p, {in.model, in.training, in.cluster, rules});
   return in;
 }
@@ -333,6 +334,10 @@ Inputs resolve_inputs(const PlanningOptions& o) {
 void note_precision(Inputs& in) {
   if (const std::string w = precision_warning(in.training.precision); !w.empty())
     in.notes.push_back(w);
+}
+
+void note_cluster(Inputs& in) {
+  for (std::string& n : cluster_notes(in.cluster)) in.notes.push_back(std::move(n));
 }
 
 void fill_default_global_batch(Inputs& in, int multiple_of) {

@@ -68,6 +68,9 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& model);
 void fill_default_global_batch(Inputs& in, int multiple_of);
 /// Adds the warning the training precision carries (pure bf16) to the notes, once.
 void note_precision(Inputs& in);
+/// Adds what the cluster's links must be said to be (a probe that measured CPU processes, not
+/// GPUs: cluster_notes) to the notes.
+void note_cluster(Inputs& in);
 
 /// The plan the Plan flags describe, before the cluster sets the data-parallel degree (dp 0
 /// unless --dp is given); the one place plan flags become a ParallelPlan. InputError names the

@@ -84,6 +84,7 @@ int plan_all(const PlanFlags& f, const SearchOptions& so, const LadderOptions& l
     in.training = resolve_training(o, in.model);
     fill_default_global_batch(in, 1);
     note_precision(in);
+    note_cluster(in);
     notes = in.notes;
     FrameworkPlans row{o.framework, in.model, in.cluster, in.training, plan_problems(in, so.rules),
                        {},          {}};

@@ -21,6 +21,7 @@ Inputs resolve_search_inputs(const PlanningOptions& o) {
   in.training = resolve_training(o, in.model);
   fill_default_global_batch(in, 1);
   note_precision(in);
+  note_cluster(in);
   return in;
 }
 

@@ -1,5 +1,7 @@
 // `shardplan report PROFILE.json --html FILE`: the charts of a probe profile, written later or
 // on another machine than the probe ran on.
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"

@@ -56,6 +56,12 @@ json fitted_rows(const json& profile, const json& measured) {
   return rows;
 }
 
+// Whether the profile's link for `tier` was measured between CPU processes ("medium"): then the
+// GPU fabric's datasheet figure describes another link, and is not drawn against it.
+bool measured_on_cpu(const json& profile, const char* tier) {
+  return profile.contains(tier) && profile[tier].is_object() && profile[tier].contains("medium");
+}
+
 // The nominal (datasheet) figure of each measured tier's link: a measured link's profile entry
 // holds what was measured, so the nominal one is the GPU's own fabric preset (intra_link,
 // inter_link); world spans both links and has none.
@@ -66,6 +72,7 @@ json nominal_rows(const json& profile, const json& measured) {
     const bool measured_tier = std::any_of(measured.begin(), measured.end(), [&](const json& m) {
       return m.value("tier", "") == tier;
     });
+    if (measured_on_cpu(profile, tier)) continue;
     const std::string preset = gpu.is_object() ? gpu.value(std::string(tier) + "_link", "") : "";
     if (!measured_tier || preset.empty()) continue;
     const LinkSpec link = load_link(preset, "gpu." + std::string(tier) + "_link");
@@ -118,9 +125,16 @@ Chart busbw_chart(const json& profile, const std::string& origin) {
       {{"transform", {{{"filter", "datum.kind == 'nominal'"}}}},
        {"mark", {{"type", "text"}, {"color", "#d62728"}, {"align", "left"}, {"dy", -6}}},
        {"encoding", {{"y", y}, {"x", {{"value", 0}}}, {"text", {{"field", "label"}}}}}});
-  return {"Bus bandwidth vs message size",
-          "Points are measured (median over iterations), lines are the fitted latency + size / "
-          "bandwidth model; the dashed red line is the link's nominal figure where it has one.",
+  const bool cpu = measured_on_cpu(profile, "intra") || measured_on_cpu(profile, "inter");
+  return {cpu ? "Bus bandwidth vs message size (between CPU processes, not GPUs)"
+              : "Bus bandwidth vs message size",
+          cpu ? "Points are measured (median over iterations), lines are the fitted latency + "
+                "size / bandwidth model. The mpi back-end moved CPU memory between processes "
+                "(shared memory inside a host, the hosts' network between them): no GPU link "
+                "was measured, so no GPU fabric's nominal figure is drawn."
+              : "Points are measured (median over iterations), lines are the fitted latency + "
+                "size / bandwidth model; the dashed red line is the link's nominal figure where "
+                "it has one.",
           {{"data", {{"values", rows}}},
            {"facet", {{"column", {{"field", "tier"}, {"type", "nominal"}, {"title", "tier"}}}}},
            {"spec", {{"width", 300}, {"height", 240}, {"layer", layer}}},
@@ -178,6 +192,61 @@ Chart gemm_chart(const json& profile, const std::string& origin) {
               : "Achieved throughput per GEMM shape, measured on the CPU (the mpi back-end's "
                 "BLAS): kept out of the GPU's efficiency curve, so no GPU peak is drawn.",
           {{"width", 600}, {"height", 280}, {"data", {{"values", rows}}}, {"layer", layer}}};
+}
+
+namespace {
+
+// One bar per host-memory measurement: STREAM as the node's rate (its ranks at once), the
+// pinned copies as one GPU's while every GPU of the node copies.
+json host_rows(const json& measured) {
+  json rows = json::array();
+  for (const json& h : measured) {
+    const std::string move = h.value("move", "");
+    const bool stream = move.rfind("stream_", 0) == 0;
+    const char* what = move == "stream_copy"    ? "STREAM Copy"
+                       : move == "stream_triad" ? "STREAM Triad"
+                       : move == "h2d"          ? "host to GPU copy"
+                       : move == "d2h"          ? "GPU to host copy"
+                                                : "host move";
+    const double bytes = h.value("size_bytes", 0.0);
+    const double gb_per_s = h.value(stream ? "node_gb_per_s" : "rank_gb_per_s", 0.0);
+    rows.push_back(
+        {{"move", fmt::format("{}, {:.0f} MiB {} ({})", what, bytes / (1 << 20),
+                              stream ? "arrays" : "buffer", stream ? "per node" : "per GPU")},
+         {"kind", stream ? "CPU memory (STREAM)" : "host link (pinned copies)"},
+         {"gb_per_s", gb_per_s},
+         {"label", fmt::format("{:.1f} GB/s", gb_per_s)}});
+  }
+  return rows;
+}
+
+}  // namespace
+
+Chart host_chart(const json& profile, const std::string& origin) {
+  const json& measured = rows_of(profile, "host", origin);
+  if (measured.empty()) throw InputError(origin, "the profile has no host-memory measurements");
+  const json y = {{"field", "move"},
+                  {"type", "nominal"},
+                  {"title", nullptr},
+                  {"sort", nullptr},
+                  {"axis", {{"labelLimit", 400}}}};
+  const json x = {{"field", "gb_per_s"}, {"type", "quantitative"}, {"title", "GB/s"}};
+  const json color = {{"field", "kind"},
+                      {"type", "nominal"},
+                      {"title", nullptr},
+                      {"legend", {{"orient", "bottom"}}}};
+  json bars = {{"mark", {{"type", "bar"}}}, {"encoding", {{"x", x}, {"y", y}, {"color", color}}}};
+  json labels = {{"mark", {{"type", "text"}, {"align", "left"}, {"dx", 4}}},
+                 {"encoding", {{"x", x}, {"y", y}, {"text", {{"field", "label"}}}}}};
+  return {"Host memory bandwidth (measured)",
+          "STREAM Copy and Triad (McCalpin's kernels, arrays 4x the last-level cache) on every "
+          "rank of a node at once: the node's CPU memory bandwidth, which prices CPU Adam "
+          "under optimizer offload (Triad). Pinned host/GPU copies, where a GPU was probed, "
+          "are one GPU's share of its host link while all copy.",
+          {{"width", 520},
+           {"height", {{"step", 28}}},
+           {"data", {{"values", host_rows(measured)}}},
+           {"layer", json::array({bars, labels})}}};
 }
 
 }  // namespace shardplan

@@ -48,19 +48,47 @@ std::string precision_warning(Precision p) {
          "(mixed) for pretraining";
 }
 
+namespace {
+
+// " (measured between CPU processes)" after a link a probe measured without GPUs.
+std::string cpu_mark(const LinkSpec& l) {
+  return l.medium.empty() ? "" : " (measured between CPU processes, not GPUs)";
+}
+
+std::string cpu_link_note(const LinkSpec& l, const char* which, const char* scope,
+                          const ClusterSpec& c) {
+  return fmt::format(
+      "the {} link {} ({:.3g} GB/s bus bandwidth) was measured by shardplan probe over {}, not "
+      "between {} GPUs: every communication time {} is priced at that CPU figure (probe the "
+      "GPUs with --backend nccl to price them)",
+      which, l.name, l.busbw_bytes_per_s / kGB, l.medium, c.gpu.name, scope);
+}
+
+}  // namespace
+
 std::string describe_cluster(const ClusterSpec& c) {
   std::string s =
       fmt::format("{} x {} ({:.1f} GiB)", c.gpus, c.gpu.name, c.gpu.memory_bytes / kGiB);
   if (c.nodes() > 1) {
     // A probed profile whose inter-node tier was not measured says so where it is used.
     const bool nominal_nic = c.intra.measured && !c.nic.measured;
-    s += fmt::format(", {} nodes of {}; {} inside, {} x {}{} between", c.nodes(), c.gpus_per_node,
-                     c.intra.name, c.nics_per_node, c.nic.name,
-                     nominal_nic ? " (nominal: not measured by the probe)" : "");
+    s += fmt::format(", {} nodes of {}; {}{} inside, {} x {}{}{} between", c.nodes(),
+                     c.gpus_per_node, c.intra.name, cpu_mark(c.intra), c.nics_per_node, c.nic.name,
+                     cpu_mark(c.nic), nominal_nic ? " (nominal: not measured by the probe)" : "");
   } else {
-    s += fmt::format(", {} between GPUs", c.intra.name);
+    s += fmt::format(", {}{} between GPUs", c.intra.name, cpu_mark(c.intra));
   }
   return s;
+}
+
+std::vector<std::string> cluster_notes(const ClusterSpec& c) {
+  std::vector<std::string> notes;
+  if (!c.intra.medium.empty() && c.gpus_per_node > 1 && c.gpus > 1) {
+    notes.push_back(cpu_link_note(c.intra, "intra-node", "inside a node", c));
+  }
+  if (!c.nic.medium.empty() && c.nodes() > 1)
+    notes.push_back(cpu_link_note(c.nic, "inter-node", "between nodes", c));
+  return notes;
 }
 
 }  // namespace shardplan

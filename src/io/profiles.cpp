@@ -207,6 +207,7 @@ LinkProfile link_from_json(const nlohmann::json& j, const std::string& where) {
   l.busbw_bytes_per_s = o.positive("busbw_gb_per_s") * kGB;
   l.latency_s = o.number("latency_us") * 1e-6;
   l.measured = o.boolean_or("measured", false);
+  l.medium = o.string_or("medium", "");
   if (o.has("collective_busbw_gb_per_s")) {
     // A probe's fit: bus bandwidth per collective, named as in the collectives table.
     StrictObject per = o.object("collective_busbw_gb_per_s");

@@ -118,6 +118,9 @@ HtmlReport probe_report(const nlohmann::json& profile, const std::string& origin
   if (m.contains("gemm") && m["gemm"].is_array() && !m["gemm"].empty()) {
     r.charts.push_back(gemm_chart(profile, origin));
   }
+  if (m.contains("host") && m["host"].is_array() && !m["host"].empty()) {
+    r.charts.push_back(host_chart(profile, origin));
+  }
   return r;
 }
 

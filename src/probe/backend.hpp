@@ -37,6 +37,9 @@ class Backend {
   virtual std::vector<MathDtype> gemm_dtypes() const = 0;
   /// Whether GEMM measurements describe the GPU the profile is for (not a CPU stand-in).
   virtual bool measures_gpu() const = 0;
+  /// What a tier's bytes move over when it is not GPU to GPU ("CPU shared memory ..."), for the
+  /// profile and every plan on it; empty when the back-end moves GPU memory.
+  virtual std::string link_medium(Tier /*tier*/) const { return ""; }
   /// The host-memory measurements this back-end makes (none by default).
   virtual std::vector<HostMove> host_moves() const { return {}; }
   /// Runs one on every local rank at once, the node's ranks starting each iteration together;

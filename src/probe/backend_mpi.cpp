@@ -1,6 +1,7 @@
-// The MPI back-end: Open MPI's non-blocking collectives between processes (one rank each) and
-// OpenBLAS sgemm/dgemm for the GEMM sweep. A CPU stand-in for NCCL where there is no GPU; its
-// GEMMs describe the CPU, never the GPU profile's efficiency curve.
+// The MPI back-end: blocking MPI collectives between processes (one rank each), the calls a
+// training job makes, timed as they run while a Guard's thread watches for a peer that never
+// arrives; OpenBLAS sgemm/dgemm for the GEMM sweep. A CPU stand-in for NCCL where there is no GPU;
+// its GEMMs describe the CPU, never the GPU profile's efficiency curve.
 #include <cblas.h>
 #include <fmt/format.h>
 
@@ -37,6 +38,27 @@ std::string cpu_model() {
 // moves one message best (single copy), so it stays whole there.
 constexpr size_t kPieceCount = 8192;  // floats: 32 KiB
 constexpr int kWindow = 64;
+
+// The call run() makes for each collective, recorded with every measurement.
+std::string call_of(Collective c, bool network) {
+  switch (c) {
+    case Collective::all_reduce:
+      return "MPI_Allreduce";
+    case Collective::all_gather:
+      return "MPI_Allgather";
+    case Collective::reduce_scatter:
+      return "MPI_Reduce_scatter_block";
+    case Collective::all_to_all:
+      return "MPI_Alltoall";
+    case Collective::broadcast:
+      return "MPI_Bcast";
+    case Collective::send_recv:
+      return network ? fmt::format("MPI_Isend/MPI_Irecv of {} B pieces, {} in flight, MPI_Waitsome",
+                                   kPieceCount * sizeof(float), kWindow)
+                     : "MPI_Isend/MPI_Irecv, MPI_Waitsome";
+  }
+  return "";
+}
 
 class MpiBackend final : public Backend {
  public:
@@ -116,12 +138,20 @@ class MpiBackend final : public Backend {
     RankTiming timing;
     timing.rank = control_.process();
     const bool network = tier != Tier::intra;
-    run(comm, shape, me, n, network, what + ", correctness run");
+    timing.detail = call_of(shape.kind, network);
+    {
+      Watchdog::Guard guard(watchdog_, what + ", correctness run", __FILE__, __LINE__);
+      run(comm, shape, me, n, network, guard);
+    }
     timing.wrong = count_wrong(shape, me, recv_);
-    for (int i = 0; i < settings.warmup; ++i) run(comm, shape, me, n, network, what + ", warm-up");
+    {
+      Watchdog::Guard guard(watchdog_, what + ", warm-up", __FILE__, __LINE__);
+      for (int i = 0; i < settings.warmup; ++i) run(comm, shape, me, n, network, guard);
+    }
+    Watchdog::Guard guard(watchdog_, what, __FILE__, __LINE__);
     for (int i = 0; i < settings.iters; ++i) {
       const double start = MPI_Wtime();
-      run(comm, shape, me, n, network, what);
+      run(comm, shape, me, n, network, guard);
       timing.iteration_s.push_back(MPI_Wtime() - start);
     }
     return {timing};
@@ -135,6 +165,22 @@ class MpiBackend final : public Backend {
   }
   bool measures_gpu() const override {
     return false;
+  }
+  // Open MPI moves bytes between processes of one host through shared memory (the vader/sm
+  // BTL) and between hosts through its network BTL or UCX: TCP/IP unless InfiniBand or RoCE
+  // hardware is set up for it.
+  std::string link_medium(Tier tier) const override {
+    switch (tier) {
+      case Tier::intra:
+        return "CPU shared memory (MPI between CPU processes on one host, no GPU involved)";
+      case Tier::inter:
+        return "the hosts' network between CPU processes (MPI over TCP/IP unless the MPI "
+               "library uses InfiniBand or RoCE, no GPU involved)";
+      case Tier::world:
+        return "CPU shared memory and the hosts' network (MPI between CPU processes, no GPU "
+               "involved)";
+    }
+    return "";
   }
 
   std::vector<RankTiming> gemm(const GemmShape& s, int warmup, int iters) override {
@@ -155,10 +201,10 @@ class MpiBackend final : public Backend {
     }
     const std::string what =
         fmt::format("node barrier before {} of {} B", to_string(shape.kind), shape.array_bytes);
+    Watchdog::Guard guard(watchdog_, what, __FILE__, __LINE__);
     RankTiming timing = run_stream(shape, blas_threads_, settings.warmup, settings.iters, [&] {
-      MPI_Request request = MPI_REQUEST_NULL;
-      MPI_Ibarrier(node_comm_, &request);
-      control_.wait(&request, 1, what, __FILE__, __LINE__);
+      MPI_Barrier(node_comm_);
+      guard.progress();
     });
     timing.rank = control_.process();
     return {timing};
@@ -175,77 +221,72 @@ class MpiBackend final : public Backend {
   }
 
  private:
-  // One collective, started non-blocking and waited for under the watchdog.
+  // One blocking collective (the guard's thread watches it); guard.progress() when it returns.
   void run(MPI_Comm comm, const CollectiveShape& s, int me, int n, bool network,
-           const std::string& what) {
+           Watchdog::Guard& guard) {
     float* send = send_.data();
     float* recv = recv_.data();
-    MPI_Request request = MPI_REQUEST_NULL;
     const int count = static_cast<int>(s.send_count);
     switch (s.kind) {
       case Collective::all_reduce:
-        MPI_Iallreduce(send, recv, count, MPI_FLOAT, MPI_SUM, comm, &request);
+        MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, comm);
         break;
       case Collective::all_gather:
-        MPI_Iallgather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, comm, &request);
+        MPI_Allgather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, comm);
         break;
       case Collective::reduce_scatter:
-        MPI_Ireduce_scatter_block(send, recv, static_cast<int>(s.recv_count), MPI_FLOAT, MPI_SUM,
-                                  comm, &request);
+        MPI_Reduce_scatter_block(send, recv, static_cast<int>(s.recv_count), MPI_FLOAT, MPI_SUM,
+                                 comm);
         break;
       case Collective::all_to_all:
-        MPI_Ialltoall(send, count / n, MPI_FLOAT, recv, count / n, MPI_FLOAT, comm, &request);
+        MPI_Alltoall(send, count / n, MPI_FLOAT, recv, count / n, MPI_FLOAT, comm);
         break;
       case Collective::broadcast:
         if (me == 0) std::copy(send, send + s.send_count, recv);
-        MPI_Ibcast(recv, count, MPI_FLOAT, 0, comm, &request);
+        MPI_Bcast(recv, count, MPI_FLOAT, 0, comm);
         break;
       case Collective::send_recv:
         stream(comm, s.send_count, (me + 1) % n, (me + n - 1) % n,
-               network ? kPieceCount : s.send_count, what);
-        return;
+               network ? kPieceCount : s.send_count, guard);
+        break;
     }
-    control_.wait(&request, 1, what, __FILE__, __LINE__);
+    guard.progress();
   }
 
   // nccl-tests' send/recv (to rank + 1, from rank - 1) as pieces of `piece` floats, kWindow in
-  // flight each way. Same source, tag and communicator: MPI matches the pieces in order.
-  void stream(MPI_Comm comm, size_t total, int to, int from, size_t piece,
-              const std::string& what) {
+  // flight each way, refilled as MPI_Waitsome returns finished ones. Same source, tag and
+  // communicator: MPI matches the pieces in order.
+  void stream(MPI_Comm comm, size_t total, int to, int from, size_t piece, Watchdog::Guard& guard) {
     const size_t pieces = (total + piece - 1) / piece;
     const int window = static_cast<int>(std::min<size_t>(kWindow, pieces));
-    std::vector<MPI_Request> receives(window, MPI_REQUEST_NULL), sends(window, MPI_REQUEST_NULL);
-    size_t next_receive = 0, next_send = 0, received = 0, sent = 0;
-    auto post = [&](bool receive, int slot) {
+    // Receives in slots [0, window), sends in [window, 2 window): one MPI_Waitsome serves both.
+    std::vector<MPI_Request> requests(2 * static_cast<size_t>(window), MPI_REQUEST_NULL);
+    size_t next_receive = 0, next_send = 0, finished_pieces = 0;
+    auto post = [&](int slot) {
+      const bool receive = slot < window;
       size_t& next = receive ? next_receive : next_send;
       if (next == pieces) return;
       const size_t at = next++ * piece;
       const int len = static_cast<int>(std::min(piece, total - at));
       if (receive) {
-        MPI_Irecv(recv_.data() + at, len, MPI_FLOAT, from, 0, comm, &receives[slot]);
+        MPI_Irecv(recv_.data() + at, len, MPI_FLOAT, from, 0, comm, &requests[slot]);
       } else {
-        MPI_Isend(send_.data() + at, len, MPI_FLOAT, to, 0, comm, &sends[slot]);
+        MPI_Isend(send_.data() + at, len, MPI_FLOAT, to, 0, comm, &requests[slot]);
       }
     };
-    for (int slot = 0; slot < window; ++slot) post(true, slot);
-    for (int slot = 0; slot < window; ++slot) post(false, slot);
-    std::vector<int> finished(window);
-    auto progress = [&](std::vector<MPI_Request>& requests, bool receive, size_t& done) {
+    for (int slot = 0; slot < 2 * window; ++slot) post(slot);
+    std::vector<int> finished(requests.size());
+    while (finished_pieces < 2 * pieces) {
       int count = 0;
-      MPI_Testsome(window, requests.data(), &count, finished.data(), MPI_STATUSES_IGNORE);
-      if (count == MPI_UNDEFINED) return;  // every slot idle
+      MPI_Waitsome(static_cast<int>(requests.size()), requests.data(), &count, finished.data(),
+                   MPI_STATUSES_IGNORE);
+      SHARDPLAN_CHECK(count != MPI_UNDEFINED, "send/recv: no request left before the last piece");
       for (int i = 0; i < count; ++i) {
-        ++done;
-        post(receive, finished[i]);
+        ++finished_pieces;
+        post(finished[i]);
       }
-    };
-    watchdog_.wait(
-        [&] {
-          progress(receives, true, received);
-          progress(sends, false, sent);
-          return received == pieces && sent == pieces;
-        },
-        what, __FILE__, __LINE__);
+      guard.progress();
+    }
   }
 
   template <typename T>

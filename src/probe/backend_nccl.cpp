@@ -38,6 +38,25 @@ std::string cuda_unavailable() {
   return "";
 }
 
+// The calls issue() makes for each collective, recorded with every measurement.
+const char* call_of(Collective c) {
+  switch (c) {
+    case Collective::all_reduce:
+      return "ncclAllReduce";
+    case Collective::all_gather:
+      return "ncclAllGather";
+    case Collective::reduce_scatter:
+      return "ncclReduceScatter";
+    case Collective::broadcast:
+      return "ncclBroadcast";
+    case Collective::all_to_all:
+      return "ncclSend/ncclRecv pairs";
+    case Collective::send_recv:
+      return "ncclSend/ncclRecv";
+  }
+  return "";
+}
+
 std::string version_of(int code, int major_div) {
   return fmt::format("{}.{}.{}", code / major_div, code % major_div / 100, code % 100);
 }
@@ -189,6 +208,7 @@ class NcclBackend final : public Backend {
       SHARDPLAN_CUDA(watchdog_, cudaMemcpy(host.data(), members[i]->recv,
                                            s.recv_count * sizeof(float), cudaMemcpyDeviceToHost));
       out[i].rank = members[i]->rank;
+      out[i].detail = call_of(s.kind);
       out[i].wrong =
           count_wrong(s, members[i]->group_rank[t], std::span(host.data(), s.recv_count));
     }

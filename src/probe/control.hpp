@@ -2,6 +2,7 @@
 // the watchdog every wait goes through (watchdog.cpp, control_mpi.cpp).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,6 +33,9 @@ class Control {
   [[noreturn]] virtual void abort(int status) = 0;
   /// "Open MPI v4.1.4 ..." or empty.
   virtual std::string library() const = 0;
+  /// Whether another thread may call roll_call and abort while this one is blocked inside the
+  /// library (MPI_THREAD_MULTIPLE): then a Guard's timeout names the silent peers too.
+  virtual bool callable_from_any_thread() const { return true; }
   void attach(Watchdog* watchdog) { watchdog_ = watchdog; }
 
  protected:
@@ -61,14 +65,19 @@ class Watchdog {
   void set_local_ranks(std::vector<int> ranks, std::vector<RankInfo> all);
   double timeout_s() const { return timeout_s_; }
 
-  /// For calls that cannot be polled (communicator creation): a thread ends the probe with the
-  /// same report if the scope is still open after the timeout.
+  /// For calls that block (communicator creation, the MPI back-end's timed collectives): a
+  /// monitor thread ends the probe with the same report as wait(), the roll call included where
+  /// the control plane allows it, when the scope makes no progress for the timeout. Nothing runs
+  /// on the blocked thread, so a blocking call is timed as it runs, not as it is polled.
   class Guard {
    public:
     Guard(Watchdog& w, std::string what, const char* file, int line);
     ~Guard();
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
+    /// One call finished: the timeout starts again. One relaxed atomic increment, so it may sit
+    /// between timed iterations.
+    void progress();
 
    private:
     struct State;
@@ -79,6 +88,7 @@ class Watchdog {
   std::string who() const;
   Control& control_;
   double timeout_s_;
+  std::atomic<bool> fired_{false};  // a Guard's monitor and the waiting thread report once
   std::function<void()> cleanup_;
   std::vector<int> local_ranks_;
   std::vector<RankInfo> ranks_;

@@ -1,6 +1,7 @@
 // The control plane over MPI: node-local groups from MPI_COMM_TYPE_SHARED, result exchange with
 // non-blocking collectives polled under the watchdog, and the roll call that names a dead peer.
-// Blocked peers cannot be interrupted inside a blocking MPI call, so nothing here blocks.
+// A peer blocked inside an MPI call does not answer; nothing here blocks, so the control plane
+// itself always answers.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -35,10 +36,15 @@ bool launched_by_mpi() {
 MpiControl::MpiControl() {
   int initialized = 0;
   MPI_Initialized(&initialized);
+  int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
-    int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    // The back-ends block in MPI calls while a Guard's monitor thread may have to ask the peers
+    // who is alive and abort the job: that needs MPI_THREAD_MULTIPLE (MPI 4.0, section 11.6).
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  } else {
+    MPI_Query_thread(&provided);
   }
+  any_thread_ = provided == MPI_THREAD_MULTIPLE;
   MPI_Comm_dup(MPI_COMM_WORLD, &world_);
   MPI_Comm_dup(MPI_COMM_WORLD, &control_);
   MPI_Comm_dup(MPI_COMM_WORLD, &ping_);

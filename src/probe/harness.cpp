@@ -255,6 +255,9 @@ class Run {
     results_.groups = plan_groups(results_.ranks);
     results_.libraries = backend_.libraries();
     results_.gemm_on_gpu = backend_.measures_gpu();
+    for (Tier t : {Tier::intra, Tier::inter, Tier::world}) {
+      results_.link_medium[static_cast<size_t>(t)] = backend_.link_medium(t);
+    }
     watchdog_.set_local_ranks(backend_.local_ranks(), results_.ranks);
     if (lead()) reporter_.start(results_.backend, results_.ranks, plan_);
     for (const std::string& text : plan_.notes) note(text);
@@ -312,6 +315,7 @@ class Run {
       row.busbw_bytes_per_s = busbw(c, g.ranks, static_cast<double>(shape.bytes), all.time.avg_s);
       row.wrong = all.wrong;
       row.rank_s = all.rank_s;
+      row.call = all.detail;
       results_.rows.push_back(row);
       if (lead()) reporter_.row(row);
     }

@@ -2,6 +2,7 @@
 // report.cpp).
 #pragma once
 
+#include <array>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -30,6 +31,7 @@ struct CollectiveRow {
   double busbw_bytes_per_s = 0;
   size_t wrong = 0;
   std::vector<std::pair<int, double>> rank_s;  // (rank, mean iteration seconds)
+  std::string call;  // the library call that was timed, as the back-end names it
 };
 
 struct GemmRow {
@@ -81,6 +83,7 @@ struct Results {
   std::vector<std::string> notes;
   nlohmann::json libraries;
   bool gemm_on_gpu = false;
+  std::array<std::string, 3> link_medium;  // per Tier: Backend::link_medium
   size_t wrong() const;
 };
 

@@ -25,6 +25,7 @@ class MpiControl final : public Control {
   std::vector<int> roll_call(double grace_s) override;
   [[noreturn]] void abort(int status) override;
   std::string library() const override;
+  bool callable_from_any_thread() const override { return any_thread_; }
 
   /// The communicator the back-end splits its groups from (a duplicate of MPI_COMM_WORLD).
   MPI_Comm world() const { return world_; }
@@ -42,6 +43,7 @@ class MpiControl final : public Control {
   MPI_Comm control_ = MPI_COMM_NULL;  // for allgather/barrier
   MPI_Comm ping_ = MPI_COMM_NULL;     // for the roll call
   int pong_ = 0;                      // what this process answers (its rank)
+  bool any_thread_ = false;           // MPI_THREAD_MULTIPLE was provided
 };
 
 }  // namespace shardplan::probe

@@ -95,26 +95,34 @@ json measured_link(const TierFit& tier, const Results& r, const std::string& wha
   const std::string where =
       fmt::format("shardplan probe ({}) on {} ranks, {} per node, {}", r.backend, tier.group.ranks,
                   tier.group.ranks_per_node, sizes_text(r));
-  return {{"name", fmt::format("measured-{}", to_string(tier.group.tier))},
-          {"description", fmt::format("{} measured by {}", what, where)},
-          {"gb_per_s", round_to(link_bw / kGB, 6)},
-          {"busbw_gb_per_s", round_to(generic->busbw_bytes_per_s / kGB, 6)},
-          {"latency_us", round_to(generic->step_latency_s * 1e6, 3)},
-          {"measured", true},
-          {"collective_busbw_gb_per_s", per},
-          {"sources",
-           {{"gb_per_s", send_recv ? "measured: send_recv bus bandwidth (one direction, = algbw), "
-                                     "fitted asymptote; " +
-                                         where
-                                   : "measured: the highest fitted bus bandwidth of any collective "
-                                     "(send_recv was not run); " +
-                                         where},
-            {"busbw_gb_per_s",
-             fmt::format("measured: {} bus bandwidth, fitted asymptote; {}", generic_name, where)},
-            {"latency_us", fmt::format("measured: {} fitted latency divided by its ring steps; {}",
-                                       generic_name, where)},
-            {"collective_busbw_gb_per_s",
-             "measured: per collective, " + std::string(kFitMethod) + "; " + where}}}};
+  json link = {
+      {"name", fmt::format("measured-{}", to_string(tier.group.tier))},
+      {"description", fmt::format("{} measured by {}", what, where)},
+      {"gb_per_s", round_to(link_bw / kGB, 6)},
+      {"busbw_gb_per_s", round_to(generic->busbw_bytes_per_s / kGB, 6)},
+      {"latency_us", round_to(generic->step_latency_s * 1e6, 3)},
+      {"measured", true},
+      {"collective_busbw_gb_per_s", per},
+      {"sources",
+       {{"gb_per_s", send_recv ? "measured: send_recv bus bandwidth (one direction, = algbw), "
+                                 "fitted asymptote; " +
+                                     where
+                               : "measured: the highest fitted bus bandwidth of any collective "
+                                 "(send_recv was not run); " +
+                                     where},
+        {"busbw_gb_per_s",
+         fmt::format("measured: {} bus bandwidth, fitted asymptote; {}", generic_name, where)},
+        {"latency_us", fmt::format("measured: {} fitted latency divided by its ring steps; {}",
+                                   generic_name, where)},
+        {"collective_busbw_gb_per_s",
+         "measured: per collective, " + std::string(kFitMethod) + "; " + where}}}};
+  // A back-end that moved CPU memory says so: the planner prices GPUs with this figure.
+  const std::string& medium = r.link_medium[static_cast<size_t>(tier.group.tier)];
+  if (!medium.empty()) {
+    link["medium"] = medium;
+    link["description"] = link["description"].get<std::string>() + "; measured over " + medium;
+  }
+  return link;
 }
 
 json time_json(const TimeStats& t) {
@@ -141,6 +149,7 @@ json measurements_json(const Results& r) {
                     {"time_us", time_json(row.time)},
                     {"algbw_gb_per_s", round_to(row.algbw_bytes_per_s / kGB, 6)},
                     {"busbw_gb_per_s", round_to(row.busbw_bytes_per_s / kGB, 6)},
+                    {"call", row.call},
                     {"wrong", row.wrong},
                     {"correct", row.wrong == 0}});
   }
@@ -518,6 +527,13 @@ json build_profile(const Results& r, const FitResult& fit, const ProfileInputs& 
                                 day.substr(0, 4) + day.substr(5, 2) + day.substr(8, 2));
   profile["description"] = fmt::format("measured by shardplan probe ({}) on {} at {}", r.backend,
                                        host_list, in.date_utc);
+  if (!r.link_medium[static_cast<size_t>(Tier::intra)].empty()) {
+    profile["description"] = profile["description"].get<std::string>() +
+                             fmt::format(
+                                 "; links measured between CPU processes, not between {} "
+                                 "GPUs (whose other figures are the preset's)",
+                                 gpu.value("name", std::string("the profile's")));
+  }
   profile["gpu"] = gpu;
 
   const int measured_per_node = ranks_per_node(r);

@@ -80,7 +80,7 @@ struct RankTiming {
   int rank = 0;
   std::vector<double> iteration_s;
   size_t wrong = 0;
-  std::string detail;  // GEMMs: the kernel or library call that ran
+  std::string detail;  // the kernel or library call that ran (GEMMs, collectives)
 };
 
 /// Host-memory measurements. h2d / d2h: one pinned host buffer copied to / from device memory

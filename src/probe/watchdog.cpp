@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,6 +110,11 @@ void Watchdog::wait(const std::function<bool()>& done, const std::string& what, 
 
 void Watchdog::fire(const std::string& what, const char* file, int line,
                     const std::string& detail) {
+  if (fired_.exchange(true)) {
+    // The other thread (a Guard's monitor, or the waiting one) is reporting and will end the
+    // process; a second report would only interleave with it.
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
   if (cleanup_) {
     auto cleanup = std::move(cleanup_);
     cleanup_ = nullptr;
@@ -150,27 +157,61 @@ struct Watchdog::Guard::State {
   std::mutex mutex;
   std::condition_variable cv;
   bool done = false;
+  std::atomic<uint64_t> calls{0};  // progress() count
   std::thread thread;
 };
 
+namespace {
+
+// How often the monitor looks at the progress count: a 20th of the timeout, within 10-250 ms,
+// so a timeout fires at most 5% late and an idle monitor wakes a few times a second.
+Clock::duration monitor_slice(double timeout_s) {
+  const auto slice =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s / 20));
+  return std::clamp<Clock::duration>(slice, std::chrono::milliseconds(10),
+                                     std::chrono::milliseconds(250));
+}
+
+}  // namespace
+
 Watchdog::Guard::Guard(Watchdog& w, std::string what, const char* file, int line)
     : state_(std::make_shared<State>()) {
-  const double timeout_s = w.timeout_s_;
+  Watchdog* watchdog = &w;
   const std::string report = fmt::format(
       "probe: {}:{}:{}: {}: no progress for {} s (--timeout-s) in "
       "{}; giving up (exit status {}: a peer timed out)\n",
-      w.control_.host(), base_name(file), line, w.who(), timeout_s, what, kExitTimeout);
-  state_->thread = std::thread([state = state_, timeout_s, report] {
-    std::unique_lock<std::mutex> lock(state->mutex);
-    if (!state->cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                            [&] { return state->done; })) {
-      // A blocking call that never returns: the library cannot be asked anything else now.
-      std::fputs(report.c_str(), stderr);
-      std::fflush(stdout);
-      std::fflush(stderr);
-      std::_Exit(kExitTimeout);
-    }
-  });
+      w.control_.host(), base_name(file), line, w.who(), w.timeout_s_, what, kExitTimeout);
+  state_->thread =
+      std::thread([state = state_, watchdog, what = std::move(what), file, line, report] {
+        const auto timeout = std::chrono::duration<double>(watchdog->timeout_s_);
+        const auto slice = monitor_slice(watchdog->timeout_s_);
+        uint64_t seen = 0;
+        auto last_progress = Clock::now();
+        std::unique_lock<std::mutex> lock(state->mutex);
+        while (!state->cv.wait_for(lock, slice, [&] { return state->done; })) {
+          const uint64_t calls = state->calls.load(std::memory_order_relaxed);
+          const auto now = Clock::now();
+          if (calls != seen) {
+            seen = calls;
+            last_progress = now;
+            continue;
+          }
+          if (now - last_progress < timeout) continue;
+          if (watchdog->control_.callable_from_any_thread()) {
+            lock.unlock();  // the blocked thread stays blocked; its destructor never runs
+            watchdog->fire(what, file, line);
+          }
+          // The library must not be entered from here: report and end the process.
+          std::fputs(report.c_str(), stderr);
+          std::fflush(stdout);
+          std::fflush(stderr);
+          std::_Exit(kExitTimeout);
+        }
+      });
+}
+
+void Watchdog::Guard::progress() {
+  state_->calls.fetch_add(1, std::memory_order_relaxed);
 }
 
 Watchdog::Guard::~Guard() {

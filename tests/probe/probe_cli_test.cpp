@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -81,6 +82,12 @@ TEST_CASE("mpirun -np 2 probe --backend mpi: nccl-tests table, a profile, and a 
   const std::string page = shardplan::test::read_file(out + ".html");
   CHECK(page.find("Bus bandwidth vs message size") != std::string::npos);
   CHECK(page.find("GEMM throughput vs size") != std::string::npos);
+  // The node's STREAM results are charted; no GPU fabric's nominal line is drawn over links
+  // measured between CPU processes (the mpi back-end moved no GPU memory).
+  CHECK(page.find("Host memory bandwidth (measured)") != std::string::npos);
+  CHECK(page.find("STREAM Triad, 16 MiB arrays (per node)") != std::string::npos);
+  CHECK(page.find("between CPU processes, not GPUs") != std::string::npos);
+  CHECK(page.find("nominal nvlink") == std::string::npos);
 
   // The table: nccl-tests' names and units lines, '#' before every non-data line, nine columns.
   const std::regex heading(R"(^# (\w+) \(\w+_perf\) on the .*)");
@@ -128,9 +135,28 @@ TEST_CASE("mpirun -np 2 probe --backend mpi: nccl-tests table, a profile, and a 
   CHECK(intra.at("measured") == true);
   CHECK(intra.at("busbw_gb_per_s").get<double>() > 0.01);
   CHECK(intra.at("collective_busbw_gb_per_s").size() == 5);
+  // What was measured is said: CPU shared memory between processes, not the GPU's NVLink.
+  CHECK(contains(intra.value("medium", ""), "CPU shared memory"));
+  CHECK(contains(intra.at("description").get<std::string>(), "measured over CPU shared memory"));
+  CHECK(contains(p.at("description").get<std::string>(),
+                 "links measured between CPU processes, not between H100-SXM GPUs"));
   CHECK(p.at("gpus_per_node") == 2);
   CHECK(p.at("measurements").at("collectives").size() == 55);
   for (const auto& row : p.at("measurements").at("collectives")) CHECK(row.at("correct") == true);
+  // Each row names the call that was timed: the blocking collective a training job makes, not a
+  // non-blocking one polled by the probe (which timed its own polling).
+  const std::map<std::string, std::string> blocking = {
+      {"all_reduce", "MPI_Allreduce"},
+      {"all_gather", "MPI_Allgather"},
+      {"reduce_scatter", "MPI_Reduce_scatter_block"},
+      {"all_to_all", "MPI_Alltoall"},
+      {"broadcast", "MPI_Bcast"},
+      {"send_recv", "MPI_Isend/MPI_Irecv, MPI_Waitsome"}};
+  for (const auto& row : p.at("measurements").at("collectives")) {
+    const std::string kind = row.at("collective").get<std::string>();
+    REQUIRE(blocking.count(kind) == 1);
+    CHECK(row.value("call", "") == blocking.at(kind));
+  }
   int model_gemms = 0;
   for (const auto& g : p.at("measurements").at("gemm")) {
     model_gemms += contains(g.at("label").get<std::string>(), "gpt2");
@@ -160,6 +186,25 @@ TEST_CASE("mpirun -np 2 probe --backend mpi: nccl-tests table, a profile, and a 
   CHECK(cluster.at("intra").at("busbw_bytes_per_s").get<double>() ==
         doctest::Approx(intra.at("busbw_gb_per_s").get<double>() * 1e9).epsilon(1e-6));
   CHECK(cluster.at("gpus_per_node") == 2);
+  // Every plan on a CPU-measured profile says so, in JSON and in text.
+  bool cpu_note = false;
+  for (const auto& n : plan.at("notes")) {
+    cpu_note |= contains(n.get<std::string>(), "the intra-node link measured-intra (") &&
+                contains(n.get<std::string>(),
+                         "was measured by shardplan probe over CPU shared "
+                         "memory") &&
+                contains(n.get<std::string>(), "not between H100-SXM GPUs");
+  }
+  CHECK(cpu_note);
+  for (const char* command : {"memory", "comm", "estimate", "plan"}) {
+    CAPTURE(command);
+    const auto t = run_cli(std::string(command) + " --cluster " + out +
+                           " --model gpt2 --gpus 2 --global-batch 8");
+    INFO(t.err);
+    CHECK(t.status <= 1);
+    CHECK(contains(t.out, "measured-intra (measured between CPU processes, not GPUs)"));
+    CHECK(contains(t.out, "note: the intra-node link measured-intra ("));
+  }
 
   // The node's CPU memory bandwidth: STREAM on both ranks at once, in host.measured beside the
   // GPU profile's datasheet host, and the planner's CPU Adam priced with it.
@@ -253,6 +298,22 @@ TEST_CASE("--backend nccl without a GPU: exit 2 at once, naming the problem" *
   CHECK_FALSE(exists(out));
 }
 #endif
+
+TEST_CASE("report on a file that is not a profile: exit 2 saying where the JSON breaks" *
+          doctest::test_suite("probe_cli_flags")) {
+  const std::string bad = temp_path("report-bad");
+  shardplan::test::write_file(bad, "{\n  \"name\": \"x\",\n  oops\n}\n");
+  const auto r = run_cli("report " + bad + " --html " + bad + ".html");
+  CHECK(r.status == 2);
+  CHECK(contains(r.err, "PROFILE"));
+  CHECK(contains(r.err, "malformed JSON at line 3"));
+  CHECK_FALSE(exists(bad + ".html"));
+  shardplan::test::write_file(bad, "[1, 2]");
+  const auto array = run_cli("report " + bad + " --html " + bad + ".html");
+  CHECK(array.status == 2);
+  CHECK(contains(array.err, "is JSON but not an object"));
+  std::remove(bad.c_str());
+}
 
 TEST_CASE("probe: bad flags exit 2 naming the flag, before any process starts" *
           doctest::test_suite("probe_cli_flags")) {

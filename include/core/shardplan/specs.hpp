@@ -203,6 +203,9 @@ struct LinkSpec {
   // Measured by a probe, per collective (index: Collective); 0 = use busbw_bytes_per_s.
   std::array<double, 6> collective_busbw{};
   bool measured = false;    // busbw from a probe of this cluster
+  // What the probe's bytes moved over when not GPU to GPU (its mpi back-end: "CPU shared memory
+  // ..."); empty for GPU links and presets.
+  std::string medium;
   bool user_given = false;  // typed by the user: used exactly as given
 };
 

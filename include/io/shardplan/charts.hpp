@@ -49,5 +49,8 @@ Chart provision_chart(const ProvisionResult& result, const ProvisionRequest& req
 Chart busbw_chart(const nlohmann::json& profile, const std::string& origin);
 /// A probe profile: GEMM TFLOP/s vs size (FLOPs per GEMM) per dtype, against the dense peak.
 Chart gemm_chart(const nlohmann::json& profile, const std::string& origin);
+/// A probe profile: host-memory bandwidth, STREAM Copy / Triad per node and pinned host-GPU
+/// copies per GPU. InputError naming `origin` when it has no host rows.
+Chart host_chart(const nlohmann::json& profile, const std::string& origin);
 
 }  // namespace shardplan

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "shardplan/framework.hpp"
 #include "shardplan/specs.hpp"
@@ -12,6 +13,9 @@ namespace shardplan {
 std::string describe_model(const ModelSpec& m);
 /// One line naming the cluster, e.g. "16 x H100-SXM (2 nodes of 8; nvlink4 inside, 8 x ib-ndr)".
 std::string describe_cluster(const ClusterSpec& c);
+/// What a plan on this cluster must be told about its links: one note per link in use that a
+/// probe measured between CPU processes (LinkSpec::medium) rather than between its GPUs.
+std::vector<std::string> cluster_notes(const ClusterSpec& c);
 /// The profile that priced a plan, e.g. "megatron (profiles/frameworks/megatron.json)", or the
 /// ideal stack when none was named.
 std::string describe_framework(const FrameworkProfile& f);
