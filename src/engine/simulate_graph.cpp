@@ -212,12 +212,11 @@ void account(const Graph& g, bool keep_events, SimResult& r) {
       r.critical_device = d;
   }
   if (!keep_events) return;
-  std::vector<int> order(g.tasks.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return g.tasks[a].start_s < g.tasks[b].start_s; });
+  std::vector<std::pair<double, int>> order(g.tasks.size());  // (start, task): sorts in cache
+  for (size_t i = 0; i < order.size(); ++i) order[i] = {g.tasks[i].start_s, static_cast<int>(i)};
+  std::sort(order.begin(), order.end());
   r.events.reserve(order.size());
-  for (int id : order) {
+  for (const auto& [start_s, id] : order) {
     SimEvent e = g.tasks[id].event;
     e.start_s = g.tasks[id].start_s;
     e.end_s = g.tasks[id].end_s;
