@@ -86,11 +86,12 @@ struct Builder {
     bool backward;
   };
   std::vector<Crossing> crossings;
+  std::vector<double> ep_exposed_s;  // per device: all-to-all time inside its passes
 
   explicit Builder(const SimInput& input)
       : in(input), g(input.devices), m(input.micro_batches),
         ids(input.stages.size() * static_cast<size_t>(input.micro_batches)),
-        reduces(input.devices) {}
+        reduces(input.devices), ep_exposed_s(input.devices, 0.0) {}
 
   PassIds& at(int stage, int mb) { return ids[static_cast<size_t>(stage) * m + mb]; }
   // The stage after `s` on its micro-batches' way forward (-1 at the loss); DualPipe has two.
@@ -113,7 +114,7 @@ struct Builder {
     e.micro_batch = mb;
     return e;
   }
-  void attach_comm(int host, const PassComm& c, int stage, int mb, bool ep_hidden) {
+  void attach_comm(int host, const PassComm& c, int stage, int mb) {
     const int d = g.tasks[host].event.device;
     const struct {
       SimTaskKind kind;
@@ -128,7 +129,6 @@ struct Builder {
       SimEvent e = event(part.kind, part.stream, d, stage, mb);
       e.bytes = part.bytes;
       e.link = part.link;
-      (void)ep_hidden;
       g.attach(host, e, part.s);
     }
   }
@@ -216,7 +216,8 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
     switch (x.kind) {
       case SimTaskKind::forward:
         ids_of = pass(x.kind, d, x.stage, x.micro_batch, st.forward_s, zero3 ? dp.units : 1, 0);
-        attach_comm(ids_of.first, st.forward_comm, x.stage, x.micro_batch, false);
+        attach_comm(ids_of.first, st.forward_comm, x.stage, x.micro_batch);
+        ep_exposed_s[d] += st.forward_comm.ep_s;
         if (zero3) zero3_pass(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, false, before);
         at(x.stage, x.micro_batch).f_first = ids_of.first;
         at(x.stage, x.micro_batch).f_last = ids_of.second;
@@ -227,7 +228,8 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
         const double s = st.input_grad_s + (whole ? st.weight_grad_s : 0.0);
         ids_of = pass(x.kind, d, x.stage, x.micro_batch, s,
                       zero3 ? dp.units : whole ? buckets : 1, st.recompute_s);
-        attach_comm(ids_of.first, st.backward_comm, x.stage, x.micro_batch, false);
+        attach_comm(ids_of.first, st.backward_comm, x.stage, x.micro_batch);
+        ep_exposed_s[d] += st.backward_comm.ep_s;
         if (zero3) zero3_pass(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, whole, before);
         if (!zero3 && whole && reduce_here)
           bucket_reduces(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, dp.reduce_s,
@@ -259,9 +261,10 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
         e.micro_batch2 = x.micro_batch2;
         e.recompute_s = bs.recompute_s;
         const int id = g.add(e, std::max(compute, fa + ba));
+        ep_exposed_s[d] += std::max(0.0, fa + ba - compute);
         ids_of = {id, id};
-        attach_comm(id, st.forward_comm, x.stage, x.micro_batch, true);
-        attach_comm(id, bs.backward_comm, x.stage2, x.micro_batch2, true);
+        attach_comm(id, st.forward_comm, x.stage, x.micro_batch);
+        attach_comm(id, bs.backward_comm, x.stage2, x.micro_batch2);
         at(x.stage, x.micro_batch).f_first = at(x.stage, x.micro_batch).f_last = id;
         at(x.stage2, x.micro_batch2).b_first = at(x.stage2, x.micro_batch2).b_last = id;
         const DataParallelWork& bdp = bs.dp;
@@ -363,6 +366,7 @@ SimResult simulate(const SimInput& in) {
   r.deadlocked = !sim::run(b.g, in.overlap_slowdown);
   r.tasks = static_cast<int>(b.g.tasks.size());
   sim::account(b.g, in.keep_events, r);
+  for (int d = 0; d < in.devices; ++d) r.devices[d].ep_in_passes_s = b.ep_exposed_s[d];
   return r;
 }
 

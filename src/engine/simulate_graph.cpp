@@ -1,7 +1,7 @@
-// The event loop: a task starts when its stream's previous task and its dependencies are done
-// and its link is free (a link carries its transfers one at a time, in the order they became
-// ready); completions are processed in time order, ties by task order, so equal inputs give
-// equal events.
+// The event loop: a task starts when its stream's previous task and its dependencies are done;
+// the transfers on one link share its bandwidth equally while they overlap (processor sharing,
+// the fair share NCCL's channels get on one NIC); completions are processed in time order, ties
+// by task order, so equal inputs give equal events.
 #include "simulate_graph.hpp"
 
 #include <algorithm>
@@ -62,7 +62,11 @@ struct Loop {
   std::vector<int> succ_begin, succ;  // successors, by task
   std::vector<int> running_compute;   // per device
   std::vector<int> running_comm;      // per device x stream: the last communication started
-  std::vector<double> link_free_s;    // per device x link
+  struct LinkState {
+    std::vector<int> active;  // transfers on it now
+    double updated_s = 0;     // when their remaining_s was last brought up to date
+  };
+  std::vector<LinkState> links;  // per device x link
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> heap;
 
   Loop(Graph& graph, double overlap_slowdown) : g(graph), slowdown(overlap_slowdown) {
@@ -75,7 +79,7 @@ struct Loop {
     for (const auto& e : g.edges) succ[fill[e.first]++] = e.second;
     running_compute.assign(g.devices, -1);
     running_comm.assign(static_cast<size_t>(g.devices) * kSimStreams, -1);
-    link_free_s.assign(static_cast<size_t>(g.devices) * 3, 0.0);
+    links.assign(static_cast<size_t>(g.devices) * 3, LinkState{});
   }
 
   // Compute beside communication on the same GPU loses overlap_slowdown of the overlap; the
@@ -100,19 +104,38 @@ struct Loop {
     return slowdown * lost;
   }
 
+  LinkState* link_of(const Task& t) {
+    if (t.event.link == SimLink::none) return nullptr;
+    return &links[static_cast<size_t>(t.event.device) * 3 + static_cast<int>(t.event.link)];
+  }
+  // Brings the link's transfers to `now` at 1/n of the bandwidth each, then sets their ends
+  // for the new count.
+  void reshare(LinkState& l, double now_s, int joining, int leaving) {
+    const double n = static_cast<double>(l.active.size());
+    for (int id : l.active) g.tasks[id].remaining_s -= (now_s - l.updated_s) / n;
+    l.updated_s = now_s;
+    if (leaving >= 0) std::erase(l.active, leaving);
+    if (joining >= 0) l.active.push_back(joining);
+    const double share = static_cast<double>(l.active.size());
+    for (int id : l.active) {
+      Task& t = g.tasks[id];
+      t.end_s = now_s + std::max(0.0, t.remaining_s) * share;
+      heap.push({t.end_s, id});
+    }
+  }
+
   void start_comm(int id, double at_s) {
     Task& t = g.tasks[id];
-    double begin = at_s;
-    if (t.event.link != SimLink::none) {
-      double& free = link_free_s[static_cast<size_t>(t.event.device) * 3 +
-                                 static_cast<int>(t.event.link)];
-      begin = std::max(begin, free);
-      free = begin + t.duration_s;
-    }
-    t.start_s = begin;
-    t.end_s = begin + t.duration_s;
+    t.start_s = at_s;
+    t.end_s = at_s + t.duration_s;
+    t.remaining_s = t.duration_s;
     running_comm[static_cast<size_t>(t.event.device) * kSimStreams +
                  static_cast<int>(t.event.stream)] = id;
+    if (LinkState* l = link_of(t)) {
+      reshare(*l, at_s, id, -1);
+    } else {
+      heap.push({t.end_s, id});
+    }
     slow_compute_for(t);
   }
 
@@ -121,7 +144,6 @@ struct Loop {
     t.ready_s = at_s;
     if (t.event.stream != SimStream::compute) {
       start_comm(id, at_s);
-      if (t.host < 0) heap.push({t.end_s, id});
       return;
     }
     t.start_s = at_s;
@@ -130,9 +152,8 @@ struct Loop {
     t.end_s += t.contention_s;
     running_compute[t.event.device] = id;
     for (int a = t.first_attached; a >= 0; a = g.tasks[a].next_attached) {
-      start_comm(a, at_s);
       g.tasks[a].ready_s = at_s;
-      g.tasks[a].done = true;
+      start_comm(a, at_s);
     }
     heap.push({t.end_s, id});
   }
@@ -148,6 +169,9 @@ struct Loop {
   void finish(int id) {
     Task& t = g.tasks[id];
     t.done = true;
+    if (t.event.stream != SimStream::compute) {
+      if (LinkState* l = link_of(t)) reshare(*l, t.end_s, -1, id);
+    }
     if (t.next_in_stream >= 0) release(id, t.next_in_stream, t.end_s);
     for (int k = succ_begin[id]; k < succ_begin[id + 1]; ++k) release(id, succ[k], t.end_s);
   }

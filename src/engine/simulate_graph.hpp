@@ -13,6 +13,7 @@ struct Task {
   double duration_s = 0;
   double ready_s = 0, start_s = 0, end_s = 0;
   double contention_s = 0;  // what overlapped communication added to a compute task
+  double remaining_s = 0;   // a transfer's seconds left at its link's full bandwidth
   SimEvent event;           // kind, stream, link, device, stage, micro-batch, bytes
   int pending = 0;          // dependencies not yet done (the stream's previous task included)
   int next_in_stream = -1;

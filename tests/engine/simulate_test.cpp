@@ -160,7 +160,7 @@ TEST_CASE("An uneven layout: interleaved chunks of 1, 2, 2, 1 layers, by hand") 
   CHECK(r.devices[1].compute_s == doctest::Approx(18));
 }
 
-TEST_CASE("A send crosses its link; a data-parallel reduce on the same NIC goes first") {
+TEST_CASE("A send crosses its link; a data-parallel reduce on the same NIC shares it") {
   // 1F1B, 2 devices, one micro-batch: F 1, B+W 2, each boundary send 0.5 s. Device 0: F [0,1],
   // send [1,1.5]; device 1: F [1.5,2.5], BW [2.5,4.5], send back [4.5,5]; device 0: BW [5,7].
   SimInput in = even(SimOrder::one_f_one_b, 2, 1, 1, 1, 2, 0);
@@ -170,12 +170,13 @@ TEST_CASE("A send crosses its link; a data-parallel reduce on the same NIC goes 
   CHECK(r.step_s == doctest::Approx(7));
   CHECK(r.devices[0].exposed_s[static_cast<int>(SimStream::pp)] == doctest::Approx(0.5));
   CHECK(r.devices[0].bubble_s == doctest::Approx(3.5));
-  // Device 1's gradient reduce-scatter (1 s) becomes ready with its backward, at 4.5, and takes
-  // the NIC first: the send waits to 5.5, device 0's backward runs [6,8].
+  // Device 1's gradient reduce-scatter (1 s) starts with the send back, at 4.5; at half the
+  // NIC each, the send ends at 5.5 (the reduce at 6), device 0's backward runs [5.5,7.5].
   in.stages[1].dp.reduce_s = 1;
   in.stages[1].dp.link = SimLink::scale_out;
   r = simulate(in);
-  CHECK(r.step_s == doctest::Approx(8));
+  CHECK(r.step_s == doctest::Approx(7.5));
+  CHECK(r.devices[0].exposed_s[static_cast<int>(SimStream::pp)] == doctest::Approx(1.0));
   double total = r.devices[0].compute_s + r.devices[0].bubble_s + r.devices[0].optimizer_s;
   for (double e : r.devices[0].exposed_s) total += e;
   CHECK(total == doctest::Approx(r.step_s));

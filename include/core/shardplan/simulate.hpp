@@ -32,7 +32,8 @@ enum class SimStream { compute, tp, cp, ep, dp_gather, dp_reduce, pp };
 inline constexpr int kSimStreams = 7;
 const char* to_string(SimStream stream);
 
-/// The link a communication task crosses; a rank's transfers on one tier share it.
+/// The link a communication task crosses; a rank's transfers on one tier share its bandwidth
+/// equally while they overlap.
 enum class SimLink { none, scale_up, scale_out };
 const char* to_string(SimLink link);
 
@@ -131,6 +132,7 @@ struct SimDevice {
   double optimizer_s = 0;
   double bubble_s = 0;
   std::array<double, kSimStreams> exposed_s{};
+  double ep_in_passes_s = 0;  // of compute_s, all-to-all time no other pass hides
 };
 
 struct SimResult {
@@ -140,6 +142,23 @@ struct SimResult {
   std::vector<SimEvent> events;  // in order of start time, then task order
   bool deadlocked = false;       // the order waits on a pass it never issues (a bug, not a plan)
   int tasks = 0;
+};
+
+/// A plan's simulated step, as estimate() reports it beside the closed forms.
+struct SimulatedStep {
+  bool ran = false;     // false: not simulated (no architecture to lay out)
+  double step_s = 0;    // the simulation's step, plus offload's exposed time it does not model
+  double bubble_s = 0;  // of the critical device
+  double compute_s = 0;
+  double contention_s = 0;
+  double optimizer_s = 0;
+  /// The critical device's exposed communication per stream: waits between passes, plus the
+  /// in-pass TP / CP / EP time its passes carry.
+  std::array<double, kSimStreams> exposed_s{};
+  int critical_device = 0;
+  int tasks = 0;
+  SimOrder order = SimOrder::one_f_one_b;
+  SimResult result;  // with the events when asked for
 };
 
 /// Runs the step. Requires stages.size() = devices x chunks of the order (DualPipe: 2 devices),
