@@ -145,7 +145,8 @@ SimulatedStep simulate_step(const ModelSpec& m, const TrainingSpec& tr, const Pa
   out.exposed_s[static_cast<int>(SimStream::tp)] += comm.tp.exposed_s;
   out.exposed_s[static_cast<int>(SimStream::cp)] += comm.cp.exposed_s;
   out.exposed_s[static_cast<int>(SimStream::ep)] += d.ep_in_passes_s;
-  return out;
+  out.compute_s = std::max(0.0, d.compute_s - comm.tp.exposed_s - comm.cp.exposed_s -
+                                    d.ep_in_passes_s);  return out;
 }
 
 }  // namespace shardplan

@@ -149,7 +149,7 @@ struct SimulatedStep {
   bool ran = false;     // false: not simulated (no architecture to lay out)
   double step_s = 0;    // the simulation's step, plus offload's exposed time it does not model
   double bubble_s = 0;  // of the critical device
-  double compute_s = 0;
+  double compute_s = 0;  // the passes without the in-pass communication they carry
   double contention_s = 0;
   double optimizer_s = 0;
   /// The critical device's exposed communication per stream: waits between passes, plus the
