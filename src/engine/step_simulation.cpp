@@ -149,4 +149,28 @@ SimulatedStep simulate_step(const ModelSpec& m, const TrainingSpec& tr, const Pa
                                     d.ep_in_passes_s);  return out;
 }
 
+int rerank_by_simulation(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
+                         Objective objective, int k, std::vector<Candidate>& ranked) {
+  const int n = std::min(k, static_cast<int>(ranked.size()));
+  if (n <= 0 || !m.has_architecture()) return 0;
+  for (int i = 0; i < n; ++i) {
+    Candidate& cand = ranked[static_cast<size_t>(i)];
+    const MicroBatchCost cost = micro_batch_cost(m, tr, cand.plan, c);
+    const MemoryInputs mem = memory_inputs(m, tr, cost);
+    const Evaluation ev = evaluate(m, tr, cand.plan, c, cost, mem);
+    const SimulatedStep sim = simulate_step(m, tr, cand.plan, c, ev.time, ev.comm, false);
+    if (!sim.ran || sim.step_s <= 0) continue;
+    cand.step_s = sim.step_s;
+    cand.tokens_per_s = static_cast<double>(tr.global_batch) * tr.seq_len / sim.step_s;
+    // The search's objectives (search.cpp objective_of), on the simulated step.
+    cand.objective = objective == Objective::time   ? cand.step_s
+                     : objective == Objective::cost ? cand.step_s * c.gpus
+                                                    : -cand.tokens_per_s;
+  }
+  std::stable_sort(ranked.begin(), ranked.begin() + n, [](const Candidate& a, const Candidate& b) {
+    return a.objective < b.objective;
+  });
+  return n;
+}
+
 }  // namespace shardplan

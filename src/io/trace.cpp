@@ -72,6 +72,7 @@ const char* pass_category(SimTaskKind k) {
     case SimTaskKind::forward: return "forward";
     case SimTaskKind::weight_grad: return "weight-grad";
     case SimTaskKind::optimizer: return "optimizer";
+    case SimTaskKind::overlapped: return "forward+backward";
     default: return "backward";
   }
 }

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include "shardplan/schedule.hpp"
+#include "shardplan/step_simulation.hpp"
 #include "support.hpp"
 
 using namespace shardplan;
@@ -270,4 +271,23 @@ TEST_CASE("Equal inputs give equal events") {
   }
   CHECK(same);
   CHECK(a.step_s == b.step_s);
+}
+
+TEST_CASE("The search's best plans ranked again by their simulated step") {
+  const ModelSpec m = load_model("gpt3-1.3b");
+  const TrainingSpec t = test::training(2048, 64);
+  const ClusterSpec c = test::cluster(16, "dgx-h100");
+  SearchSpace space = full_space(m, t, c);
+  SearchOptions opt;
+  opt.top_k = 6;
+  opt.threads = 1;
+  SearchResult r = search(m, t, c, space, opt);
+  REQUIRE(r.ranked.size() == 6);
+  const int k = 4;
+  REQUIRE(rerank_by_simulation(m, t, c, Objective::time, k, r.ranked) == k);
+  for (int i = 0; i < k; ++i) {
+    const Candidate& cand = r.ranked[static_cast<size_t>(i)];
+    CHECK(cand.step_s == doctest::Approx(estimate(m, t, cand.plan, c).simulated.step_s));
+    if (i > 0) CHECK(r.ranked[static_cast<size_t>(i - 1)].objective <= cand.objective);
+  }
 }

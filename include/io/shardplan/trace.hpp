@@ -14,7 +14,8 @@ namespace shardplan {
 
 struct TraceEvent {
   std::string name;
-  std::string category;  // forward, backward, recompute, weight-grad, comm, exposed, optimizer
+  std::string category;  // forward, backward, forward+backward (an F&B pair), recompute,
+                         // weight-grad, comm, exposed, optimizer
   int process = 0;       // 1: pipeline stages, 2: communication of the slowest stage
   int track = 0;         // stage, or the communication stream
   double start_s = 0;
