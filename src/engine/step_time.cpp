@@ -13,6 +13,7 @@
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/schedule.hpp"
+#include "shardplan/step_simulation.hpp"
 
 namespace shardplan {
 namespace {
@@ -149,6 +150,28 @@ PassTimes pass_times(const StageCost& s) {
   t.weight_grad_s = k * s.weight_grad_s;
   t.input_grad_s = k * (s.backward_s - s.weight_grad_s);
   return t;
+}
+
+// The stage's passes for the simulator: in-pass TP and CP exposure spread over the compute
+// windows as pass_times spreads it, the all-to-alls half in forward and half in backward (the
+// same dispatch and combine each way), pipeline and ZeRO-3 traffic left to the simulator.
+StageWork stage_work(const StageCost& s) {
+  StageWork w;
+  const double compute = s.forward_s + s.backward_s;
+  if (compute <= 0) return w;
+  const double k = 1.0 + (s.tp_exposed_s + s.cp_exposed_s) / compute;
+  w.forward_s = k * s.forward_s + s.ep_s / 2.0;
+  w.input_grad_s = k * (s.backward_s - s.weight_grad_s) + s.ep_s / 2.0;
+  w.weight_grad_s = k * s.weight_grad_s;
+  w.recompute_s = s.recompute_s;
+  w.ep_forward_s = w.ep_backward_s = s.ep_s / 2.0;
+  w.tp_hidden_s = std::max(0.0, s.tp_s - s.tp_exposed_s);
+  w.cp_hidden_s = std::max(0.0, s.cp_s - s.cp_exposed_s);
+  w.layers = s.layers;
+  w.zero3_units = s.zero3_units;
+  w.zero3_gather_s = s.zero3_ag_s;
+  w.zero3_reduce_s = s.zero3_rs_s;
+  return w;
 }
 
 // The average device's passes: the schedule's fill and drain are counted in micro-batch slots
@@ -366,6 +389,9 @@ void pipeline_time(const Context& x, const Stages& st, StepTime& t) {
   t.first_stage = pass_times(st.first);
   t.middle_stage = pass_times(st.middle);
   t.last_stage = pass_times(st.last);
+  t.first_work = stage_work(st.first);
+  t.middle_work = stage_work(st.middle);
+  t.last_work = stage_work(st.last);
   t.bubble_s = bubble_s(p, mean_passes(t, p.pp));
   t.schedule = schedule_name(p);
 }
@@ -533,6 +559,7 @@ Estimate estimate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan
   const Evaluation ev = evaluate(m, tr, p, c, cost, mem);
   est.comm = ev.comm;
   est.time = ev.time;
+  if (m.has_architecture()) est.simulated = simulate_step(m, tr, p, c, ev.time, ev.comm, true);
   Throughput& th = est.throughput;
   th.peak_flops = peak_flops(c.gpu, math_dtype(tr.precision));
   th.model_flops = ev.model_flops;

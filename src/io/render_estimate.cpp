@@ -42,6 +42,38 @@ nlohmann::json to_json(const StepTime& s) {
   return j;
 }
 
+namespace {
+
+// The JSON key of each simulated communication stream.
+const char* stream_key(SimStream s) {
+  switch (s) {
+    case SimStream::compute: return "compute";
+    case SimStream::tp: return "tp";
+    case SimStream::cp: return "cp";
+    case SimStream::ep: return "ep";
+    case SimStream::dp_gather: return "dp_gather";
+    case SimStream::dp_reduce: return "dp_reduce";
+    case SimStream::pp: return "pp";
+  }
+  return "?";
+}
+
+}  // namespace
+
+nlohmann::json to_json(const SimulatedStep& s) {
+  nlohmann::json exposed = nlohmann::json::object();
+  for (int k = 1; k < kSimStreams; ++k) exposed[stream_key(static_cast<SimStream>(k))] = s.exposed_s[k];
+  return {{"step_s", s.step_s},
+          {"bubble_s", s.bubble_s},
+          {"compute_s", s.compute_s},
+          {"contention_s", s.contention_s},
+          {"optimizer_s", s.optimizer_s},
+          {"critical_stage", s.critical_device},
+          {"schedule", to_string(s.order)},
+          {"tasks", s.tasks},
+          {"exposed_s", exposed}};
+}
+
 nlohmann::json to_json(const Throughput& t) {
   return {{"tokens_per_s", t.tokens_per_s},
           {"tflops_per_gpu", t.tflops_per_gpu},
@@ -89,6 +121,7 @@ nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingS
                       {"time", to_json(e.time)},
                       {"throughput", to_json(e.throughput)},
                       {"comm", to_json(e.comm, e.time, p, tr, c)}};
+  if (e.simulated.ran) j["simulated"] = to_json(e.simulated);
   nlohmann::json notes = nlohmann::json::array();
   if (e.params_only) {
     notes.push_back(fmt::format(
@@ -110,6 +143,20 @@ nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingS
     if (tr.gpu_hour_cost > 0) j["training_run"]["cost"] = e.train_cost;
   }
   return j;
+}
+
+std::string render_simulated(const SimulatedStep& s) {
+  std::string exposed;
+  for (int k = 1; k < kSimStreams; ++k) {
+    if (s.exposed_s[k] <= 0) continue;
+    exposed += fmt::format("{}{} {}", exposed.empty() ? "" : ", ", to_string(static_cast<SimStream>(k)),
+                           format_seconds(s.exposed_s[k]));
+  }
+  return fmt::format(
+      "\nSimulated step ({} schedule, {} events, stage {}): {}; bubble {}, compute {}, exposed "
+      "{}\n",
+      to_string(s.order), s.tasks, s.critical_device, format_seconds(s.step_s),
+      format_seconds(s.bubble_s), format_seconds(s.compute_s), exposed.empty() ? "none" : exposed);
 }
 
 std::string render_time(const Estimate& e, const TrainingSpec& tr, const ClusterSpec& c) {
@@ -149,6 +196,7 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
   t.add_rule();
   row("step", s.step_s, "");
   out += t.render();
+  if (e.simulated.ran) out += render_simulated(e.simulated);
   out += fmt::format(
       "\nThroughput: {:.0f} tokens/s, {:.1f} TFLOP/s per GPU (model FLOPs), MFU {}, HFU {} "
       "(of {:.0f} TFLOP/s {} peak)\n",

@@ -45,15 +45,94 @@ struct StageLane {
   void add(std::string name, const char* category, double seconds, int process = 1,
            int track = -1) {
     if (seconds <= 0) return;
-    tl.events.push_back(
-        {std::move(name), category, process, track < 0 ? stage : track, now, seconds});
+    TraceEvent ev;
+    ev.name = std::move(name);
+    ev.category = category;
+    ev.process = process;
+    ev.track = track < 0 ? stage : track;
+    ev.start_s = now;
+    ev.duration_s = seconds;
+    tl.events.push_back(std::move(ev));
     now += seconds;
   }
 };
 
+// A pass's name: F, B, W, BW or F&B with micro-batch.chunk, as the schedule papers draw them.
+std::string pass_name(const SimEvent& ev, int pp) {
+  auto id = [&](int mb, int stage) { return fmt::format("{}.{}", mb, stage / pp); };
+  if (ev.kind == SimTaskKind::overlapped) {
+    return fmt::format("F{}&B{}", id(ev.micro_batch, ev.stage), id(ev.micro_batch2, ev.stage2));
+  }
+  if (ev.kind == SimTaskKind::optimizer) return "optimizer step";
+  return fmt::format("{}{}", to_string(ev.kind), id(ev.micro_batch, ev.stage));
+}
+
+const char* pass_category(SimTaskKind k) {
+  switch (k) {
+    case SimTaskKind::forward: return "forward";
+    case SimTaskKind::weight_grad: return "weight-grad";
+    case SimTaskKind::optimizer: return "optimizer";
+    case SimTaskKind::overlapped: return "forward+backward";
+    default: return "backward";
+  }
+}
+
+// The simulator's events: passes on their stage's track (a backward's recompute drawn first),
+// collectives on a track per stage and stream, each with its arguments.
+Timeline simulated_timeline(const ParallelPlan& p, const SimulatedStep& sim) {
+  Timeline tl;
+  tl.span_s = sim.result.step_s;
+  tl.slowest_stage = sim.critical_device;
+  for (int s = 0; s < p.pp; ++s) tl.stage_names.push_back(fmt::format("stage {}", s));
+  std::vector<int> track_of(static_cast<size_t>(p.pp) * kSimStreams, -1);
+  for (const SimEvent& ev : sim.result.events) {
+    const double dur = ev.end_s - ev.start_s;
+    if (dur <= 0) continue;
+    TraceEvent out;
+    out.start_s = ev.start_s;
+    out.duration_s = dur;
+    out.micro_batch = ev.micro_batch;
+    out.chunk = ev.stage >= 0 ? ev.stage / p.pp : -1;
+    if (ev.stream == SimStream::compute) {
+      out.process = 1;
+      out.track = ev.device;
+      out.name = pass_name(ev, p.pp);
+      out.category = pass_category(ev.kind);
+      const double rec = std::min(ev.recompute_s, dur);
+      if (rec > 0) {
+        TraceEvent r = out;
+        r.name = "R" + out.name.substr(out.name.find_first_of("0123456789"));
+        r.category = "recompute";
+        r.duration_s = rec;
+        tl.events.push_back(r);
+        out.start_s += rec;
+        out.duration_s -= rec;
+      }
+      tl.events.push_back(std::move(out));
+      continue;
+    }
+    int& track = track_of[static_cast<size_t>(ev.device) * kSimStreams + static_cast<int>(ev.stream)];
+    if (track < 0) {
+      track = static_cast<int>(tl.comm_names.size());
+      tl.comm_names.push_back(fmt::format("stage {} {}", ev.device, to_string(ev.stream)));
+    }
+    out.process = 2;
+    out.track = track;
+    out.category = "comm";
+    out.name = ev.micro_batch >= 0 ? fmt::format("{} {}.{}", to_string(ev.kind), ev.micro_batch, out.chunk)
+                                   : fmt::format("{} chunk {}", to_string(ev.kind), out.chunk);
+    out.bytes = ev.bytes;
+    out.group = to_string(ev.stream);
+    out.link = to_string(ev.link);
+    tl.events.push_back(std::move(out));
+  }
+  return tl;
+}
+
 }  // namespace
 
 Timeline build_timeline(const ParallelPlan& p, const Estimate& e) {
+  if (e.simulated.ran && !e.simulated.result.events.empty()) return simulated_timeline(p, e.simulated);
   Timeline tl;
   const StepTime& t = e.time;
   const int m = t.micro_batches;
@@ -140,19 +219,28 @@ std::string trace_json(const Timeline& tl, const std::string& title) {
     events.push_back(ev);
   };
   meta("process_name", 1, -1, "pipeline stages");
-  meta("process_name", 2, -1, "communication (slowest stage)");
+  meta("process_name", 2, -1, "communication");
   for (size_t i = 0; i < tl.stage_names.size(); ++i)
     meta("thread_name", 1, static_cast<int>(i), tl.stage_names[i]);
   for (size_t i = 0; i < tl.comm_names.size(); ++i)
     meta("thread_name", 2, static_cast<int>(i), tl.comm_names[i]);
   for (const TraceEvent& ev : tl.events) {
+    nlohmann::json args = nlohmann::json::object();
+    if (ev.micro_batch >= 0) args["micro_batch"] = ev.micro_batch;
+    if (ev.chunk >= 0) args["chunk"] = ev.chunk;
+    if (!ev.group.empty()) {
+      args["bytes"] = ev.bytes;
+      args["group"] = ev.group;
+      args["link"] = ev.link;
+    }
     events.push_back({{"name", ev.name},
                       {"cat", ev.category},
                       {"ph", "X"},
                       {"pid", ev.process},
                       {"tid", ev.track},
                       {"ts", ev.start_s * 1e6},
-                      {"dur", ev.duration_s * 1e6}});
+                      {"dur", ev.duration_s * 1e6},
+                      {"args", args}});
   }
   nlohmann::json j = {
       {"traceEvents", events},

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "shardplan/model.hpp"
@@ -170,7 +172,8 @@ TEST_CASE("the timeline's span is the step and the slowest stage idles the bubbl
   p.zero = 1;
   const Estimate e = estimate(m, t, p, test::cluster(512, "dgx-h100"));
   const Timeline tl = build_timeline(p, e);
-  CHECK(tl.span_s == doctest::Approx(e.time.step_s).epsilon(1e-9));
+  REQUIRE(e.simulated.ran);
+  CHECK(tl.span_s == doctest::Approx(e.simulated.result.step_s).epsilon(1e-9));
   REQUIRE(tl.stage_names.size() == 8);
   double busy = 0;
   int passes = 0;
@@ -181,7 +184,11 @@ TEST_CASE("the timeline's span is the step and the slowest stage idles the bubbl
     }
   }
   CHECK(passes == e.time.micro_batches * 2);  // one forward per micro-batch and chunk
-  CHECK(tl.span_s - busy == doctest::Approx(e.time.bubble_s).epsilon(1e-6));
+  // The slowest stage's idle time is its bubble and its waits on communication.
+  const SimDevice& crit = e.simulated.result.devices[tl.slowest_stage];
+  double waits = crit.bubble_s;
+  for (double x : crit.exposed_s) waits += x;
+  CHECK(tl.span_s - busy == doctest::Approx(waits).epsilon(1e-6));
 
   // Chrome Trace Event format: complete ("X") events with name, ph, ts, dur, pid, tid.
   const nlohmann::json j = nlohmann::json::parse(trace_json(tl, "gpt3"));
@@ -199,4 +206,30 @@ TEST_CASE("the timeline's span is the step and the slowest stage idles the bubbl
       CHECK(ev.at("name").is_string());
     }
   }
+}
+
+TEST_CASE("the trace draws a ZeRO-3 reduce-scatter after the backward that produces it") {
+  // GPT-3 1.3B under FSDP on 8 GPUs: each unit's gradient reduce-scatter runs after its
+  // backward unit, on the data-parallel stream, with its bytes and link as args.
+  const ModelSpec m = load_model("gpt3-1.3b");
+  const TrainingSpec t = test::training(2048, 16);
+  ParallelPlan p = test::plan(8, 1, 1);
+  p.zero = 3;
+  const Estimate e = estimate(m, t, p, test::cluster(8, "dgx-h100"));
+  const Timeline tl = build_timeline(p, e);
+  double first_backward_s = 1e30;
+  for (const TraceEvent& ev : tl.events) {
+    if (ev.process == 1 && ev.category == "backward")
+      first_backward_s = std::min(first_backward_s, ev.start_s);
+  }
+  int reduces = 0;
+  for (const TraceEvent& ev : tl.events) {
+    if (ev.process != 2 || ev.name.rfind("reduce", 0) != 0) continue;
+    ++reduces;
+    CHECK(ev.start_s > first_backward_s);
+    CHECK(ev.bytes > 0);
+    CHECK(ev.group == "DP/FSDP reduce");
+    CHECK(ev.link == "scale-up");
+  }
+  CHECK(reduces == e.time.micro_batches * (m.layers + 2));  // layers, embedding, LM head
 }

@@ -9,6 +9,7 @@
 #include "shardplan/memory.hpp"
 #include "shardplan/offload.hpp"
 #include "shardplan/schedule.hpp"
+#include "shardplan/simulate.hpp"
 #include "shardplan/specs.hpp"
 
 namespace shardplan {
@@ -42,6 +43,18 @@ MemoryInputs memory_inputs(const ModelSpec& model, const TrainingSpec& training,
 MicroBatchCost micro_batch_cost(const ModelSpec& model, const TrainingSpec& training,
                                 const ParallelPlan& plan, const ClusterSpec& cluster);
 
+/// One micro-batch's work on one pipeline stage (device) as the step simulator takes it
+/// (step_simulation.hpp): the passes with the exposed part of their in-pass communication (TP,
+/// CP, EP) in them, and what runs beside them or between them apart.
+struct StageWork {
+  double forward_s = 0, input_grad_s = 0, weight_grad_s = 0;  // F, B (recompute in it), W
+  double recompute_s = 0;
+  double ep_forward_s = 0, ep_backward_s = 0;  // all-to-alls inside forward_s / input_grad_s
+  double tp_hidden_s = 0, cp_hidden_s = 0;     // beside the passes, forward and backward
+  double layers = 0;
+  double zero3_units = 0, zero3_gather_s = 0, zero3_reduce_s = 0;  // per unit
+};
+
 struct StepTime {
   double step_s = 0;          // = compute_s + bubble_s + exposed_comm_s + optimizer_s + offload_s
   double compute_s = 0;       // the slowest stage's forward, backward and recompute
@@ -58,6 +71,7 @@ struct StepTime {
   // One micro-batch's passes (exposed communication included) on the first device, a middle one
   // and the last: what the timeline (trace.hpp) lays out.
   PassTimes first_stage, middle_stage, last_stage;
+  StageWork first_work, middle_work, last_work;  // the same stages, for the simulator
   const char* schedule = "1f1b";  // the schedule's name (schedule_name)
 };
 
@@ -81,6 +95,9 @@ struct Estimate {
   double train_cost = 0;  // GPU-hours x --gpu-hour-cost
   double train_gpu_hours = 0;
   bool params_only = false;  // compute from 6 N tokens at an assumed MFU (no architecture)
+  /// The step simulated event by event (step_simulation.hpp); `time` holds the closed forms,
+  /// the search's fast bound.
+  SimulatedStep simulated;
 };
 
 /// Assumed MFU when only the parameter count is known: the low end of the 40-56% that dense

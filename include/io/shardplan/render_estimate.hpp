@@ -12,6 +12,10 @@ namespace shardplan {
 
 nlohmann::json to_json(const StepTime& s);
 nlohmann::json to_json(const Throughput& t);
+/// The simulated step: step, bubble, compute and exposed seconds per communication stream.
+nlohmann::json to_json(const SimulatedStep& s);
+/// One paragraph under the step table: the simulated step and where its waits went.
+std::string render_simulated(const SimulatedStep& s);
 /// The object `shardplan estimate --json` prints: memory, time, throughput, comm.
 nlohmann::json to_json(const Estimate& e, const ParallelPlan& plan, const TrainingSpec& training,
                        const ClusterSpec& cluster);

@@ -1,7 +1,7 @@
 // One simulated training step as a timeline (Chrome Trace Event JSON, opened by Perfetto and
-// chrome://tracing): a track per pipeline stage with each micro-batch's forward, backward
-// (recompute first), weight-gradient and idle time, tracks for the communication streams, and
-// the optimizer step.
+// chrome://tracing): the simulator's event list (simulate.hpp), a track per pipeline stage with
+// each micro-batch's forward, backward (recompute first), weight-gradient and optimizer step,
+// and a track per stage and communication stream with each collective where it ran.
 #pragma once
 
 #include <string>
@@ -14,11 +14,18 @@ namespace shardplan {
 
 struct TraceEvent {
   std::string name;
-  std::string category;  // forward, backward, recompute, weight-grad, comm, exposed, optimizer
+  std::string category;  // forward, backward, forward+backward (an F&B pair), recompute,
+                         // weight-grad, comm, exposed, optimizer
   int process = 0;       // 1: pipeline stages, 2: communication of the slowest stage
   int track = 0;         // stage, or the communication stream
   double start_s = 0;
   double duration_s = 0;
+  // args: what a collective moves and where, which micro-batch and model chunk a pass is
+  double bytes = 0;
+  std::string group;  // TP, CP ring, EP dispatch/combine, DP/FSDP ..., PP send/recv
+  std::string link;   // scale-up, scale-out
+  int micro_batch = -1;
+  int chunk = -1;
 };
 
 struct Timeline {
@@ -28,7 +35,8 @@ struct Timeline {
   int slowest_stage = 0;
 };
 
-/// The step laid out from the estimate's own quantities: each stage waits for the fill, runs its
+/// The simulated step's events when the estimate has them (every model with an architecture);
+/// otherwise the step laid out from the estimate's own quantities: each stage waits for the fill, runs its
 /// micro-batches in its schedule's order (warm-up forwards as many as it holds in flight, then
 /// one backward and weight gradient per forward, GPipe all forwards first), waits for the drain,
 /// then the exposed data-parallel traffic and the optimizer. The slowest stage idles exactly the

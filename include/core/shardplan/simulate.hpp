@@ -1,0 +1,176 @@
+// One training step as a deterministic discrete-event simulation: each pipeline rank's compute
+// stream runs its schedule's passes in the order the schedule issues them, communication runs on
+// streams of its own (one per parallelism) and on link tiers shared by every stream that crosses
+// them, and a pass starts when its stream is free and what it consumes has arrived. Equal inputs
+// give equal events. The closed forms of schedule.hpp stay as the search's fast bound.
+#pragma once
+
+#include <array>
+#include <vector>
+
+namespace shardplan {
+
+/// The order each rank issues its passes in:
+///   gpipe        all forwards, then all backwards (Huang et al. 2019)
+///   one_f_one_b  p - d - 1 warm-up forwards, then one forward and one backward (Narayanan et
+///                al. 2021 Sec. 2.2)
+///   interleaved  Megatron-Core's interleaved 1F1B: virtual micro-batches in groups of
+///                `group_size`, warm-up (p - d - 1) 2 + (v - 1) g (schedules.py,
+///                get_schedule_table)
+///   zb_h1        1F1B with the backward split into B and W (Qi et al. 2024 Sec. 3.1), each W
+///                deferred behind later B passes so that the W passes fill the drain
+///   zb_v         PyTorch's ScheduleZBVZeroBubble order (Qi et al. 2024 Sec. 6), two chunks in a V
+///   dualpipe_v   DeepSeek's DualPipeV (dualpipev.py: its eight steps, F&B pairs overlapped)
+///   dualpipe     DeepSeek's DualPipe (dualpipe.py): two pipelines in opposite directions, half
+///                the micro-batches each; every rank holds one stage of each
+enum class SimOrder { gpipe, one_f_one_b, interleaved, zb_h1, zb_v, dualpipe_v, dualpipe };
+const char* to_string(SimOrder order);
+
+/// Where a task runs. Compute is the rank's one compute stream; each parallelism's
+/// communication has its own stream, as NCCL communicators do.
+enum class SimStream { compute, tp, cp, ep, dp_gather, dp_reduce, pp };
+inline constexpr int kSimStreams = 7;
+const char* to_string(SimStream stream);
+
+/// The link a communication task crosses; a rank's transfers on one tier share its bandwidth
+/// equally while they overlap.
+enum class SimLink { none, scale_up, scale_out };
+const char* to_string(SimLink link);
+
+/// Communication that runs inside a pass (TP's per-layer collectives, CP's ring steps, EP's
+/// dispatch and combine), finer-grained than the schedule: `*_hidden_s` runs beside the pass on
+/// its stream (its exposed part is already in the pass's time); `ep_s` is in the pass's time
+/// unless the schedule overlaps it with another micro-batch's pass (an F&B pair).
+struct PassComm {
+  double tp_hidden_s = 0, tp_bytes = 0;
+  double cp_hidden_s = 0, cp_bytes = 0;
+  double ep_s = 0, ep_bytes = 0;
+  SimLink tp_link = SimLink::scale_up, cp_link = SimLink::scale_up, ep_link = SimLink::scale_up;
+};
+
+/// Data-parallel traffic of one virtual stage's parameters.
+struct DataParallelWork {
+  // ZeRO-0/1/2: the gradients' all-reduce or reduce-scatter, in `buckets` issued as the last
+  // micro-batch's backward produces them (every micro-batch's with `every_micro_batch`, ZeRO-2).
+  double reduce_s = 0, reduce_bytes = 0;
+  int buckets = 1;
+  bool every_micro_batch = false;
+  // ZeRO-1/2: the updated weights' all-gather before the first forward (all of it, or only the
+  // first bucket with --overlap-param-gather, the rest beside the forward).
+  double gather_s = 0, gather_bytes = 0;
+  // ZeRO-3 / FSDP: per unit (layer) an all-gather before its forward and again before its
+  // backward, and a reduce-scatter after its backward; prefetch depth one when `prefetch`.
+  int units = 0;
+  double unit_gather_s = 0, unit_gather_bytes = 0;
+  double unit_reduce_s = 0, unit_reduce_bytes = 0;
+  bool prefetch = true;
+  SimLink link = SimLink::none;
+};
+
+/// One virtual stage (model chunk) and one micro-batch's passes through it.
+struct SimStage {
+  int device = 0;            // pipeline rank that runs it
+  double forward_s = 0;      // F, with its exposed TP / CP / EP time
+  double input_grad_s = 0;   // B, with recompute first
+  double weight_grad_s = 0;  // W
+  double recompute_s = 0;    // of input_grad_s
+  PassComm forward_comm, backward_comm;
+  double send_s = 0, send_bytes = 0;  // the boundary activation (and its gradient) to a neighbour
+  SimLink send_link = SimLink::none;
+  DataParallelWork dp;
+};
+
+struct SimInput {
+  SimOrder order = SimOrder::one_f_one_b;
+  int devices = 1;
+  int micro_batches = 1;
+  int group_size = 0;  // interleaved: micro-batches per group (0: devices)
+  /// Virtual stages in model order: devices x chunks; DualPipe: the down pipeline's stages, then
+  /// the up pipeline's (device devices - 1 - j holds its stage j).
+  std::vector<SimStage> stages;
+  std::vector<double> optimizer_s;  // per device, after its gradients are reduced
+  /// Compute lost per second of communication it overlaps (the GPU profile's overlap_slowdown:
+  /// NCCL kernels take SMs and HBM bandwidth from the compute beside them).
+  double overlap_slowdown = 0;
+  bool keep_events = true;  // the search's re-rank needs only the figures
+};
+
+enum class SimTaskKind {
+  forward,
+  input_grad,   // B of a split backward
+  weight_grad,  // W
+  backward,     // B and W together
+  overlapped,   // a forward and another micro-batch's full backward, their all-to-alls crossed
+  optimizer,
+  send,
+  tp,
+  cp,
+  all_to_all,
+  param_gather,
+  grad_reduce
+};
+const char* to_string(SimTaskKind kind);
+
+struct SimEvent {
+  SimTaskKind kind = SimTaskKind::forward;
+  SimStream stream = SimStream::compute;
+  SimLink link = SimLink::none;
+  int device = 0;
+  int stage = -1;        // virtual stage
+  int micro_batch = -1;  // -1 for per-step work (optimizer, ZeRO-1/2 gathers)
+  int stage2 = -1, micro_batch2 = -1;  // an overlapped pair's backward
+  double start_s = 0, end_s = 0;
+  double bytes = 0;
+  double recompute_s = 0;  // of a backward, the recomputed forward drawn first
+};
+
+/// Where one device's step went: busy compute, idle waiting on another device's pass (the
+/// bubble) and idle waiting on each communication stream (exposed), adding up to the step.
+struct SimDevice {
+  double compute_s = 0;  // passes, contention included
+  double contention_s = 0;
+  double optimizer_s = 0;
+  double bubble_s = 0;
+  std::array<double, kSimStreams> exposed_s{};
+  double ep_in_passes_s = 0;  // of compute_s, all-to-all time no other pass hides
+};
+
+struct SimResult {
+  double step_s = 0;
+  int critical_device = 0;  // the device with the most compute
+  std::vector<SimDevice> devices;
+  std::vector<SimEvent> events;  // in order of start time, then task order
+  bool deadlocked = false;       // the order waits on a pass it never issues (a bug, not a plan)
+  int tasks = 0;
+};
+
+/// A plan's simulated step, as estimate() reports it beside the closed forms.
+struct SimulatedStep {
+  bool ran = false;     // false: not simulated (no architecture to lay out)
+  double step_s = 0;    // the simulation's step, plus offload's exposed time it does not model
+  double bubble_s = 0;  // of the critical device
+  double compute_s = 0;  // the passes without the in-pass communication they carry
+  double contention_s = 0;
+  double optimizer_s = 0;
+  /// The critical device's exposed communication per stream: waits between passes, plus the
+  /// in-pass TP / CP / EP time its passes carry.
+  std::array<double, kSimStreams> exposed_s{};
+  int critical_device = 0;
+  int tasks = 0;
+  SimOrder order = SimOrder::one_f_one_b;
+  SimResult result;  // with the events when asked for
+};
+
+/// Runs the step. Requires stages.size() = devices x chunks of the order (DualPipe: 2 devices),
+/// micro_batches >= 1.
+SimResult simulate(const SimInput& input);
+
+/// Each device's issue order, for tests and the trace: the passes as (kind, stage, micro-batch).
+struct SimPass {
+  SimTaskKind kind = SimTaskKind::forward;
+  int stage = 0, micro_batch = 0;
+  int stage2 = -1, micro_batch2 = -1;  // overlapped: the backward
+};
+std::vector<std::vector<SimPass>> issue_order(const SimInput& input);
+
+}  // namespace shardplan
