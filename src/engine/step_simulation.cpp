@@ -28,7 +28,7 @@ namespace {
 
 SimLink tier_of(const Placement& g) {
   if (g.ranks <= 1) return SimLink::none;
-  return g.nodes() > 1 ? SimLink::scale_out : SimLink::scale_up;
+  return g.domains() > 1 ? SimLink::scale_out : SimLink::scale_up;
 }
 
 const StageWork& work_of(const StepTime& t, int pp, int device) {
