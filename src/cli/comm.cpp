@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "assumed.hpp"
 #include "options.hpp"
 #include "shardplan/render_comm.hpp"
 #include "shardplan/render_estimate.hpp"
@@ -15,7 +16,9 @@ namespace shardplan::cli {
 Runner setup_comm(CLI::App& sub) {
   auto o = add_planning_options(sub);
   return [o]() {
-    const Inputs in = resolve_timed_inputs(*o);
+    refuse_run_flags(*o, "comm");
+    Inputs in = resolve_timed_inputs(*o);
+    note_assumptions(*o, in, {.plan_given = true, .prices = false});
     const Estimate e = estimate(in.model, in.training, in.plan, in.cluster);
     if (o->json) {
       nlohmann::json j = {{"time", to_json(e.time)},

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "assumed.hpp"
 #include "options.hpp"
 #include "shardplan/render_comm.hpp"
 #include "shardplan/render_estimate.hpp"
@@ -17,11 +18,12 @@ Runner setup_estimate(CLI::App& sub) {
   auto html = std::make_shared<std::string>();
   sub.add_option("--html", *html, "Also write a self-contained HTML report with charts");
   return [o, trace, html]() {
-    const Inputs in = resolve_timed_inputs(*o);
+    Inputs in = resolve_timed_inputs(*o);
+    note_assumptions(*o, in, {.plan_given = true, .prices = true});
     const Estimate e = estimate(in.model, in.training, in.plan, in.cluster);
     write_trace(*trace, in, e);
     if (!html->empty()) {
-      write_html(*html, estimate_report(e, in.model, in.training, in.plan, in.cluster), "--html");
+      write_html(*html, estimate_report(e, in.model, in.training, in.plan, in.cluster, in.notes), "--html");
     }
     if (o->json) {
       nlohmann::json j = to_json(e, in.plan, in.training, in.cluster);

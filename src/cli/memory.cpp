@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "from_file.hpp"
+#include "assumed.hpp"
 #include "options.hpp"
 #include "shardplan/json_out.hpp"
 #include "shardplan/render_memory.hpp"
@@ -20,7 +21,9 @@ Runner setup_memory(CLI::App& sub) {
   add_from_option(sub, *o);
   add_json_option(sub, *o);
   return [o]() {
-    const Inputs in = resolve_inputs(*o);
+    refuse_run_flags(*o, "memory");
+    Inputs in = resolve_inputs(*o);
+    note_assumptions(*o, in, {.plan_given = true, .prices = false});
     const MemoryBreakdown mem = estimate_memory(in.model, in.training, in.plan, in.cluster);
     if (o->json) {
       nlohmann::json j = {{"memory", to_json(mem)}};

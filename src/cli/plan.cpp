@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "from_file.hpp"
+#include "assumed.hpp"
 #include "options.hpp"
 #include "planning_flags.hpp"
 #include "recommended.hpp"
@@ -71,7 +72,8 @@ std::vector<std::string> plan_problems(const Inputs& in, const PlanRules& rules)
 
 // `plan --framework all`: the ladder and the search once per framework, each with its own
 // profile, and the best plans side by side.
-int plan_all(const PlanFlags& f, const SearchOptions& so, const LadderOptions& lo) {
+int plan_all(const PlanFlags& f, const PlanningRequest& request) {
+  const SearchOptions& so = request.search;
   std::vector<FrameworkPlans> rows;
   std::vector<std::string> notes;  // the defaults taken, the same for every framework
   bool any = false;
@@ -85,14 +87,13 @@ int plan_all(const PlanFlags& f, const SearchOptions& so, const LadderOptions& l
     fill_default_global_batch(in, 1);
     note_precision(in);
     note_cluster(in);
+    note_assumptions(o, in, {.plan_given = false, .prices = true});
     notes = in.notes;
     FrameworkPlans row{o.framework, in.model, in.cluster, in.training, plan_problems(in, so.rules),
-                       {},          {}};
+                       {}};
     if (row.refused.empty()) {
-      row.ladder = walk_ladder(in.model, in.training, in.cluster, lo);
-      row.found = search(in.model, in.training, in.cluster,
-                         full_space(in.model, in.training, in.cluster, so.rules), so);
-      any = any || !row.found.ranked.empty();
+      row.planned = plan_cluster(in.model, in.training, in.cluster, request);
+      any = any || row.planned.fastest() != nullptr;
     }
     rows.push_back(std::move(row));
   }
@@ -159,6 +160,7 @@ PlanningResult plan_with_offload(const PlanFlags& f, const Inputs& in,
     else
       for (const Offload& o : offload_choices()) planned.space.offload.push_back(o);
     planned.found = search(in.model, in.training, in.cluster, planned.space, request.search);
+    estimate_shown(planned, in.model, in.training, in.cluster);
   }
   return planned;
 }
@@ -168,15 +170,20 @@ int run_plan(const PlanFlags& f, const PlanningRequest& request) {
   // plan is set against what it finds.
   const std::optional<Inputs> file =
       f.o.from.empty() ? std::nullopt : std::optional<Inputs>(resolve_from_file(f.o));
-  const Inputs in = file ? *file : resolve_search_inputs(f.o);
+  Inputs in = file ? *file : resolve_search_inputs(f.o);
+  note_assumptions(f.o, in, {.plan_given = false, .prices = true});
   require_runnable_inputs({in.model, in.training, in.cluster, request.search.rules});
   PlanningResult planned = plan_with_offload(f, in, request);
   const RungVerdict* rec = planned.recommended();
   const Candidate* fastest = planned.fastest();
   PlanOutcome outcome{
-      in.model, in.training, in.cluster, in.notes, planned, request.search.objective, std::nullopt};
+      in.model, in.training, in.cluster, in.notes, planned, request.search.objective, std::nullopt,
+      std::nullopt};
   if (fastest && beyond_plain_1f1b(fastest->plan))
     outcome.plain_1f1b = fastest_plain_1f1b(in, planned.space, request.search);
+  if (outcome.plain_1f1b)
+    outcome.plain_1f1b_estimate =
+        estimate(in.model, in.training, outcome.plain_1f1b->plan, in.cluster);
   // The trace is of the recommended plan; when the ladder recommends none, of the fastest the
   // search found; with no plan at all there is no step to draw, and the user is told so.
   const ParallelPlan* traced = rec ? &rec->plan.plan : fastest ? &fastest->plan : nullptr;
@@ -192,10 +199,14 @@ int run_plan(const PlanFlags& f, const PlanningRequest& request) {
                          "trace; %s was not written\n", f.trace.c_str());
   }
   if (!f.html.empty()) {
-    write_html(f.html, plan_report(planned, in.model, in.training, in.cluster), "--html");
+    write_html(f.html, plan_report(planned, in.model, in.training, in.cluster, in.notes), "--html");
   }
   // The report shows --top plans; the HTML scatter above drew up to kHtmlPlans.
-  if (planned.found.ranked.size() > static_cast<size_t>(f.top)) planned.found.ranked.resize(f.top);
+  if (planned.found.ranked.size() > static_cast<size_t>(f.top)) {
+    planned.found.ranked.resize(f.top);
+    planned.ranked_estimates.resize(
+        std::min(planned.ranked_estimates.size(), planned.found.ranked.size()));
+  }
   const std::optional<FileVersusSearch> versus =
       file ? std::optional(file_versus_search(f.o.from, *file, planned.fastest())) : std::nullopt;
   if (f.o.json) {
@@ -216,13 +227,7 @@ Runner setup_plan(CLI::App& sub) {
   CLI::Option* threads_flag = add_plan_flags(sub, *f);
   return [f, threads_flag]() {
     const PlanningRequest request = planning_request(*f, threads_flag->count() > 0);
-    if (f->o.framework == "all") {
-      LadderOptions lo;
-      lo.max_comm_share = f->max_comm_share;
-      lo.rules = request.search.rules;
-      lo.threads = f->threads;
-      return plan_all(*f, request.search, lo);
-    }
+    if (f->o.framework == "all") return plan_all(*f, request);
     return run_plan(*f, request);
   };
 }

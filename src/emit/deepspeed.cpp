@@ -146,7 +146,16 @@ DeepSpeedConfig emit_deepspeed(const EmitInputs& in) {
   j["train_micro_batch_size_per_gpu"] = p.micro_batch;
   j["gradient_accumulation_steps"] = accumulation_steps(in);
   j["zero_optimization"] = {{"stage", p.zero}};
-  if (p.zero >= 1) j["zero_optimization"]["overlap_comm"] = tr.overlap_grad_reduce;
+  if (p.zero >= 1) {
+    // What the step was priced with: ZeRO-3 overlaps its gathers and reduce-scatters
+    // (overlap_comm defaults to true for stage 3 only: DeepSpeedZeroConfig.overlap_comm_valid,
+    // deepspeed/runtime/zero/config.py), ZeRO-1/2 its gradient reduction when asked.
+    const bool overlap = p.zero >= 3 ? tr.overlap_param_gather : tr.overlap_grad_reduce;
+    j["zero_optimization"]["overlap_comm"] = overlap;
+    why.push_back({"zero_optimization.overlap_comm", overlap ? "true" : "false",
+                   p.zero >= 3 ? "DeepSpeed's default for stage 3 (the step was priced with it)"
+                               : "as the step was priced (DeepSpeed defaults to false for stages 1-2)"});
+  }
   why.push_back(
       {"zero_optimization.stage", std::to_string(p.zero), emit::plan_origin(in) + " (ZeRO stage)"});
   add_offload(j, why, p.offload);

@@ -73,6 +73,7 @@ void set_traffic(Traffic& t, Collective c, double bytes, double calls, const Pla
   t.placement = g;
   t.call_s = collective_time(c, bytes, g, cluster);
   t.time_s = t.call_s * calls;
+  t.link_s = t.time_s;
   t.wire_bytes = g.ranks > 1 ? calls * bytes * info(c).bus_factor(g.ranks) : 0;
 }
 
@@ -81,6 +82,7 @@ Traffic CommBreakdown::total(Parallelism p) const {
     if (!b.present()) return a;
     if (!a.present()) return b;
     a.time_s += b.time_s;
+    a.link_s += b.link_s;
     a.exposed_s += b.exposed_s;
     a.wire_bytes += b.wire_bytes;
     a.calls += b.calls;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "shardplan/collectives.hpp"
 #include "shardplan/error.hpp"
 
 namespace shardplan {
@@ -56,6 +57,14 @@ const AccuracyClass* FrameworkProfile::accuracy_for(const std::string& gpu_name)
   return nullptr;
 }
 
+PublishedMfu FrameworkProfile::published_mfu_for(const std::string& gpu_name) const {
+  const std::string g = gpu_class(gpu_name);
+  for (const PublishedMfu& p : max_published_mfu_by_gpu) {
+    if (p.gpu_class == g) return p;
+  }
+  return {"", max_published_mfu, max_published_mfu_source};
+}
+
 double FrameworkPricing::compute_speed(const std::string& gpu_name, int pp) const {
   double speed = kernel_speed;
   const std::string g = gpu_class(gpu_name);
@@ -85,6 +94,11 @@ double BusbwShare::at(double ranks) const {
     return s0 + t * (s1 - s0);
   }
   return points.back().second;
+}
+
+double BusbwShare::at(const Placement& group) const {
+  if (within_node > 0 && group.nodes() <= 1) return within_node;
+  return at(static_cast<double>(group.ranks));
 }
 
 }  // namespace shardplan

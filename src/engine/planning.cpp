@@ -3,6 +3,26 @@
 
 namespace shardplan {
 
+void estimate_shown(PlanningResult& r, const ModelSpec& model, const TrainingSpec& training,
+                    const ClusterSpec& cluster) {
+  const RungVerdict* rec = r.recommended();
+  const Candidate* fastest = r.fastest();
+  r.recommended_estimate.reset();
+  r.fastest_estimate.reset();
+  if (rec) r.recommended_estimate = estimate(model, training, rec->plan.plan, cluster);
+  if (fastest) r.fastest_estimate = estimate(model, training, fastest->plan, cluster);
+  r.ranked_estimates.clear();
+  for (const Candidate& c : r.found.ranked)
+    r.ranked_estimates.push_back(estimate(model, training, c.plan, cluster));
+  r.advantage_inside_interval = false;
+  if (rec && fastest) {
+    // The interval validation gives the recommended plan's step (validation.hpp).
+    const StepInterval si = step_interval(training.framework, cluster.gpu.name, rec->plan.step_s);
+    r.advantage_inside_interval =
+        si.accuracy && fastest->step_s < rec->plan.step_s && si.within(fastest->step_s);
+  }
+}
+
 PlanningResult plan_cluster(const ModelSpec& model, const TrainingSpec& training,
                             const ClusterSpec& cluster, const PlanningRequest& request) {
   LadderOptions lo;
@@ -13,6 +33,7 @@ PlanningResult plan_cluster(const ModelSpec& model, const TrainingSpec& training
   r.ladder = walk_ladder(model, training, cluster, lo);
   r.space = full_space(model, training, cluster, request.search.rules);
   r.found = search(model, training, cluster, r.space, request.search);
+  estimate_shown(r, model, training, cluster);
   return r;
 }
 

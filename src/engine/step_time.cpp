@@ -318,7 +318,7 @@ void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost
                   (m.has_architecture() && stage == head_stage(x.p) ? 1 : 0);
   const double unit = dev.dense / s.zero3_units;
   // What share of busbw the framework's per-unit gathers reach at this group size.
-  const double share = x.tr.framework.pricing.zero3_busbw.at(dp.ranks);
+  const double share = x.tr.framework.pricing.zero3_busbw.at(dp);
   s.zero3_ag_s = collective_time(Collective::all_gather, unit * per.weights, dp, x.c) / share;
   s.zero3_rs_s = collective_time(Collective::reduce_scatter, unit * per.gradients, dp, x.c) / share;
   const double n = s.zero3_units;
@@ -425,6 +425,15 @@ void zero12_traffic(const Context& x, const StageCost& crit, double stage_params
   }
 }
 
+// A row's calls at the time the step model gave each (set_traffic prices them at the link's
+// busbw; the framework's `share` of it and the per-layer sums live in the stage cost). The
+// link is busy for `share` of that time.
+void price_calls(Traffic& t, double call_s, double share) {
+  t.call_s = call_s;
+  t.time_s = call_s * t.calls;
+  t.link_s = t.time_s * share;
+}
+
 // ZeRO-3: the critical stage's per-unit gathers and reduce-scatters over the step.
 void zero3_traffic(const Context& x, const StageCost& crit, int mb, CommBreakdown& comm) {
   const StateBytes& per = x.mem.per_param;
@@ -434,6 +443,11 @@ void zero3_traffic(const Context& x, const StageCost& crit, int mb, CommBreakdow
               2.0 * units * mb, dp, x.c);
   set_traffic(comm.dp_grads, Collective::reduce_scatter, crit.params / units * per.gradients,
               units * mb, dp, x.c);
+  // Each call as stage_zero3 priced it (the framework's share of busbw included), so that a
+  // row's time is what its exposure was taken from.
+  const double share = x.tr.framework.pricing.zero3_busbw.at(dp);
+  price_calls(comm.dp_params, crit.zero3_ag_s, share);
+  price_calls(comm.dp_grads, crit.zero3_rs_s, share);
   // Backward waits on gathers and reduce-scatters alike: split its exposure by their times.
   const double bwd_gather = crit.zero3_ag_s / std::max(1e-30, crit.zero3_ag_s + crit.zero3_rs_s);
   comm.dp_params.exposed_s =
@@ -457,7 +471,8 @@ void model_parallel_traffic(const Context& x, const StageCost& crit, int mb, Com
     // Sequence parallel's all-gathers and reduce-scatters each move half an all-reduce.
     const Collective kind = p.sequence_parallel ? Collective::all_gather : Collective::all_reduce;
     set_traffic(comm.tp, kind, cost.tp_layer_bytes, mb * crit.tp_calls, x.at.tensor, x.c);
-    comm.tp.time_s = mb * crit.tp_s;
+    price_calls(comm.tp, comm.tp.calls > 0 ? mb * crit.tp_s / comm.tp.calls : 0,
+                x.tr.framework.pricing.tp_busbw.at(p.tp));
     comm.tp.exposed_s = mb * crit.tp_exposed_s;
   }
   if (p.pp > 1) {
@@ -525,8 +540,8 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
 
   t.exposed_comm_s = ev.comm.exposed_s();
   // Communication that hides behind compute still runs on the GPU's SMs and HBM: compute
-  // beside it slows by the GPU profile's overlap_slowdown.
-  t.contention_s = c.gpu.overlap_slowdown * (ev.comm.time_s() - t.exposed_comm_s);
+  // beside it slows by the GPU profile's overlap_slowdown, for as long as the link is busy.
+  t.contention_s = c.gpu.overlap_slowdown * ev.comm.hidden_link_s();
   t.compute_s += t.contention_s;
   if (p.offload.any()) {
     if (p.offload.optimizer) t.optimizer_s = 0;  // CPU Adam: in offload_s
@@ -569,6 +584,7 @@ Estimate estimate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan
   th.tflops_per_gpu = ev.model_flops / (step * c.gpus) / 1e12;
   th.mfu = ev.model_flops / (step * c.gpus * th.peak_flops);
   th.hfu = ev.hardware_flops / (step * c.gpus * th.peak_flops);
+  est.mfu_check = mfu_plausibility(th.mfu, tr, c);
   if (tr.tokens > 0) {
     const double steps = std::ceil(tr.tokens / (static_cast<double>(tr.global_batch) * tr.seq_len));
     est.train_s = steps * step;

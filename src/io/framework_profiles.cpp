@@ -106,6 +106,9 @@ BusbwShare read_collective(StrictObject o) {
   o.string_or("buckets", "");
   o.string_or("gathers_per_micro_batch", "");
   BusbwShare s = read_share(o, "busbw_share");
+  s.within_node = o.number_or("busbw_share_within_node", 0);
+  if (!(s.within_node >= 0 && s.within_node <= 1))
+    throw InputError(o.field("busbw_share_within_node"), "must be a share between 0 and 1");
   o.finish();
   return s;
 }
@@ -215,6 +218,17 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
   }
   loss.finish();
   f.max_published_mfu = o.positive("max_published_mfu");
+  if (o.has("max_published_mfu_by_gpu")) {
+    StrictObject by = o.object("max_published_mfu_by_gpu");
+    for (const std::string& cls : by.keys()) {
+      StrictObject one = by.object(cls);
+      const double mfu = one.positive("mfu");
+      if (mfu > 1) throw InputError(one.field("mfu"), "must be a share between 0 and 1");
+      f.max_published_mfu_by_gpu.push_back({cls, mfu, one.string("source")});
+      one.finish();
+    }
+    by.finish();
+  }
   f.accuracy = read_accuracy(o);
   StrictObject sources = o.object("sources");
   for (const char* key : {"capabilities", "collectives", "overlap", "kernels", "recompute",

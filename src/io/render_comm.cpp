@@ -8,17 +8,11 @@
 
 #include "shardplan/collectives.hpp"
 #include "shardplan/comm.hpp"
+#include "shardplan/consistency.hpp"
 #include "shardplan/table.hpp"
 
 namespace shardplan {
 namespace {
-
-// The step as it would be if this traffic were not hidden at all, as the usual comparison "6 per
-// cent of a training step against 98 per cent" (time / (time + the rest of the step)).
-double serial_share(const Traffic& t, const StepTime& s) {
-  const double rest = s.step_s - t.exposed_s;
-  return t.time_s > 0 ? t.time_s / (rest + t.time_s) : 0;
-}
 
 std::string tier_of(const Traffic& t, const ClusterSpec& c) {
   if (!t.present()) return "-";
@@ -105,8 +99,10 @@ nlohmann::json traffic_json(const Traffic& t, const StepTime& s, const ClusterSp
           {"bytes_per_step", t.wire_bytes},
           {"time_s", t.time_s},
           {"exposed_s", t.exposed_s},
-          {"share_of_step", serial_share(t, s)},
-          {"exposed_share_of_step", s.step_s > 0 ? t.exposed_s / s.step_s : 0},
+          // One share everywhere (consistency.hpp): the exposed time over the step, as the step
+          // table's exposed communication; the older key holds the same figure.
+          {"share_of_step", share_of_step(t.exposed_s, s)},
+          {"exposed_share_of_step", share_of_step(t.exposed_s, s)},
           {"tier", tier_of(t, c)},
           {"group",
            {{"ranks", t.placement.ranks},
@@ -173,14 +169,14 @@ std::string render_comm(const CommBreakdown& comm, const StepTime& s, const Para
     t.add_row({json_name(r.parallelism), info(x.collective).name, group_text(x.placement),
                tier_of(x, c), format_bytes(x.bytes), fmt::format("{:g}", x.calls),
                format_bytes(x.wire_bytes), format_seconds(x.time_s), format_seconds(x.exposed_s),
-               format_percent(serial_share(x, s))});
+               format_percent(share_of_step(x.exposed_s, s))});
   }
   std::string out = "Communication per step, per GPU\n" + t.render();
   for (const Row& r : rows) out += fmt::format("  {}: {}\n", json_name(r.parallelism), r.what);
   out +=
-      "  share of step = this traffic's time / (the step with it fully exposed); 'exposed' is "
-      "what\n"
-      "  compute does not hide (bucketed gradient reduction under backward, ZeRO-3 prefetch).\n";
+      "  'exposed' is what compute does not hide (bucketed gradient reduction under backward,\n"
+      "  ZeRO-3 prefetch); share of step = exposed / step, so the rows add up to the step\n"
+      "  table's exposed communication.\n";
   out += "Links: " + describe_link(c.rack_scale() ? fmt::format("inside a scale-up domain of {}",
                                                                 c.domain_gpus())
                                                   : std::string("inside a node"),

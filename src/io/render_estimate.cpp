@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "shardplan/consistency.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/render_comm.hpp"
 #include "shardplan/render_memory.hpp"
@@ -106,13 +107,20 @@ std::string interval_text(const StepInterval& si, const TrainingSpec& tr) {
                      a.held_out ? "held-out" : "fitted", a.cases == 1 ? "" : "s");
 }
 
-std::string mfu_warning(double mfu, const TrainingSpec& tr) {
-  const FrameworkProfile& f = tr.framework;
-  if (f.max_published_mfu <= 0 || mfu <= f.max_published_mfu) return "";
-  return fmt::format(
-      "MFU {} is above the highest published for {} ({}: {}); the model is least trustworthy "
-      "here",
-      format_percent(mfu), f.name, format_percent(f.max_published_mfu), f.max_published_mfu_source);
+std::string mfu_warning(const MfuPlausibility& m) {
+  if (m.above_published) {
+    const std::string on = m.published.gpu_class.empty() ? "" : " on " + m.published.gpu_class;
+    return fmt::format(
+        "MFU {} is above the highest published for {}{} ({}: {}); the model is least "
+        "trustworthy here",
+        format_percent(m.mfu), m.framework, on, format_percent(m.published.mfu), m.published.source);
+  }
+  if (m.red_flag_at_scale) {
+    return fmt::format(
+        "MFU {} is above {} at scale, a red flag: published dense runs reach 40-56%",
+        format_percent(m.mfu), format_percent(kRedFlagMfu));
+  }
+  return "";
 }
 
 nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingSpec& tr,
@@ -129,7 +137,7 @@ nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingS
         "only the parameter count was given",
         kParamsOnlyMfu * 100));
   }
-  if (const std::string w = mfu_warning(e.throughput.mfu, tr); !w.empty()) notes.push_back(w);
+  if (const std::string w = mfu_warning(e.mfu_check); !w.empty()) notes.push_back(w);
   j["notes"] = notes;
   const StepInterval si = step_interval(tr.framework, c.gpu.name, e.time.step_s);
   j["time"]["step_s_low"] = si.low_s;
@@ -141,6 +149,11 @@ nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingS
     j["training_run"] = {
         {"tokens", tr.tokens}, {"time_s", e.train_s}, {"gpu_hours", e.train_gpu_hours}};
     if (tr.gpu_hour_cost > 0) j["training_run"]["cost"] = e.train_cost;
+    if (!e.memory.fits) {
+      j["notes"].push_back(
+          "the plan does not fit in device memory: training_run is the time it would take if "
+          "it did, not a run that can start");
+    }
   }
   return j;
 }
@@ -165,7 +178,7 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
   std::string out = "Step time\n";
   Table t({{"", Table::Align::left}, {"seconds"}, {"share"}, {"what", Table::Align::left}});
   auto row = [&](const char* label, double v, std::string what) {
-    t.add_row({label, format_seconds(v), format_percent(v / s.step_s), std::move(what)});
+    t.add_row({label, format_seconds(v), format_percent(share_of_step(v, s)), std::move(what)});
   };
   row("compute", s.compute_s,
       fmt::format("{} micro-batch{} on the slowest stage, forward + backward{}", s.micro_batches,
@@ -204,24 +217,30 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
       th.peak_flops / kTera, to_string(math_dtype(tr.precision)));
   out += fmt::format("Step interval from validation: {}\n",
                      interval_text(step_interval(tr.framework, c.gpu.name, s.step_s), tr));
-  if (const std::string w = mfu_warning(th.mfu, tr); !w.empty()) {
-    out += "warning: " + w + "\n";
-  } else if (th.mfu > 0.6 && c.gpus > 8) {
-    out += "warning: above 60% MFU at scale is a red flag: published dense runs reach 40-56%\n";
-  }
+  if (const std::string w = mfu_warning(e.mfu_check); !w.empty()) out += "warning: " + w + "\n";
   if (e.params_only) {
     out += fmt::format(
         "note: compute from 6 x params x tokens at an assumed {:.0f}% MFU: only the parameter "
         "count was given\n",
         kParamsOnlyMfu * 100);
   }
-  if (tr.tokens > 0) {
-    out += fmt::format("Training {} tokens: {} ({:.0f} GPU-hours)", format_count(tr.tokens),
-                       format_seconds(e.train_s), e.train_gpu_hours);
-    if (tr.gpu_hour_cost > 0)
-      out += fmt::format(", cost {:.0f} at {:g} per GPU-hour", e.train_cost, tr.gpu_hour_cost);
-    out += "\n";
+  const std::string run = training_run_text(e, tr);
+  if (!run.empty()) out += run + "\n";
+  return out;
+}
+
+std::string training_run_text(const Estimate& e, const TrainingSpec& tr) {
+  if (tr.tokens <= 0) return "";
+  if (!e.memory.fits) {
+    return fmt::format(
+        "Training {} tokens: not with this plan: it does not fit in device memory, so no time or "
+        "cost to train is given",
+        format_count(tr.tokens));
   }
+  std::string out = fmt::format("Training {} tokens: {} ({:.0f} GPU-hours)", format_count(tr.tokens),
+                                format_seconds(e.train_s), e.train_gpu_hours);
+  if (tr.gpu_hour_cost > 0)
+    out += fmt::format(", cost {:.0f} at {:g} per GPU-hour", e.train_cost, tr.gpu_hour_cost);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "shardplan/consistency.hpp"
 #include "shardplan/describe.hpp"
 #include "shardplan/json_out.hpp"
 #include "shardplan/plan.hpp"
@@ -32,41 +33,23 @@ std::string render_ranked(const std::vector<Candidate>& ranked, const ClusterSpe
                fmt::format("{:.0f}", x.tokens_per_s),
                fmt::format("{} ({})", format_gib(x.peak_bytes),
                            format_percent(x.peak_bytes / c.gpu.memory_bytes)),
-               format_percent(x.exposed_comm_s / x.step_s)});
+               format_percent(share_of_step(x.exposed_comm_s, x.step_s))});
   }
   return t.render();
 }
 
-nlohmann::json candidate_json(const Candidate& c, const ModelSpec& model,
+nlohmann::json candidate_json(const ParallelPlan& plan, const Estimate& e,
                               const TrainingSpec& training, const ClusterSpec& cluster) {
-  const Estimate e = estimate(model, training, c.plan, cluster);
-  nlohmann::json j = to_json(e, c.plan, training, cluster);
-  j["plan"] = to_json(c.plan);
+  nlohmann::json j = to_json(e, plan, training, cluster);
+  j["plan"] = to_json(plan);
   return j;
 }
 
 namespace {
 
-nlohmann::json candidate_json(const Candidate& c, const PlanOutcome& o) {
-  return candidate_json(c, o.model, o.training, o.cluster);
-}
-
-// The fastest plan's advantage is no larger than the recommended plan's validation interval
-// reaches below it: the model cannot tell them apart, so the simpler plan stays preferred.
-bool advantage_inside_interval(const RungVerdict& rec, const Candidate& fastest,
-                               const PlanOutcome& o) {
-  const StepInterval si = step_interval(o.training.framework, o.cluster.gpu.name, rec.plan.step_s);
-  return si.accuracy && fastest.step_s < rec.plan.step_s && si.within(fastest.step_s);
-}
-
-// The warning a plan carries when its MFU is above its framework's highest published; "" if not.
-std::string mfu_warning_of(const ParallelPlan& plan, const ModelSpec& model,
-                           const TrainingSpec& training, const ClusterSpec& cluster) {
-  return mfu_warning(estimate(model, training, plan, cluster).throughput.mfu, training);
-}
-
-std::string mfu_warning_of(const Candidate& c, const PlanOutcome& o) {
-  return mfu_warning_of(c.plan, o.model, o.training, o.cluster);
+// The warning the engine's MFU check gives a plan; "" if none.
+std::string mfu_warning_of(const std::optional<Estimate>& e) {
+  return e ? mfu_warning(e->mfu_check) : "";
 }
 
 std::string interval_of(double step_s, const PlanOutcome& o) {
@@ -119,8 +102,12 @@ std::string recommended_text(const RungVerdict& rec, const PlanOutcome& o) {
                                          : "much faster than the simplest rung that works",
                   describe(rec.plan.plan), format_seconds(rec.plan.step_s), rec.plan.tokens_per_s);
   out += "  interval " + interval_of(rec.plan.step_s, o) + "\n";
-  const std::string w = mfu_warning_of(rec.plan, o);
+  const std::string w = mfu_warning_of(o.planned.recommended_estimate);
   if (!w.empty()) out += "  warning: " + w + "\n";
+  if (o.planned.recommended_estimate) {
+    const std::string run = training_run_text(*o.planned.recommended_estimate, o.training);
+    if (!run.empty()) out += "  " + run + "\n";
+  }
   return out;
 }
 
@@ -133,13 +120,17 @@ std::string fastest_text(const Candidate& fastest, const RungVerdict* rec, const
     out += fmt::format("; the recommended plan is {} slower", format_percent(gap));
   }
   out += "\n  interval " + interval_of(fastest.step_s, o);
-  if (rec && advantage_inside_interval(*rec, fastest, o)) {
+  if (rec && o.planned.advantage_inside_interval) {
     out +=
         "\n  the fastest plan's advantage lies inside the recommended plan's interval: "
         "the model cannot tell them apart, so the simpler, recommended plan is preferred";
   }
-  const std::string w = mfu_warning_of(fastest, o);
+  const std::string w = mfu_warning_of(o.planned.fastest_estimate);
   if (!w.empty()) out += "\n  warning: " + w;
+  if (o.planned.fastest_estimate) {
+    const std::string run = training_run_text(*o.planned.fastest_estimate, o.training);
+    if (!run.empty()) out += "\n  " + run;
+  }
   return out + "\n" + (o.plain_1f1b ? schedule_gain(fastest, *o.plain_1f1b) : "") + "\n";
 }
 
@@ -201,17 +192,28 @@ nlohmann::json to_json(const PlanOutcome& o) {
                       {"training", to_json(o.training)},
                       {"ladder", to_json(o.planned.ladder, o.cluster)},
                       {"max_comm_share", o.planned.ladder.max_comm_share}};
-  j["recommended"] = rec ? candidate_json(rec->plan, o) : nlohmann::json();
+  const PlanningResult& pr = o.planned;
+  j["recommended"] = rec && pr.recommended_estimate
+                         ? candidate_json(rec->plan.plan, *pr.recommended_estimate, o.training,
+                                          o.cluster)
+                         : nlohmann::json();
   if (rec) j["recommended"]["rung"] = to_string(rec->rung);
-  j["fastest"] = fastest ? candidate_json(*fastest, o) : nlohmann::json();
-  j["fastest_plain_1f1b"] = o.plain_1f1b ? candidate_json(*o.plain_1f1b, o) : nlohmann::json();
+  j["fastest"] = fastest && pr.fastest_estimate
+                     ? candidate_json(fastest->plan, *pr.fastest_estimate, o.training, o.cluster)
+                     : nlohmann::json();
+  j["fastest_plain_1f1b"] =
+      o.plain_1f1b && o.plain_1f1b_estimate
+          ? candidate_json(o.plain_1f1b->plan, *o.plain_1f1b_estimate, o.training, o.cluster)
+          : nlohmann::json();
   if (rec && fastest) {
     j["gap"] = {{"step_ratio", rec->plan.step_s / fastest->step_s},
                 {"throughput_ratio", fastest->step_s / rec->plan.step_s},
-                {"inside_interval", advantage_inside_interval(*rec, *fastest, o)}};
+                {"inside_interval", pr.advantage_inside_interval}};
   }
   nlohmann::json ranked = nlohmann::json::array();
-  for (const Candidate& c : found.ranked) ranked.push_back(candidate_json(c, o));
+  for (size_t i = 0; i < found.ranked.size() && i < pr.ranked_estimates.size(); ++i)
+    ranked.push_back(
+        candidate_json(found.ranked[i].plan, pr.ranked_estimates[i], o.training, o.cluster));
   j["ranked"] = ranked;
   j["notes"] = o.notes;
   j["search"] = search_json(o);
@@ -225,23 +227,12 @@ nlohmann::json to_json(const PlanOutcome& o) {
 
 namespace {
 
-const RungVerdict* recommended_of(const LadderResult& ladder) {
-  return ladder.stop >= 0 ? &ladder.rungs[static_cast<size_t>(ladder.stop)] : nullptr;
-}
-
-const Candidate* fastest_of(const SearchResult& found) {
-  return found.ranked.empty() ? nullptr : &found.ranked.front();
-}
-
 // A warning per plan of the row whose MFU is above the framework's highest published.
 std::string framework_warnings(const FrameworkPlans& r) {
   std::string out;
-  const RungVerdict* rec = recommended_of(r.ladder);
-  const Candidate* fastest = fastest_of(r.found);
-  for (const auto& [what, plan] : {std::pair{"recommended", rec ? &rec->plan.plan : nullptr},
-                                   std::pair{"fastest", fastest ? &fastest->plan : nullptr}}) {
-    if (!plan) continue;
-    if (const std::string w = mfu_warning_of(*plan, r.model, r.training, r.cluster); !w.empty())
+  for (const auto& [what, e] : {std::pair{"recommended", &r.planned.recommended_estimate},
+                                std::pair{"fastest", &r.planned.fastest_estimate}}) {
+    if (const std::string w = mfu_warning_of(*e); !w.empty())
       out += fmt::format("warning: {} {}: {}\n", r.framework, what, w);
   }
   return out;
@@ -259,8 +250,8 @@ std::string render_framework_plans(const std::vector<FrameworkPlans>& rows,
       table += fmt::format("{:<11} cannot run these inputs: {}\n", r.framework, r.refused.front());
       continue;
     }
-    const RungVerdict* rec = recommended_of(r.ladder);
-    const Candidate* fastest = fastest_of(r.found);
+    const RungVerdict* rec = r.planned.recommended();
+    const Candidate* fastest = r.planned.fastest();
     table += fmt::format("{:<11} {:<22} {:>10}  {:<92} {:>10}\n", r.framework,
                          rec ? to_string(rec->rung) : "none",
                          rec ? format_seconds(rec->plan.step_s) : "-",
@@ -280,16 +271,21 @@ nlohmann::json to_json(const std::vector<FrameworkPlans>& rows,
       out.push_back({{"framework", r.framework}, {"refused", r.refused}});
       continue;
     }
-    const RungVerdict* rec = recommended_of(r.ladder);
-    const Candidate* fastest = fastest_of(r.found);
+    const PlanningResult& pr = r.planned;
+    const RungVerdict* rec = pr.recommended();
+    const Candidate* fastest = pr.fastest();
     nlohmann::json row = {{"framework", r.framework},
                           {"profile", r.training.framework.source},
                           {"training", to_json(r.training)}};
-    row["recommended"] =
-        rec ? candidate_json(rec->plan, r.model, r.training, r.cluster) : nlohmann::json();
+    row["recommended"] = rec && pr.recommended_estimate
+                             ? candidate_json(rec->plan.plan, *pr.recommended_estimate,
+                                              r.training, r.cluster)
+                             : nlohmann::json();
     if (rec) row["recommended"]["rung"] = to_string(rec->rung);
-    row["fastest"] =
-        fastest ? candidate_json(*fastest, r.model, r.training, r.cluster) : nlohmann::json();
+    row["fastest"] = fastest && pr.fastest_estimate
+                         ? candidate_json(fastest->plan, *pr.fastest_estimate, r.training,
+                                          r.cluster)
+                         : nlohmann::json();
     out.push_back(row);
   }
   return {{"frameworks", out}, {"notes", notes}};

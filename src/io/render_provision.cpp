@@ -3,6 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "shardplan/json_out.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/render_estimate.hpp"
@@ -54,6 +58,36 @@ std::string step_interval_cell(const ProvisionOption& o) {
   return format_seconds(si.low_s) + " - " + format_seconds(si.high_s);
 }
 
+// The MFU cell: '!' marks a plan the engine's MFU check warns about (the lines under the table).
+std::string mfu_cell(const ProvisionOption& o) {
+  return format_percent(o.estimate.throughput.mfu) + (o.estimate.mfu_check.warns() ? " !" : "");
+}
+
+// One line per distinct warning (framework x GPU generation), with the rows it covers.
+std::string mfu_warnings(const ProvisionResult& r) {
+  std::vector<std::pair<std::string, std::string>> seen;  // (key, rows)
+  std::vector<std::string> words;
+  for (const ProvisionOption& o : r.options) {
+    if (!o.fits || !o.estimate.mfu_check.warns()) continue;
+    const MfuPlausibility& m = o.estimate.mfu_check;
+    const std::string key = m.framework + "|" + m.published.gpu_class + "|" + o.gpu +
+                            (m.red_flag_at_scale ? "|flag" : "");
+    const std::string row = fmt::format("{} x {} at {}", o.gpus, o.gpu, format_percent(m.mfu));
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& k) { return k.first == key; });
+    if (it != seen.end()) {
+      it->second += ", " + row;
+      continue;
+    }
+    seen.emplace_back(key, row);
+    words.push_back(mfu_warning(m));
+  }
+  std::string out;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    out += fmt::format("warning (!): {}: {}\n", seen[i].second, words[i]);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_provision(const ProvisionResult& r, const ProvisionRequest& request) {
@@ -82,10 +116,10 @@ std::string render_provision(const ProvisionResult& r, const ProvisionRequest& r
                format_seconds(o.step_s()), step_interval_cell(o),
                format_seconds(o.time_to_train_s()) + (late ? " (late)" : ""),
                format_hours(o.estimate.train_gpu_hours), format_usd(o.cost()),
-               format_percent(o.estimate.throughput.mfu), format_gib(o.headroom_bytes),
+               mfu_cell(o), format_gib(o.headroom_bytes),
                recommended_cell(o)});
   }
-  return t.render();
+  return t.render() + mfu_warnings(r);
 }
 
 nlohmann::json to_json(const ProvisionOption& o) {
@@ -116,6 +150,8 @@ nlohmann::json to_json(const ProvisionOption& o) {
     j["cost"] = o.cost();
     j["tokens_per_s"] = o.estimate.throughput.tokens_per_s;
     j["mfu"] = o.estimate.throughput.mfu;
+    const std::string w = mfu_warning(o.estimate.mfu_check);
+    j["mfu_warning"] = w.empty() ? nlohmann::json() : nlohmann::json(w);
     j["memory_bytes"] = o.estimate.memory.total_bytes();
     j["capacity_bytes"] = o.estimate.memory.capacity_bytes;
     j["headroom_bytes"] = o.headroom_bytes;

@@ -6,6 +6,7 @@
 #include "shardplan/charts.hpp"
 #include "shardplan/describe.hpp"
 #include "shardplan/plan.hpp"
+#include "shardplan/render_estimate.hpp"
 #include "shardplan/render_provision.hpp"
 #include "shardplan/table.hpp"
 #include "shardplan/verdicts.hpp"
@@ -25,10 +26,17 @@ std::string plan_line(const char* what, const ParallelPlan& plan, const Estimate
                      format_percent(e.throughput.mfu));
 }
 
+// The notes of what was assumed, then the MFU check's warning, listed under the banner.
+void add_notes(HtmlReport& r, const std::vector<std::string>& notes, const Estimate* e) {
+  for (const std::string& n : notes) r.notes.push_back("note: " + n);
+  if (e && e->mfu_check.warns()) r.notes.push_back("warning: " + mfu_warning(e->mfu_check));
+}
+
 }  // namespace
 
 HtmlReport plan_report(const PlanningResult& planned, const ModelSpec& model,
-                       const TrainingSpec& training, const ClusterSpec& cluster) {
+                       const TrainingSpec& training, const ClusterSpec& cluster,
+                       const std::vector<std::string>& notes) {
   HtmlReport r;
   r.title =
       fmt::format("shardplan plan: {} on {} x {}", model.name, cluster.gpus, cluster.gpu.name);
@@ -38,14 +46,16 @@ HtmlReport plan_report(const PlanningResult& planned, const ModelSpec& model,
   const RungVerdict* rec = planned.recommended();
   const Candidate* fastest = planned.fastest();
   std::vector<std::pair<std::string, Estimate>> steps;
-  if (rec) {
-    steps.emplace_back("recommended", estimate(model, training, rec->plan.plan, cluster));
+  // The engine estimated both plans with the ladder and the search (planning.hpp).
+  if (rec && planned.recommended_estimate) {
+    steps.emplace_back("recommended", *planned.recommended_estimate);
     r.summary.push_back(plan_line("recommended", rec->plan.plan, steps.back().second));
   }
-  if (fastest) {
-    steps.emplace_back("fastest", estimate(model, training, fastest->plan, cluster));
+  if (fastest && planned.fastest_estimate) {
+    steps.emplace_back("fastest", *planned.fastest_estimate);
     r.summary.push_back(plan_line("fastest", fastest->plan, steps.back().second));
   }
+  add_notes(r, notes, planned.recommended_estimate ? &*planned.recommended_estimate : nullptr);
   r.charts.push_back(ladder_chart(planned.ladder));
   if (fastest) {
     r.charts.push_back(search_chart(planned.found.ranked, rec ? &rec->plan.plan : nullptr,
@@ -57,7 +67,8 @@ HtmlReport plan_report(const PlanningResult& planned, const ModelSpec& model,
 }
 
 HtmlReport estimate_report(const Estimate& e, const ModelSpec& model, const TrainingSpec& training,
-                           const ParallelPlan& plan, const ClusterSpec& cluster) {
+                           const ParallelPlan& plan, const ClusterSpec& cluster,
+                           const std::vector<std::string>& notes) {
   HtmlReport r;
   r.title =
       fmt::format("shardplan estimate: {} on {} x {}", model.name, cluster.gpus, cluster.gpu.name);
@@ -65,6 +76,7 @@ HtmlReport estimate_report(const Estimate& e, const ModelSpec& model, const Trai
   r.summary = {"model: " + describe_model(model), "cluster: " + describe_cluster(cluster),
                training_line(training),
                plan_line("plan", plan, e) + (e.memory.fits ? "" : " (if it fit: it does not)")};
+  add_notes(r, notes, &e);
   r.charts.push_back(memory_chart(e.memory, "this plan"));
   r.charts.push_back(step_chart({{"this plan", e}}));
   r.charts.push_back(comm_chart(e, cluster));

@@ -194,9 +194,9 @@ TEST_CASE("estimate --json: the step with its validation interval and the class 
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
   const double step = j.at("time").at("step_s");
-  // deepspeed x A100 held-out cases: steps 6.9% shorter (ZeRO-3, 1536 GPUs) to 6.3% longer
+  // deepspeed x A100 held-out cases: steps 13.8% shorter (ZeRO-3, 1536 GPUs) to 6.3% longer
   // (MT-NLG 530B on 3,360 GPUs)
-  CHECK(j.at("time").at("step_s_low").get<double>() == doctest::Approx(step * (1 - 0.069)));
+  CHECK(j.at("time").at("step_s_low").get<double>() == doctest::Approx(step * (1 - 0.138)));
   CHECK(j.at("time").at("step_s_high").get<double>() == doctest::Approx(step * (1 + 0.063)));
   CHECK(j.at("accuracy").at("class") == "deepspeed x A100");
   CHECK(j.at("accuracy").at("cases") == 4);

@@ -22,6 +22,12 @@ struct Traffic {
   double time_s = 0;      // all calls of a step
   double exposed_s = 0;   // the part compute does not hide
   double wire_bytes = 0;  // bytes this GPU sends per step: calls x bytes x bus factor
+  // All calls at the link's busbw, before the framework's share of it: how long the link is
+  // busy, which is what slows the compute beside it (time_s also holds the framework's hooks
+  // and waits).
+  double link_s = 0;
+  /// Of the link's busy time, what runs hidden behind compute.
+  double hidden_link_s() const { return time_s > 0 ? link_s * (1.0 - exposed_s / time_s) : 0; }
   bool present() const { return calls > 0 && bytes > 0 && placement.ranks > 1; }
 };
 
@@ -40,6 +46,10 @@ struct CommBreakdown {
   double time_s() const {
     return dp_grads.time_s + dp_params.time_s + tp.time_s + pp.time_s + cp.time_s + ep.time_s;
   }
+  double hidden_link_s() const {
+    return dp_grads.hidden_link_s() + dp_params.hidden_link_s() + tp.hidden_link_s() +
+           pp.hidden_link_s() + cp.hidden_link_s() + ep.hidden_link_s();
+  }
   /// Sums of the traffic that belongs to one parallelism (data = grads + params).
   Traffic total(Parallelism p) const;
 };
@@ -55,7 +65,8 @@ struct Placements {
 };
 Placements placements_of(const ParallelPlan& plan, const ClusterSpec& cluster);
 
-/// Fills bytes, calls, placement, call_s, time_s and wire_bytes; exposure is the step model's.
+/// Fills bytes, calls, placement, call_s, time_s, link_s and wire_bytes; exposure is the step
+/// model's.
 void set_traffic(Traffic& t, Collective c, double bytes, double calls, const Placement& g,
                  const ClusterSpec& cluster);
 

@@ -70,11 +70,18 @@ struct FrameworkCaps {
   bool has_zero(int stage) const;
 };
 
+struct Placement;  // collectives.hpp
+
 /// Achieved share of the link's bus bandwidth for a collective group of `ranks` GPUs,
 /// interpolated in log(ranks); empty = 1 (the link's busbw as nccl-tests measures it).
 struct BusbwShare {
   std::vector<std::pair<double, double>> points;  // (ranks, share), ascending ranks
+  /// The share of a group inside one node, where it differs from the points (fitted on groups
+  /// that span nodes); 0 = the points.
+  double within_node = 0;
   double at(double ranks) const;
+  /// The share of a group placed on the cluster: within_node when it sits in one node.
+  double at(const Placement& group) const;
 };
 
 /// How a framework runs a plan, relative to the stack the GPU profiles were fitted on
@@ -122,6 +129,13 @@ struct AccuracyClass {
 /// The GPU generation of a preset name ("H200" and "H100-SXM" -> "H100"), empty if unknown.
 std::string gpu_class(const std::string& gpu_name);
 
+/// The highest MFU published for a framework on one GPU generation, and where.
+struct PublishedMfu {
+  std::string gpu_class;  // "A100", "H100"; empty: the framework's figure on any generation
+  double mfu = 0;         // 0 = none published
+  std::string source;
+};
+
 /// A framework profile: its name, capabilities, pricing and what validation says of it.
 struct FrameworkProfile {
   std::string name;  // empty: no framework named (every capability, neutral pricing)
@@ -131,7 +145,13 @@ struct FrameworkProfile {
   FrameworkPricing pricing;
   double max_published_mfu = 0;  // highest MFU published for it at scale; 0 = unknown
   std::string max_published_mfu_source;
+  /// Per GPU generation (profile max_published_mfu_by_gpu); a generation not listed takes
+  /// max_published_mfu.
+  std::vector<PublishedMfu> max_published_mfu_by_gpu;
   std::vector<AccuracyClass> accuracy;
+
+  /// The highest published MFU that a plan on `gpu_name` is checked against.
+  PublishedMfu published_mfu_for(const std::string& gpu_name) const;
 
   /// The accuracy class of a GPU, or nullptr when validation has no case on its generation.
   const AccuracyClass* accuracy_for(const std::string& gpu_name) const;

@@ -3,9 +3,13 @@
 // `plan` prints one of these; `provision` builds one per (GPU type, count).
 #pragma once
 
+#include <optional>
+#include <vector>
+
 #include "shardplan/ladder.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/specs.hpp"
+#include "shardplan/step_time.hpp"
 
 namespace shardplan {
 
@@ -18,6 +22,14 @@ struct PlanningResult {
   LadderResult ladder;
   SearchSpace space;
   SearchResult found;
+  /// Everything the reports show of the plans they name, estimated here once (renderers run
+  /// no model): the recommended plan, the fastest, and each ranked plan in order.
+  std::optional<Estimate> recommended_estimate;
+  std::optional<Estimate> fastest_estimate;
+  std::vector<Estimate> ranked_estimates;
+  /// The fastest plan's advantage is inside the recommended plan's validation interval: the
+  /// model cannot tell them apart, so the simpler plan stays preferred.
+  bool advantage_inside_interval = false;
   /// The rung the ladder stopped on (the recommended plan), or nullptr when no rung passes.
   const RungVerdict* recommended() const {
     return ladder.stop >= 0 ? &ladder.rungs[static_cast<size_t>(ladder.stop)] : nullptr;
@@ -27,6 +39,11 @@ struct PlanningResult {
     return found.ranked.empty() ? nullptr : &found.ranked.front();
   }
 };
+
+/// Fills the estimates and the interval decision from the ladder and the ranking as they
+/// stand; call again after changing either (a second search, the ranking cut to --top).
+void estimate_shown(PlanningResult& result, const ModelSpec& model, const TrainingSpec& training,
+                    const ClusterSpec& cluster);
 
 /// Walks the ladder and searches the full space with the same rules and threads.
 PlanningResult plan_cluster(const ModelSpec& model, const TrainingSpec& training,

@@ -85,6 +85,22 @@ struct Throughput {
   double peak_flops = 0;  // per GPU, of the training dtype
 };
 
+/// Whether a plan's MFU is believable: the one check every command prints (consistency.hpp).
+struct MfuPlausibility {
+  double mfu = 0;
+  std::string framework;   // the profile's name; empty: none named
+  PublishedMfu published;  // the bound checked against (mfu 0: none published)
+  bool above_published = false;
+  /// No published bound, and above kRedFlagMfu on more than one node's worth of GPUs.
+  bool red_flag_at_scale = false;
+  bool warns() const { return above_published || red_flag_at_scale; }
+};
+
+/// Above this MFU at scale a plan is suspect whatever the framework: published dense runs
+/// reach 40-56% (Llama 3 405B 38-43%, Dubey et al. 2024 Table 4; Korthikanti et al. 2022
+/// Table 5: 56.3%).
+inline constexpr double kRedFlagMfu = 0.60;
+
 /// One plan, end to end.
 struct Estimate {
   MemoryBreakdown memory;
@@ -98,11 +114,16 @@ struct Estimate {
   /// The step simulated event by event (step_simulation.hpp); `time` holds the closed forms,
   /// the search's fast bound.
   SimulatedStep simulated;
+  MfuPlausibility mfu_check;  // against the framework x GPU generation's highest published
 };
 
 /// Assumed MFU when only the parameter count is known: the low end of the 40-56% that dense
 /// LLM training reaches at scale (Llama 3 405B: 38-43%, Dubey et al. 2024 Table 4).
 inline constexpr double kParamsOnlyMfu = 0.40;
+
+/// The MFU check of a plan of `training`'s framework on `cluster`'s GPUs.
+MfuPlausibility mfu_plausibility(double mfu, const TrainingSpec& training,
+                                 const ClusterSpec& cluster);
 
 Estimate estimate(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,
                   const ClusterSpec& cluster);

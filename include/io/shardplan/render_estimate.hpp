@@ -31,8 +31,12 @@ std::string interval_text(const StepInterval& interval, const TrainingSpec& trai
 nlohmann::json accuracy_json(const StepInterval& interval, const TrainingSpec& training,
                              const ClusterSpec& cluster);
 
-/// A warning when `mfu` is above the highest MFU published for the training's framework (its
-/// profile's max_published_mfu), else empty.
-std::string mfu_warning(double mfu, const TrainingSpec& training);
+/// The words of the engine's MFU check (the framework x GPU generation's highest published MFU,
+/// or the red flag at scale), else empty: what every command prints under a plan.
+std::string mfu_warning(const MfuPlausibility& check);
+
+/// "Training 15.00T tokens: 41.2 days (...)" for a run of --tokens, or why none is given (the
+/// plan does not fit); empty without --tokens. estimate and plan print it alike.
+std::string training_run_text(const Estimate& estimate, const TrainingSpec& training);
 
 }  // namespace shardplan

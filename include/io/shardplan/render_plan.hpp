@@ -17,8 +17,9 @@ namespace shardplan {
 /// The top-K table: each plan's step, tokens/s, memory per device and exposed communication.
 std::string render_ranked(const std::vector<Candidate>& ranked, const ClusterSpec& cluster);
 
-/// One plan as `estimate --json` prints it, with the plan itself under "plan".
-nlohmann::json candidate_json(const Candidate& c, const ModelSpec& model,
+/// One plan as `estimate --json` prints it (from the engine's estimate of it), with the plan
+/// itself under "plan".
+nlohmann::json candidate_json(const ParallelPlan& plan, const Estimate& estimate,
                               const TrainingSpec& training, const ClusterSpec& cluster);
 
 /// One planning run as `shardplan plan` reports it.
@@ -29,8 +30,10 @@ struct PlanOutcome {
   const std::vector<std::string>& notes;  // defaults taken for the user, said once
   const PlanningResult& planned;          // its ranking already cut to --top
   Objective objective = Objective::time;
-  /// The fastest plan with even stages and plain 1F1B, when the fastest plan uses more.
+  /// The fastest plan with even stages and plain 1F1B, when the fastest plan uses more, and
+  /// its estimate.
   std::optional<Candidate> plain_1f1b;
+  std::optional<Estimate> plain_1f1b_estimate;
 };
 
 /// The report `shardplan plan` prints.
@@ -46,8 +49,7 @@ struct FrameworkPlans {
   ClusterSpec cluster;
   TrainingSpec training;
   std::vector<std::string> refused;  // "field: message" per broken rule; empty when planned
-  LadderResult ladder;
-  SearchResult found;
+  PlanningResult planned;  // the ladder, the search and the estimates of the plans shown
 };
 
 /// The side-by-side table of `plan --framework all`, then the defaults taken for the user

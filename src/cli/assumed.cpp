@@ -1,0 +1,81 @@
+// The notes of assumed.hpp.
+#include "assumed.hpp"
+
+#include <fmt/format.h>
+
+#include "shardplan/error.hpp"
+#include "shardplan/model.hpp"
+
+namespace shardplan::cli {
+namespace {
+
+void note_sequence(const PlanningOptions& o, Inputs& in) {
+  if (!o.seq_len.empty() || in.model.seq_len <= in.training.seq_len) return;
+  in.notes.push_back(fmt::format(
+      "sequence length {}: the model's own context is {}, capped at {} by default so that a "
+      "preset and its config.json train alike; --seq-len sets it",
+      in.training.seq_len, in.model.seq_len, kDefaultSeqLenCap));
+}
+
+void note_zero(const PlanningOptions& o, Inputs& in) {
+  if (!o.zero.empty() || in.plan.dp <= 1) return;
+  in.notes.push_back(
+      "ZeRO-0 (plain data parallel): no --zero was given, so every data-parallel rank holds all "
+      "weights, gradients and optimizer state; `shardplan plan` picks a stage");
+}
+
+// --gpu with a --cluster preset whose own GPU differs: the links stay the preset's.
+void note_gpu_override(const PlanningOptions& o, Inputs& in) {
+  if (o.gpu.empty() || o.cluster.empty()) return;
+  PlanningOptions own = o;
+  own.gpu.clear();
+  const ClusterSpec preset = resolve_cluster(own, in.cluster.gpus);
+  if (preset.gpu.name == in.cluster.gpu.name) return;
+  in.notes.push_back(fmt::format(
+      "--gpu {} replaces {}'s {}: {} x {} with {}'s links ({} inside a node)", o.gpu, o.cluster,
+      preset.gpu.name, in.cluster.gpus, in.cluster.gpu.name, o.cluster, in.cluster.intra.name));
+}
+
+// The probe's mpi back-end times collectives through the CPU (shared memory, sockets): a
+// GPU cluster's NCCL collectives on the same nodes run far faster.
+void note_cpu_links(Inputs& in) {
+  for (const LinkSpec* l : {&in.cluster.intra, &in.cluster.nic}) {
+    if (!l->measured || l->source.find("probe (mpi)") == std::string::npos) continue;
+    in.notes.push_back(fmt::format(
+        "the {} link ({}) was measured by the probe's mpi back-end, through CPU memory and "
+        "sockets, not NCCL on the GPUs: its collectives are priced at what the CPU reached",
+        l == &in.cluster.intra ? "inside-node" : "between-node", l->name));
+  }
+}
+
+void price_at_list(const PlanningOptions& o, Inputs& in) {
+  TrainingSpec& t = in.training;
+  const GpuSpec& g = in.cluster.gpu;
+  if (t.tokens <= 0 || !o.gpu_hour_cost.empty() || g.list_price_usd_per_gpu_hour <= 0) return;
+  t.gpu_hour_cost = g.list_price_usd_per_gpu_hour;
+  in.notes.push_back(fmt::format(
+      "cost at {}'s list price, ${:g} per GPU-hour ({}); --gpu-hour-cost sets yours", g.name,
+      g.list_price_usd_per_gpu_hour, g.list_price_source));
+}
+
+}  // namespace
+
+void note_assumptions(const PlanningOptions& o, Inputs& in, AssumedFor what) {
+  note_sequence(o, in);
+  if (what.plan_given) note_zero(o, in);
+  note_gpu_override(o, in);
+  note_cpu_links(in);
+  if (what.prices) price_at_list(o, in);
+}
+
+void refuse_run_flags(const PlanningOptions& o, const char* command) {
+  for (const auto& [flag, value] : {std::pair{"--tokens", &o.tokens},
+                                    std::pair{"--gpu-hour-cost", &o.gpu_hour_cost}}) {
+    if (value->empty()) continue;
+    throw InputError(flag, fmt::format("'{}': `{}` times no training run; the time and cost "
+                                       "to train come from estimate, plan and provision",
+                                       *value, command));
+  }
+}
+
+}  // namespace shardplan::cli
