@@ -110,7 +110,7 @@ void deepspeed(const YAML::Node& d, Builder& b) {
     const std::string device = scalar(d[key]);
     if (device.empty() || device == "none") continue;
     if (device != "cpu" && device != "nvme")
-      b.refuse(std::string("deepspeed_config.") + key, "'" + device + "' is not none, cpu or nvme");
+      b.refuse(fmt::format("deepspeed_config.{}", key), "'" + device + "' is not none, cpu or nvme");
     if (!offload.empty()) offload += ',';
     offload += what;
     to = device;
