@@ -110,7 +110,7 @@ void deepspeed(const YAML::Node& d, Builder& b) {
     const std::string device = scalar(d[key]);
     if (device.empty() || device == "none") continue;
     if (device != "cpu" && device != "nvme")
-      b.refuse(std::string("deepspeed_config.") + key, "'" + device + "' is not none, cpu or nvme");
+      b.refuse(fmt::format("deepspeed_config.{}", key), "'" + device + "' is not none, cpu or nvme");
     if (!offload.empty()) offload += ',';
     offload += what;
     to = device;
@@ -183,9 +183,14 @@ LauncherConfig read_yaml(const YAML::Node& root, const std::string& path) {
   if (precision.count(mp) == 0) b.refuse("mixed_precision", "'" + mp + "' is not no, fp16, bf16 or fp8");
   b.set("--precision", precision.at(mp), "mixed_precision");
   if (mp.empty()) b.note_default("no mixed_precision: fp32, accelerate's default");
-  if (type == "FSDP") fsdp(root["fsdp_config"], b);
-  if (type == "DEEPSPEED") deepspeed(root["deepspeed_config"], b);
-  if (type == "MEGATRON_LM") megatron(root["megatron_lm_config"], b);
+  // A plugin section left out is all defaults (an empty mapping).
+  auto section = [&](const char* name) {
+    const YAML::Node n = root[name];
+    return n && n.IsMap() ? n : YAML::Node(YAML::NodeType::Map);
+  };
+  if (type == "FSDP") fsdp(section("fsdp_config"), b);
+  if (type == "DEEPSPEED") deepspeed(section("deepspeed_config"), b);
+  if (type == "MEGATRON_LM") megatron(section("megatron_lm_config"), b);
   if (type == "MULTI_GPU" || type == "NO") b.set("--zero", "0", "distributed_type");
   b.note_default("the per-process batch is the script's DataLoader batch_size, not in the YAML: "
                  "micro-batch 1 unless --micro-batch says otherwise");

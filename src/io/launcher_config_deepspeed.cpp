@@ -68,9 +68,9 @@ std::string whole(Builder& b, const json& j, const std::string& key) {
 // The batch identity train = micro x accumulation x dp (runtime/config.py
 // _batch_assertion): all three give the data-parallel degree.
 void batch(const json& j, Builder& b) {
-  const char* kTrain = "train_batch_size";
-  const char* kMicro = "train_micro_batch_size_per_gpu";
-  const char* kAccum = "gradient_accumulation_steps";
+  static constexpr const char* kTrain = "train_batch_size";
+  static constexpr const char* kMicro = "train_micro_batch_size_per_gpu";
+  static constexpr const char* kAccum = "gradient_accumulation_steps";
   auto given = [&](const char* k) { return j.contains(k) && !is_auto(j.at(k)); };
   if (given(kMicro)) {
     b.set("--micro-batch", whole(b, j.at(kMicro), kMicro), kMicro);
@@ -126,15 +126,16 @@ void zero(const json& j, Builder& b) {
     const std::string device = text_of(z.at(key).at("device"));
     if (device == "none") continue;
     if (device != "cpu" && device != "nvme") {
-      b.refuse(std::string("zero_optimization.") + key + ".device",
+      b.refuse(fmt::format("zero_optimization.{}.device", key),
                "'" + device + "' is not none, cpu or nvme");
     }
     if (!offload.empty()) offload += ',';
     offload += what;
     if (!to.empty() && to != device) {
-      b.refuse(std::string("zero_optimization.") + key + ".device",
-               "shardplan prices one offload target; the optimizer and the parameters go to " +
-                   to + " and " + device);
+      b.refuse(fmt::format("zero_optimization.{}.device", key),
+               fmt::format("shardplan prices one offload target; the optimizer and the "
+                           "parameters go to {} and {}",
+                           to, device));
     }
     to = device;
   }
@@ -163,10 +164,12 @@ void precision_and_optimizer(const json& j, Builder& b) {
       for (char c : type) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       return s;
     }();
-    if (lower == "adam" || lower == "adamw" || lower == "cpuadam" || lower == "fusedadam") {
+    // Adam, AdamW and their fused / CPU / 1-bit kinds, and LAMB, keep two moments per parameter.
+    const bool two_moments = lower == "adam" || lower == "adamw" || lower == "cpuadam" ||
+                             lower == "fusedadam" || lower == "onebitadam" || lower == "lamb" ||
+                             lower == "onebitlamb";
+    if (two_moments) {
       b.set("--optimizer", "adamw", "optimizer.type");
-    } else if (lower == "onebitadam" || lower == "lamb" || lower == "onebitlamb") {
-      b.set("--optimizer", "adamw", "optimizer.type");  // Adam-sized state: two moments
     } else if (lower == "sgd") {
       b.set("--optimizer", "sgd", "optimizer.type");
     } else {

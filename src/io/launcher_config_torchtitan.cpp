@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <toml++/toml.h>
+#include <utility>
 
 #include "launcher_config_parts.hpp"
 
@@ -184,15 +185,20 @@ void model(const toml::table& root, Builder& b) {
   }
   const std::string name = m ? text(*m, "name") : "";
   const std::string flavor = m ? text(*m, "flavor") : "";
-  // torchtitan's llama3 flavors are Llama 3.1's shapes (models/llama3/__init__.py).
-  const std::map<std::string, std::string> llama3 = {
-      {"8B", "llama-3.1-8b"}, {"70B", "llama-3.1-70b"}, {"405B", "llama-3.1-405b"}};
-  // A --model beside the file replaces the file's model without complaint (a registered
-  // TrainSpec shardplan has no preset for).
-  if (name == "llama3" && llama3.count(flavor)) {
-    b.launcher_default("--model", llama3.at(flavor),
-                       fmt::format("model llama3 {}: shardplan's {} preset", flavor,
-                                   llama3.at(flavor)));
+  // torchtitan's registered flavors and the presets of the same shapes: llama3's are Llama
+  // 3.1's, deepseek_v3 671B and the qwen3 MoE flavors those models' (models/*/__init__.py @
+  // v0.2.2). A --model beside the file replaces the file's model without complaint (a
+  // registered TrainSpec shardplan has no preset for).
+  const std::map<std::pair<std::string, std::string>, std::string> registered = {
+      {{"llama3", "8B"}, "llama-3.1-8b"},
+      {{"llama3", "70B"}, "llama-3.1-70b"},
+      {{"llama3", "405B"}, "llama-3.1-405b"},
+      {{"deepseek_v3", "671B"}, "deepseek-v3"},
+      {{"qwen3", "30B-A3B"}, "qwen3-30b-a3b"},
+      {{"qwen3", "235B-A22B"}, "qwen3-235b-a22b"}};
+  if (const auto it = registered.find({name, flavor}); it != registered.end()) {
+    b.launcher_default("--model", it->second,
+                       fmt::format("model {} {}: shardplan's {} preset", name, flavor, it->second));
     b.config().settings.back().key = "model.flavor";
   } else if (!name.empty()) {
     // A name shardplan wrote for a model the user registers: the preset of that name.

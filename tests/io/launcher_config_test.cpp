@@ -169,6 +169,11 @@ mode = "none"
   CHECK(c.stages.first_less == 1);
   // global_batch_size -1: local 16 x dp, so 16 / 2 = 8 micro-batches per rank.
   CHECK(c.default_accumulation == 8);
+  // torchtitan's other registered models name their presets too.
+  CHECK(value(read_launcher_config("[model]\nname = 'deepseek_v3'\nflavor = '671B'\n", "d.toml"),
+              "--model") == "deepseek-v3");
+  CHECK(value(read_launcher_config("[model]\nname = 'qwen3'\nflavor = '30B-A3B'\n", "q.toml"),
+              "--model") == "qwen3-30b-a3b");
   CHECK_THROWS_AS(read_launcher_config("[parallelism]\npipeline_parallel_degree = 2\n"
                                        "pipeline_parallel_schedule = 'Magic'\n",
                                        "job.toml"),
