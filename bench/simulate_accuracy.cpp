@@ -26,11 +26,11 @@ double simulated_figure(const PublishedRun& run, const Prediction& p) {
   const double ratio = e.time.step_s / e.simulated.step_s;
   if (std::getenv("SIM_DETAIL")) {
     const SimulatedStep& s = e.simulated;
-    fmt::print("  {} closed step {:.3f} (compute {:.3f} bubble {:.3f} exposed {:.3f} opt {:.3f}) | "
-               "sim step {:.3f} (compute {:.3f} bubble {:.3f} opt {:.3f} crit {}) exposed:",
-               run.id, e.time.step_s, e.time.compute_s, e.time.bubble_s, e.time.exposed_comm_s,
-               e.time.optimizer_s, s.step_s, s.compute_s, s.bubble_s, s.optimizer_s,
-               s.critical_device);
+    fmt::print(
+        "  {} closed step {:.3f} (compute {:.3f} bubble {:.3f} exposed {:.3f} opt {:.3f}) | "
+        "sim step {:.3f} (compute {:.3f} bubble {:.3f} opt {:.3f} crit {}) exposed:",
+        run.id, e.time.step_s, e.time.compute_s, e.time.bubble_s, e.time.exposed_comm_s,
+        e.time.optimizer_s, s.step_s, s.compute_s, s.bubble_s, s.optimizer_s, s.critical_device);
     for (int k = 1; k < kSimStreams; ++k)
       fmt::print(" {} {:.3f}", to_string(static_cast<SimStream>(k)), s.exposed_s[k]);
     fmt::print("  [{}]\n", describe(p.plan));
@@ -41,10 +41,13 @@ double simulated_figure(const PublishedRun& run, const Prediction& p) {
                    x.compute_s, x.bubble_s, x.exposed_s[static_cast<int>(SimStream::pp)],
                    x.exposed_s[static_cast<int>(SimStream::dp_reduce)]);
       }
-      fmt::print("    passes first F {:.4f} B {:.4f} W {:.4f}; middle F {:.4f} B {:.4f} W {:.4f}; last F {:.4f} B {:.4f} W {:.4f}; send {:.5f}\n",
-                 e.time.first_work.forward_s, e.time.first_work.input_grad_s, e.time.first_work.weight_grad_s,
-                 e.time.middle_work.forward_s, e.time.middle_work.input_grad_s, e.time.middle_work.weight_grad_s,
-                 e.time.last_work.forward_s, e.time.last_work.input_grad_s, e.time.last_work.weight_grad_s, e.comm.pp.call_s);
+      fmt::print(
+          "    passes first F {:.4f} B {:.4f} W {:.4f}; middle F {:.4f} B {:.4f} W {:.4f}; last F {:.4f} B {:.4f} W {:.4f}; send {:.5f}\n",
+          e.time.first_work.forward_s, e.time.first_work.input_grad_s,
+          e.time.first_work.weight_grad_s, e.time.middle_work.forward_s,
+          e.time.middle_work.input_grad_s, e.time.middle_work.weight_grad_s,
+          e.time.last_work.forward_s, e.time.last_work.input_grad_s, e.time.last_work.weight_grad_s,
+          e.comm.pp.call_s);
     }
   }
   return run.metric == Metric::iteration_time_s ? p.predicted / ratio : p.predicted * ratio;

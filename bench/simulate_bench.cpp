@@ -56,12 +56,12 @@ void time(const char* what, SimInput in, bool events, int repeats) {
 
 int main() {
   const int repeats = 20;
-  time("interleaved pp 16 x v 4 x 128, figures", pipeline(SimOrder::interleaved, 16, 4, 128),
-       false, repeats);
+  time("interleaved pp 16 x v 4 x 128, figures", pipeline(SimOrder::interleaved, 16, 4, 128), false,
+       repeats);
   time("interleaved pp 16 x v 4 x 128, events", pipeline(SimOrder::interleaved, 16, 4, 128), true,
        repeats);
-  const SimOrder others[] = {SimOrder::one_f_one_b, SimOrder::gpipe, SimOrder::zb_h1,
-                             SimOrder::zb_v, SimOrder::dualpipe_v, SimOrder::dualpipe};
+  const SimOrder others[] = {SimOrder::one_f_one_b, SimOrder::gpipe,      SimOrder::zb_h1,
+                             SimOrder::zb_v,        SimOrder::dualpipe_v, SimOrder::dualpipe};
   for (SimOrder o : others) {
     const int v = o == SimOrder::zb_v || o == SimOrder::dualpipe_v ? 2 : 1;
     time(fmt::format("{} pp 16 x v {} x 128, figures", to_string(o), v).c_str(),

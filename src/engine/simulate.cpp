@@ -12,53 +12,82 @@ namespace shardplan {
 
 const char* to_string(SimOrder o) {
   switch (o) {
-    case SimOrder::gpipe: return "gpipe";
-    case SimOrder::one_f_one_b: return "1f1b";
-    case SimOrder::interleaved: return "interleaved";
-    case SimOrder::zb_h1: return "zb-h1";
-    case SimOrder::zb_v: return "zb-v";
-    case SimOrder::dualpipe_v: return "dualpipev";
-    case SimOrder::dualpipe: return "dualpipe";
+    case SimOrder::gpipe:
+      return "gpipe";
+    case SimOrder::one_f_one_b:
+      return "1f1b";
+    case SimOrder::interleaved:
+      return "interleaved";
+    case SimOrder::zb_h1:
+      return "zb-h1";
+    case SimOrder::zb_v:
+      return "zb-v";
+    case SimOrder::dualpipe_v:
+      return "dualpipev";
+    case SimOrder::dualpipe:
+      return "dualpipe";
   }
   return "?";
 }
 
 const char* to_string(SimStream s) {
   switch (s) {
-    case SimStream::compute: return "compute";
-    case SimStream::tp: return "TP";
-    case SimStream::cp: return "CP ring";
-    case SimStream::ep: return "EP dispatch/combine";
-    case SimStream::dp_gather: return "DP/FSDP gather";
-    case SimStream::dp_reduce: return "DP/FSDP reduce";
-    case SimStream::pp: return "PP send/recv";
+    case SimStream::compute:
+      return "compute";
+    case SimStream::tp:
+      return "TP";
+    case SimStream::cp:
+      return "CP ring";
+    case SimStream::ep:
+      return "EP dispatch/combine";
+    case SimStream::dp_gather:
+      return "DP/FSDP gather";
+    case SimStream::dp_reduce:
+      return "DP/FSDP reduce";
+    case SimStream::pp:
+      return "PP send/recv";
   }
   return "?";
 }
 
 const char* to_string(SimLink l) {
   switch (l) {
-    case SimLink::none: return "none";
-    case SimLink::scale_up: return "scale-up";
-    case SimLink::scale_out: return "scale-out";
+    case SimLink::none:
+      return "none";
+    case SimLink::scale_up:
+      return "scale-up";
+    case SimLink::scale_out:
+      return "scale-out";
   }
   return "?";
 }
 
 const char* to_string(SimTaskKind k) {
   switch (k) {
-    case SimTaskKind::forward: return "F";
-    case SimTaskKind::input_grad: return "B";
-    case SimTaskKind::weight_grad: return "W";
-    case SimTaskKind::backward: return "BW";
-    case SimTaskKind::overlapped: return "F&B";
-    case SimTaskKind::optimizer: return "optimizer";
-    case SimTaskKind::send: return "send";
-    case SimTaskKind::tp: return "TP";
-    case SimTaskKind::cp: return "CP";
-    case SimTaskKind::all_to_all: return "all-to-all";
-    case SimTaskKind::param_gather: return "gather";
-    case SimTaskKind::grad_reduce: return "reduce";
+    case SimTaskKind::forward:
+      return "F";
+    case SimTaskKind::input_grad:
+      return "B";
+    case SimTaskKind::weight_grad:
+      return "W";
+    case SimTaskKind::backward:
+      return "BW";
+    case SimTaskKind::overlapped:
+      return "F&B";
+    case SimTaskKind::optimizer:
+      return "optimizer";
+    case SimTaskKind::send:
+      return "send";
+    case SimTaskKind::tp:
+      return "TP";
+    case SimTaskKind::cp:
+      return "CP";
+    case SimTaskKind::all_to_all:
+      return "all-to-all";
+    case SimTaskKind::param_gather:
+      return "gather";
+    case SimTaskKind::grad_reduce:
+      return "reduce";
   }
   return "?";
 }
@@ -77,7 +106,7 @@ struct Builder {
   const SimInput& in;
   Graph g;
   int m;
-  std::vector<PassIds> ids;             // stage x micro-batch
+  std::vector<PassIds> ids;               // stage x micro-batch
   std::vector<std::vector<int>> reduces;  // per device: its gradient reductions
   // What each pass hands on, in the order the passes were built (so in each device's issue
   // order): its sends queue on the pipeline stream in that order.
@@ -89,9 +118,12 @@ struct Builder {
   std::vector<double> ep_exposed_s;  // per device: all-to-all time inside its passes
 
   explicit Builder(const SimInput& input)
-      : in(input), g(input.devices), m(input.micro_batches),
+      : in(input),
+        g(input.devices),
+        m(input.micro_batches),
         ids(input.stages.size() * static_cast<size_t>(input.micro_batches)),
-        reduces(input.devices), ep_exposed_s(input.devices, 0.0) {}
+        reduces(input.devices),
+        ep_exposed_s(input.devices, 0.0) {}
 
   PassIds& at(int stage, int mb) { return ids[static_cast<size_t>(stage) * m + mb]; }
   // The stage after `s` on its micro-batches' way forward (-1 at the loss); DualPipe has two.
@@ -147,17 +179,16 @@ struct Builder {
   }
 
   void build_device(int d, const std::vector<SimPass>& order);
+  std::pair<int, int> overlapped_pass(int d, const SimPass& x, bool last);
   void zero3_pass(int d, int stage, int mb, int first, int last, bool backward, int before);
-  void bucket_reduces(int d, int stage, int mb, int first, int last, double seconds,
-                      double bytes);
+  void bucket_reduces(int d, int stage, int mb, int first, int last, double seconds, double bytes);
   void links();
   void step_edges();
 };
 
 // ZeRO-3 / FSDP around one pass split into units: each unit's gather before it, and in
 // backward its reduce-scatter after it. `before` is the device's previous compute task.
-void Builder::zero3_pass(int d, int stage, int mb, int first, int last, bool backward,
-                         int before) {
+void Builder::zero3_pass(int d, int stage, int mb, int first, int last, bool backward, int before) {
   const DataParallelWork& dp = in.stages[stage].dp;
   for (int piece = first, i = 0; piece <= last; ++piece, ++i) {
     SimEvent e = event(SimTaskKind::param_gather, SimStream::dp_gather, d, stage, mb);
@@ -193,6 +224,34 @@ void Builder::bucket_reduces(int d, int stage, int mb, int first, int last, doub
   }
 }
 
+// DeepSeek-V3 Sec. 3.2.1: within a forward-backward pair, each one's dispatch and combine run
+// beside the other's compute, so the pair takes the longer of its compute and its all-to-alls.
+// `last` when it holds its backward stage's last weight gradients.
+std::pair<int, int> Builder::overlapped_pass(int d, const SimPass& x, bool last) {
+  const SimStage& st = in.stages[x.stage];
+  const SimStage& bs = in.stages[x.stage2];
+  const double fa = st.forward_comm.ep_s, ba = bs.backward_comm.ep_s;
+  const double compute = st.forward_s - fa + bs.input_grad_s + bs.weight_grad_s - ba;
+  SimEvent e = event(x.kind, SimStream::compute, d, x.stage, x.micro_batch);
+  e.stage2 = x.stage2;
+  e.micro_batch2 = x.micro_batch2;
+  e.recompute_s = bs.recompute_s;
+  const int id = g.add(e, std::max(compute, fa + ba));
+  ep_exposed_s[d] += std::max(0.0, fa + ba - compute);
+  attach_comm(id, st.forward_comm, x.stage, x.micro_batch);
+  attach_comm(id, bs.backward_comm, x.stage2, x.micro_batch2);
+  at(x.stage, x.micro_batch).f_first = at(x.stage, x.micro_batch).f_last = id;
+  at(x.stage2, x.micro_batch2).b_first = at(x.stage2, x.micro_batch2).b_last = id;
+  const DataParallelWork& bdp = bs.dp;
+  if (bdp.units > 0) {
+    bucket_reduces(d, x.stage2, x.micro_batch2, id, id, bdp.units * bdp.unit_reduce_s,
+                   bdp.units * bdp.unit_reduce_bytes);
+  } else if (bdp.reduce_s > 0 && (bdp.every_micro_batch || last)) {
+    bucket_reduces(d, x.stage2, x.micro_batch2, id, id, bdp.reduce_s, bdp.reduce_bytes);
+  }
+  return {id, id};
+}
+
 // One device's passes in its issue order.
 void Builder::build_device(int d, const std::vector<SimPass>& order) {
   std::vector<int> last_w(in.stages.size(), -1);  // the index of each stage's last W pass
@@ -210,7 +269,8 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
     const SimStage& st = in.stages[x.stage];
     const DataParallelWork& dp = st.dp;
     const bool zero3 = dp.units > 0;
-    const bool reduce_here = dp.reduce_s > 0 && (dp.every_micro_batch || last_w[x.stage] == static_cast<int>(i));
+    const bool reduce_here =
+        dp.reduce_s > 0 && (dp.every_micro_batch || last_w[x.stage] == static_cast<int>(i));
     const int buckets = reduce_here ? std::max(1, dp.buckets) : 1;
     std::pair<int, int> ids_of{-1, -1};
     switch (x.kind) {
@@ -218,7 +278,8 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
         ids_of = pass(x.kind, d, x.stage, x.micro_batch, st.forward_s, zero3 ? dp.units : 1, 0);
         attach_comm(ids_of.first, st.forward_comm, x.stage, x.micro_batch);
         ep_exposed_s[d] += st.forward_comm.ep_s;
-        if (zero3) zero3_pass(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, false, before);
+        if (zero3)
+          zero3_pass(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, false, before);
         at(x.stage, x.micro_batch).f_first = ids_of.first;
         at(x.stage, x.micro_batch).f_last = ids_of.second;
         break;
@@ -227,10 +288,14 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
         const bool whole = x.kind == SimTaskKind::backward;
         const double s = st.input_grad_s + (whole ? st.weight_grad_s : 0.0);
         ids_of = pass(x.kind, d, x.stage, x.micro_batch, s,
-                      zero3 ? dp.units : whole ? buckets : 1, st.recompute_s);
+                      zero3   ? dp.units
+                      : whole ? buckets
+                              : 1,
+                      st.recompute_s);
         attach_comm(ids_of.first, st.backward_comm, x.stage, x.micro_batch);
         ep_exposed_s[d] += st.backward_comm.ep_s;
-        if (zero3) zero3_pass(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, whole, before);
+        if (zero3)
+          zero3_pass(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, whole, before);
         if (!zero3 && whole && reduce_here)
           bucket_reduces(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, dp.reduce_s,
                          dp.reduce_bytes);
@@ -249,33 +314,9 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
                          dp.reduce_bytes);
         }
         break;
-      case SimTaskKind::overlapped: {
-        // DeepSeek-V3 Sec. 3.2.1: within a forward-backward pair, each one's dispatch and
-        // combine run beside the other's compute, so the pair takes the longer of its compute
-        // and its all-to-alls.
-        const SimStage& bs = in.stages[x.stage2];
-        const double fa = st.forward_comm.ep_s, ba = bs.backward_comm.ep_s;
-        const double compute = st.forward_s - fa + bs.input_grad_s + bs.weight_grad_s - ba;
-        SimEvent e = event(x.kind, SimStream::compute, d, x.stage, x.micro_batch);
-        e.stage2 = x.stage2;
-        e.micro_batch2 = x.micro_batch2;
-        e.recompute_s = bs.recompute_s;
-        const int id = g.add(e, std::max(compute, fa + ba));
-        ep_exposed_s[d] += std::max(0.0, fa + ba - compute);
-        ids_of = {id, id};
-        attach_comm(id, st.forward_comm, x.stage, x.micro_batch);
-        attach_comm(id, bs.backward_comm, x.stage2, x.micro_batch2);
-        at(x.stage, x.micro_batch).f_first = at(x.stage, x.micro_batch).f_last = id;
-        at(x.stage2, x.micro_batch2).b_first = at(x.stage2, x.micro_batch2).b_last = id;
-        const DataParallelWork& bdp = bs.dp;
-        if (bdp.units > 0) {
-          bucket_reduces(d, x.stage2, x.micro_batch2, id, id, bdp.units * bdp.unit_reduce_s,
-                         bdp.units * bdp.unit_reduce_bytes);
-        } else if (bdp.reduce_s > 0 && (bdp.every_micro_batch || last_w[x.stage2] == static_cast<int>(i))) {
-          bucket_reduces(d, x.stage2, x.micro_batch2, id, id, bdp.reduce_s, bdp.reduce_bytes);
-        }
+      case SimTaskKind::overlapped:
+        ids_of = overlapped_pass(d, x, last_w[x.stage2] == static_cast<int>(i));
         break;
-      }
       default:
         break;
     }
@@ -329,7 +370,8 @@ void Builder::step_edges() {
     }
     const int buckets = std::max(1, dp.buckets);
     for (int k = 0; k < buckets; ++k) {
-      SimEvent e = event(SimTaskKind::param_gather, SimStream::dp_gather, in.stages[s].device, s, -1);
+      SimEvent e =
+          event(SimTaskKind::param_gather, SimStream::dp_gather, in.stages[s].device, s, -1);
       e.bytes = dp.gather_bytes / buckets;
       e.link = dp.link;
       const int gather = g.add(e, dp.gather_s / buckets);

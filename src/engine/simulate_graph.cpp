@@ -51,7 +51,9 @@ namespace {
 struct Pending {
   double time_s;
   int id;
-  bool operator>(const Pending& o) const { return time_s != o.time_s ? time_s > o.time_s : id > o.id; }
+  bool operator>(const Pending& o) const {
+    return time_s != o.time_s ? time_s > o.time_s : id > o.id;
+  }
 };
 
 // The state of one run: the heap of completions, what runs on each device now, when each

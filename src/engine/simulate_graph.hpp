@@ -19,7 +19,7 @@ struct Task {
   int next_in_stream = -1;
   int first_attached = -1;  // communication that starts with this pass
   int next_attached = -1;
-  int host = -1;      // for an attached task: the pass it runs inside
+  int host = -1;         // for an attached task: the pass it runs inside
   int released_by = -1;  // the dependency that finished last
   bool done = false;
 };

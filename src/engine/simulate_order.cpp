@@ -14,8 +14,8 @@ struct OrderWriter {
   std::vector<SimPass>& out;
   std::vector<int>& next_f;  // per virtual stage: the next micro-batch to run forward
   std::vector<int>& next_b;
-  int first_mb = 0;   // DualPipe: the up pipeline's micro-batches start at m/2
-  int up_from = -1;   // DualPipe: stages from here on carry the up pipeline's micro-batches
+  int first_mb = 0;  // DualPipe: the up pipeline's micro-batches start at m/2
+  int up_from = -1;  // DualPipe: stages from here on carry the up pipeline's micro-batches
   std::deque<std::pair<int, int>> pending_w;  // split backwards whose W has not run
 
   int base(int vs) const { return up_from >= 0 && vs >= up_from ? first_mb : 0; }

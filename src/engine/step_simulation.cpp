@@ -13,10 +13,14 @@ namespace shardplan {
 
 SimOrder sim_order(const ParallelPlan& p) {
   switch (p.schedule) {
-    case Schedule::gpipe: return SimOrder::gpipe;
-    case Schedule::zb_h1: return SimOrder::zb_h1;
-    case Schedule::zb_v: return SimOrder::zb_v;
-    case Schedule::dualpipe_v: return SimOrder::dualpipe_v;
+    case Schedule::gpipe:
+      return SimOrder::gpipe;
+    case Schedule::zb_h1:
+      return SimOrder::zb_h1;
+    case Schedule::zb_v:
+      return SimOrder::zb_v;
+    case Schedule::dualpipe_v:
+      return SimOrder::dualpipe_v;
     case Schedule::one_f_one_b:
     case Schedule::interleaved:
       break;
@@ -145,8 +149,9 @@ SimulatedStep simulate_step(const ModelSpec& m, const TrainingSpec& tr, const Pa
   out.exposed_s[static_cast<int>(SimStream::tp)] += comm.tp.exposed_s;
   out.exposed_s[static_cast<int>(SimStream::cp)] += comm.cp.exposed_s;
   out.exposed_s[static_cast<int>(SimStream::ep)] += d.ep_in_passes_s;
-  out.compute_s = std::max(0.0, d.compute_s - comm.tp.exposed_s - comm.cp.exposed_s -
-                                    d.ep_in_passes_s);  return out;
+  out.compute_s =
+      std::max(0.0, d.compute_s - comm.tp.exposed_s - comm.cp.exposed_s - d.ep_in_passes_s);
+  return out;
 }
 
 int rerank_by_simulation(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,

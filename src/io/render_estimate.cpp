@@ -63,7 +63,8 @@ const char* stream_key(SimStream s) {
 
 nlohmann::json to_json(const SimulatedStep& s) {
   nlohmann::json exposed = nlohmann::json::object();
-  for (int k = 1; k < kSimStreams; ++k) exposed[stream_key(static_cast<SimStream>(k))] = s.exposed_s[k];
+  for (int k = 1; k < kSimStreams; ++k)
+    exposed[stream_key(static_cast<SimStream>(k))] = s.exposed_s[k];
   return {{"step_s", s.step_s},
           {"bubble_s", s.bubble_s},
           {"compute_s", s.compute_s},
@@ -162,8 +163,8 @@ std::string render_simulated(const SimulatedStep& s) {
   std::string exposed;
   for (int k = 1; k < kSimStreams; ++k) {
     if (s.exposed_s[k] <= 0) continue;
-    exposed += fmt::format("{}{} {}", exposed.empty() ? "" : ", ", to_string(static_cast<SimStream>(k)),
-                           format_seconds(s.exposed_s[k]));
+    exposed += fmt::format("{}{} {}", exposed.empty() ? "" : ", ",
+                           to_string(static_cast<SimStream>(k)), format_seconds(s.exposed_s[k]));
   }
   return fmt::format(
       "\nSimulated step ({} schedule, {} events, stage {}): {}; bubble {}, compute {}, exposed "

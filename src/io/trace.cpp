@@ -111,7 +111,8 @@ Timeline simulated_timeline(const ParallelPlan& p, const SimulatedStep& sim) {
       tl.events.push_back(std::move(out));
       continue;
     }
-    int& track = track_of[static_cast<size_t>(ev.device) * kSimStreams + static_cast<int>(ev.stream)];
+    int& track =
+        track_of[static_cast<size_t>(ev.device) * kSimStreams + static_cast<int>(ev.stream)];
     if (track < 0) {
       track = static_cast<int>(tl.comm_names.size());
       tl.comm_names.push_back(fmt::format("stage {} {}", ev.device, to_string(ev.stream)));
@@ -119,8 +120,9 @@ Timeline simulated_timeline(const ParallelPlan& p, const SimulatedStep& sim) {
     out.process = 2;
     out.track = track;
     out.category = "comm";
-    out.name = ev.micro_batch >= 0 ? fmt::format("{} {}.{}", to_string(ev.kind), ev.micro_batch, out.chunk)
-                                   : fmt::format("{} chunk {}", to_string(ev.kind), out.chunk);
+    out.name = ev.micro_batch >= 0
+                   ? fmt::format("{} {}.{}", to_string(ev.kind), ev.micro_batch, out.chunk)
+                   : fmt::format("{} chunk {}", to_string(ev.kind), out.chunk);
     out.bytes = ev.bytes;
     out.group = to_string(ev.stream);
     out.link = to_string(ev.link);
@@ -132,7 +134,8 @@ Timeline simulated_timeline(const ParallelPlan& p, const SimulatedStep& sim) {
 }  // namespace
 
 Timeline build_timeline(const ParallelPlan& p, const Estimate& e) {
-  if (e.simulated.ran && !e.simulated.result.events.empty()) return simulated_timeline(p, e.simulated);
+  if (e.simulated.ran && !e.simulated.result.events.empty())
+    return simulated_timeline(p, e.simulated);
   Timeline tl;
   const StepTime& t = e.time;
   const int m = t.micro_batches;

@@ -26,7 +26,7 @@ SimInput even(SimOrder o, int p, int v, int m, double f, double b, double w) {
   const int chunks = o == SimOrder::dualpipe ? 1 : v;
   for (int s = 0; s < stages; ++s) {
     SimStage st;
-    st.device = v_shape ? (s < p ? s : 2 * p - 1 - s)
+    st.device = v_shape                   ? (s < p ? s : 2 * p - 1 - s)
                 : o == SimOrder::dualpipe ? (s < p ? s : 2 * p - 1 - s)
                                           : s % p;
     st.forward_s = f / chunks;

@@ -116,8 +116,8 @@ struct SimEvent {
   SimStream stream = SimStream::compute;
   SimLink link = SimLink::none;
   int device = 0;
-  int stage = -1;        // virtual stage
-  int micro_batch = -1;  // -1 for per-step work (optimizer, ZeRO-1/2 gathers)
+  int stage = -1;                      // virtual stage
+  int micro_batch = -1;                // -1 for per-step work (optimizer, ZeRO-1/2 gathers)
   int stage2 = -1, micro_batch2 = -1;  // an overlapped pair's backward
   double start_s = 0, end_s = 0;
   double bytes = 0;
@@ -146,9 +146,9 @@ struct SimResult {
 
 /// A plan's simulated step, as estimate() reports it beside the closed forms.
 struct SimulatedStep {
-  bool ran = false;     // false: not simulated (no architecture to lay out)
-  double step_s = 0;    // the simulation's step, plus offload's exposed time it does not model
-  double bubble_s = 0;  // of the critical device
+  bool ran = false;      // false: not simulated (no architecture to lay out)
+  double step_s = 0;     // the simulation's step, plus offload's exposed time it does not model
+  double bubble_s = 0;   // of the critical device
   double compute_s = 0;  // the passes without the in-pass communication they carry
   double contention_s = 0;
   double optimizer_s = 0;

@@ -17,8 +17,8 @@ SimOrder sim_order(const ParallelPlan& plan);
 
 /// The simulator's input for a plan from its evaluation (evaluate() or estimate()).
 SimInput step_sim_input(const ModelSpec& model, const TrainingSpec& training,
-                        const ParallelPlan& plan, const ClusterSpec& cluster,
-                        const StepTime& time, const CommBreakdown& comm);
+                        const ParallelPlan& plan, const ClusterSpec& cluster, const StepTime& time,
+                        const CommBreakdown& comm);
 
 /// The simulated step; `events` keeps the event list (the trace).
 SimulatedStep simulate_step(const ModelSpec& model, const TrainingSpec& training,

@@ -35,13 +35,12 @@ struct Timeline {
   int slowest_stage = 0;
 };
 
-/// The simulated step's events when the estimate has them (every model with an architecture);
-/// otherwise the step laid out from the estimate's own quantities: each stage waits for the fill, runs its
-/// micro-batches in its schedule's order (warm-up forwards as many as it holds in flight, then
-/// one backward and weight gradient per forward, GPipe all forwards first), waits for the drain,
-/// then the exposed data-parallel traffic and the optimizer. The slowest stage idles exactly the
-/// estimate's bubble, and the last event ends at its step time. A layout of the model, not an
-/// event-driven simulation of each dependency.
+/// The simulated step's events when the estimate has them (every model with an architecture).
+/// Otherwise (parameters only) the step laid out from the estimate's own quantities: each stage
+/// waits for the fill, runs its micro-batches in its schedule's order (warm-up forwards as many
+/// as it holds in flight, then one backward and weight gradient per forward, GPipe all forwards
+/// first), waits for the drain, then the exposed data-parallel traffic and the optimizer; the
+/// slowest stage idles exactly the estimate's bubble and the last event ends at its step time.
 Timeline build_timeline(const ParallelPlan& plan, const Estimate& estimate);
 
 /// Chrome Trace Event JSON ("traceEvents", complete "X" events in microseconds, process and
