@@ -381,7 +381,7 @@ MegatronLaunch run_megatron_script(const std::string& script) {
              "for a in \"$@\"; do printf '%s\\n' \"$a\"; done >> \"$OUT\"\n");
   const std::string cmd = "chmod +x " + dir + "/torchrun && cd " + dir + " && PATH=" + dir +
                           ":$PATH OUT=" + dir +
-                          "/args NODE_RANK=0 MASTER_ADDR=10.0.0.1 CHECKPOINT_DIR=/ckpt "
+                          "/args NODE_RANK=1 MASTER_ADDR=10.0.0.1 CHECKPOINT_DIR=/ckpt "
                           "DATA_PATH=/data/c4 TOKENIZER_MODEL=gpt2 TRAIN_ITERS=100000 bash " +
                           path + " > /dev/null";
   REQUIRE(std::system(cmd.c_str()) == 0);
