@@ -11,6 +11,7 @@
 #include <set>
 
 #include "commands.hpp"
+#include "emit_options.hpp"
 #include "options.hpp"
 #include "recommended.hpp"
 #include "runbook_options.hpp"
@@ -24,7 +25,7 @@ namespace shardplan::cli {
 namespace {
 
 struct EmitFlags {
-  std::string format, plan_file, pick, output, seed;
+  std::string format, plan_file, pick, output, seed, slurm;
 };
 
 // With --plan the plan comes from the file; a planning flag beside it would be silently ignored,
@@ -139,7 +140,10 @@ void write_output(const std::string& text, const EmitFlags& e, LauncherFormat fo
                to_string(format), ei.settings.checkpoint_interval_steps);
 }
 
-int run_emit(const CLI::App& app, const EmitFlags& e, const RunbookFlags& f, PlanningOptions& o) {
+int run_emit(const CLI::App& app, const EmitFlags& e, const RunbookFlags& f,
+             const OptimizerFlags& opt, PlanningOptions& o) {
+  if (!e.slurm.empty() && e.slurm == e.output)
+    throw InputError("--slurm", "'" + e.slurm + "' is also the -o config; give the script its own file");
   const std::optional<ChosenPlan> chosen = choose_plan(app, e, o);
   if (!chosen) return 1;
   const Inputs& in = chosen->in;
@@ -150,6 +154,7 @@ int run_emit(const CLI::App& app, const EmitFlags& e, const RunbookFlags& f, Pla
   const RunbookInputs options = resolve_runbook_flags(f, kDefaultCheckpointIntervalS);
 
   EmitInputs ei{in.model, in.cluster, in.training, in.plan, {}, {}, {}, chosen->source, e.output};
+  ei.optimizer = resolve_optimizer(opt, in.model);
   if (!estimate_fits(*chosen, ei)) return 1;
   ei.runbook =
       plan_runbook(in.model, in.training, in.plan, in.cluster, ei.estimate, options.options);
@@ -158,7 +163,14 @@ int run_emit(const CLI::App& app, const EmitFlags& e, const RunbookFlags& f, Pla
   if (!problems.empty()) throw_problems(format, problems);
   for (const auto& w : runbook_warnings(ei.runbook))
     std::fprintf(stderr, "shardplan: warning: %s\n", w.c_str());
-  write_output(emit_text(format, ei), e, format, ei);
+  const std::string text = emit_text(format, ei);
+  const std::string slurm = e.slurm.empty() ? "" : emit_slurm(format, ei);
+  write_output(text, e, format, ei);
+  if (!e.slurm.empty()) {
+    write_file_atomically(e.slurm, slurm, "--slurm");
+    std::fprintf(stderr, "shardplan: wrote %s (Slurm, %d nodes)\n", e.slurm.c_str(),
+                 ei.cluster.nodes());
+  }
   return 0;
 }
 
@@ -184,11 +196,17 @@ Runner setup_emit(CLI::App& sub) {
       ->group("Emit");
   sub.add_option("--seed", e->seed, "Random seed recorded in the config (default 1234)")
       ->group("Emit");
+  sub.add_option("--slurm", e->slurm,
+                 "Also write a Slurm batch script to FILE that launches the config (give -o for "
+                 "the config's path)")
+      ->group("Emit");
   auto f = std::make_shared<RunbookFlags>();
   add_runbook_options(
       sub, *f, "Checkpoint every DURATION (default 30min), or auto: the runbook's Young interval");
+  auto opt = std::make_shared<OptimizerFlags>();
+  add_optimizer_options(sub, *opt);
   CLI::App* app = &sub;
-  return [o, e, f, app]() { return run_emit(*app, *e, *f, *o); };
+  return [o, e, f, opt, app]() { return run_emit(*app, *e, *f, *opt, *o); };
 }
 
 }  // namespace shardplan::cli

@@ -50,6 +50,7 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
                   "has no YAML key (accelerate's NCCL default is 600 s)",
                   s.timeout_minutes),
       fmt::format("create the optimizer the plan assumed ({})", to_string(in.training.optimizer)),
+      emit::optimizer_duty(in),
       emit::straggler_note(in),
   };
   if (in.training.precision == Precision::bf16_pure) {

@@ -214,6 +214,21 @@ std::string straggler_note(const EmitInputs& in) {
       in.runbook.straggler_drop * 100);
 }
 
+std::string optimizer_duty(const EmitInputs& in) {
+  const OptimizerSettings o = optimizer_of(in);
+  std::string from = o.recipe;
+  for (const auto& g : o.given) from = g + ", " + from;
+  return fmt::format(
+      "optimizer and schedule: AdamW(lr={:g}, betas=({:g}, {:g}), eps={:g}, weight_decay={:g}); "
+      "{} warm-up steps, then {} decay to {:g}{}; clip the gradient norm at {:g} ({})",
+      o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, warmup_steps_at(o, in.training),
+      to_string(o.decay), o.min_lr,
+      o.decay_end_fraction < 1
+          ? fmt::format(" at {:.0f}% of the run", o.decay_end_fraction * 100)
+          : "",
+      o.clip_grad, from);
+}
+
 std::string comment_block(const std::vector<std::string>& lines) {
   std::string out;
   for (const auto& l : lines) out += l.empty() ? "#\n" : "# " + l + "\n";

@@ -33,6 +33,10 @@ void finish_meta(EmitMeta& meta, const EmitInputs& in, const std::string& what);
 /// "log tokens/s every step (predicted N); flag a straggler when ...": the runbook's threshold.
 std::string straggler_note(const EmitInputs& in);
 
+/// "AdamW(lr=..., betas=(...), eps=..., weight_decay=...); N warm-up steps, then cosine to ...;
+/// clip ...: <recipe>": the optimizer and schedule for launchers whose config has no keys for them.
+std::string optimizer_duty(const EmitInputs& in);
+
 /// Lines as a "# " comment block.
 std::string comment_block(const std::vector<std::string>& lines);
 

@@ -55,6 +55,7 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
       "create the optimizer the plan assumed ({}) in the script: the config has no optimizer "
       "section",
       to_string(in.training.optimizer)));
+  n.push_back(emit::optimizer_duty(in));
   n.push_back(fmt::format(
       "every {} steps call engine.save_checkpoint(dir, tag=f\"global_step{{step}}\", "
       "client_state=...) "
@@ -146,15 +147,23 @@ DeepSpeedConfig emit_deepspeed(const EmitInputs& in) {
   j["train_micro_batch_size_per_gpu"] = p.micro_batch;
   j["gradient_accumulation_steps"] = accumulation_steps(in);
   j["zero_optimization"] = {{"stage", p.zero}};
-  if (p.zero >= 1) {
-    // What the step was priced with: ZeRO-3 overlaps its gathers and reduce-scatters
-    // (overlap_comm defaults to true for stage 3 only: DeepSpeedZeroConfig.overlap_comm_valid,
-    // deepspeed/runtime/zero/config.py), ZeRO-1/2 its gradient reduction when asked.
-    const bool overlap = p.zero >= 3 ? tr.overlap_param_gather : tr.overlap_grad_reduce;
-    j["zero_optimization"]["overlap_comm"] = overlap;
-    why.push_back({"zero_optimization.overlap_comm", overlap ? "true" : "false",
-                   p.zero >= 3 ? "DeepSpeed's default for stage 3 (the step was priced with it)"
-                               : "as the step was priced (DeepSpeed defaults to false for stages 1-2)"});
+  // DeepSpeed's overlap_comm default is true for stage 3 only (zero/config.py
+  // DeepSpeedZeroConfig.overlap_comm_valid); the stage-3 estimate already prefetches the next
+  // layer's gather (the deepspeed profile's overlap.param_gather), so keep DeepSpeed's default
+  // unless --no-overlap turned overlap off.
+  if (p.zero == 3) {
+    j["zero_optimization"]["overlap_comm"] = tr.overlap_param_gather;
+    why.push_back({"zero_optimization.overlap_comm", tr.overlap_param_gather ? "true" : "false",
+                   tr.overlap_param_gather
+                       ? "DeepSpeed's stage-3 default (zero/config.py overlap_comm_valid); the "
+                         "estimate priced the gradient reduce-scatter as not overlapped (the "
+                         "deepspeed profile's overlap.grad_reduce), so the run may be faster"
+                       : "--no-overlap"});
+  } else if (p.zero >= 1) {
+    j["zero_optimization"]["overlap_comm"] = tr.overlap_grad_reduce;
+    why.push_back({"zero_optimization.overlap_comm", tr.overlap_grad_reduce ? "true" : "false",
+                   "as priced (the deepspeed profile's overlap.grad_reduce; DeepSpeed's default "
+                   "for stages 1-2 is false)"});
   }
   why.push_back(
       {"zero_optimization.stage", std::to_string(p.zero), emit::plan_origin(in) + " (ZeRO stage)"});
@@ -165,9 +174,11 @@ DeepSpeedConfig emit_deepspeed(const EmitInputs& in) {
     why.push_back(
         {std::string(to_string(tr.precision)) + ".enabled", "true", "training precision"});
   }
-  j["gradient_clipping"] = 1.0;
-  why.push_back({"gradient_clipping", "1.0",
-                 "written out: DeepSpeed's default went from 0 (off) to 1.0 in v0.19.3"});
+  const double clip = optimizer_of(in).clip_grad;
+  j["gradient_clipping"] = clip;
+  why.push_back({"gradient_clipping", fmt::format("{:g}", clip),
+                 "the recipe's clipping, written out: DeepSpeed's default went from 0 (off) to "
+                 "1.0 in v0.19.3"});
   j["steps_per_print"] = 1;
   why.push_back({"steps_per_print", "1",
                  "long runs: log throughput every step so a slow node shows at once"});

@@ -47,6 +47,7 @@ struct MegatronArg {
 struct MegatronScript {
   std::vector<std::pair<std::string, std::string>> variables;  // NAME, shell default expression
   std::vector<std::pair<std::string, std::string>> exports;    // environment for every rank
+  std::vector<std::string> checks;  // bash lines that stop the script before torchrun
   std::vector<MegatronArg> args;
   EmitMeta meta;
 };

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common.hpp"
+#include "megatron_args.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/schedule.hpp"
@@ -14,24 +15,7 @@
 namespace shardplan {
 namespace {
 
-class Args {
- public:
-  explicit Args(MegatronScript& s) : s_(s) {}
-  Args& add(std::string flag, std::string value = "") {
-    s_.args.push_back({std::move(flag), std::move(value), false});
-    return *this;
-  }
-  Args& add(std::string flag, long long value) {
-    return add(std::move(flag), std::to_string(value));
-  }
-  Args& shell(std::string flag, const std::string& variable) {
-    s_.args.push_back({std::move(flag), "$" + variable, true});
-    return *this;
-  }
-
- private:
-  MegatronScript& s_;
-};
+using Args = emit::MegatronArgs;
 
 bool fsdp(const ParallelPlan& p) {
   return p.zero >= 2;
@@ -46,8 +30,9 @@ bool lighter_ends(const ModelSpec& m, const ParallelPlan& p) {
 }
 
 // Megatron-Core's --pipeline-model-parallel-layout: one entry per virtual stage in model order,
-// E the embedding, t a transformer layer, L the loss
-// (transformer/pipeline_parallel_layer_layout.py).
+// E the embedding, t a transformer layer, m a multi-token-prediction layer (after every decoder
+// layer, in the last virtual stage), L the loss (transformer/pipeline_parallel_layer_layout.py
+// parse_str_to_list and validate_layer_layout).
 std::string layout_string(const ModelSpec& m, const ParallelPlan& p) {
   const int chunks = p.pp * p.interleave;
   std::string out;
@@ -56,29 +41,70 @@ std::string layout_string(const ModelSpec& m, const ParallelPlan& p) {
     if (c == 0) out += "E";
     const int n = chunk_layers(m.layers, p, c);
     if (n > 0) out += n == 1 ? "t" : fmt::format("t*{}", n);
-    if (c == chunks - 1) out += "L";
+    if (c == chunks - 1) out += std::string(static_cast<size_t>(m.mtp_layers), 'm') + "L";
   }
   return out;
+}
+
+// Transformer layers the plan's layout holds, summed over its virtual stages.
+int layout_layers(const ModelSpec& m, const ParallelPlan& p) {
+  int sum = 0;
+  for (int c = 0; c < p.pp * p.interleave; ++c) sum += chunk_layers(m.layers, p, c);
+  return sum;
+}
+
+enum class LayoutFlags { even, counted, first_last, layout };
+
+// --decoder-first/last-pipeline-num-layers hold a whole rank's layers, each > 0, with the middle
+// layers an even split over the middle ranks (TransformerConfig.__post_init__, "Uneven PP").
+bool first_last_expresses(const ModelSpec& m, const ParallelPlan& p) {
+  if (p.interleave != 1) return false;
+  int middle_layers = m.layers;
+  int middle_ranks = p.pp;
+  for (int n : {p.first_stage_layers, p.last_stage_layers}) {
+    if (n < 0) continue;
+    if (n == 0) return false;
+    middle_layers -= n;
+    --middle_ranks;
+  }
+  if ((middle_layers > 0) != (middle_ranks > 0)) return false;
+  return middle_ranks == 0 || middle_layers % middle_ranks == 0;
+}
+
+// Which of Megatron-LM's layout flags say the plan's split. Without any, validate_args asserts
+// "Number of layers should be divisible by the pipeline-model-parallel size" (arguments.py), so
+// an uneven even split (61 layers on pp 16) needs the layout string.
+LayoutFlags layout_flags(const ModelSpec& m, const ParallelPlan& p) {
+  if (p.pp == 1) return LayoutFlags::even;
+  const bool custom = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
+  if (!custom) return m.layers % (p.pp * p.interleave) == 0 ? LayoutFlags::even : LayoutFlags::layout;
+  if (lighter_ends(m, p)) return LayoutFlags::counted;
+  return first_last_expresses(m, p) ? LayoutFlags::first_last : LayoutFlags::layout;
 }
 
 // Stage layout and virtual stages in Megatron-LM's own flags (megatron/training/arguments.py).
 void pipeline_layout_args(Args& a, const EmitInputs& in) {
   const ParallelPlan& p = in.plan;
-  const bool custom = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
-  const bool counted = custom && lighter_ends(in.model, p);
-  // Per-rank first/last counts must split evenly over a rank's chunks; a layout string need not.
-  const bool layout = custom && !counted && p.interleave > 1;
-  if (counted) {
-    a.add("--account-for-embedding-in-pipeline-split").add("--account-for-loss-in-pipeline-split");
-  } else if (layout) {
-    a.add("--pipeline-model-parallel-layout", layout_string(in.model, p));
-  } else if (custom) {
-    if (p.first_stage_layers >= 0)
-      a.add("--decoder-first-pipeline-num-layers", p.first_stage_layers);
-    if (p.last_stage_layers >= 0) a.add("--decoder-last-pipeline-num-layers", p.last_stage_layers);
+  const LayoutFlags flags = layout_flags(in.model, p);
+  switch (flags) {
+    case LayoutFlags::even:
+      break;
+    case LayoutFlags::counted:
+      a.add("--account-for-embedding-in-pipeline-split")
+          .add("--account-for-loss-in-pipeline-split");
+      break;
+    case LayoutFlags::first_last:
+      if (p.first_stage_layers >= 0)
+        a.add("--decoder-first-pipeline-num-layers", p.first_stage_layers);
+      if (p.last_stage_layers >= 0)
+        a.add("--decoder-last-pipeline-num-layers", p.last_stage_layers);
+      break;
+    case LayoutFlags::layout:
+      a.add("--pipeline-model-parallel-layout", layout_string(in.model, p));
+      break;
   }
   if (p.interleave == 1) return;
-  if (!layout) a.add("--num-virtual-stages-per-pipeline-rank", p.interleave);
+  if (flags != LayoutFlags::layout) a.add("--num-virtual-stages-per-pipeline-rank", p.interleave);
   const int group = microbatch_group_size(p, micro_batches_per_step(in.training, p));
   if (group != p.pp) a.add("--microbatch-group-size-per-virtual-pipeline-stage", group);
 }
@@ -109,65 +135,6 @@ void parallel_args(Args& a, const EmitInputs& in) {
     if (p.zero >= 1 && in.training.overlap_param_gather) a.add("--overlap-param-gather");
   }
   if (in.training.tp_comm_overlap && p.sequence_parallel) a.add("--tp-comm-overlap");
-}
-
-// Megatron-Core MoE flags: routed expert width, shared experts, which layers are MoE (a Python
-// list expression, 1 = MoE), expert tp, capacity and DeepSeek-V3's expert-bias balancing.
-void moe_args(Args& a, const EmitInputs& in) {
-  const ModelSpec& m = in.model;
-  a.add("--num-experts", m.experts).add("--moe-router-topk", m.experts_per_token);
-  a.add("--moe-ffn-hidden-size", m.ffn_hidden);
-  if (m.shared_ffn_hidden > 0) a.add("--moe-shared-expert-intermediate-size", m.shared_ffn_hidden);
-  if (m.first_dense_layers > 0 || m.moe_layer_step > 1) {
-    std::string pattern = "[";
-    for (int i = 0; i < m.layers; ++i) {
-      if (i > 0) pattern += ',';
-      pattern += m.is_moe_layer(i) ? '1' : '0';
-    }
-    a.add("--moe-layer-freq", pattern + "]");
-  }
-  if (in.plan.etp > 0) a.add("--expert-tensor-parallel-size", in.plan.etp);
-  if (in.training.moe_capacity_factor > 0) {
-    a.add("--moe-expert-capacity-factor", fmt::format("{:g}", in.training.moe_capacity_factor))
-        .add("--moe-pad-expert-input-to-capacity");
-  }
-  if (m.router_bias) a.add("--moe-router-enable-expert-bias");
-  if (m.mtp_layers > 0) a.add("--mtp-num-layers", m.mtp_layers);
-}
-
-void model_args(Args& a, const EmitInputs& in) {
-  const ModelSpec& m = in.model;
-  a.add("--num-layers", m.layers)
-      .add("--hidden-size", m.hidden)
-      .add("--num-attention-heads", m.heads);
-  a.add("--ffn-hidden-size", m.is_moe() ? m.dense_mlp_width() : m.ffn_hidden);
-  if (m.kv_heads != m.heads) a.add("--group-query-attention").add("--num-query-groups", m.kv_heads);
-  if (m.head_dim * m.heads != m.hidden) a.add("--kv-channels", m.head_dim);
-  a.add("--seq-length", in.training.seq_len)
-      .add("--max-position-embeddings", std::max(m.max_positions, in.training.seq_len));
-  if (m.mlp == MlpKind::swiglu) a.add("--swiglu");
-  // megatron/training/arguments.py --squared-relu (Nemotron-4's activation).
-  if (m.mlp == MlpKind::squared_relu) a.add("--squared-relu");
-  a.add("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
-  a.add("--position-embedding-type",
-        m.positions == PositionKind::rotary ? "rope" : "learned_absolute");
-  if (!m.tied_embeddings) a.add("--untie-embeddings-and-output-weights");
-  if (!(m.qkv_bias && m.out_bias && m.mlp_bias)) {
-    a.add("--disable-bias-linear");
-    if (m.qkv_bias) a.add("--add-qkv-bias");
-  }
-  if (!m.dropout) a.add("--attention-dropout", "0").add("--hidden-dropout", "0");
-  if (m.is_moe()) moe_args(a, in);
-  if (m.is_mla()) {
-    // Megatron-Core MLA: --qk-head-dim is the no-rope part, --qk-pos-emb-head-dim the rope part.
-    a.add("--multi-latent-attention").add("--kv-lora-rank", m.kv_lora_rank);
-    if (m.q_lora_rank > 0) a.add("--q-lora-rank", m.q_lora_rank);
-    a.add("--qk-head-dim", m.qk_nope_head_dim)
-        .add("--qk-pos-emb-head-dim", m.qk_rope_head_dim)
-        .add("--v-head-dim", m.v_head_dim);
-  }
-  if (m.qk_norm) a.add("--qk-layernorm");
-  a.add("--attention-backend", in.training.attention == AttentionKind::flash ? "flash" : "unfused");
 }
 
 void training_args(Args& a, const EmitInputs& in) {
@@ -282,6 +249,13 @@ std::vector<PlanProblem> megatron_problems(const EmitInputs& in) {
         {"--optimizer", fmt::format("Megatron-LM's --optimizer has no {}; use adamw or sgd",
                                     to_string(in.training.optimizer))});
   }
+  if (in.plan.pp > 1 && layout_layers(m, in.plan) != m.layers) {
+    out.push_back({"--first-stage-layers",
+                   fmt::format("the plan's pipeline stages hold {} of the model's {} layers; "
+                               "Megatron's layout must place every layer",
+                               layout_layers(m, in.plan), m.layers)});
+  }
+  for (PlanProblem& p : emit::megatron_model_problems(in)) out.push_back(std::move(p));
   return out;
 }
 
@@ -310,8 +284,9 @@ MegatronScript emit_megatron(const EmitInputs& in) {
   if (!fsdp(in.plan)) s.exports.push_back({"CUDA_DEVICE_MAX_CONNECTIONS", "1"});
   Args a(s);
   parallel_args(a, in);
-  model_args(a, in);
+  emit::megatron_model_args(a, in);
   training_args(a, in);
+  emit::megatron_optimizer_args(a, in);
   long_run_args(a, in);
   provenance(s, in);
   s.meta.notes = {
@@ -365,6 +340,7 @@ std::string write_megatron(const MegatronScript& s) {
   for (const auto& [name, value] : s.variables) out += fmt::format("{}=\"{}\"\n", name, value);
   for (const auto& [name, value] : s.exports)
     out += fmt::format("export {}={}\n", name, shell_word(value));
+  for (const auto& check : s.checks) out += check + "\n";
   out += "\nMEGATRON_ARGS=(\n";
   for (const MegatronArg& a : s.args) {
     if (a.value.empty()) {

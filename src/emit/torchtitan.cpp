@@ -147,19 +147,44 @@ std::vector<PlanProblem> torchtitan_problems(const EmitInputs& in) {
 
 namespace {
 
-// [model]: a llama3 flavor when the shape is one, else a name the user registers.
+// torchtitan v0.2.2's other registered models, by shape: models/deepseek_v3/__init__.py
+// (flavor "671B": 61 layers, dim 7168, 256 experts, top-8) and models/qwen3/__init__.py
+// ("30B-A3B": 48 layers, dim 2048, 128 experts; "235B-A22B": 94 layers, dim 4096, 128 experts).
+struct TitanFlavor {
+  std::string name, flavor;
+  double rope_theta = 0;  // the flavor's own rope_theta, when it sets one
+};
+TitanFlavor titan_flavor(const ModelSpec& m) {
+  const std::string llama = llama3_flavor(m);
+  if (!llama.empty()) return {"llama3", llama, 0};
+  if (m.is_mla() && m.layers == 61 && m.hidden == 7168 && m.experts == 256 &&
+      m.experts_per_token == 8)
+    return {"deepseek_v3", "671B", 0};
+  if (m.is_moe() && m.qk_norm && m.experts == 128 && m.experts_per_token == 8 && m.kv_heads == 4) {
+    if (m.layers == 48 && m.hidden == 2048) return {"qwen3", "30B-A3B", 1e6};
+    if (m.layers == 94 && m.hidden == 4096) return {"qwen3", "235B-A22B", 5e6};
+  }
+  return {};
+}
+
+// [model]: a registered flavor when the shape is one, else a name the user registers.
 toml::table model_table(const EmitInputs& in, std::vector<std::string>& notes) {
-  const std::string flavor = llama3_flavor(in.model);
-  toml::table model{{"name", flavor.empty() ? in.model.name : "llama3"},
-                    {"flavor", flavor.empty() ? in.model.name : flavor}};
+  const TitanFlavor f = titan_flavor(in.model);
+  toml::table model{{"name", f.name.empty() ? in.model.name : f.name},
+                    {"flavor", f.flavor.empty() ? in.model.name : f.flavor}};
   if (in.training.precision == Precision::fp8)
     model.insert("converters", toml::array{"quantize.linear.float8"});
-  if (flavor.empty()) {
+  if (f.name.empty()) {
     notes.push_back(fmt::format(
         "register a TrainSpec named '{}' with a flavor of that name ({} layers, dim {}, {} heads, "
         "{} KV heads, MLP {}, vocab {}): torchtitan builds models from its registry",
         in.model.name, in.model.layers, in.model.hidden, in.model.heads, in.model.kv_heads,
         in.model.ffn_hidden, in.model.vocab));
+  } else if (f.rope_theta > 0 && in.model.rope.theta > 0 && f.rope_theta != in.model.rope.theta) {
+    notes.push_back(fmt::format(
+        "torchtitan's {} flavor '{}' sets rope_theta {:g}; the model's config.json has {:g}: "
+        "edit the flavor (torchtitan/models/{}/__init__.py) to train the model named",
+        f.name, f.flavor, f.rope_theta, in.model.rope.theta, f.name));
   }
   return model;
 }
@@ -172,8 +197,15 @@ toml::table training_table(const EmitInputs& in, EmitMeta& meta) {
       {"local_batch_size", local_batch(in)},
       {"global_batch_size", tr.global_batch},
       {"seq_len", tr.seq_len},
-      {"max_norm", 1.0},
+      {"max_norm", optimizer_of(in).clip_grad},
       {"mixed_precision_param", tr.precision == Precision::fp32 ? "float32" : "bfloat16"}};
+  if (p.offload.any()) {
+    training.insert("enable_cpu_offload", true);
+    meta.provenance.push_back(
+        {"training.enable_cpu_offload", "true",
+         "plan: weights, gradients and the optimizer step in host memory (FSDP2 "
+         "CPUOffloadPolicy, job_config.py Training.enable_cpu_offload)"});
+  }
   if (tr.precision == Precision::bf16_pure) {
     training.insert("dtype", "bfloat16");
     meta.provenance.push_back(
@@ -280,6 +312,39 @@ std::vector<std::string> launch_lines(const EmitInputs& in) {
 
 }  // namespace
 
+// [optimizer] and [lr_scheduler] (job_config.py Optimizer, LRScheduler @ v0.2.2): torchtitan warms
+// up, holds, then decays over the last decay_ratio of training.steps to lr x min_lr_factor
+// (components/lr_scheduler.py build_lr_schedulers).
+std::pair<toml::table, toml::table> optimizer_tables(const EmitInputs& in, EmitMeta& meta) {
+  const OptimizerSettings o = optimizer_of(in);
+  toml::table optimizer{{"name", "AdamW"},        {"lr", o.lr},       {"eps", o.eps},
+                        {"weight_decay", o.weight_decay}, {"beta1", o.beta1}, {"beta2", o.beta2}};
+  toml::table schedule{{"warmup_steps", warmup_steps_at(o, in.training)},
+                       {"decay_type", o.decay == LrDecay::cosine ? "cosine" : "linear"},
+                       {"min_lr_factor", o.decay == LrDecay::constant ? 1.0 : o.min_lr / o.lr}};
+  if (o.decay == LrDecay::wsd) schedule.insert("decay_ratio", o.wsd_decay_fraction);
+  std::string from = o.recipe;
+  for (const auto& g : o.given) from = g + ", " + from;
+  meta.provenance.push_back({"optimizer.lr / lr_scheduler",
+                             fmt::format("{:g}, {} warm-up steps, {} to {:g}", o.lr,
+                                         warmup_steps_at(o, in.training), to_string(o.decay),
+                                         o.min_lr),
+                             from});
+  if (o.decay_end_fraction < 1) {
+    meta.notes.push_back(fmt::format(
+        "the recipe reaches its final lr at {:.0f}% of the run; torchtitan decays until the last "
+        "step",
+        o.decay_end_fraction * 100));
+  }
+  if (o.decay == LrDecay::wsd) {
+    meta.notes.push_back(
+        "WSD: torchtitan's decay_type cosine would decay from the end of warm-up; the stable "
+        "phase and the final decay are lr_scheduler.decay_ratio with decay_type linear");
+  }
+  for (const auto& n : o.notes) meta.notes.push_back(n);
+  return {optimizer, schedule};
+}
+
 // The tables are built in the order their provenance and notes are printed.
 TorchtitanConfig emit_torchtitan(const EmitInputs& in) {
   TorchtitanConfig c;
@@ -291,11 +356,13 @@ TorchtitanConfig emit_torchtitan(const EmitInputs& in) {
   const toml::table activation = activation_table(in, meta);
   const toml::table comm = comm_table(in, meta.provenance);
   const toml::table parallel = parallelism(in, meta.provenance);
+  const auto [optimizer, schedule] = optimizer_tables(in, meta);
   c.config =
       toml::table{{"job", toml::table{{"dump_folder", "./outputs"},
                                       {"description", in.model.name + ": " + describe(in.plan)}}},
                   {"model", model},
-                  {"optimizer", toml::table{{"name", "AdamW"}}},
+                  {"optimizer", optimizer},
+                  {"lr_scheduler", schedule},
                   {"training", training},
                   {"parallelism", parallel},
                   {"checkpoint", checkpoint},

@@ -28,6 +28,12 @@ constexpr Name<NormKind> kNormNames[] = {{NormKind::layernorm, "layernorm"},
 constexpr Name<PositionKind> kPositionNames[] = {{PositionKind::learned, "learned"},
                                                  {PositionKind::rotary, "rotary"},
                                                  {PositionKind::alibi, "alibi"}};
+constexpr Name<RopeScaling> kRopeScalingNames[] = {{RopeScaling::none, "none"},
+                                                   {RopeScaling::linear, "linear"},
+                                                   {RopeScaling::llama3, "llama3"},
+                                                   {RopeScaling::yarn, "yarn"}};
+constexpr Name<RouterScore> kRouterScoreNames[] = {{RouterScore::softmax, "softmax"},
+                                                   {RouterScore::sigmoid, "sigmoid"}};
 constexpr Name<Precision> kPrecisionNames[] = {{Precision::fp32, "fp32"},
                                                {Precision::bf16, "bf16"},
                                                {Precision::fp16, "fp16"},
@@ -88,6 +94,12 @@ const char* to_string(NormKind v) {
 const char* to_string(PositionKind v) {
   return name_of(kPositionNames, v);
 }
+const char* to_string(RopeScaling v) {
+  return name_of(kRopeScalingNames, v);
+}
+const char* to_string(RouterScore v) {
+  return name_of(kRouterScoreNames, v);
+}
 const char* to_string(Precision v) {
   return name_of(kPrecisionNames, v);
 }
@@ -119,6 +131,12 @@ NormKind parse_norm(const std::string& text, const std::string& field) {
 }
 PositionKind parse_positions(const std::string& text, const std::string& field) {
   return parse_name(kPositionNames, text, field, {{"rope", PositionKind::rotary}});
+}
+RopeScaling parse_rope_scaling(const std::string& text, const std::string& field) {
+  return parse_name(kRopeScalingNames, text, field);
+}
+RouterScore parse_router_score(const std::string& text, const std::string& field) {
+  return parse_name(kRouterScoreNames, text, field);
 }
 Precision parse_precision(const std::string& text, const std::string& field) {
   return parse_name(kPrecisionNames, text, field,

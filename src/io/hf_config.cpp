@@ -247,6 +247,46 @@ void read_conventions(const nlohmann::json& j, const nlohmann::json& c, const st
                                "embd_pdrop", "dropout"}) > 0;
 }
 
+// RoPE base and scaling (transformers' modeling_rope_utils.py: rope_scaling's "rope_type", or
+// the older "type"), the norm epsilon, and the MoE router's scoring (DeepSeek's scoring_func,
+// routed_scaling_factor, n_group / topk_group, aux_loss_alpha with seq_aux; Mixtral's and Qwen-MoE's
+// router_aux_loss_coef). Read as given; absent fields stay 0 (the launcher's default).
+void read_training_fields(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
+  m.rope.theta = first_number(c, {"rope_theta", "rotary_emb_base"});
+  if (c.contains("rope_scaling") && c.at("rope_scaling").is_object()) {
+    const nlohmann::json& r = c.at("rope_scaling");
+    const std::string kind = string_or(r, "rope_type", string_or(r, "type", "default"));
+    if (kind == "llama3" || kind == "yarn" || kind == "linear") {
+      m.rope.scaling = parse_rope_scaling(kind, origin + ": rope_scaling.rope_type");
+      m.rope.factor = first_number(r, {"factor"});
+      m.rope.original_positions =
+          first_int(r, {"original_max_position_embeddings"}, 0, origin, false);
+      m.rope.low_freq_factor = first_number(r, {"low_freq_factor"});
+      m.rope.high_freq_factor = first_number(r, {"high_freq_factor"});
+      m.rope.beta_fast = first_number(r, {"beta_fast"});
+      m.rope.beta_slow = first_number(r, {"beta_slow"});
+      m.rope.mscale = first_number(r, {"mscale"});
+      m.rope.mscale_all_dim = first_number(r, {"mscale_all_dim"});
+    } else if (kind != "default") {
+      m.notes.push_back(fmt::format("{}: rope_scaling type '{}' is not carried into launcher configs",
+                                    origin, kind));
+    }
+  }
+  m.norm_epsilon = first_number(
+      c, {"rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "norm_epsilon", "norm_eps"});
+  if (!m.is_moe()) return;
+  m.router.score = string_or(c, "scoring_func", "softmax") == "sigmoid" ? RouterScore::sigmoid
+                                                                         : RouterScore::softmax;
+  m.router.topk_scale = first_number(c, {"routed_scaling_factor"});
+  const std::string method = string_or(c, "topk_method", "");
+  if (method == "noaux_tc" || method == "group_limited_greedy") {
+    m.router.groups = first_int(c, {"n_group"}, 0, origin, false);
+    m.router.group_topk = first_int(c, {"topk_group"}, 0, origin, false);
+  }
+  m.router.aux_loss_coeff = first_number(c, {"router_aux_loss_coef", "aux_loss_alpha"});
+  m.router.sequence_aux_loss = flag(c, "seq_aux", false);
+}
+
 }  // namespace
 
 ModelSpec model_from_hf_config(const std::string& text, const std::string& origin) {
@@ -265,6 +305,7 @@ ModelSpec model_from_hf_config(const std::string& text, const std::string& origi
   read_mla(c, origin, m);
   read_window(c, type, origin, m);
   apply_family_conventions(c, type, origin, m);
+  read_training_fields(c, origin, m);
   check_architecture(m, origin);
   return m;
 }

@@ -42,6 +42,11 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
        "full_attention_every",
        "linear-attention layers need linear_key_heads, linear_value_heads (a multiple of the "
        "key heads), linear_key_head_dim, linear_value_head_dim and linear_conv_kernel >= 1");
+  need(m.rope.theta >= 0 && m.rope.factor >= 0 && m.norm_epsilon >= 0 && m.norm_epsilon < 1,
+       "rope_theta", "rope_theta and rope_scaling.factor cannot be negative; norm_epsilon is in [0, 1)");
+  need(m.router.groups >= 0 && m.router.group_topk >= 0 && m.router.group_topk <= m.router.groups &&
+           (m.router.groups == 0 || m.experts % m.router.groups == 0),
+       "router", "router.group_topk must be at most router.groups, which must divide experts");
 }
 
 namespace {
@@ -84,9 +89,77 @@ constexpr BoolKey kBoolKeys[] = {{"shared_expert_gate", &ModelSpec::shared_exper
 
 }  // namespace
 
+namespace {
+
+// "rope_scaling": {"type", "factor", "original_max_positions", llama3's "low_freq_factor" /
+// "high_freq_factor", yarn's "beta_fast" / "beta_slow" / "mscale" / "mscale_all_dim"}.
+void read_rope(StrictObject& o, ModelSpec& m) {
+  m.rope.theta = o.number_or("rope_theta", 0);
+  if (!o.has("rope_scaling")) return;
+  StrictObject r = o.object("rope_scaling");
+  RopeSpec& p = m.rope;
+  p.scaling = parse_rope_scaling(r.string("type"), r.field("type"));
+  p.factor = r.number_or("factor", 0);
+  p.original_positions = r.integer_or("original_max_positions", 0);
+  p.low_freq_factor = r.number_or("low_freq_factor", 0);
+  p.high_freq_factor = r.number_or("high_freq_factor", 0);
+  p.beta_fast = r.number_or("beta_fast", 0);
+  p.beta_slow = r.number_or("beta_slow", 0);
+  p.mscale = r.number_or("mscale", 0);
+  p.mscale_all_dim = r.number_or("mscale_all_dim", 0);
+  r.finish();
+}
+
+// "router": {"score", "topk_scale", "groups", "group_topk", "aux_loss_coeff",
+// "sequence_aux_loss"}.
+void read_router(StrictObject& o, ModelSpec& m) {
+  if (!o.has("router")) return;
+  StrictObject r = o.object("router");
+  RouterSpec& p = m.router;
+  p.score = parse_router_score(r.string_or("score", "softmax"), r.field("score"));
+  p.topk_scale = r.number_or("topk_scale", 0);
+  p.groups = r.integer_or("groups", 0);
+  p.group_topk = r.integer_or("group_topk", 0);
+  p.aux_loss_coeff = r.number_or("aux_loss_coeff", 0);
+  p.sequence_aux_loss = r.boolean_or("sequence_aux_loss", false);
+  r.finish();
+}
+
+void put_if(nlohmann::json& j, const char* key, double v) {
+  if (v != 0) j[key] = v;
+}
+
+nlohmann::json rope_json(const RopeSpec& p) {
+  nlohmann::json r = {{"type", to_string(p.scaling)}};
+  put_if(r, "factor", p.factor);
+  if (p.original_positions > 0) r["original_max_positions"] = p.original_positions;
+  put_if(r, "low_freq_factor", p.low_freq_factor);
+  put_if(r, "high_freq_factor", p.high_freq_factor);
+  put_if(r, "beta_fast", p.beta_fast);
+  put_if(r, "beta_slow", p.beta_slow);
+  put_if(r, "mscale", p.mscale);
+  put_if(r, "mscale_all_dim", p.mscale_all_dim);
+  return r;
+}
+
+nlohmann::json router_json(const RouterSpec& p) {
+  nlohmann::json r = {{"score", to_string(p.score)}};
+  put_if(r, "topk_scale", p.topk_scale);
+  if (p.groups > 0) r["groups"] = p.groups;
+  if (p.group_topk > 0) r["group_topk"] = p.group_topk;
+  put_if(r, "aux_loss_coeff", p.aux_loss_coeff);
+  if (p.sequence_aux_loss) r["sequence_aux_loss"] = true;
+  return r;
+}
+
+}  // namespace
+
 void read_extended_architecture(StrictObject& o, ModelSpec& m) {
   for (const IntKey& k : kIntKeys) m.*k.field = o.integer_or(k.key, k.plain);
   for (const BoolKey& k : kBoolKeys) m.*k.field = o.boolean_or(k.key, false);
+  read_rope(o, m);
+  m.norm_epsilon = o.number_or("norm_epsilon", 0);
+  read_router(o, m);
 }
 
 void write_extended_architecture(const ModelSpec& m, nlohmann::json& j) {
@@ -96,6 +169,10 @@ void write_extended_architecture(const ModelSpec& m, nlohmann::json& j) {
   for (const BoolKey& k : kBoolKeys) {
     if (m.*k.field) j[k.key] = true;
   }
+  put_if(j, "rope_theta", m.rope.theta);
+  if (m.rope.scaling != RopeScaling::none) j["rope_scaling"] = rope_json(m.rope);
+  put_if(j, "norm_epsilon", m.norm_epsilon);
+  if (m.is_moe()) j["router"] = router_json(m.router);
 }
 
 ModelSpec model_from_json(const nlohmann::json& j, const std::string& where) {

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "emit/megatron_rules.hpp"
+#include "shardplan/profiles.hpp"
 #include "support.hpp"
 
 using shardplan::test::contains;
@@ -157,5 +159,86 @@ TEST_CASE("emit refuses what a launcher cannot run, and bad input, naming the fi
   for (const Case& c : cases) {
     shardplan::test::check_refused(c.args, c.field);
     shardplan::test::check_refused(c.args, c.reason);
+  }
+}
+
+namespace {
+
+// A `plan --json` file for the model, then both picks emitted as Megatron-LM scripts, each run
+// through Megatron-LM's start-up rules (tests/emit/megatron_rules.hpp).
+void check_both_picks(const std::string& model, const std::string& flags) {
+  const std::string dir = make_temp_dir();
+  const auto plan = run_cli("plan --model " + model + " " + flags + " --framework megatron --json");
+  REQUIRE(plan.status == 0);
+  write_file(dir + "/plan.json", plan.out);
+  for (const char* pick : {"recommended", "fastest"}) {
+    CAPTURE(model);
+    CAPTURE(std::string(pick));
+    const auto r = run_cli("emit --format megatron --plan " + dir + "/plan.json --pick " + pick +
+                           " -o " + dir + "/megatron.sh --slurm " + dir + "/job.slurm");
+    REQUIRE(r.status == 0);
+    const auto launch = shardplan::test::run_megatron_script(read_file(dir + "/megatron.sh"));
+    std::string failures;
+    for (const auto& f :
+         shardplan::test::megatron_failures(launch, shardplan::load_model(model)))
+      failures += f + "\n";
+    CHECK_MESSAGE(failures.empty(), failures);
+    const std::string slurm = read_file(dir + "/job.slurm");
+    CHECK(contains(slurm, "srun --nodes=" + std::to_string(launch.world_size / 8)));
+    CHECK(contains(slurm, "bash " + dir + "/megatron.sh"));
+    CHECK(std::system(("bash -n " + dir + "/job.slurm").c_str()) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("emit --plan FILE --pick recommended|fastest: Megatron-LM scripts that pass its rules") {
+  check_both_picks("llama-3.1-8b", "--cluster dgx-h100 --gpus 16");
+  check_both_picks("mixtral-8x7b", "--cluster dgx-h100 --gpus 64");
+  check_both_picks("qwen3-30b-a3b", "--cluster dgx-h100 --gpus 32");
+  check_both_picks("deepseek-v3",
+                   "--cluster h800-deepseek --gpus 2048 --global-batch 15360 --precision fp8");
+}
+
+TEST_CASE("emit --lr and friends replace the published recipe, named in the header") {
+  const auto r = run_cli("emit --format megatron " + kGpt3 +
+                         " --lr 1e-4 --warmup-steps 50 --adam-betas 0.9,0.98 --tokens 300B");
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.out, "  --lr 0.0001\n"));
+  CHECK(contains(r.out, "  --min-lr 1e-05\n"));  // the recipe's 10% of the peak
+  CHECK(contains(r.out, "  --lr-warmup-iters 50\n"));
+  CHECK(contains(r.out, "  --adam-beta2 0.98\n"));
+  CHECK(contains(r.out, "--lr 1e-4, --warmup-steps 50, --adam-betas 0.9,0.98 over GPT-3 175B's"));
+  const auto bad = run_cli("emit --format megatron " + kGpt3 + " --lr 1e-4 --min-lr 1e-3");
+  CHECK(bad.status == 2);
+  CHECK(contains(bad.err, "--min-lr"));
+  const auto betas = run_cli("emit --format megatron " + kGpt3 + " --adam-betas 0.9");
+  CHECK(betas.status == 2);
+  CHECK(contains(betas.err, "--adam-betas"));
+  const auto same = run_cli("emit --format megatron " + kGpt3 + " -o x.sh --slurm x.sh");
+  CHECK(same.status == 2);
+  CHECK(contains(same.err, "--slurm"));
+}
+
+TEST_CASE("the README's DeepSeek-V3 and Llama 3.1 405B emit examples pass Megatron-LM's rules") {
+  const std::string dir = make_temp_dir();
+  const std::pair<const char*, std::string> examples[] = {
+      {"deepseek-v3",
+       "--model deepseek-v3 --cluster h800-deepseek --gpus 2048 --pp 16 --ep 64 --zero 1 "
+       "--global-batch 15360 --precision fp8 --recompute full --tokens 14.8T"},
+      {"llama-3.1-405b",
+       "--model llama-3.1-405b --cluster dgx-h100 --gpus 16384 --tp 8 --pp 16 --interleave 2 "
+       "--first-stage-layers 3 --last-stage-layers 3 --global-batch 2048 --seq-len 8192 "
+       "--sequence-parallel --zero 1 --fragmentation 0.04"},
+  };
+  for (const auto& [model, flags] : examples) {
+    CAPTURE(flags);
+    const auto r = run_cli("emit --format megatron " + flags + " -o " + dir + "/m.sh");
+    REQUIRE(r.status == 0);
+    const auto launch = shardplan::test::run_megatron_script(read_file(dir + "/m.sh"));
+    std::string failures;
+    for (const auto& f : shardplan::test::megatron_failures(launch, shardplan::load_model(model)))
+      failures += f + "\n";
+    CHECK_MESSAGE(failures.empty(), failures);
   }
 }

@@ -155,4 +155,34 @@ TEST_CASE("hybrid layer patterns the model cannot lay out are refused by name") 
   test::write_file(dir + "/config.json", j.dump());
   CHECK_THROWS_WITH_AS(load_model(dir + "/config.json"), doctest::Contains("layer_types"),
                        InputError);
+TEST_CASE("config.json's RoPE, norm epsilon and router fields, and the presets that copy them") {
+  const std::string base = std::string(SHARDPLAN_TEST_DATA) + "/hf/";
+  const ModelSpec ds = load_model(base + "deepseek-v3/config.json");
+  CHECK(ds.rope.theta == 10000);
+  CHECK(ds.rope.scaling == RopeScaling::yarn);
+  CHECK(ds.rope.factor == 40);
+  CHECK(ds.rope.original_positions == 4096);
+  CHECK(ds.rope.mscale_all_dim == 1.0);
+  CHECK(ds.norm_epsilon == 1e-6);
+  CHECK(ds.router.score == RouterScore::sigmoid);
+  CHECK(ds.router.topk_scale == 2.5);
+  CHECK(ds.router.groups == 8);
+  CHECK(ds.router.group_topk == 4);
+  CHECK(ds.router.sequence_aux_loss);
+  const ModelSpec preset = load_model("deepseek-v3");
+  CHECK(preset.rope.factor == ds.rope.factor);
+  CHECK(preset.router.score == ds.router.score);
+  CHECK(preset.router.topk_scale == ds.router.topk_scale);
+  CHECK(preset.router.aux_loss_coeff == 1e-4);  // the report's alpha (Sec. 4.2), not the config's
+  const ModelSpec llama = load_model(base + "llama-4-scout/config.json");
+  CHECK(llama.rope.theta == 500000);
+  CHECK(llama.rope.scaling == RopeScaling::llama3);
+  CHECK(llama.rope.high_freq_factor == 1.0);
+  const ModelSpec qwen = load_model(base + "qwen3-30b-a3b/config.json");
+  CHECK(qwen.rope.theta == 1e6);
+  CHECK(qwen.norm_epsilon == 1e-6);
+  CHECK(qwen.router.score == RouterScore::softmax);
+  CHECK(qwen.router.aux_loss_coeff == 0.001);
+  CHECK(load_model("qwen3-30b-a3b").rope.theta == qwen.rope.theta);
+  CHECK(load_model("llama-3.1-8b").rope.scaling == RopeScaling::llama3);
 }

@@ -15,6 +15,11 @@ namespace shardplan {
 enum class MlpKind { gelu, swiglu, geglu, squared_relu };
 enum class NormKind { layernorm, rmsnorm };
 enum class PositionKind { learned, rotary, alibi };
+/// How a config.json's rope_scaling stretches rotary frequencies (transformers'
+/// modeling_rope_utils.py ROPE_INIT_FUNCTIONS: "linear", "llama3", "yarn").
+enum class RopeScaling { none, linear, llama3, yarn };
+/// How a MoE router turns logits into scores (DeepSeek-V3 config.json scoring_func).
+enum class RouterScore { softmax, sigmoid };
 /// bf16 is mixed precision (16-bit weights and gradients, an fp32 master copy the optimizer
 /// updates); bf16_pure keeps weights, gradients and optimizer states in bf16 with no fp32 master
 /// (torchtune's full_finetune_distributed with dtype bf16, torchtitan's training.dtype bfloat16).
@@ -70,6 +75,31 @@ struct HostSpec {
     return memory_bytes > 0 && h2d_bytes_per_s() > 0 && d2h_bytes_per_s() > 0 &&
            cpu_adam_dram_bytes_per_s() > 0;
   }
+};
+
+/// Rotary embedding settings a config.json holds (rope_theta, rope_scaling). Zero: not given.
+struct RopeSpec {
+  double theta = 0;  // rope_theta; 0 = the common default 10000 (RoFormer, Su et al. 2021)
+  RopeScaling scaling = RopeScaling::none;
+  double factor = 0;
+  int original_positions = 0;  // original_max_position_embeddings
+  double low_freq_factor = 0;  // llama3
+  double high_freq_factor = 0;
+  double beta_fast = 0;  // yarn
+  double beta_slow = 0;
+  double mscale = 0;
+  double mscale_all_dim = 0;
+};
+
+/// How a MoE router picks and weighs experts (config.json's scoring_func, routed_scaling_factor,
+/// n_group / topk_group, router_aux_loss_coef or aux_loss_alpha). Zero: not given.
+struct RouterSpec {
+  RouterScore score = RouterScore::softmax;
+  double topk_scale = 0;  // routed_scaling_factor: the chosen weights are multiplied by it
+  int groups = 0;         // n_group: experts in groups, tokens routed to group_topk of them
+  int group_topk = 0;
+  double aux_loss_coeff = 0;  // load-balancing loss weight
+  bool sequence_aux_loss = false;  // DeepSeek's per-sequence balance loss (seq_aux)
 };
 
 /// Model architecture only. `layers == 0` means only the parameter count is known (--params).
@@ -130,6 +160,9 @@ struct ModelSpec {
   int linear_key_head_dim = 0;
   int linear_value_head_dim = 0;
   int linear_conv_kernel = 0;  // the short causal convolution over q, k and v
+  RopeSpec rope;              // rotary positions only
+  double norm_epsilon = 0;    // rms_norm_eps / layer_norm_epsilon; 0 = not given
+  RouterSpec router;          // MoE only
   std::vector<std::string> notes;  // defaults a loader took for fields the input left out
 
   bool has_architecture() const { return layers > 0; }
@@ -301,6 +334,8 @@ void share_nics(ClusterSpec& cluster);
 const char* to_string(MlpKind v);
 const char* to_string(NormKind v);
 const char* to_string(PositionKind v);
+const char* to_string(RopeScaling v);
+const char* to_string(RouterScore v);
 const char* to_string(Precision v);
 const char* to_string(OptimizerKind v);
 const char* to_string(Recompute v);
@@ -311,6 +346,8 @@ const char* to_string(OffloadTarget v);
 MlpKind parse_mlp(const std::string& text, const std::string& field);
 NormKind parse_norm(const std::string& text, const std::string& field);
 PositionKind parse_positions(const std::string& text, const std::string& field);
+RopeScaling parse_rope_scaling(const std::string& text, const std::string& field);
+RouterScore parse_router_score(const std::string& text, const std::string& field);
 Precision parse_precision(const std::string& text, const std::string& field);
 OptimizerKind parse_optimizer(const std::string& text, const std::string& field);
 Recompute parse_recompute(const std::string& text, const std::string& field);

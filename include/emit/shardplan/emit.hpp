@@ -47,6 +47,40 @@ struct LongRunSettings {
 LongRunSettings long_run_settings(const Runbook& runbook, IntervalChoice choice, long long seed,
                                   bool seed_given);
 
+/// How the learning rate falls after warm-up (Megatron-LM's --lr-decay-style names; WSD holds
+/// the peak, then decays over the last part of the schedule).
+enum class LrDecay { cosine, linear, constant, wsd };
+const char* to_string(LrDecay d);
+LrDecay parse_lr_decay(const std::string& text, const std::string& field);
+
+/// The optimizer's hyper-parameters and schedule, with where they came from: a model family's
+/// published recipe, or the emit flags (--lr, --min-lr, --warmup-steps, ...) over it.
+struct OptimizerSettings {
+  double lr = 0;  // peak; 0 = not resolved (emitters take the recipe)
+  double min_lr = 0;
+  int warmup_steps = 0;
+  double warmup_tokens = 0;  // GPT-3 warms up over tokens: steps = ceil(tokens / tokens per step)
+  LrDecay decay = LrDecay::cosine;
+  double decay_end_fraction = 1;  // share of the run at which the lr reaches min_lr and stays
+  double wsd_decay_fraction = 0;  // WSD: share of the run spent in the final decay
+  double weight_decay = 0;
+  double clip_grad = 0;
+  double beta1 = 0;
+  double beta2 = 0;
+  double eps = 0;
+  double mtp_loss_scale = 0;  // the multi-token-prediction loss weight; 0 = the launcher's default
+  std::string recipe;         // "GPT-3 175B (Brown et al. 2020 ...)" or the fallback's name
+  std::vector<std::string> given;  // the emit flags that replaced recipe values
+  std::vector<std::string> notes;  // what the recipe does that the config cannot say
+};
+
+/// The published recipe of the model's family (GPT-3, Llama 2, Llama 3, DeepSeek-V3); other
+/// families get Llama 2's recipe for their size, said in `recipe`.
+OptimizerSettings published_recipe(const ModelSpec& m);
+
+/// Warm-up steps at this batch: warmup_steps, or warmup_tokens in whole steps.
+int warmup_steps_at(const OptimizerSettings& o, const TrainingSpec& t);
+
 /// Everything an emitter reads.
 struct EmitInputs {
   ModelSpec model;
@@ -58,7 +92,11 @@ struct EmitInputs {
   LongRunSettings settings;
   std::string plan_source;  // "flags" or the plan file and pick
   std::string output_path;  // where the document is written (-o); empty: the format's usual name
+  OptimizerSettings optimizer = {};  // lr == 0: the model family's published recipe
 };
+
+/// in.optimizer when resolved, else published_recipe(in.model).
+OptimizerSettings optimizer_of(const EmitInputs& in);
 
 /// What the launcher cannot express for this plan, naming the flag to change; empty when it can.
 std::vector<PlanProblem> deepspeed_problems(const EmitInputs& in);
@@ -69,6 +107,11 @@ std::vector<PlanProblem> launcher_problems(LauncherFormat f, const EmitInputs& i
 
 /// The text of one format; requires launcher_problems(f, in) to be empty.
 std::string emit_text(LauncherFormat f, const EmitInputs& in);
+
+/// A Slurm batch script that runs the config `emit_text(f, in)` wrote at in.output_path (or the
+/// format's usual name): nodes, one task per node, GPUs per node, the launch under srun, NCCL
+/// timeout behaviour and the checkpoint-resume loop.
+std::string emit_slurm(LauncherFormat f, const EmitInputs& in);
 
 /// Gradient accumulation steps: global batch / (micro-batch x data-parallel degree).
 int accumulation_steps(const EmitInputs& in);

@@ -1,0 +1,202 @@
+// The model in pretrain_gpt.py's terms: shapes, norm, activation, positions (RoPE base and
+// scaling), the MoE router and dispatcher, MLA. Flag names from megatron/training/arguments.py
+// (_add_network_size_args, _add_moe_args, _add_mla_args) and the TransformerConfig /
+// MLATransformerConfig fields it turns into flags (megatron/core/transformer/transformer_config.py),
+// NVIDIA/Megatron-LM commit d98e8a64 (core 0.20).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "megatron_args.hpp"
+
+namespace shardplan::emit {
+namespace {
+
+// Megatron-LM's fixed Llama 3 scaling (rotary_pos_embedding.py RotaryEmbedding._apply_scaling:
+// low_freq_factor 1, high_freq_factor 4, original_max_position_embeddings 8192; only the factor
+// is a flag, --rope-scaling-factor).
+constexpr double kMegatronLlama3LowFreq = 1;
+constexpr double kMegatronLlama3HighFreq = 4;
+constexpr int kMegatronLlama3Original = 8192;
+// MLATransformerConfig's YaRN fields without a flag: original_max_position_embeddings 4096,
+// beta_fast 32, beta_slow 1 (transformer_config.py).
+constexpr int kMlaYarnOriginal = 4096;
+constexpr double kMlaYarnBetaFast = 32;
+constexpr double kMlaYarnBetaSlow = 1;
+
+bool integral(double v) {
+  return v == std::floor(v) && std::fabs(v) < 2e9;
+}
+
+// --rotary-base is an int flag (default 10000); the scaling as the launcher spells it.
+void rope_args(MegatronArgs& a, const ModelSpec& m) {
+  const RopeSpec& r = m.rope;
+  if (r.theta > 0) a.add("--rotary-base", static_cast<long long>(std::llround(r.theta)));
+  switch (r.scaling) {
+    case RopeScaling::none:
+      // MLA defaults to YaRN (MLATransformerConfig.rope_type = "yarn"): say plain RoPE.
+      if (m.is_mla()) a.add("--rope-type", "rope");
+      break;
+    case RopeScaling::llama3:
+      a.add("--use-rope-scaling").add("--rope-scaling-factor", megatron_number(r.factor));
+      break;
+    case RopeScaling::linear:
+      a.add("--rotary-seq-len-interpolation-factor",
+            static_cast<long long>(std::llround(r.factor)));
+      break;
+    case RopeScaling::yarn:
+      if (m.is_mla()) {
+        a.add("--rope-type", "yarn");
+      } else {
+        a.add("--yarn-original-max-position-embeddings", r.original_positions)
+            .add("--yarn-beta-fast", megatron_number(r.beta_fast))
+            .add("--yarn-beta-slow", megatron_number(r.beta_slow));
+      }
+      a.add("--rotary-scaling-factor", megatron_number(r.factor))
+          .add("--mscale", megatron_number(r.mscale > 0 ? r.mscale : 1.0))
+          .add("--mscale-all-dim", megatron_number(r.mscale_all_dim));
+      break;
+  }
+}
+
+// Router: score function, top-k weight scaling, group-limited routing, load-balancing loss,
+// expert bias (DeepSeek-V3's auxiliary-loss-free balancing needs sigmoid scores:
+// TransformerConfig.__post_init__), and the all-to-all dispatcher shardplan priced.
+void router_args(MegatronArgs& a, const EmitInputs& in) {
+  const ModelSpec& m = in.model;
+  const RouterSpec& r = m.router;
+  a.add("--moe-router-score-function", to_string(r.score));
+  // topk 1 with softmax after top-k has no gradient (__post_init__ asks for pre-softmax).
+  if (m.experts_per_token == 1 && r.score == RouterScore::softmax) a.add("--moe-router-pre-softmax");
+  if (r.topk_scale > 0) a.add("--moe-router-topk-scaling-factor", megatron_number(r.topk_scale));
+  if (r.groups > 0 && r.group_topk > 0) {
+    a.add("--moe-router-num-groups", r.groups).add("--moe-router-group-topk", r.group_topk);
+  }
+  if (r.aux_loss_coeff > 0) {
+    a.add("--moe-router-load-balancing-type", r.sequence_aux_loss ? "seq_aux_loss" : "aux_loss")
+        .add("--moe-aux-loss-coeff", megatron_number(r.aux_loss_coeff));
+  } else {
+    a.add("--moe-router-load-balancing-type", "none");
+  }
+  if (m.router_bias) {
+    // The bias update speed gamma = 0.001 (DeepSeek-V3 report Sec. 4.2; Megatron's default too).
+    a.add("--moe-router-enable-expert-bias").add("--moe-router-bias-update-rate", "0.001");
+  }
+  a.add("--moe-token-dispatcher-type", "alltoall");
+  a.add("--moe-grouped-gemm");
+}
+
+// Megatron-Core MoE flags: routed expert width, shared experts, which layers are MoE (a Python
+// list expression, 1 = MoE), expert tp, capacity, the router and the multi-token prediction.
+void moe_args(MegatronArgs& a, const EmitInputs& in) {
+  const ModelSpec& m = in.model;
+  a.add("--num-experts", m.experts).add("--moe-router-topk", m.experts_per_token);
+  a.add("--moe-ffn-hidden-size", m.ffn_hidden);
+  if (m.shared_ffn_hidden > 0) a.add("--moe-shared-expert-intermediate-size", m.shared_ffn_hidden);
+  if (m.first_dense_layers > 0 || m.moe_layer_step > 1) {
+    std::string pattern = "[";
+    for (int i = 0; i < m.layers; ++i) {
+      if (i > 0) pattern += ',';
+      pattern += m.is_moe_layer(i) ? '1' : '0';
+    }
+    a.add("--moe-layer-freq", pattern + "]");
+  }
+  if (in.plan.etp > 0) a.add("--expert-tensor-parallel-size", in.plan.etp);
+  if (in.training.moe_capacity_factor > 0) {
+    a.add("--moe-expert-capacity-factor", fmt::format("{:g}", in.training.moe_capacity_factor))
+        .add("--moe-pad-expert-input-to-capacity");
+  }
+  router_args(a, in);
+}
+
+void attention_args(MegatronArgs& a, const ModelSpec& m) {
+  if (m.is_mla()) {
+    // Megatron-Core MLA: --qk-head-dim is the no-rope part, --qk-pos-emb-head-dim the rope part.
+    a.add("--multi-latent-attention").add("--kv-lora-rank", m.kv_lora_rank);
+    if (m.q_lora_rank > 0) a.add("--q-lora-rank", m.q_lora_rank);
+    a.add("--qk-head-dim", m.qk_nope_head_dim)
+        .add("--qk-pos-emb-head-dim", m.qk_rope_head_dim)
+        .add("--v-head-dim", m.v_head_dim);
+  }
+  if (m.qk_norm) a.add("--qk-layernorm");
+}
+
+}  // namespace
+
+void megatron_model_args(MegatronArgs& a, const EmitInputs& in) {
+  const ModelSpec& m = in.model;
+  a.add("--num-layers", m.layers)
+      .add("--hidden-size", m.hidden)
+      .add("--num-attention-heads", m.heads);
+  a.add("--ffn-hidden-size", m.is_moe() ? m.dense_mlp_width() : m.ffn_hidden);
+  if (m.kv_heads != m.heads) a.add("--group-query-attention").add("--num-query-groups", m.kv_heads);
+  if (m.head_dim * m.heads != m.hidden) a.add("--kv-channels", m.head_dim);
+  a.add("--seq-length", in.training.seq_len)
+      .add("--max-position-embeddings", std::max(m.max_positions, in.training.seq_len));
+  if (m.mlp == MlpKind::swiglu) a.add("--swiglu");
+  // megatron/training/arguments.py --squared-relu (Nemotron-4's activation).
+  if (m.mlp == MlpKind::squared_relu) a.add("--squared-relu");
+  a.add("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
+  if (m.norm_epsilon > 0) a.add("--norm-epsilon", megatron_number(m.norm_epsilon));
+  const bool yarn = m.rope.scaling == RopeScaling::yarn && !m.is_mla();
+  a.add("--position-embedding-type", m.positions != PositionKind::rotary ? "learned_absolute"
+                                     : yarn                              ? "yarn"
+                                                                         : "rope");
+  if (m.positions == PositionKind::rotary) rope_args(a, m);
+  if (!m.tied_embeddings) a.add("--untie-embeddings-and-output-weights");
+  if (!(m.qkv_bias && m.out_bias && m.mlp_bias)) {
+    a.add("--disable-bias-linear");
+    if (m.qkv_bias) a.add("--add-qkv-bias");
+  }
+  if (!m.dropout) a.add("--attention-dropout", "0").add("--hidden-dropout", "0");
+  if (m.is_moe()) moe_args(a, in);
+  if (m.mtp_layers > 0) {
+    a.add("--mtp-num-layers", m.mtp_layers);
+    const OptimizerSettings o = optimizer_of(in);
+    if (o.mtp_loss_scale > 0) a.add("--mtp-loss-scaling-factor", megatron_number(o.mtp_loss_scale));
+  }
+  attention_args(a, m);
+  a.add("--attention-backend", in.training.attention == AttentionKind::flash ? "flash" : "unfused");
+}
+
+std::vector<PlanProblem> megatron_model_problems(const EmitInputs& in) {
+  std::vector<PlanProblem> out;
+  const ModelSpec& m = in.model;
+  const RopeSpec& r = m.rope;
+  if (m.positions != PositionKind::rotary) return out;
+  if (r.theta > 0 && !integral(r.theta)) {
+    out.push_back({"--model", fmt::format("Megatron-LM's --rotary-base is an integer; rope_theta "
+                                          "{:g} is not",
+                                          r.theta)});
+  }
+  if (r.scaling == RopeScaling::llama3 &&
+      ((r.low_freq_factor > 0 && r.low_freq_factor != kMegatronLlama3LowFreq) ||
+       (r.high_freq_factor > 0 && r.high_freq_factor != kMegatronLlama3HighFreq) ||
+       (r.original_positions > 0 && r.original_positions != kMegatronLlama3Original))) {
+    out.push_back(
+        {"--model", fmt::format("Megatron-LM's --use-rope-scaling fixes low_freq_factor 1, "
+                                "high_freq_factor 4 and original_max_position_embeddings 8192; "
+                                "this model has {:g}, {:g} and {}",
+                                r.low_freq_factor, r.high_freq_factor, r.original_positions)});
+  }
+  if (r.scaling == RopeScaling::linear && !integral(r.factor)) {
+    out.push_back({"--model", fmt::format("Megatron-LM's --rotary-seq-len-interpolation-factor is "
+                                          "an integer; the linear RoPE factor {:g} is not",
+                                          r.factor)});
+  }
+  if (r.scaling == RopeScaling::yarn && m.is_mla() &&
+      ((r.original_positions > 0 && r.original_positions != kMlaYarnOriginal) ||
+       (r.beta_fast > 0 && r.beta_fast != kMlaYarnBetaFast) ||
+       (r.beta_slow > 0 && r.beta_slow != kMlaYarnBetaSlow))) {
+    out.push_back({"--model",
+                   "Megatron-LM's MLA YaRN has no flags for original_max_position_embeddings, "
+                   "beta_fast and beta_slow (fixed at 4096, 32 and 1)"});
+  }
+  return out;
+}
+
+std::string megatron_number(double v) {
+  return fmt::format("{:g}", v);
+}
+
+}  // namespace shardplan::emit

@@ -1,0 +1,99 @@
+// A Slurm batch script beside the launcher config: one task per node, the launcher under srun,
+// the collective-timeout settings, and the runbook's resume loop (every launch loads the newest
+// checkpoint; a failed step is relaunched up to MAX_RESTARTS times, a preempted job requeued).
+// sbatch/srun options from the Slurm manual pages (sbatch(1): --nodes, --ntasks-per-node,
+// --gpus-per-node, --exclusive, --requeue, --signal; srun(1): --kill-on-bad-exit).
+#include <fmt/format.h>
+
+#include "common.hpp"
+
+namespace shardplan {
+namespace {
+
+// The launch of one node's processes, run once per node by srun.
+std::string node_launch(LauncherFormat f, const EmitInputs& in, const std::string& config) {
+  const int nodes = in.cluster.nodes();
+  const int gpus = in.cluster.gpus_per_node;
+  const std::string rdzv = fmt::format(
+      "torchrun --nnodes {} --nproc_per_node {} --rdzv_id \"$SLURM_JOB_ID\" --rdzv_backend c10d "
+      "--rdzv_endpoint \"$MASTER_ADDR:$MASTER_PORT\"",
+      nodes, gpus);
+  switch (f) {
+    case LauncherFormat::megatron:
+      // The script runs torchrun itself; NODE_RANK comes from SLURM_NODEID.
+      return "bash " + config;
+    case LauncherFormat::torchtitan:
+      return rdzv + " -m torchtitan.train --job.config_file " + config;
+    case LauncherFormat::deepspeed:
+      // Under Slurm torchrun starts the ranks (the deepspeed runner needs a hostfile and ssh).
+      return rdzv + " train.py --deepspeed --deepspeed_config " + config;
+    case LauncherFormat::accelerate:
+      return fmt::format(
+          "bash -c 'ACCELERATE_GRADIENT_ACCUMULATION_STEPS={} accelerate launch --config_file {} "
+          "--machine_rank \"$SLURM_NODEID\" --main_process_ip \"$MASTER_ADDR\" "
+          "--main_process_port \"$MASTER_PORT\" train.py'",
+          accumulation_steps(in), config);
+  }
+  return "";
+}
+
+std::string usual_name(LauncherFormat f) {
+  switch (f) {
+    case LauncherFormat::megatron:
+      return "megatron.sh";
+    case LauncherFormat::torchtitan:
+      return "torchtitan.toml";
+    case LauncherFormat::deepspeed:
+      return "ds_config.json";
+    case LauncherFormat::accelerate:
+      return "accelerate.yaml";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string emit_slurm(LauncherFormat f, const EmitInputs& in) {
+  const ClusterSpec& c = in.cluster;
+  const std::string config = emit::config_path(in, usual_name(f));
+  const LongRunSettings& s = in.settings;
+  std::vector<std::string> header = {
+      fmt::format("Slurm batch script for {} on {} nodes x {} GPUs, written by shardplan",
+                  in.model.name, c.nodes(), c.gpus_per_node),
+      fmt::format("launcher: {} ({}); submit with: sbatch <this file>", to_string(f), config),
+      fmt::format("resume: every launch loads the newest checkpoint ({} steps apart); a failed "
+                  "step is relaunched up to $MAX_RESTARTS times, a preempted job requeued",
+                  s.checkpoint_interval_steps),
+      fmt::format("collective timeout {} min is in the launcher config (runbook); "
+                  "TORCH_NCCL_ASYNC_ERROR_HANDLING=1 makes a timed-out collective end the "
+                  "process instead of hanging",
+                  s.timeout_minutes),
+      "set --time, --partition and --account for your cluster",
+  };
+  std::string out = "#!/bin/bash\n";
+  out += fmt::format("#SBATCH --job-name=shardplan-{}\n", in.model.name);
+  out += fmt::format("#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node={}\n",
+                     c.nodes(), c.gpus_per_node);
+  out += "#SBATCH --exclusive\n#SBATCH --requeue\n#SBATCH --output=slurm-%j.out\n";
+  out += emit::comment_block(header);
+  out += "set -uo pipefail\n\n";
+  out += "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n";
+  out += "export MASTER_PORT=\"${MASTER_PORT:-29500}\"\n";
+  out += "export TORCH_NCCL_ASYNC_ERROR_HANDLING=1\nexport NCCL_DEBUG=WARN\n";
+  if (f == LauncherFormat::deepspeed)
+    out += fmt::format("export DEEPSPEED_TIMEOUT={}   # minutes (deepspeed.comm)\n", s.timeout_minutes);
+  out += "MAX_RESTARTS=\"${MAX_RESTARTS:-10}\"\n\n";
+  out += fmt::format(
+      "for attempt in $(seq 0 \"$MAX_RESTARTS\"); do\n"
+      "  echo \"launch $attempt of $MAX_RESTARTS: $(date)\"\n"
+      "  if srun --nodes={} --ntasks-per-node=1 --kill-on-bad-exit=1 {}; then\n"
+      "    exit 0\n"
+      "  fi\n"
+      "  sleep 60   # let the failed node drain before the next launch resumes\n"
+      "done\n"
+      "exit 1\n",
+      c.nodes(), node_launch(f, in, config));
+  return out;
+}
+
+}  // namespace shardplan
