@@ -186,3 +186,14 @@ TEST_CASE("config.json's RoPE, norm epsilon and router fields, and the presets t
   CHECK(load_model("qwen3-30b-a3b").rope.theta == qwen.rope.theta);
   CHECK(load_model("llama-3.1-8b").rope.scaling == RopeScaling::llama3);
 }
+
+TEST_CASE("Mamba-2 and lightning-attention hybrids are refused by name, not guessed") {
+  for (const char* type : {"nemotron_h", "jamba", "minimax"}) {
+    CAPTURE(type);
+    const std::string text = std::string(R"({"model_type": ")") + type +
+                             R"(", "hidden_size": 4096, "num_hidden_layers": 8,
+        "num_attention_heads": 32, "intermediate_size": 8192, "vocab_size": 32000})";
+    CHECK_THROWS_WITH_AS(model_from_hf_config(text, "x/config.json"),
+                         doctest::Contains((std::string("'") + type + "'").c_str()), InputError);
+  }
+}
