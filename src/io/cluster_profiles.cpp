@@ -128,6 +128,16 @@ ClusterSpec load_cluster(const std::string& name_or_path, const std::string& fie
   }
   c.intra = resolve_link(o.raw("intra"), o.field("intra")).link;
   c.nic = resolve_link(o.raw("inter"), o.field("inter")).link;
+  // A profile of the probe's mpi back-end written before links named their medium: its links
+  // moved CPU memory all the same, and plans on it must say so.
+  if (o.has("provenance") && o.raw("provenance").is_object() &&
+      o.raw("provenance").value("backend", "") == "mpi") {
+    for (LinkSpec* l : {&c.intra, &c.nic}) {
+      if (l->measured && l->medium.empty()) {
+        l->medium = "CPU memory between MPI processes (the probe's mpi back-end), no GPU involved";
+      }
+    }
+  }
   c.nics_per_node = o.integer("nics_per_node");
   if (c.nics_per_node < 1) throw InputError(o.field("nics_per_node"), "must be at least 1");
   share_nics(c);

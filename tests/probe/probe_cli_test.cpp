@@ -299,6 +299,43 @@ TEST_CASE("--backend nccl without a GPU: exit 2 at once, naming the problem" *
 }
 #endif
 
+TEST_CASE("a CPU-measured profile says so in every plan on it, old profiles without medium too" *
+          doctest::test_suite("probe_cli_flags")) {
+  // The fixture: `mpirun -np 2 probe --backend mpi` on one host; the same without the "medium"
+  // keys is what the mpi back-end wrote before links named their medium.
+  auto profile = read_json(std::string(SHARDPLAN_TEST_DATA) + "/probe/probe-mpi-2ranks.json");
+  REQUIRE(contains(profile.at("intra").value("medium", ""), "CPU shared memory"));
+  const std::string current = temp_path("cpu-profile");
+  shardplan::test::write_file(current, profile.dump());
+  profile["intra"].erase("medium");
+  const std::string old = temp_path("cpu-profile-old");
+  shardplan::test::write_file(old, profile.dump());
+  for (const std::string& file : {current, old}) {
+    CAPTURE(file);
+    const auto text =
+        run_cli("estimate --cluster " + file + " --model gpt2 --gpus 2 --global-batch 8");
+    INFO(text.err);
+    REQUIRE(text.status == 0);
+    CHECK(contains(text.out, "measured-intra (measured between CPU processes, not GPUs)"));
+    CHECK(contains(text.out, "note: the intra-node link measured-intra ("));
+    CHECK(contains(text.out, "not between H100-SXM GPUs"));
+    const auto j =
+        run_cli("estimate --cluster " + file + " --model gpt2 --gpus 2 --global-batch 8 --json");
+    REQUIRE(j.status == 0);
+    const auto parsed = nlohmann::json::parse(j.out);
+    bool noted = false;
+    for (const auto& n : parsed.at("notes")) {
+      noted |= contains(n.get<std::string>(), "the intra-node link measured-intra (");
+    }
+    CHECK(noted);
+  }
+  // One GPU uses no link: nothing to say.
+  const auto single = run_cli("estimate --cluster " + current + " --model gpt2 --gpus 1");
+  CHECK_FALSE(contains(single.out, "note: the intra-node link"));
+  std::remove(current.c_str());
+  std::remove(old.c_str());
+}
+
 TEST_CASE("report on a file that is not a profile: exit 2 saying where the JSON breaks" *
           doctest::test_suite("probe_cli_flags")) {
   const std::string bad = temp_path("report-bad");
