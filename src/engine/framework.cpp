@@ -53,7 +53,7 @@ const AccuracyClass* FrameworkProfile::accuracy_for(const std::string& gpu_name)
   for (const AccuracyClass& a : accuracy) {
     if (a.gpu_class == g) return &a;
   }
-  return nullptr;
+  return beyond_corpus.cases > 0 ? &beyond_corpus : nullptr;
 }
 
 double FrameworkPricing::compute_speed(const std::string& gpu_name, int pp) const {

@@ -177,11 +177,21 @@ void read_run_measured(const nlohmann::json& me, const std::string& where, Publi
                                              " (peak_memory_gib is compared beside one of them)");
 }
 
+// A run without a source_group: the first two words of its id ("korthikanti22-t5-22B" ->
+// "korthikanti22-t5"), one table of one source.
+std::string group_from_id(const std::string& id) {
+  const auto first = id.find('-');
+  const auto second = first == std::string::npos ? first : id.find('-', first + 1);
+  return second == std::string::npos ? id : id.substr(0, second);
+}
+
 PublishedRun read_run(const nlohmann::json& r, size_t i, const std::string& where,
                       const ClusterOptions& cluster_override) {
   PublishedRun run;
   run.id = r.value("id", fmt::format("run-{}", i));
   run.source = r.value("source", "");
+  run.source_group = string_or(r, "source_group");
+  if (run.source_group.empty()) run.source_group = group_from_id(run.id);
   run.model = read_run_model(r.at("model"), run, where);
   run.cluster = read_run_cluster(r.at("hardware"), where, cluster_override);
   read_run_plan(r.at("plan"), where, run);
