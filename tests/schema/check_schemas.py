@@ -31,6 +31,7 @@ CASES = [
     ("list", "list models --json", 0),
     ("list", "list clusters --json", 0),
     ("validate", "validate --json", 0),
+    ("validate-cross-validate", "validate --cross-validate --json", 0),
 ]
 
 
