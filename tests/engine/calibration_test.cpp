@@ -114,11 +114,13 @@ TEST_CASE("leave-one-source-group-out: the 80% intervals hold 70-90% of held-out
   MESSAGE("coverage " << cv().coverage * 100 << "% of " << cv().step_cases);
   CHECK(cv().coverage >= 0.70);
   CHECK(cv().coverage <= 0.90);
-  // No class claims less than its own held-out spread: 80% of its residuals lie inside.
+  // No class claims less than its own held-out spread: 80% of its residuals lie inside, those
+  // predicted with a constant only its own group had fitted included (class_intervals' own
+  // radius): a class of one group has no other kind (fsdp A100: llm-foundry alone).
   for (const ClassInterval& ci : cv().intervals) {
     int inside = 0, total = 0;
     for (const CvCase& c : cv().cases) {
-      if (!c.step || c.extrapolated || c.cls != ci.cls) continue;
+      if (!c.step || c.cls != ci.cls) continue;
       ++total;
       inside += c.residual >= ci.low && c.residual <= ci.high ? 1 : 0;
     }
@@ -147,6 +149,6 @@ TEST_CASE("shipped intervals are the cross-validation's (rerun tools/update_accu
       CHECK(a.step_error_high == doctest::Approx(ci->high).epsilon(0.002));
     }
     CHECK(f.beyond_corpus.step_error_high == doctest::Approx(cv().extrapolation.high).epsilon(0.002));
-    CHECK(f.accuracy_for("B200") == &f.beyond_corpus);  // no validation case on Blackwell
+    CHECK(f.accuracy_for("L40S") == &f.beyond_corpus);  // no validation case on Ada
   }
 }
