@@ -80,7 +80,7 @@ ModelSpec read_run_model(const nlohmann::json& mo, const PublishedRun& run,
       throw InputError(where + ": model.preset", "expected a model preset name");
     for (const auto& [key, value] : mo.items()) {
       if (key != "preset" && key != "seq_len")
-        throw InputError(where + ": model." + key,
+        throw InputError(fmt::format("{}: model.{}", where, key),
                          "a model given by preset takes only seq_len beside it");
     }
     ModelSpec m = load_model(mo.at("preset").get<std::string>(), where + ": model.preset");
