@@ -149,6 +149,6 @@ TEST_CASE("shipped intervals are the cross-validation's (rerun tools/update_accu
       CHECK(a.step_error_high == doctest::Approx(ci->high).epsilon(0.002));
     }
     CHECK(f.beyond_corpus.step_error_high == doctest::Approx(cv().extrapolation.high).epsilon(0.002));
-    CHECK(f.accuracy_for("B200") == &f.beyond_corpus);  // no validation case on Blackwell
+    CHECK(f.accuracy_for("L40S") == &f.beyond_corpus);  // no validation case on Ada
   }
 }
