@@ -8,7 +8,9 @@
 #include "shardplan/json_out.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/profiles.hpp"
+#include "shardplan/render_calibration.hpp"
 #include "shardplan/render_validate.hpp"
+#include "shardplan/calibration.hpp"
 #include "shardplan/validation.hpp"
 
 namespace shardplan::cli {
@@ -28,6 +30,8 @@ struct ValidateFlags {
   std::string only;
   PlanningOptions cluster;
   bool json = false;
+  bool cross_validate = false;
+  bool markdown = false;
 };
 
 // The file's runs; by default the fitted runs, then the held-out ones marked as such.
@@ -71,6 +75,18 @@ ValidationReport predict_runs(const std::vector<PublishedRun>& runs, const std::
 
 int run_validate(const ValidateFlags& f) {
   const std::vector<PublishedRun> runs = load_runs(f);  // the predictions point into it
+  if (f.cross_validate) {
+    std::vector<PublishedRun> picked;
+    for (const PublishedRun& r : runs)
+      if (f.only.empty() || r.id.rfind(f.only, 0) == 0) picked.push_back(r);
+    if (picked.empty()) throw InputError("--only", "no run id starts with '" + f.only + "'");
+    const CrossValidation cv = cross_validate(picked);
+    if (f.json)
+      print_json(to_json(cv));
+    else
+      std::cout << (f.markdown ? accuracy_paragraph(cv) : render_cross_validation(cv));
+    return 0;
+  }
   const ValidationReport report = predict_runs(runs, f.only);
   if (f.json) {
     print_json(to_json(report));
@@ -92,6 +108,11 @@ Runner setup_validate(CLI::App& sub) {
   sub.add_option("--cluster", f->cluster.cluster,
                  "Cluster to run every case on (default: each run's hardware)");
   sub.add_flag("--json", f->json, "Print JSON");
+  sub.add_flag("--cross-validate", f->cross_validate,
+               "Refit every fitted constant without each source group and predict that group: "
+               "leave-one-source-group-out errors, the 80% intervals and their coverage");
+  sub.add_flag("--markdown", f->markdown,
+               "With --cross-validate: the README's accuracy paragraph, generated");
   return [f]() { return run_validate(*f); };
 }
 

@@ -54,7 +54,7 @@ const AccuracyClass* FrameworkProfile::accuracy_for(const std::string& gpu_name)
   for (const AccuracyClass& a : accuracy) {
     if (a.gpu_class == g) return &a;
   }
-  return nullptr;
+  return beyond_corpus.cases > 0 ? &beyond_corpus : nullptr;
 }
 
 PublishedMfu FrameworkProfile::published_mfu_for(const std::string& gpu_name) const {

@@ -155,26 +155,32 @@ void read_kernels(StrictObject o, FrameworkPricing& p) {
   o.finish();
 }
 
+// One interval row: a GPU class's, or (no gpu_class) the one beyond the corpus.
+AccuracyClass read_accuracy_class(StrictObject& a, bool with_class) {
+  AccuracyClass c;
+  c.gpu_class = with_class ? a.string("gpu_class") : "beyond the validation corpus";
+  c.cases = a.integer("cases");
+  if (a.has("groups")) c.groups = a.integer("groups");
+  const std::string split = a.string("split");
+  if (split != "held-out" && split != "fitted" && split != "cross-validated")
+    throw InputError(a.field("split"), "'" + split + "' is not cross-validated, held-out or fitted");
+  c.held_out = split != "fitted";
+  c.step_error_low = a.number("step_error_low");
+  c.step_error_high = a.number("step_error_high");
+  if (c.cases < 1 || c.step_error_low > 0 || c.step_error_high < 0 || c.step_error_low <= -1)
+    throw InputError(a.field("cases"), "needs cases >= 1 and -1 < low <= 0 <= high");
+  c.source = a.string("source");
+  a.finish();
+  return c;
+}
+
 std::vector<AccuracyClass> read_accuracy(StrictObject& o) {
   std::vector<AccuracyClass> out;
   const auto& raw = o.raw("accuracy");
   if (!raw.is_array()) throw InputError(o.field("accuracy"), "expected a list of GPU classes");
   for (size_t i = 0; i < raw.size(); ++i) {
     StrictObject a(raw[i], o.field("accuracy") + fmt::format("[{}]", i));
-    AccuracyClass c;
-    c.gpu_class = a.string("gpu_class");
-    c.cases = a.integer("cases");
-    const std::string split = a.string("split");
-    if (split != "held-out" && split != "fitted")
-      throw InputError(a.field("split"), "'" + split + "' is not held-out or fitted");
-    c.held_out = split == "held-out";
-    c.step_error_low = a.number("step_error_low");
-    c.step_error_high = a.number("step_error_high");
-    if (c.cases < 1 || c.step_error_low > 0 || c.step_error_high < 0 || c.step_error_low <= -1)
-      throw InputError(a.field("cases"), "needs cases >= 1 and -1 < low <= 0 <= high");
-    c.source = a.string("source");
-    a.finish();
-    out.push_back(c);
+    out.push_back(read_accuracy_class(a, true));
   }
   return out;
 }
@@ -230,6 +236,10 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
     by.finish();
   }
   f.accuracy = read_accuracy(o);
+  if (o.has("accuracy_beyond_corpus")) {
+    StrictObject b = o.object("accuracy_beyond_corpus");
+    f.beyond_corpus = read_accuracy_class(b, false);
+  }
   StrictObject sources = o.object("sources");
   for (const char* key : {"capabilities", "collectives", "overlap", "kernels", "recompute",
                           "memory", "loss", "max_published_mfu"})

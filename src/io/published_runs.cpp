@@ -2,6 +2,7 @@
 // validation predictor can replay. The runs' fields that the sources do not state are null.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "json_reader.hpp"
@@ -72,6 +73,25 @@ namespace {
 
 ModelSpec read_run_model(const nlohmann::json& mo, const PublishedRun& run,
                          const std::string& where) {
+  // {"preset": NAME, "seq_len": N}: a model preset (any architecture it describes: MoE, MLA...)
+  // trained at the run's sequence length; no other key may reshape it.
+  if (mo.contains("preset")) {
+    if (!mo.at("preset").is_string())
+      throw InputError(where + ": model.preset", "expected a model preset name");
+    for (const auto& [key, value] : mo.items()) {
+      if (key != "preset" && key != "seq_len")
+        throw InputError(fmt::format("{}: model.{}", where, key),
+                         "a model given by preset takes only seq_len beside it");
+    }
+    ModelSpec m = load_model(mo.at("preset").get<std::string>(), where + ": model.preset");
+    if (mo.contains("seq_len")) {
+      m.seq_len = int_or(mo, "seq_len", m.seq_len);
+      if (m.seq_len < 1)
+        throw InputError(where + ": model.seq_len", fmt::format("{} is not >= 1", m.seq_len));
+      m.max_positions = std::max(m.max_positions, m.seq_len);
+    }
+    return m;
+  }
   ModelSpec m;
   m.name = run.id;
   m.source = run.source;
@@ -124,6 +144,8 @@ void read_run_plan(const nlohmann::json& pl, const std::string& where, Published
   p.tp = int_or(pl, "tp", 1);
   p.pp = int_or(pl, "pp", 1);
   p.cp = int_or(pl, "cp", 1);
+  p.ep = int_or(pl, "ep", 1);
+  p.etp = int_or(pl, "etp", 0);
   p.zero = int_or(pl, "zero_stage", 0);
   run.micro_batch_known = pl.contains("micro_batch") && pl.at("micro_batch").is_number();
   p.micro_batch = int_or(pl, "micro_batch", 1);
@@ -135,6 +157,10 @@ void read_run_plan(const nlohmann::json& pl, const std::string& where, Published
     p.recompute = parse_recompute(pl.at("recompute"), where + ": recompute");
   }
   p.sequence_parallel = pl.value("sequence_parallel", false);
+  // An uneven pipeline split the recipe states (Megatron's account_for_embedding/loss split,
+  // --decoder-first/last-pipeline-num-layers): transformer layers of the first / last chunk.
+  p.first_stage_layers = int_or(pl, "first_stage_layers", -1);
+  p.last_stage_layers = int_or(pl, "last_stage_layers", -1);
 }
 
 TrainingSpec read_run_training(const nlohmann::json& r, const nlohmann::json& pl,
@@ -153,6 +179,10 @@ TrainingSpec read_run_training(const nlohmann::json& r, const nlohmann::json& pl
     t.framework = load_framework(parse_framework(profile, where + ": profile"));
     t.overlap_grad_reduce = t.framework.pricing.overlap_grad_reduce;
   }
+  // A run that states its tensor-parallel communication overlapped (torchtitan's async TP,
+  // Megatron's --tp-comm-overlap); else the profile's default.
+  if (r.contains("tp_comm_overlap"))
+    t.tp_comm_overlap = flag_or(r, "tp_comm_overlap", t.tp_comm_overlap);
   return t;
 }
 
@@ -177,11 +207,21 @@ void read_run_measured(const nlohmann::json& me, const std::string& where, Publi
                                              " (peak_memory_gib is compared beside one of them)");
 }
 
+// A run without a source_group: the first two words of its id ("korthikanti22-t5-22B" ->
+// "korthikanti22-t5"), one table of one source.
+std::string group_from_id(const std::string& id) {
+  const auto first = id.find('-');
+  const auto second = first == std::string::npos ? first : id.find('-', first + 1);
+  return second == std::string::npos ? id : id.substr(0, second);
+}
+
 PublishedRun read_run(const nlohmann::json& r, size_t i, const std::string& where,
                       const ClusterOptions& cluster_override) {
   PublishedRun run;
   run.id = r.value("id", fmt::format("run-{}", i));
   run.source = r.value("source", "");
+  run.source_group = string_or(r, "source_group");
+  if (run.source_group.empty()) run.source_group = group_from_id(run.id);
   run.model = read_run_model(r.at("model"), run, where);
   run.cluster = read_run_cluster(r.at("hardware"), where, cluster_override);
   read_run_plan(r.at("plan"), where, run);

@@ -38,6 +38,7 @@ CASES = [
     ("list", "list models --json", 0),
     ("list", "list clusters --json", 0),
     ("validate", "validate --json", 0),
+    ("validate-cross-validate", "validate --cross-validate --json", 0),
 ]
 
 

@@ -115,11 +115,13 @@ struct FrameworkPricing {
   double compute_speed(const std::string& gpu_name, int pp) const;
 };
 
-/// How far measured steps fell from predicted ones for one GPU generation, from `shardplan
-/// validate`: measured step / predicted step - 1, lowest and highest (0 included).
+/// How far measured steps fall from predicted ones for one GPU generation: the 80% interval of
+/// measured step / predicted step - 1 that `shardplan validate --cross-validate` derives from
+/// leave-one-source-group-out residuals (tools/update_accuracy.py writes it into the profile).
 struct AccuracyClass {
   std::string gpu_class;  // "A100", "H100": the generation a GPU preset's name starts with
   int cases = 0;
+  int groups = 0;        // source groups among the cases
   bool held_out = true;  // false: only fitted cases exist for this class
   double step_error_low = 0;
   double step_error_high = 0;
@@ -149,11 +151,15 @@ struct FrameworkProfile {
   /// max_published_mfu.
   std::vector<PublishedMfu> max_published_mfu_by_gpu;
   std::vector<AccuracyClass> accuracy;
+  /// The interval of a plan on a GPU generation no validation case of this framework has
+  /// (cases == 0: none in the profile).
+  AccuracyClass beyond_corpus;
 
   /// The highest published MFU that a plan on `gpu_name` is checked against.
   PublishedMfu published_mfu_for(const std::string& gpu_name) const;
 
-  /// The accuracy class of a GPU, or nullptr when validation has no case on its generation.
+  /// The accuracy class of a GPU; beyond_corpus when validation has no case on its generation,
+  /// nullptr when the profile has neither.
   const AccuracyClass* accuracy_for(const std::string& gpu_name) const;
 };
 

@@ -23,6 +23,8 @@ const char* to_string(Metric m);
 struct PublishedRun {
   std::string id;
   std::string source;
+  /// Runs from one table or paper form one group: cross-validation leaves a group out whole.
+  std::string source_group;
   ModelSpec model;
   ClusterSpec cluster;
   TrainingSpec training;

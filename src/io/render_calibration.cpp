@@ -1,0 +1,226 @@
+// Renderers for cross-validation: every figure is read from a CrossValidation the engine made.
+#include "shardplan/render_calibration.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "shardplan/table.hpp"
+
+namespace shardplan {
+namespace {
+
+struct ErrorStats {
+  int cases = 0;
+  double mean = 0, median = 0, max = 0;  // of |error|
+  double in_sample_mean = 0;
+};
+
+ErrorStats stats_of(const std::vector<const CvCase*>& cases) {
+  ErrorStats s;
+  std::vector<double> abs;
+  for (const CvCase* c : cases) {
+    abs.push_back(std::fabs(c->cv_error));
+    s.in_sample_mean += std::fabs(c->in_sample_error);
+  }
+  s.cases = static_cast<int>(abs.size());
+  if (abs.empty()) return s;
+  std::sort(abs.begin(), abs.end());
+  for (double a : abs) s.mean += a;
+  s.mean /= abs.size();
+  s.in_sample_mean /= abs.size();
+  s.max = abs.back();
+  const size_t n = abs.size();
+  s.median = n % 2 ? abs[n / 2] : (abs[n / 2 - 1] + abs[n / 2]) / 2;
+  return s;
+}
+
+// Step-time cases keyed by `key` (group or class), in first-seen order.
+std::vector<std::pair<std::string, std::vector<const CvCase*>>> step_cases_by(
+    const CrossValidation& cv, bool by_group) {
+  std::vector<std::pair<std::string, std::vector<const CvCase*>>> out;
+  for (const CvCase& c : cv.cases) {
+    if (!c.step) continue;
+    const std::string& key = by_group ? c.group : c.cls;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == key; });
+    if (it == out.end()) {
+      out.push_back({key, {}});
+      it = out.end() - 1;
+    }
+    it->second.push_back(&c);
+  }
+  return out;
+}
+
+int groups_in(const std::vector<const CvCase*>& cases) {
+  std::set<std::string> g;
+  for (const CvCase* c : cases) g.insert(c->group);
+  return static_cast<int>(g.size());
+}
+
+std::string pct(double x) { return fmt::format("{:.1f}%", x * 100); }
+
+// A class's own interval, or the pooled one when all its cases come from one group.
+const ClassInterval* interval_of(const CrossValidation& cv, const std::string& cls) {
+  for (const ClassInterval& ci : cv.intervals)
+    if (ci.cls == cls) return &ci;
+  return &cv.pooled;
+}
+
+nlohmann::json stats_json(const ErrorStats& s) {
+  return {{"cases", s.cases},
+          {"in_sample_mean_abs_error", s.in_sample_mean},
+          {"mean_abs_error", s.mean},
+          {"median_abs_error", s.median},
+          {"max_abs_error", s.max}};
+}
+
+int covered_count(const CrossValidation& cv) {
+  return static_cast<int>(
+      std::count_if(cv.cases.begin(), cv.cases.end(), [](const CvCase& c) { return c.covered; }));
+}
+
+std::vector<const CvCase*> all_steps(const CrossValidation& cv) {
+  std::vector<const CvCase*> out;
+  for (const CvCase& c : cv.cases)
+    if (c.step) out.push_back(&c);
+  return out;
+}
+
+}  // namespace
+
+std::string render_cross_validation(const CrossValidation& cv) {
+  std::string out = fmt::format(
+      "# cross-validation: each source group predicted by constants fitted without it\n"
+      "corpus: {} runs in {} source groups, {} with a step-time figure\n\n",
+      cv.cases.size(), cv.groups.size(), cv.step_cases);
+  Table k({{"fitted constant", Table::Align::left},
+           {"fit / shipped"},
+           {"cases"},
+           {"profile figure", Table::Align::left}});
+  const std::vector<Knob>& ks = knobs();
+  for (size_t j = 0; j < cv.fit.size(); ++j)
+    k.add_row({cv.fit[j].name, fmt::format("{:.3f}", cv.fit[j].multiplier),
+               std::to_string(cv.fit[j].cases), ks[j].figure});
+  out += "## fitted constants (the procedure's fit on every fitted run, against the profiles)\n" +
+         k.render("") + "\n";
+  Table g({{"source group", Table::Align::left},
+           {"cases"},
+           {"in-sample mean"},
+           {"held-out mean"},
+           {"median"},
+           {"max"}});
+  for (const auto& [name, cases] : step_cases_by(cv, true)) {
+    const ErrorStats s = stats_of(cases);
+    g.add_row({name, std::to_string(s.cases), pct(s.in_sample_mean), pct(s.mean), pct(s.median),
+               pct(s.max)});
+  }
+  out += "## step-time |error| per source group (held out: refit without the group)\n" +
+         g.render("") + "\n";
+  Table c({{"framework x GPU", Table::Align::left},
+           {"cases"},
+           {"groups"},
+           {"held-out mean"},
+           {"median"},
+           {"max"},
+           {"80% interval", Table::Align::left}});
+  for (const auto& [name, cases] : step_cases_by(cv, false)) {
+    const ErrorStats s = stats_of(cases);
+    const ClassInterval* ci = interval_of(cv, name);
+    c.add_row({name, std::to_string(s.cases), std::to_string(groups_in(cases)), pct(s.mean),
+               pct(s.median), pct(s.max),
+               fmt::format("{:+.1f}% to {:+.1f}%{}", ci->low * 100, ci->high * 100,
+                           ci == &cv.pooled ? " (pooled: one group)" : "")});
+  }
+  const ErrorStats all = stats_of(all_steps(cv));
+  c.add_rule();
+  c.add_row({"all", std::to_string(all.cases), std::to_string(cv.groups.size()), pct(all.mean),
+             pct(all.median), pct(all.max),
+             fmt::format("{:+.1f}% to {:+.1f}% (beyond the corpus)", cv.extrapolation.low * 100,
+                         cv.extrapolation.high * 100)});
+  out += "## step-time |error| per framework x GPU generation (interval: measured step against "
+         "predicted)\n" +
+         c.render("") + "\n";
+  out += fmt::format(
+      "coverage of the 80% interval: {} of {} step-time cases ({}) fall inside the interval built "
+      "from the other groups' residuals\n",
+      covered_count(cv), cv.step_cases, pct(cv.coverage));
+  return out;
+}
+
+nlohmann::json to_json(const CrossValidation& cv) {
+  nlohmann::json fit = nlohmann::json::array();
+  const std::vector<Knob>& ks = knobs();
+  for (size_t j = 0; j < cv.fit.size(); ++j)
+    fit.push_back({{"name", cv.fit[j].name},
+                   {"multiplier", cv.fit[j].multiplier},
+                   {"cases", cv.fit[j].cases},
+                   {"figure", ks[j].figure}});
+  nlohmann::json groups = nlohmann::json::array(), classes = nlohmann::json::array();
+  for (const auto& [name, cases] : step_cases_by(cv, true))
+    groups.push_back({{"group", name}, {"errors", stats_json(stats_of(cases))}});
+  for (const auto& [name, cases] : step_cases_by(cv, false)) {
+    nlohmann::json row = {{"class", name}, {"errors", stats_json(stats_of(cases))}};
+    const ClassInterval* ci = interval_of(cv, name);
+    row["groups"] = groups_in(cases);
+    row["interval"] = {{"low", ci->low}, {"high", ci->high}, {"basis", ci->basis}};
+    classes.push_back(row);
+  }
+  nlohmann::json cases = nlohmann::json::array();
+  for (const CvCase& c : cv.cases)
+    cases.push_back({{"id", c.run->id},
+                     {"group", c.group},
+                     {"class", c.cls},
+                     {"in_sample_error", c.in_sample_error},
+                     {"cross_validated_error", c.cv_error},
+                     {"step_residual", c.step ? nlohmann::json(c.residual) : nlohmann::json()},
+                     {"extrapolated", c.extrapolated},
+                     {"covered", c.covered}});
+  return {{"runs", cv.cases.size()},
+          {"groups", cv.groups.size()},
+          {"step_cases", cv.step_cases},
+          {"fitted_constants", fit},
+          {"per_group", groups},
+          {"per_class", classes},
+          {"extrapolation_interval",
+           {{"low", cv.extrapolation.low},
+            {"high", cv.extrapolation.high},
+            {"cases", cv.extrapolation.cases},
+            {"groups", cv.extrapolation.groups},
+            {"basis", cv.extrapolation.basis}}},
+          {"interval_level", kIntervalLevel},
+          {"coverage", cv.coverage},
+          {"errors", stats_json(stats_of(all_steps(cv)))},
+          {"cases", cases}};
+}
+
+std::string accuracy_paragraph(const CrossValidation& cv) {
+  const ErrorStats all = stats_of(all_steps(cv));
+  std::string out = fmt::format(
+      "Over {} published runs in {} source groups ({} with a step-time figure), the step time "
+      "is off by {} on average in sample and by **{} (median {}, max {})** when each group is "
+      "predicted by constants fitted without it (`shardplan validate --cross-validate`). The "
+      "80% intervals every planning command prints hold {} of those {} held-out cases ({}).\n\n",
+      cv.cases.size(), cv.groups.size(), cv.step_cases, pct(all.in_sample_mean), pct(all.mean),
+      pct(all.median), pct(all.max), covered_count(cv), cv.step_cases, pct(cv.coverage));
+  out += "| framework x GPU | cases | groups | held-out mean | max | 80% interval |\n";
+  out += "|---|---|---|---|---|---|\n";
+  for (const auto& [name, cases] : step_cases_by(cv, false)) {
+    const ErrorStats s = stats_of(cases);
+    const ClassInterval* ci = interval_of(cv, name);
+    out += fmt::format("| {} | {} | {} | {} | {} | {:+.1f}% to {:+.1f}% |\n", name, s.cases,
+                       groups_in(cases), pct(s.mean), pct(s.max), ci->low * 100, ci->high * 100);
+  }
+  out += fmt::format(
+      "\nA plan on a framework x GPU generation no group covers gets the interval beyond the "
+      "corpus, {:+.1f}% to {:+.1f}%: the held-out residuals of runs predicted beyond what their "
+      "fold was fitted on. The intervals are symmetric in log(measured / predicted step), "
+      "split-conformal over source groups.\n",
+      cv.extrapolation.low * 100, cv.extrapolation.high * 100);
+  return out;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Writes the step-time intervals that `shardplan validate --cross-validate` derives into the
+framework profiles (accuracy, accuracy_beyond_corpus) and the README's accuracy paragraph.
+
+Run after any change that moves a prediction:  tools/update_accuracy.py [build/shardplan]
+The engine test "shipped intervals are the cross-validation's" fails until this is rerun.
+"""
+import json
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BINARY = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "build" / "shardplan")
+FRAMEWORKS = ["megatron", "deepspeed", "torchtitan", "fsdp"]
+BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
+
+
+def run(*args):
+    return subprocess.run([BINARY, "validate", "--cross-validate", *args], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def row(gpu_class, cases, groups, interval):
+    out = {"gpu_class": gpu_class} if gpu_class else {}
+    out.update({"cases": cases, "groups": groups, "split": "cross-validated",
+                "step_error_low": round(interval["low"], 4),
+                "step_error_high": round(interval["high"], 4),
+                "source": "shardplan validate --cross-validate: " + interval["basis"]})
+    return out
+
+
+def main():
+    cv = json.loads(run("--json"))
+    by_framework = {f: [] for f in FRAMEWORKS}
+    for c in cv["per_class"]:
+        framework, gpu_class = c["class"].split(" ", 1)
+        if framework in by_framework:
+            by_framework[framework].append(
+                row(gpu_class, c["errors"]["cases"], c["groups"], c["interval"]))
+    beyond = cv["extrapolation_interval"]
+    for framework, rows in by_framework.items():
+        path = ROOT / "profiles" / "frameworks" / f"{framework}.json"
+        profile = json.loads(path.read_text())
+        profile["accuracy"] = rows
+        profile["accuracy_beyond_corpus"] = row(None, beyond["cases"], beyond["groups"], beyond)
+        # Keep the key before "sources", where a reader looks for the accuracy rows.
+        ordered = {k: v for k, v in profile.items() if k != "sources"}
+        ordered["sources"] = profile["sources"]
+        path.write_text(json.dumps(ordered, indent=2, ensure_ascii=False) + "\n")
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        readme.write_text(head + BEGIN + "\n" + run("--markdown") + END + tail)
+
+
+if __name__ == "__main__":
+    main()
