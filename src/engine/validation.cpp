@@ -78,11 +78,12 @@ std::vector<int> divisors(int n, int max) {
 
 }  // namespace
 
-Prediction predict(const PublishedRun& run) {
-  Prediction best;
-  best.run = &run;
+namespace {
+
+// Every plan the source allows: its stated fields, and each choice of the ones it leaves out.
+std::vector<ParallelPlan> candidate_plans(const PublishedRun& run) {
   const int per_replica = run.training.global_batch / std::max(1, run.plan.dp);
-  std::vector<int> micro =
+  const std::vector<int> micro =
       run.micro_batch_known ? std::vector<int>{run.plan.micro_batch} : divisors(per_replica, 16);
   // An unstated interleaving is Megatron-LM's default schedule (plain 1F1B): interleaving needs
   // a flag the papers would have reported.
@@ -91,27 +92,45 @@ Prediction predict(const PublishedRun& run) {
     interleave = divisors(run.model.layers / run.plan.pp, 16);
     std::erase(interleave, 1);
   }
+  // An unstated recompute is chosen like the micro-batch: the fastest that fits.
+  std::vector<Recompute> recompute{run.plan.recompute};
+  if (!run.recompute_known) recompute = {Recompute::none, Recompute::selective, Recompute::full};
+  std::vector<ParallelPlan> out;
+  for (int b : micro) {
+    for (int v : interleave) {
+      for (Recompute rc : recompute) {
+        ParallelPlan p = run.plan;
+        p.micro_batch = b;
+        p.interleave = v;
+        p.recompute = rc;
+        out.push_back(p);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Prediction predict(const PublishedRun& run) {
+  Prediction best;
+  best.run = &run;
   const bool faster_is_smaller = run.metric == Metric::iteration_time_s ||
                                  run.metric == Metric::layer_fwd_bwd_ms ||
                                  run.metric == Metric::activations_gib;
   bool have = false;
-  for (int b : micro) {
-    for (int v : interleave) {
-      ParallelPlan p = run.plan;
-      p.micro_batch = b;
-      p.interleave = v;
-      if (!check_plan(run.model, run.training, p, run.cluster).empty()) continue;
-      bool fits = true;
-      const double value = predicted_value(run, p, &fits);
-      const bool better = !have || (fits && !best.fits) ||
-                          (fits == best.fits &&
-                           (faster_is_smaller ? value < best.predicted : value > best.predicted));
-      if (better) {
-        best.plan = p;
-        best.predicted = value;
-        best.fits = fits;
-        have = true;
-      }
+  for (const ParallelPlan& p : candidate_plans(run)) {
+    if (!check_plan(run.model, run.training, p, run.cluster).empty()) continue;
+    bool fits = true;
+    const double value = predicted_value(run, p, &fits);
+    const bool better = !have || (fits && !best.fits) ||
+                        (fits == best.fits &&
+                         (faster_is_smaller ? value < best.predicted : value > best.predicted));
+    if (better) {
+      best.plan = p;
+      best.predicted = value;
+      best.fits = fits;
+      have = true;
     }
   }
   if (have)

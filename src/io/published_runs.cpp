@@ -153,7 +153,8 @@ void read_run_plan(const nlohmann::json& pl, const std::string& where, Published
       p.pp == 1 || (pl.contains("interleave") && pl.at("interleave").is_number());
   run.interleaved = p.pp > 1 && string_or(pl, "interleave") == "interleaved";
   p.interleave = int_or(pl, "interleave", 1);
-  if (pl.contains("recompute") && pl.at("recompute").is_string()) {
+  run.recompute_known = pl.contains("recompute") && pl.at("recompute").is_string();
+  if (run.recompute_known) {
     p.recompute = parse_recompute(pl.at("recompute"), where + ": recompute");
   }
   p.sequence_parallel = pl.value("sequence_parallel", false);

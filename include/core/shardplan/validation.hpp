@@ -30,6 +30,7 @@ struct PublishedRun {
   TrainingSpec training;
   ParallelPlan plan;
   bool micro_batch_known = true;
+  bool recompute_known = true;  // false: the source does not say; the predictor chooses
   bool interleave_known = true;
   bool interleaved = false;  // the source says "interleaved" without the degree
   Metric metric = Metric::iteration_time_s;
@@ -47,8 +48,9 @@ struct Prediction {
   double predicted_peak_gib = 0;  // the chosen plan's peak device memory (worst stage)
 };
 
-/// Predicts one run. Where the source omits the micro-batch, the predictor takes the fastest
-/// that fits memory, as the authors would have tuned it; an omitted interleaving is none,
+/// Predicts one run. Where the source omits the micro-batch or the activation recompute, the
+/// predictor takes the fastest that fits memory, as the authors would have tuned it (recompute
+/// none, then selective, then full); an omitted interleaving is none,
 /// Megatron-LM's default schedule, and "interleaved" without a degree takes the fastest degree.
 Prediction predict(const PublishedRun& run);
 
