@@ -97,7 +97,7 @@ double BusbwShare::at(double ranks) const {
 }
 
 double BusbwShare::at(const Placement& group) const {
-  if (within_node > 0 && group.nodes() <= 1) return within_node;
+  if (within_node > 0 && group.domains() <= 1) return within_node;
   return at(static_cast<double>(group.ranks));
 }
 

@@ -284,7 +284,7 @@ void read_training_fields(const nlohmann::json& c, const std::string& origin, Mo
     m.router.group_topk = first_int(c, {"topk_group"}, 0, origin, false);
   }
   m.router.aux_loss_coeff = first_number(c, {"router_aux_loss_coef", "aux_loss_alpha"});
-  m.router.sequence_aux_loss = flag(c, "seq_aux", false);
+  m.router.sequence_aux_loss = flag(c, "seq_aux", false, origin);
 }
 
 }  // namespace
