@@ -35,7 +35,8 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
   need(m.mtp_layers >= 0 && m.sliding_window >= 0 && m.global_attention_every >= 0, "mtp_layers",
        "mtp_layers, sliding_window and global_attention_every cannot be negative");
   need(m.rope.theta >= 0 && m.rope.factor >= 0 && m.norm_epsilon >= 0 && m.norm_epsilon < 1,
-       "rope_theta", "rope_theta and rope_scaling.factor cannot be negative; norm_epsilon is in [0, 1)");
+       "rope_theta",
+       "rope_theta and rope_scaling.factor cannot be negative; norm_epsilon is in [0, 1)");
   need(m.router.groups >= 0 && m.router.group_topk >= 0 && m.router.group_topk <= m.router.groups &&
            (m.router.groups == 0 || m.experts % m.router.groups == 0),
        "router", "router.group_topk must be at most router.groups, which must divide experts");
