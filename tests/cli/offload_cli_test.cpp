@@ -59,8 +59,7 @@ TEST_CASE("emit: DeepSpeed offload keys and accelerate's fsdp_offload_params par
   CHECK(contains(acc.out, "fsdp_offload_params: true"));
   check_refused("emit --format accelerate " + kOneH100 + " --zero 3 --offload optimizer",
                 "together");
-  // Megatron-Core offloads the optimizer only; torchtitan v0.2.2 offloads weights, gradients and
-  // optimizer together (training.enable_cpu_offload: FSDP2's CPUOffloadPolicy).
+  // Megatron-Core offloads the optimizer only; torchtitan's profile plans no offload.
   const auto mega = run_cli("emit --format megatron " + kOneH100 + " --zero 1 --offload optimizer");
   REQUIRE(mega.status == 0);
   CHECK(contains(mega.out, "--optimizer-cpu-offload"));
@@ -68,15 +67,7 @@ TEST_CASE("emit: DeepSpeed offload keys and accelerate's fsdp_offload_params par
   check_refused("emit --format megatron " + kOneH100 + " --zero 3 --offload optimizer,params",
                 "cannot offload the parameters");
   check_refused("estimate --framework torchtitan " + kOneH100 + " --zero 3 --offload optimizer",
-                "torchtitan offloads parameters and optimizer together");
-  check_refused("emit --format torchtitan " + kOneH100 +
-                    " --zero 3 --offload optimizer,params --keep-last 2",
-                "inside FSDP only");
-  const auto titan = run_cli(
-      "emit --format torchtitan --model llama-3.1-8b --gpus 8 --gpu H100-SXM --zero 3 "
-      "--offload optimizer,params --keep-last 2");
-  REQUIRE(titan.status == 0);
-  CHECK(contains(titan.out, "enable_cpu_offload = true"));
+                "torchtitan cannot offload the optimizer");
 }
 
 TEST_CASE("a plan file keeps the offload: emit --plan gives the same DeepSpeed config") {
