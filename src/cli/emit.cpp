@@ -143,7 +143,8 @@ void write_output(const std::string& text, const EmitFlags& e, LauncherFormat fo
 int run_emit(const CLI::App& app, const EmitFlags& e, const RunbookFlags& f,
              const OptimizerFlags& opt, PlanningOptions& o) {
   if (!e.slurm.empty() && e.slurm == e.output)
-    throw InputError("--slurm", "'" + e.slurm + "' is also the -o config; give the script its own file");
+    throw InputError("--slurm",
+                     "'" + e.slurm + "' is also the -o config; give the script its own file");
   const std::optional<ChosenPlan> chosen = choose_plan(app, e, o);
   if (!chosen) return 1;
   const Inputs& in = chosen->in;

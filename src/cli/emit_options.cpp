@@ -17,11 +17,13 @@ void add_optimizer_options(CLI::App& app, OptimizerFlags& f) {
       ->group(group);
   app.add_option("--warmup-steps", f.warmup_steps, "Linear warm-up steps (default: the recipe's)")
       ->group(group);
-  app.add_option("--lr-decay", f.lr_decay, "cosine | linear | constant | wsd (default: the recipe's)")
+  app.add_option("--lr-decay", f.lr_decay,
+                 "cosine | linear | constant | wsd (default: the recipe's)")
       ->group(group);
   app.add_option("--weight-decay", f.weight_decay, "AdamW weight decay (default: the recipe's)")
       ->group(group);
-  app.add_option("--clip-grad", f.clip_grad, "Gradient clipping norm, 0 = off (default: the recipe's)")
+  app.add_option("--clip-grad", f.clip_grad,
+                 "Gradient clipping norm, 0 = off (default: the recipe's)")
       ->group(group);
   app.add_option("--adam-betas", f.adam_betas, "B1,B2 (default: the recipe's, e.g. 0.9,0.95)")
       ->group(group);
@@ -73,8 +75,8 @@ OptimizerSettings resolve_optimizer(const OptimizerFlags& f, const ModelSpec& mo
                                              o.min_lr, o.lr));
   }
   if (!f.warmup_steps.empty()) {
-    o.warmup_steps = static_cast<int>(std::min(
-        at_least_zero(f.warmup_steps, "--warmup-steps"), 1e9));
+    o.warmup_steps =
+        static_cast<int>(std::min(at_least_zero(f.warmup_steps, "--warmup-steps"), 1e9));
     o.warmup_tokens = 0;
     o.given.push_back("--warmup-steps " + f.warmup_steps);
   }
@@ -98,7 +100,8 @@ OptimizerSettings resolve_optimizer(const OptimizerFlags& f, const ModelSpec& mo
   }
   if (!f.adam_eps.empty()) {
     o.eps = parse_number(f.adam_eps, "--adam-eps");
-    if (o.eps <= 0) throw InputError("--adam-eps", "'" + f.adam_eps + "' is not a positive epsilon");
+    if (o.eps <= 0)
+      throw InputError("--adam-eps", "'" + f.adam_eps + "' is not a positive epsilon");
     o.given.push_back("--adam-eps " + f.adam_eps);
   }
   return o;

@@ -223,9 +223,8 @@ std::string optimizer_duty(const EmitInputs& in) {
       "{} warm-up steps, then {} decay to {:g}{}; clip the gradient norm at {:g} ({})",
       o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, warmup_steps_at(o, in.training),
       to_string(o.decay), o.min_lr,
-      o.decay_end_fraction < 1
-          ? fmt::format(" at {:.0f}% of the run", o.decay_end_fraction * 100)
-          : "",
+      o.decay_end_fraction < 1 ? fmt::format(" at {:.0f}% of the run", o.decay_end_fraction * 100)
+                               : "",
       o.clip_grad, from);
 }
 

@@ -77,7 +77,8 @@ bool first_last_expresses(const ModelSpec& m, const ParallelPlan& p) {
 LayoutFlags layout_flags(const ModelSpec& m, const ParallelPlan& p) {
   if (p.pp == 1) return LayoutFlags::even;
   const bool custom = p.first_stage_layers >= 0 || p.last_stage_layers >= 0;
-  if (!custom) return m.layers % (p.pp * p.interleave) == 0 ? LayoutFlags::even : LayoutFlags::layout;
+  if (!custom)
+    return m.layers % (p.pp * p.interleave) == 0 ? LayoutFlags::even : LayoutFlags::layout;
   if (lighter_ends(m, p)) return LayoutFlags::counted;
   return first_last_expresses(m, p) ? LayoutFlags::first_last : LayoutFlags::layout;
 }
@@ -191,7 +192,9 @@ void long_run_args(Args& a, const EmitInputs& in) {
 void provenance(MegatronScript& s, const EmitInputs& in) {
   const ParallelPlan& p = in.plan;
   auto& why = s.meta.provenance;
-  why = emit::common_provenance(in);
+  // The common figures first; the model and optimizer args have added theirs already.
+  std::vector<Provenance> common = emit::common_provenance(in);
+  why.insert(why.begin(), common.begin(), common.end());
   const char* zero =
       p.zero == 0   ? "data parallel with replicated optimizer (no flag)"
       : p.zero == 1 ? "--use-distributed-optimizer"

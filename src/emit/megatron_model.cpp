@@ -1,8 +1,9 @@
 // The model in pretrain_gpt.py's terms: shapes, norm, activation, positions (RoPE base and
 // scaling), the MoE router and dispatcher, MLA. Flag names from megatron/training/arguments.py
 // (_add_network_size_args, _add_moe_args, _add_mla_args) and the TransformerConfig /
-// MLATransformerConfig fields it turns into flags (megatron/core/transformer/transformer_config.py),
-// NVIDIA/Megatron-LM commit d98e8a64 (core 0.20).
+// MLATransformerConfig fields it turns into flags
+// (megatron/core/transformer/transformer_config.py), NVIDIA/Megatron-LM commit d98e8a64 (core
+// 0.20).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -67,7 +68,8 @@ void router_args(MegatronArgs& a, const EmitInputs& in) {
   const RouterSpec& r = m.router;
   a.add("--moe-router-score-function", to_string(r.score));
   // topk 1 with softmax after top-k has no gradient (__post_init__ asks for pre-softmax).
-  if (m.experts_per_token == 1 && r.score == RouterScore::softmax) a.add("--moe-router-pre-softmax");
+  if (m.experts_per_token == 1 && r.score == RouterScore::softmax)
+    a.add("--moe-router-pre-softmax");
   if (r.topk_scale > 0) a.add("--moe-router-topk-scaling-factor", megatron_number(r.topk_scale));
   if (r.groups > 0 && r.group_topk > 0) {
     a.add("--moe-router-num-groups", r.groups).add("--moe-router-group-topk", r.group_topk);

@@ -36,8 +36,8 @@ long long per_ten_thousand(double fraction) {
 
 // Known length: decay and WSD iterations as numbers, warm-up shortened if the run is shorter.
 void known_length(MegatronArgs& a, const OptimizerSettings& o, long long steps, int warmup) {
-  const long long decay = std::max(1LL, std::llround(static_cast<double>(steps) *
-                                                     o.decay_end_fraction));
+  const long long decay =
+      std::max(1LL, std::llround(static_cast<double>(steps) * o.decay_end_fraction));
   long long w = warmup;
   if (w >= decay) {
     w = decay / 10;
@@ -49,8 +49,8 @@ void known_length(MegatronArgs& a, const OptimizerSettings& o, long long steps, 
   a.add("--lr-warmup-iters", w);
   if (o.decay_end_fraction < 1) a.add("--lr-decay-iters", decay);
   if (o.decay == LrDecay::wsd) {
-    const long long wsd = std::clamp(
-        std::llround(static_cast<double>(steps) * o.wsd_decay_fraction), 1LL, decay - w);
+    const long long wsd =
+        std::clamp(std::llround(static_cast<double>(steps) * o.wsd_decay_fraction), 1LL, decay - w);
     a.add("--lr-wsd-decay-iters", wsd);
   }
 }
@@ -82,8 +82,7 @@ void length_at_launch(MegatronArgs& a, const OptimizerSettings& o, int warmup) {
 void provenance(MegatronScript& s, const OptimizerSettings& o, int warmup) {
   std::string given;
   for (const auto& g : o.given) given += (given.empty() ? "" : ", ") + g;
-  const std::string from =
-      given.empty() ? o.recipe : fmt::format("{} over {}", given, o.recipe);
+  const std::string from = given.empty() ? o.recipe : fmt::format("{} over {}", given, o.recipe);
   s.meta.provenance.push_back(
       {"--lr / --min-lr", fmt::format("{:g} / {:g}", o.lr, o.min_lr), from});
   s.meta.provenance.push_back(
@@ -93,11 +92,10 @@ void provenance(MegatronScript& s, const OptimizerSettings& o, int warmup) {
                        ? fmt::format(" ending at {:.0f}% of the run", o.decay_end_fraction * 100)
                        : ""),
        from});
-  s.meta.provenance.push_back(
-      {"--weight-decay / --clip-grad / Adam betas, eps",
-       fmt::format("{:g} / {:g} / {:g}, {:g}, {:g}", o.weight_decay, o.clip_grad, o.beta1,
-                   o.beta2, o.eps),
-       from});
+  s.meta.provenance.push_back({"--weight-decay / --clip-grad / Adam betas, eps",
+                               fmt::format("{:g} / {:g} / {:g}, {:g}, {:g}", o.weight_decay,
+                                           o.clip_grad, o.beta1, o.beta2, o.eps),
+                               from});
   for (const auto& n : o.notes) s.meta.notes.push_back(n);
 }
 

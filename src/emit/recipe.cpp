@@ -33,7 +33,8 @@ LrDecay parse_lr_decay(const std::string& text, const std::string& field) {
   for (LrDecay d : {LrDecay::cosine, LrDecay::linear, LrDecay::constant, LrDecay::wsd}) {
     if (text == to_string(d)) return d;
   }
-  throw InputError(field, "'" + text + "' is not a decay style; use cosine, linear, constant or wsd");
+  throw InputError(field,
+                   "'" + text + "' is not a decay style; use cosine, linear, constant or wsd");
 }
 
 namespace {

@@ -72,8 +72,9 @@ std::string emit_slurm(LauncherFormat f, const EmitInputs& in) {
   };
   std::string out = "#!/bin/bash\n";
   out += fmt::format("#SBATCH --job-name=shardplan-{}\n", in.model.name);
-  out += fmt::format("#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node={}\n",
-                     c.nodes(), c.gpus_per_node);
+  out +=
+      fmt::format("#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node={}\n",
+                  c.nodes(), c.gpus_per_node);
   out += "#SBATCH --exclusive\n#SBATCH --requeue\n#SBATCH --output=slurm-%j.out\n";
   out += emit::comment_block(header);
   out += "set -uo pipefail\n\n";
@@ -81,7 +82,8 @@ std::string emit_slurm(LauncherFormat f, const EmitInputs& in) {
   out += "export MASTER_PORT=\"${MASTER_PORT:-29500}\"\n";
   out += "export TORCH_NCCL_ASYNC_ERROR_HANDLING=1\nexport NCCL_DEBUG=WARN\n";
   if (f == LauncherFormat::deepspeed)
-    out += fmt::format("export DEEPSPEED_TIMEOUT={}   # minutes (deepspeed.comm)\n", s.timeout_minutes);
+    out += fmt::format("export DEEPSPEED_TIMEOUT={}   # minutes (deepspeed.comm)\n",
+                       s.timeout_minutes);
   out += "MAX_RESTARTS=\"${MAX_RESTARTS:-10}\"\n\n";
   out += fmt::format(
       "for attempt in $(seq 0 \"$MAX_RESTARTS\"); do\n"

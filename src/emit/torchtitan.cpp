@@ -136,6 +136,14 @@ std::vector<PlanProblem> torchtitan_problems(const EmitInputs& in) {
     out.push_back(
         {"--optimizer", "torchtitan v0.2.2 builds Adam and AdamW only (components/optimizer.py)"});
   }
+  // apply_fsdp is what passes training.enable_cpu_offload on (models/llama3/infra/parallelize.py
+  // @ v0.2.2), and it runs only when data_parallel_shard_degree > 1.
+  if (in.plan.offload.any() && !(in.plan.zero >= 2 && in.plan.dp > 1)) {
+    out.push_back({"--offload",
+                   "torchtitan applies training.enable_cpu_offload inside FSDP only "
+                   "(data_parallel_shard_degree > 1): give --zero 2 or 3 with more than one "
+                   "data-parallel rank"});
+  }
   if (in.settings.keep_last == 1) {
     out.push_back(
         {"--keep-last",
@@ -317,19 +325,20 @@ std::vector<std::string> launch_lines(const EmitInputs& in) {
 // (components/lr_scheduler.py build_lr_schedulers).
 std::pair<toml::table, toml::table> optimizer_tables(const EmitInputs& in, EmitMeta& meta) {
   const OptimizerSettings o = optimizer_of(in);
-  toml::table optimizer{{"name", "AdamW"},        {"lr", o.lr},       {"eps", o.eps},
-                        {"weight_decay", o.weight_decay}, {"beta1", o.beta1}, {"beta2", o.beta2}};
+  toml::table optimizer{{"name", "AdamW"},  {"lr", o.lr},
+                        {"eps", o.eps},     {"weight_decay", o.weight_decay},
+                        {"beta1", o.beta1}, {"beta2", o.beta2}};
   toml::table schedule{{"warmup_steps", warmup_steps_at(o, in.training)},
                        {"decay_type", o.decay == LrDecay::cosine ? "cosine" : "linear"},
                        {"min_lr_factor", o.decay == LrDecay::constant ? 1.0 : o.min_lr / o.lr}};
   if (o.decay == LrDecay::wsd) schedule.insert("decay_ratio", o.wsd_decay_fraction);
   std::string from = o.recipe;
   for (const auto& g : o.given) from = g + ", " + from;
-  meta.provenance.push_back({"optimizer.lr / lr_scheduler",
-                             fmt::format("{:g}, {} warm-up steps, {} to {:g}", o.lr,
-                                         warmup_steps_at(o, in.training), to_string(o.decay),
-                                         o.min_lr),
-                             from});
+  meta.provenance.push_back(
+      {"optimizer.lr / lr_scheduler",
+       fmt::format("{:g}, {} warm-up steps, {} to {:g}", o.lr, warmup_steps_at(o, in.training),
+                   to_string(o.decay), o.min_lr),
+       from});
   if (o.decay_end_fraction < 1) {
     meta.notes.push_back(fmt::format(
         "the recipe reaches its final lr at {:.0f}% of the run; torchtitan decays until the last "

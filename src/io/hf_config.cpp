@@ -249,8 +249,8 @@ void read_conventions(const nlohmann::json& j, const nlohmann::json& c, const st
 
 // RoPE base and scaling (transformers' modeling_rope_utils.py: rope_scaling's "rope_type", or
 // the older "type"), the norm epsilon, and the MoE router's scoring (DeepSeek's scoring_func,
-// routed_scaling_factor, n_group / topk_group, aux_loss_alpha with seq_aux; Mixtral's and Qwen-MoE's
-// router_aux_loss_coef). Read as given; absent fields stay 0 (the launcher's default).
+// routed_scaling_factor, n_group / topk_group, aux_loss_alpha with seq_aux; Mixtral's and
+// Qwen-MoE's router_aux_loss_coef). Read as given; absent fields stay 0 (the launcher's default).
 void read_training_fields(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
   m.rope.theta = first_number(c, {"rope_theta", "rotary_emb_base"});
   if (c.contains("rope_scaling") && c.at("rope_scaling").is_object()) {
@@ -268,15 +268,15 @@ void read_training_fields(const nlohmann::json& c, const std::string& origin, Mo
       m.rope.mscale = first_number(r, {"mscale"});
       m.rope.mscale_all_dim = first_number(r, {"mscale_all_dim"});
     } else if (kind != "default") {
-      m.notes.push_back(fmt::format("{}: rope_scaling type '{}' is not carried into launcher configs",
-                                    origin, kind));
+      m.notes.push_back(fmt::format(
+          "{}: rope_scaling type '{}' is not carried into launcher configs", origin, kind));
     }
   }
   m.norm_epsilon = first_number(
       c, {"rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "norm_epsilon", "norm_eps"});
   if (!m.is_moe()) return;
   m.router.score = string_or(c, "scoring_func", "softmax") == "sigmoid" ? RouterScore::sigmoid
-                                                                         : RouterScore::softmax;
+                                                                        : RouterScore::softmax;
   m.router.topk_scale = first_number(c, {"routed_scaling_factor"});
   const std::string method = string_or(c, "topk_method", "");
   if (method == "noaux_tc" || method == "group_limited_greedy") {

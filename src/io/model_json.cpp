@@ -43,7 +43,8 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
        "linear-attention layers need linear_key_heads, linear_value_heads (a multiple of the "
        "key heads), linear_key_head_dim, linear_value_head_dim and linear_conv_kernel >= 1");
   need(m.rope.theta >= 0 && m.rope.factor >= 0 && m.norm_epsilon >= 0 && m.norm_epsilon < 1,
-       "rope_theta", "rope_theta and rope_scaling.factor cannot be negative; norm_epsilon is in [0, 1)");
+       "rope_theta",
+       "rope_theta and rope_scaling.factor cannot be negative; norm_epsilon is in [0, 1)");
   need(m.router.groups >= 0 && m.router.group_topk >= 0 && m.router.group_topk <= m.router.groups &&
            (m.router.groups == 0 || m.experts % m.router.groups == 0),
        "router", "router.group_topk must be at most router.groups, which must divide experts");

@@ -179,8 +179,7 @@ void check_both_picks(const std::string& model, const std::string& flags) {
     REQUIRE(r.status == 0);
     const auto launch = shardplan::test::run_megatron_script(read_file(dir + "/megatron.sh"));
     std::string failures;
-    for (const auto& f :
-         shardplan::test::megatron_failures(launch, shardplan::load_model(model)))
+    for (const auto& f : shardplan::test::megatron_failures(launch, shardplan::load_model(model)))
       failures += f + "\n";
     CHECK_MESSAGE(failures.empty(), failures);
     const std::string slurm = read_file(dir + "/job.slurm");

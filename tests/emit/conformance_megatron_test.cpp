@@ -5,6 +5,10 @@
 // layout for 61 layers on pp 16).
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
 
 #include "megatron_rules.hpp"
 #include "shardplan/emit.hpp"
@@ -42,7 +46,8 @@ EmitInputs inputs_of(const GridCase& g) {
   o.checkpoint_interval_s = kDefaultCheckpointIntervalS;
   EmitInputs in{m, c, t, p, estimate(m, t, p, c), {}, {}, "flags", ""};
   in.runbook = plan_runbook(m, t, p, c, in.estimate, o);
-  in.settings = long_run_settings(in.runbook, IntervalChoice::default_interval, kDefaultSeed, false);
+  in.settings =
+      long_run_settings(in.runbook, IntervalChoice::default_interval, kDefaultSeed, false);
   return in;
 }
 
@@ -51,8 +56,7 @@ constexpr GridCase kGrid[] = {
     {"llama-3.1-8b", "dgx-h100", 16, 2, 2, 1, 1, 256, 1, Recompute::selective, Precision::bf16,
      1e12},
     {"llama-3.1-70b", "dgx-h100", 64, 8, 2, 1, 1, 512, 1, Recompute::full, Precision::bf16, 0},
-    {"llama-3.1-70b", "dgx-h100", 128, 8, 4, 1, 1, 512, 2, Recompute::full, Precision::bf16,
-     15e12},
+    {"llama-3.1-70b", "dgx-h100", 128, 8, 4, 1, 1, 512, 2, Recompute::full, Precision::bf16, 15e12},
     {"gpt3-175b", "dgx-a100", 1024, 8, 8, 1, 1, 1536, 1, Recompute::full, Precision::bf16, 300e9},
     {"mixtral-8x7b", "dgx-h100", 64, 2, 1, 8, 1, 512, 1, Recompute::full, Precision::bf16, 0},
     {"qwen3-30b-a3b", "dgx-h100", 32, 1, 1, 8, 1, 512, 1, Recompute::full, Precision::bf16, 0},
@@ -86,7 +90,8 @@ TEST_CASE("Megatron-LM conformance: every grid launch passes the launcher's own 
     CAPTURE(g.tokens);
     const auto problems = megatron_problems(in);
     REQUIRE_MESSAGE(problems.empty(), problems.front().message);
-    const test::MegatronLaunch launch = test::run_megatron_script(emit_text(LauncherFormat::megatron, in));
+    const test::MegatronLaunch launch =
+        test::run_megatron_script(emit_text(LauncherFormat::megatron, in));
     const auto failures = test::megatron_failures(launch, in.model);
     CHECK_MESSAGE(failures.empty(), joined(failures));
     CHECK(launch.world_size == g.gpus);
@@ -121,8 +126,9 @@ TEST_CASE("Megatron-LM conformance: the rules fail on the scripts emitted before
   }
 }
 
-TEST_CASE("Megatron-LM: DeepSeek-V3 on pp 16 gets a layout with the MTP layer, sigmoid routing "
-          "and the report's schedule") {
+TEST_CASE(
+    "Megatron-LM: DeepSeek-V3 on pp 16 gets a layout with the MTP layer, sigmoid routing "
+    "and the report's schedule") {
   const EmitInputs in = inputs_of(kGrid[7]);
   const auto l = test::run_megatron_script(emit_text(LauncherFormat::megatron, in));
   // 61 layers on 16 stages: 3 on the ends, 4 on stages 1-13, 3 on stage 14 (the plan's split).
@@ -171,10 +177,11 @@ TEST_CASE("Megatron-LM: an unknown run length is checked by the script before it
   test::write_file(dir + "/torchrun", "#!/bin/sh\nexit 0\n");
   const std::string run = "chmod +x " + dir + "/torchrun && PATH=" + dir +
                           ":$PATH NODE_RANK=1 CHECKPOINT_DIR=/c DATA_PATH=/d TOKENIZER_MODEL=t "
-                          "TRAIN_ITERS=500 bash " + dir + "/m.sh 2>/dev/null";
+                          "TRAIN_ITERS=500 bash " +
+                          dir + "/m.sh 2>/dev/null";
   CHECK(WEXITSTATUS(std::system(run.c_str())) == 2);
   // Without the placeholders the script refuses to start.
-  const std::string bare = "chmod +x " + dir + "/torchrun && PATH=" + dir + ":$PATH bash " + dir +
-                           "/m.sh 2>/dev/null";
+  const std::string bare =
+      "chmod +x " + dir + "/torchrun && PATH=" + dir + ":$PATH bash " + dir + "/m.sh 2>/dev/null";
   CHECK(WEXITSTATUS(std::system(bare.c_str())) != 0);
 }

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <regex>
@@ -115,7 +116,8 @@ std::string first_last_rule(const L& l, const ModelSpec&) {
     return "first/last stage layers cannot be set with account-for-* or a layout";
   long long layers = whole(l, "--num-layers", 0);
   long long middle = whole(l, "--pipeline-model-parallel-size", 1);
-  for (const char* f : {"--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"}) {
+  for (const char* f :
+       {"--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"}) {
     if (!has(l, f)) continue;
     if (whole(l, f, 0) <= 0) return std::string(f) + " must be larger than 0";
     layers -= whole(l, f, 0);
@@ -127,7 +129,8 @@ std::string first_last_rule(const L& l, const ModelSpec&) {
 }
 
 std::string lr_rule(const L& l, const ModelSpec&) {
-  if (!has(l, "--lr")) return "no --lr: its default is None and OptimizerParamScheduler does float(max_lr)";
+  if (!has(l, "--lr"))
+    return "no --lr: its default is None and OptimizerParamScheduler does float(max_lr)";
   return fail_if(num(l, "--min-lr", 0) > num(l, "--lr", 0), "min_lr must be <= lr");
 }
 
@@ -152,7 +155,8 @@ std::string wsd_rule(const L& l, const ModelSpec&) {
 std::string batch_rule(const L& l, const ModelSpec&) {
   const int mp = model_parallel(l);
   if (mp <= 0 || l.world_size % mp != 0)
-    return fmt::format("world size ({}) is not divisible by total_model_size ({})", l.world_size, mp);
+    return fmt::format("world size ({}) is not divisible by total_model_size ({})", l.world_size,
+                       mp);
   const long long dp = l.world_size / mp;
   const long long micro = whole(l, "--micro-batch-size", 0);
   const long long global = whole(l, "--global-batch-size", micro * dp);
@@ -164,10 +168,10 @@ std::string batch_rule(const L& l, const ModelSpec&) {
 
 std::string router_bias_rule(const L& l, const ModelSpec&) {
   const std::string score = str(l, "--moe-router-score-function", "softmax");
-  return fail_if(has(l, "--moe-router-enable-expert-bias") && score != "sigmoid" &&
-                     score != "sqrtsoftplus",
-                 "Expert bias for aux-loss-free routing only supports 'sigmoid' and "
-                 "'sqrtsoftplus' score functions");
+  return fail_if(
+      has(l, "--moe-router-enable-expert-bias") && score != "sigmoid" && score != "sqrtsoftplus",
+      "Expert bias for aux-loss-free routing only supports 'sigmoid' and "
+      "'sqrtsoftplus' score functions");
 }
 
 std::string topk1_rule(const L& l, const ModelSpec&) {
@@ -183,9 +187,9 @@ std::string group_rule(const L& l, const ModelSpec&) {
   if (!has(l, "--moe-router-num-groups"))
     return "When using group limited routing, moe_router_num_groups must be specified.";
   const long long groups = whole(l, "--moe-router-num-groups", 1);
-  return fail_if(whole(l, "--num-experts", 0) % groups != 0 ||
-                     whole(l, "--moe-router-group-topk", 0) > groups,
-                 "num_moe_experts % moe_router_num_groups == 0 and group_topk <= num_groups");
+  return fail_if(
+      whole(l, "--num-experts", 0) % groups != 0 || whole(l, "--moe-router-group-topk", 0) > groups,
+      "num_moe_experts % moe_router_num_groups == 0 and group_topk <= num_groups");
 }
 
 std::string overlap_rule(const L& l, const ModelSpec&) {
@@ -284,11 +288,12 @@ std::string router_rule(const L& l, const ModelSpec& m) {
   if (str(l, "--moe-router-score-function", "softmax") != to_string(m.router.score))
     return fmt::format("--moe-router-score-function {} (default softmax) is not the config's {}",
                        str(l, "--moe-router-score-function", "unset"), to_string(m.router.score));
-  if (m.router.topk_scale > 0 && num(l, "--moe-router-topk-scaling-factor", 1) != m.router.topk_scale)
+  if (m.router.topk_scale > 0 &&
+      num(l, "--moe-router-topk-scaling-factor", 1) != m.router.topk_scale)
     return "--moe-router-topk-scaling-factor is not routed_scaling_factor";
-  return fail_if(m.router.group_topk > 0 &&
-                     whole(l, "--moe-router-group-topk", 0) != m.router.group_topk,
-                 "--moe-router-group-topk is not topk_group");
+  return fail_if(
+      m.router.group_topk > 0 && whole(l, "--moe-router-group-topk", 0) != m.router.group_topk,
+      "--moe-router-group-topk is not topk_group");
 }
 
 // shardplan priced the expert-parallel exchange as all-to-alls; Megatron's default dispatcher is
@@ -304,60 +309,76 @@ std::string dispatcher_rule(const L& l, const ModelSpec& m) {
 
 const std::vector<MegatronRule>& megatron_rules() {
   static const std::vector<MegatronRule> rules = {
-      {"world-size", "arguments.py validate_args: world size divisible by total_model_size; "
-                     "core/num_microbatches_calculator.py: global batch divisible by micro x dp",
+      {"world-size",
+       "arguments.py validate_args: world size divisible by total_model_size; "
+       "core/num_microbatches_calculator.py: global batch divisible by micro x dp",
        batch_rule},
-      {"shapes", "arguments.py validate_args: required_args, kv_channels, max_position_embeddings "
-                 ">= seq_length, seq-length multiple of 2 x cp",
+      {"shapes",
+       "arguments.py validate_args: required_args, kv_channels, max_position_embeddings "
+       ">= seq_length, seq-length multiple of 2 x cp",
        shape_rule},
-      {"pp-divisible", "arguments.py validate_args: 'Number of layers should be divisible by the "
-                       "pipeline-model-parallel size'",
+      {"pp-divisible",
+       "arguments.py validate_args: 'Number of layers should be divisible by the "
+       "pipeline-model-parallel size'",
        divisible_layers_rule},
-      {"pp-layout", "transformer/pipeline_parallel_layer_layout.py parse_str_to_list, "
-                    "validate_layer_layout; arguments.py: stages % pp == 0",
+      {"pp-layout",
+       "transformer/pipeline_parallel_layer_layout.py parse_str_to_list, "
+       "validate_layer_layout; arguments.py: stages % pp == 0",
        layout_rule},
-      {"pp-first-last", "transformer_config.py TransformerConfig.__post_init__ 'Uneven PP' and the "
-                        "layout / account-for-* conflicts",
+      {"pp-first-last",
+       "transformer_config.py TransformerConfig.__post_init__ 'Uneven PP' and the "
+       "layout / account-for-* conflicts",
        first_last_rule},
-      {"lr", "arguments.py _add_learning_rate_args (--lr default None); "
-             "core/optimizer_param_scheduler.py __init__: float(max_lr), max_lr >= min_lr",
+      {"lr",
+       "arguments.py _add_learning_rate_args (--lr default None); "
+       "core/optimizer_param_scheduler.py __init__: float(max_lr), max_lr >= min_lr",
        lr_rule},
-      {"warmup", "core/optimizer_param_scheduler.py __init__: lr_decay_steps > 0, lr_warmup_steps "
-                 "< lr_decay_steps (training.py get_optimizer_param_scheduler)",
+      {"warmup",
+       "core/optimizer_param_scheduler.py __init__: lr_decay_steps > 0, lr_warmup_steps "
+       "< lr_decay_steps (training.py get_optimizer_param_scheduler)",
        warmup_rule},
       {"wsd", "core/optimizer_param_scheduler.py __init__: WSD asserts wsd_decay_steps; get_lr",
        wsd_rule},
-      {"expert-bias", "transformer_config.py __post_init__: expert bias needs sigmoid or "
-                      "sqrtsoftplus",
+      {"expert-bias",
+       "transformer_config.py __post_init__: expert bias needs sigmoid or "
+       "sqrtsoftplus",
        router_bias_rule},
-      {"topk-1", "transformer_config.py __post_init__: 'Please use --moe-router-pre-softmax when "
-                 "topk is 1.'",
+      {"topk-1",
+       "transformer_config.py __post_init__: 'Please use --moe-router-pre-softmax when "
+       "topk is 1.'",
        topk1_rule},
       {"router-groups", "transformer_config.py __post_init__: group-limited routing", group_rule},
-      {"moe", "transformer_config.py __post_init__ (EP needs experts, padding needs capacity); "
-              "arguments.py validate_args (MTP needs rope)",
+      {"moe",
+       "transformer_config.py __post_init__ (EP needs experts, padding needs capacity); "
+       "arguments.py validate_args (MTP needs rope)",
        moe_rule},
       {"overlap", "arguments.py validate_args: --overlap-param-gather", overlap_rule},
-      {"megatron-fsdp", "arguments.py validate_args: Megatron-FSDP ckpt format and "
-                        "CUDA_DEVICE_MAX_CONNECTIONS",
+      {"megatron-fsdp",
+       "arguments.py validate_args: Megatron-FSDP ckpt format and "
+       "CUDA_DEVICE_MAX_CONNECTIONS",
        fsdp_rule},
       {"save", "arguments.py validate_args: --save needs --save-interval > 0", save_rule},
       {"rope-base", "config.json rope_theta vs arguments.py --rotary-base (int, default 10000)",
        rope_base_rule},
-      {"rope-scaling", "config.json rope_scaling vs --use-rope-scaling / --rope-scaling-factor "
-                       "and MLATransformerConfig.rope_type (default yarn)",
+      {"rope-scaling",
+       "config.json rope_scaling vs --use-rope-scaling / --rope-scaling-factor "
+       "and MLATransformerConfig.rope_type (default yarn)",
        rope_scaling_rule},
-      {"norm", "config.json rms_norm_eps vs --norm-epsilon (TransformerConfig.layernorm_epsilon "
-               "default 1e-5) and --normalization",
+      {"norm",
+       "config.json rms_norm_eps vs --norm-epsilon (TransformerConfig.layernorm_epsilon "
+       "default 1e-5) and --normalization",
        norm_rule},
-      {"block", "config.json hidden_act / q_norm / tie_word_embeddings vs --swiglu, "
-                "--qk-layernorm, --untie-embeddings-and-output-weights",
+      {"block",
+       "config.json hidden_act / q_norm / tie_word_embeddings vs --swiglu, "
+       "--qk-layernorm, --untie-embeddings-and-output-weights",
        block_rule},
-      {"router", "config.json scoring_func / routed_scaling_factor / topk_group vs "
-                 "--moe-router-score-function (default softmax) and friends",
+      {"router",
+       "config.json scoring_func / routed_scaling_factor / topk_group vs "
+       "--moe-router-score-function (default softmax) and friends",
        router_rule},
-      {"dispatcher", "TransformerConfig.moe_token_dispatcher_type default allgather; shardplan "
-                     "prices expert parallelism as all-to-alls",
+      {"dispatcher",
+       "TransformerConfig.moe_token_dispatcher_type default allgather; shardplan "
+       "prices expert parallelism as all-to-alls",
        dispatcher_rule},
   };
   return rules;
@@ -370,45 +391,6 @@ std::vector<std::string> megatron_failures(const MegatronLaunch& launch, const M
     if (!why.empty()) out.push_back(std::string(r.id) + ": " + why);
   }
   return out;
-}
-
-MegatronLaunch run_megatron_script(const std::string& script) {
-  const std::string dir = make_temp_dir();
-  const std::string path = dir + "/megatron.sh";
-  write_file(path, script);
-  write_file(dir + "/torchrun",
-             "#!/bin/sh\nprintf '%s\\n' \"CDMC=${CUDA_DEVICE_MAX_CONNECTIONS:-}\" > \"$OUT\"\n"
-             "for a in \"$@\"; do printf '%s\\n' \"$a\"; done >> \"$OUT\"\n");
-  const std::string cmd = "chmod +x " + dir + "/torchrun && cd " + dir + " && PATH=" + dir +
-                          ":$PATH OUT=" + dir +
-                          "/args NODE_RANK=1 MASTER_ADDR=10.0.0.1 CHECKPOINT_DIR=/ckpt "
-                          "DATA_PATH=/data/c4 TOKENIZER_MODEL=gpt2 TRAIN_ITERS=100000 bash " +
-                          path + " > /dev/null";
-  REQUIRE(std::system(cmd.c_str()) == 0);
-  std::istringstream lines(read_file(dir + "/args"));
-  MegatronLaunch l;
-  std::string line, flag;
-  bool script_args = false;
-  long long nnodes = 1, nproc = 1;
-  std::getline(lines, line);
-  l.cuda_device_max_connections = line.substr(5);
-  while (std::getline(lines, line)) {
-    if (!script_args) {
-      if (line == "pretrain_gpt.py") script_args = true;
-      if (flag == "--nnodes") nnodes = std::stoll(line);
-      if (flag == "--nproc_per_node") nproc = std::stoll(line);
-      flag = line;
-      continue;
-    }
-    if (line.rfind("--", 0) == 0) {
-      flag = line;
-      l.args[flag] = "";
-    } else if (!flag.empty()) {
-      l.args[flag] = line;
-    }
-  }
-  l.world_size = static_cast<int>(nnodes * nproc);
-  return l;
 }
 
 }  // namespace shardplan::test

@@ -98,7 +98,7 @@ struct RouterSpec {
   double topk_scale = 0;  // routed_scaling_factor: the chosen weights are multiplied by it
   int groups = 0;         // n_group: experts in groups, tokens routed to group_topk of them
   int group_topk = 0;
-  double aux_loss_coeff = 0;  // load-balancing loss weight
+  double aux_loss_coeff = 0;       // load-balancing loss weight
   bool sequence_aux_loss = false;  // DeepSeek's per-sequence balance loss (seq_aux)
 };
 
@@ -160,9 +160,9 @@ struct ModelSpec {
   int linear_key_head_dim = 0;
   int linear_value_head_dim = 0;
   int linear_conv_kernel = 0;  // the short causal convolution over q, k and v
-  RopeSpec rope;              // rotary positions only
-  double norm_epsilon = 0;    // rms_norm_eps / layer_norm_epsilon; 0 = not given
-  RouterSpec router;          // MoE only
+  RopeSpec rope;                   // rotary positions only
+  double norm_epsilon = 0;         // rms_norm_eps / layer_norm_epsilon; 0 = not given
+  RouterSpec router;               // MoE only
   std::vector<std::string> notes;  // defaults a loader took for fields the input left out
 
   bool has_architecture() const { return layers > 0; }

@@ -23,8 +23,8 @@ LauncherFormat default_format(Framework framework);
 /// The framework a launcher format runs (accelerate: fsdp).
 Framework framework_of(LauncherFormat format);
 
-/// Long runs checkpoint on wall-clock time, not on epochs; 30 minutes is the default interval when the
-/// user names none (--checkpoint-interval auto takes the runbook's Young interval instead).
+/// Long runs checkpoint on wall-clock time, not on epochs; 30 minutes is the default interval when
+/// the user names none (--checkpoint-interval auto takes the runbook's Young interval instead).
 inline constexpr double kDefaultCheckpointIntervalS = 1800;
 /// Megatron-LM's --seed default (RNGConfig.seed = 1234), used by every format unless --seed.
 inline constexpr int kDefaultSeed = 1234;
