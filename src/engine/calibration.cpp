@@ -249,7 +249,8 @@ std::vector<const CvCase*> pool_of(const std::vector<CvCase>& cases, bool extrap
 double magnitude(const CvCase& c) { return std::fabs(std::log1p(c.residual)); }
 
 // The split-conformal radius: the weighted quantile of |log(measured / predicted step)| at
-// level x (n + 1) / n for n exchangeable groups, so `level` of a new group's cases fall inside.
+// level x (n + 1) / n for the n exchangeable groups whose residuals it is taken over, so `level`
+// of a new group's cases fall inside.
 double conformal_radius(const Weighted& values, double groups, double level) {
   if (values.empty() || groups <= 0) return 0;
   return quantile(values, std::min(1.0, level * (groups + 1) / groups));
@@ -294,7 +295,7 @@ ClassInterval pooled_interval(const std::vector<CvCase>& cases, double level) {
   ci.cls = "pooled";
   ci.cases = static_cast<int>(pool.size());
   ci.groups = static_cast<int>(per_group.size());
-  set_ends(ci, conformal_radius(values, kPooledWeight, level));
+  set_ends(ci, conformal_radius(values, ci.groups, level));
   ci.basis = fmt::format(
       "{:.0f}% interval from every class's {} cross-validated residuals in {} source groups "
       "(this class's cases all come from one group): {} to {} (measured step against predicted)",
@@ -334,7 +335,7 @@ std::vector<ClassInterval> class_intervals(const std::vector<CvCase>& cases, dou
     // residuals, those predicted with a constant its only group had fitted included.
     const double own_radius = quantile(own_all, level);
     const double radius =
-        std::max(conformal_radius(values, own_groups.size() + kPooledWeight, level), own_radius);
+        std::max(conformal_radius(values, groups, level), own_radius);
     set_ends(ci, radius);
     ci.basis = fmt::format(
         "{:.0f}% interval from {} cross-validated residuals in {} source group{} of this class, "

@@ -565,7 +565,7 @@ MemoryInputs memory_inputs(const ModelSpec& m, const TrainingSpec& tr, const Mic
 }
 
 Estimate estimate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
-                  const ClusterSpec& c) {
+                  const ClusterSpec& c, Simulation simulation) {
   Estimate est;
   est.params_only = !m.has_architecture();
   const MicroBatchCost cost = micro_batch_cost(m, tr, p, c);
@@ -574,7 +574,8 @@ Estimate estimate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan
   const Evaluation ev = evaluate(m, tr, p, c, cost, mem);
   est.comm = ev.comm;
   est.time = ev.time;
-  if (m.has_architecture()) est.simulated = simulate_step(m, tr, p, c, ev.time, ev.comm, true);
+  if (m.has_architecture() && simulation == Simulation::run)
+    est.simulated = simulate_step(m, tr, p, c, ev.time, ev.comm, true);
   Throughput& th = est.throughput;
   th.peak_flops = peak_flops(c.gpu, math_dtype(tr.precision));
   th.model_flops = ev.model_flops;

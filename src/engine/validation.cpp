@@ -57,7 +57,8 @@ double predicted_value(const PublishedRun& run, const ParallelPlan& p, bool* fit
     case Metric::tflops_per_gpu:
     case Metric::tokens_per_s_per_gpu:
     case Metric::model_tflops_per_gpu: {
-      const Estimate e = estimate(m, tr, p, c);
+      // The closed forms are what validation compares (the simulation is reported beside them).
+      const Estimate e = estimate(m, tr, p, c, Simulation::skip);
       *fits = e.memory.fits;
       if (run.metric == Metric::iteration_time_s) return e.time.step_s;
       if (run.metric == Metric::tokens_per_s_per_gpu) return e.throughput.tokens_per_s / c.gpus;

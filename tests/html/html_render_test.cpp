@@ -150,7 +150,7 @@ TEST_CASE("every --html kind renders in Chromium, all charts drawn, no request m
        "provision --model llama-3.1-70b --tokens 2T --gpu H100-SXM,H200,B200,A100-80GB "
        "--gpus 64,128,256,512 --deadline 40d",
        3, 0, "fits"},
-      {"probe", "report " + std::string(SHARDPLAN_TEST_DATA) + "/probe/probe-mpi-2ranks.json", 2, 0,
+      {"probe", "report " + std::string(SHARDPLAN_TEST_DATA) + "/probe/probe-mpi-2ranks.json", 3, 0,
        "measured"},
   };
   REQUIRE(kinds.size() == 6);

@@ -155,6 +155,8 @@ TEST_CASE("hybrid layer patterns the model cannot lay out are refused by name") 
   test::write_file(dir + "/config.json", j.dump());
   CHECK_THROWS_WITH_AS(load_model(dir + "/config.json"), doctest::Contains("layer_types"),
                        InputError);
+}
+
 TEST_CASE("config.json's RoPE, norm epsilon and router fields, and the presets that copy them") {
   const std::string base = std::string(SHARDPLAN_TEST_DATA) + "/hf/";
   const ModelSpec ds = load_model(base + "deepseek-v3/config.json");

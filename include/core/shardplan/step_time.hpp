@@ -125,8 +125,12 @@ inline constexpr double kParamsOnlyMfu = 0.40;
 MfuPlausibility mfu_plausibility(double mfu, const TrainingSpec& training,
                                  const ClusterSpec& cluster);
 
+/// Whether estimate() also simulates the step event by event (Estimate::simulated): callers that
+/// read only the closed forms (validation's fitting loops) skip it.
+enum class Simulation { run, skip };
+
 Estimate estimate(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,
-                  const ClusterSpec& cluster);
+                  const ClusterSpec& cluster, Simulation simulation = Simulation::run);
 
 /// The step model without per-stage memory detail, from a precomputed micro-batch cost: what
 /// the search evaluates millions of times. estimate() is built on it.
