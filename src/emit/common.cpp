@@ -214,10 +214,20 @@ std::string straggler_note(const EmitInputs& in) {
       in.runbook.straggler_drop * 100);
 }
 
+std::string optimizer_source(const OptimizerSettings& o) {
+  // The flags given, last first, then the recipe.
+  std::string from;
+  for (auto g = o.given.rbegin(); g != o.given.rend(); ++g) {
+    from += *g;
+    from += ", ";
+  }
+  from += o.recipe;
+  return from;
+}
+
 std::string optimizer_duty(const EmitInputs& in) {
   const OptimizerSettings o = optimizer_of(in);
-  std::string from = o.recipe;
-  for (const auto& g : o.given) from = g + ", " + from;
+  const std::string from = optimizer_source(o);
   return fmt::format(
       "optimizer and schedule: AdamW(lr={:g}, betas=({:g}, {:g}), eps={:g}, weight_decay={:g}); "
       "{} warm-up steps, then {} decay to {:g}{}; clip the gradient norm at {:g} ({})",

@@ -36,6 +36,8 @@ std::string straggler_note(const EmitInputs& in);
 /// "AdamW(lr=..., betas=(...), eps=..., weight_decay=...); N warm-up steps, then cosine to ...;
 /// clip ...: <recipe>": the optimizer and schedule for launchers whose config has no keys for them.
 std::string optimizer_duty(const EmitInputs& in);
+/// Where the optimizer settings came from: the flags given (last first), then the recipe.
+std::string optimizer_source(const OptimizerSettings& o);
 
 /// Lines as a "# " comment block.
 std::string comment_block(const std::vector<std::string>& lines);

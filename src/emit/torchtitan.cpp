@@ -332,13 +332,7 @@ std::pair<toml::table, toml::table> optimizer_tables(const EmitInputs& in, EmitM
                        {"decay_type", o.decay == LrDecay::cosine ? "cosine" : "linear"},
                        {"min_lr_factor", o.decay == LrDecay::constant ? 1.0 : o.min_lr / o.lr}};
   if (o.decay == LrDecay::wsd) schedule.insert("decay_ratio", o.wsd_decay_fraction);
-  // The flags given, last first, then the recipe.
-  std::string from;
-  for (auto g = o.given.rbegin(); g != o.given.rend(); ++g) {
-    from += *g;
-    from += ", ";
-  }
-  from += o.recipe;
+  const std::string from = emit::optimizer_source(o);
   meta.provenance.push_back(
       {"optimizer.lr / lr_scheduler",
        fmt::format("{:g}, {} warm-up steps, {} to {:g}", o.lr, warmup_steps_at(o, in.training),

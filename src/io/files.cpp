@@ -32,7 +32,7 @@ std::string read_text_file(const std::string& path, const std::string& field) {
   const auto too_large = [&] {
     close(fd);
     return InputError(field, "'" + path + "' is larger than " +
-                                 std::to_string(kMaxInputFileBytes / (1024 * 1024)) +
+                                 std::to_string(kMaxInputFileBytes / (1024LL * 1024)) +
                                  " MiB; no input shardplan reads is that large");
   };
   if (st.st_size > kMaxInputFileBytes) throw too_large();

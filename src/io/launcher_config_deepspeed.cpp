@@ -106,8 +106,12 @@ void zero(const json& j, Builder& b) {
                "is not a DeepSpeed ZeRO key (DeepSpeedZeroConfig refuses unknown keys)");
     }
   }
-  const int stage = z.contains("stage") ? std::stoi(whole(b, z.at("stage"), "zero_optimization.stage")) : 0;
-  if (stage < 0 || stage > 3) b.refuse("zero_optimization.stage", fmt::format("{} is not 0-3", stage));
+  // Read wide, checked before it narrows: a stage of 10^12 is refused, not an out_of_range.
+  const long long stage_read =
+      z.contains("stage") ? std::stoll(whole(b, z.at("stage"), "zero_optimization.stage")) : 0;
+  if (stage_read < 0 || stage_read > 3)
+    b.refuse("zero_optimization.stage", fmt::format("{} is not 0-3", stage_read));
+  const int stage = static_cast<int>(stage_read);
   b.set("--zero", std::to_string(stage), "zero_optimization.stage");
   // zero/config.py: overlap_comm defaults to true for stage 3 and false below it.
   const bool overlap = z.contains("overlap_comm") ? z.at("overlap_comm") == true : stage == 3;
