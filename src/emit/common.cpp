@@ -216,12 +216,8 @@ std::string straggler_note(const EmitInputs& in) {
 
 std::string optimizer_source(const OptimizerSettings& o) {
   // The flags given, last first, then the recipe.
-  std::string from;
-  for (auto g = o.given.rbegin(); g != o.given.rend(); ++g) {
-    from += *g;
-    from += ", ";
-  }
-  from += o.recipe;
+  std::string from = o.recipe;
+  for (const std::string& g : o.given) from.insert(0, ", ").insert(0, g);
   return from;
 }
 
