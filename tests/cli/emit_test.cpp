@@ -230,8 +230,10 @@ TEST_CASE("the README's DeepSeek-V3 and Llama 3.1 405B emit examples pass Megatr
        "--first-stage-layers 3 --last-stage-layers 3 --global-batch 2048 --seq-len 8192 "
        "--sequence-parallel --zero 1 --fragmentation 0.04"},
   };
-  for (const auto& [model, flags] : examples) {
-    CAPTURE(flags);
+  for (const auto& example : examples) {
+    const auto& [model, flags] = example;
+    const std::string command = flags;  // CAPTURE cannot name a structured binding (clang 14)
+    CAPTURE(command);
     const auto r = run_cli("emit --format megatron " + flags + " -o " + dir + "/m.sh");
     REQUIRE(r.status == 0);
     const auto launch = shardplan::test::run_megatron_script(read_file(dir + "/m.sh"));
