@@ -75,6 +75,8 @@ ValidationReport predict_runs(const std::vector<PublishedRun>& runs, const std::
 
 int run_validate(const ValidateFlags& f) {
   const std::vector<PublishedRun> runs = load_runs(f);  // the predictions point into it
+  if (f.markdown && !f.cross_validate)
+    throw InputError("--markdown", "goes with --cross-validate (the accuracy paragraph it prints)");
   if (f.cross_validate) {
     std::vector<PublishedRun> picked;
     for (const PublishedRun& r : runs)

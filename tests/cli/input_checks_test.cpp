@@ -99,3 +99,11 @@ TEST_CASE("a million GPUs: the batch cannot spread, which is not a memory proble
   // Every rung, the pipeline one too: a framework without ZB-V is not why it has no plan.
   CHECK_FALSE(has(r.out, "pipeline schedule"));
 }
+
+TEST_CASE("validate --markdown goes with --cross-validate; --cross-validate prints its coverage") {
+  check_refused("validate --markdown", "--markdown");  // ignored before: a flag that did nothing
+  const auto r = run_cli("validate --cross-validate --only korthikanti22");
+  CHECK(r.status == 0);
+  CHECK(has(r.out, "coverage of the 80% interval"));
+  check_refused("validate --cross-validate --only nosuchrun", "--only");
+}
