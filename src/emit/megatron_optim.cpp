@@ -15,19 +15,8 @@
 namespace shardplan::emit {
 namespace {
 
-const char* decay_style(LrDecay d) {
-  switch (d) {
-    case LrDecay::cosine:
-      return "cosine";
-    case LrDecay::linear:
-      return "linear";
-    case LrDecay::constant:
-      return "constant";
-    case LrDecay::wsd:
-      return "WSD";
-  }
-  return "cosine";
-}
+// Megatron-LM's --lr-decay-style spells the schedules as shardplan does, WSD in capitals.
+const char* decay_style(LrDecay d) { return d == LrDecay::wsd ? "WSD" : to_string(d); }
 
 // A share of the run in whole parts per 10,000, for the script's integer arithmetic.
 long long per_ten_thousand(double fraction) {
