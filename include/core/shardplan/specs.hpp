@@ -286,6 +286,12 @@ struct TrainingSpec {
   // (--moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity), so GEMM rows and
   // all-to-all volume are c x the even share.
   double moe_capacity_factor = 0;
+  // The busiest expert's tokens over the even share (the max-load factor the slowest EP rank
+  // waits for); 0: the framework profile's default from published routing statistics; 1: forced
+  // balance, as vendor benchmarks run.
+  double moe_max_load = 0;
+  // Dispatch all-to-all in fp8 (DeepSeek-V3 report, Sec. 3.3: dispatch in FP8, combine in BF16).
+  bool moe_fp8_dispatch = false;
   double tokens = 0;           // training budget for time-to-train, 0 = not asked
   double gpu_hour_cost = 0;    // currency per GPU-hour, 0 = not asked
   FrameworkProfile framework;  // the stack that runs the plan (default: the ideal one)
@@ -323,6 +329,9 @@ struct ParallelPlan {
   int first_stage_layers = -1;
   int last_stage_layers = -1;
   Offload offload = {};  // none
+  // EP dispatch / combine hidden behind another micro-batch's compute (DualPipe's F&B pairs;
+  // Megatron-Core's --overlap-moe-expert-parallel-comm); false: each all-to-all waits.
+  bool moe_a2a_overlap = false;
 
   int gpus() const { return dp * tp * pp * cp; }
 };
