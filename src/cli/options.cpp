@@ -232,6 +232,32 @@ ClusterSpec resolve_cluster(const PlanningOptions& o, int default_gpus) {
   return built;
 }
 
+namespace {
+
+// --moe-max-load, --moe-force-balance, --moe-fp8-dispatch, --moe-dispatcher.
+void resolve_moe_training(const PlanningOptions& o, TrainingSpec& t) {
+  if (!o.moe_max_load.empty() && o.moe_force_balance) {
+    throw InputError("--moe-max-load",
+                     "give --moe-max-load or --moe-force-balance, not both (forced balance is "
+                     "a max-load of 1)");
+  }
+  if (!o.moe_max_load.empty()) {
+    t.moe_max_load = parse_number(o.moe_max_load, "--moe-max-load");
+    if (!(t.moe_max_load >= 1 && t.moe_max_load <= 64)) {
+      throw InputError("--moe-max-load",
+                       "'" + o.moe_max_load +
+                           "' must be between 1 (every expert rank takes its even share) and "
+                           "64 (the busiest takes 64 times it)");
+    }
+  }
+  if (o.moe_force_balance) t.moe_max_load = 1;
+  t.moe_fp8_dispatch = o.moe_fp8_dispatch;
+  if (!o.moe_dispatcher.empty())
+    t.moe_dispatcher = parse_moe_dispatcher(o.moe_dispatcher, "--moe-dispatcher");
+}
+
+}  // namespace
+
 TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   TrainingSpec t;
   if (!o.precision.empty()) t.precision = parse_precision(o.precision, "--precision");
@@ -249,6 +275,7 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
                            "even share of tokens per expert); leave it out for dropless routing");
     }
   }
+  resolve_moe_training(o, t);
   t.global_batch = parse_int_or(o.global_batch, "--global-batch", 0);  // 0: filled from the plan
   t.fp32_grads = o.fp32_grads;
   t.overlap_grad_reduce = t.overlap_param_gather = !o.no_overlap;
@@ -287,7 +314,8 @@ ParallelPlan plan_from_flags(const PlanningOptions& o) {
           o.recompute.empty() ? Recompute::none : parse_recompute(o.recompute, "--recompute"),
       .sequence_parallel = o.sequence_parallel,
       .interleave = parse_int_or(o.interleave, "--interleave", 1),
-      .offload = parse_offload(o.offload, o.offload_to)};
+      .offload = parse_offload(o.offload, o.offload_to),
+      .moe_a2a_overlap = o.moe_a2a_overlap};
   resolve_pipeline(o, p);
   return p;
 }

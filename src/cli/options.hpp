@@ -22,6 +22,9 @@ struct PlanningOptions {
   std::string seq_len, global_batch, micro_batch, precision, optimizer, attention;
   std::string fragmentation, tokens, gpu_hour_cost;
   std::string capacity_factor;
+  std::string moe_max_load, moe_dispatcher;
+  bool moe_force_balance = false;
+  bool moe_fp8_dispatch = false;
   std::string framework;  // megatron (default) | deepspeed | torchtitan | fsdp
   bool fp32_grads = false;
   bool no_overlap = false;
@@ -34,6 +37,7 @@ struct PlanningOptions {
   std::string expert_tp;
   std::string offload, offload_to;
   bool sequence_parallel = false;
+  bool moe_a2a_overlap = false;
   bool allow_tp_across_nodes = false;
   // a launcher config whose settings fill the flags above (--from FILE)
   std::string from;

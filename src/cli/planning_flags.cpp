@@ -53,6 +53,21 @@ const std::vector<PlanningFlag> kTable = {
      "MoE expert capacity factor, experts padded to it (default: dropless, routing assumed "
      "balanced)",
      &O::capacity_factor},
+    {"Training", "--moe-max-load",
+     "MoE: the busiest expert rank's tokens over its even share (e.g. 1.2); it sets the expert "
+     "GEMMs and all-to-alls every rank waits for (default 1: balanced)",
+     &O::moe_max_load},
+    {"Training", "--moe-force-balance",
+     "MoE: routing forced balanced, as vendor benchmarks run (Megatron-Core "
+     "--moe-router-force-load-balancing); the same as --moe-max-load 1",
+     nullptr, &O::moe_force_balance},
+    {"Training", "--moe-fp8-dispatch",
+     "MoE: dispatch tokens in fp8 with 1x128 scales, combine in bf16 (DeepSeek-V3)", nullptr,
+     &O::moe_fp8_dispatch},
+    {"Training", "--moe-dispatcher",
+     "MoE: alltoall (one copy per token and expert) | deepep (one copy per token and remote "
+     "node, forwarded over NVLink; node-limited routing applies) (default alltoall)",
+     &O::moe_dispatcher},
     {"Training", "--gpu-hour-cost", "Price of one GPU-hour, for the cost to train",
      &O::gpu_hour_cost},
     // Cluster
@@ -88,6 +103,10 @@ const std::vector<PlanningFlag> kTable = {
     {"Plan", "--sequence-parallel", "Megatron sequence parallelism (needs tp > 1)", nullptr,
      &O::sequence_parallel, true},
     {"Plan", "--interleave", "Virtual pipeline stages per device", &O::interleave, nullptr, true},
+    {"Plan", "--moe-a2a-overlap",
+     "MoE: hide expert all-to-alls behind another micro-batch's compute (Megatron-Core "
+     "--overlap-moe-expert-parallel-comm; DualPipe-V always does)",
+     nullptr, &O::moe_a2a_overlap, true},
     {"Plan", "--schedule",
      "Pipeline schedule: 1f1b | interleaved | gpipe | zb-h1 | zb-v | dualpipe-v", &O::schedule,
      nullptr, true},

@@ -92,15 +92,25 @@ double collective_time(Collective c, double bytes, const Placement& g, const Clu
                          info(c).latency_steps(g.ranks);
   if (c == Collective::all_to_all && crosses) {
     const double n = g.ranks, k = g.ranks_per_domain;
-    const double over_nics = (n - k) / n * bytes / tier_busbw(cluster.inter, c);
-    const double inside = (k - 1) / n * bytes / tier_busbw(cluster.intra, c);
-    return latency + std::max(over_nics, inside);
+    return all_to_all_time((k - 1) / n * bytes, (n - k) / n * bytes, g, cluster);
   }
   if (c == Collective::send_recv) {
     return latency +
            bytes / (crosses ? tier_busbw(cluster.inter, c) : tier_busbw(cluster.intra, c));
   }
   return latency + bytes * info(c).bus_factor(g.ranks) / placement_busbw(c, g, cluster);
+}
+
+double all_to_all_time(double inside_bytes, double across_bytes, const Placement& g,
+                       const ClusterSpec& cluster) {
+  if (g.ranks <= 1 || inside_bytes + across_bytes <= 0) return 0;
+  const Collective c = Collective::all_to_all;
+  const bool crosses = g.domains() > 1;
+  const double latency =
+      (crosses ? cluster.inter.latency_s : cluster.intra.latency_s) * info(c).latency_steps(g.ranks);
+  const double across = crosses ? across_bytes / tier_busbw(cluster.inter, c) : 0.0;
+  const double inside = inside_bytes / tier_busbw(cluster.intra, c);
+  return latency + std::max(across, inside);
 }
 
 }  // namespace shardplan

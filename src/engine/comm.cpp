@@ -21,6 +21,32 @@ const char* json_name(Parallelism p) {
   return "";
 }
 
+namespace {
+
+// `size` members whose consecutive members are `stride` ranks apart: min(size, tier / stride) of
+// them share each tier of `tier_gpus` (1 when the stride spans a tier).
+Placement place(int size, int stride, const ClusterSpec& c) {
+  auto per_tier = [&](int tier_gpus) {
+    return stride >= tier_gpus ? 1 : std::max(1, std::min(size, tier_gpus / stride));
+  };
+  Placement g;
+  g.ranks = size;
+  g.ranks_per_domain = per_tier(c.domain_gpus());
+  g.ranks_per_host = per_tier(c.gpus_per_node);
+  return g;
+}
+
+}  // namespace
+
+Placement expert_data_placement(const ParallelPlan& p, const ClusterSpec& c) {
+  // The ranks holding the same experts: tp x dp x cp / (ep x expert tp) of them, one expert
+  // group (ep x expert tp ranks, expert tp innermost) apart (Megatron-Core's expert-data-
+  // parallel group, parallel_state.py; torchtitan's dp_shard_mod_ep mesh).
+  const int etp = p.expert_tp();
+  const int size = std::max(1, p.tp * p.dp * p.cp / std::max(1, p.ep * etp));
+  return place(size, p.ep * etp, c);
+}
+
 Placement placement_of(Parallelism which, const ParallelPlan& p, const ClusterSpec& c) {
   int size = 1, stride = 1;
   switch (which) {
@@ -47,16 +73,7 @@ Placement placement_of(Parallelism which, const ParallelPlan& p, const ClusterSp
       stride = p.tp * p.cp * p.dp;
       break;
   }
-  // Members that fit in one tier of `tier_gpus`: the group's consecutive members are `stride`
-  // ranks apart, so min(size, tier / stride) of them share it (1 when the stride spans a tier).
-  auto per_tier = [&](int tier_gpus) {
-    return stride >= tier_gpus ? 1 : std::max(1, std::min(size, tier_gpus / stride));
-  };
-  Placement g;
-  g.ranks = size;
-  g.ranks_per_domain = per_tier(c.domain_gpus());
-  g.ranks_per_host = per_tier(c.gpus_per_node);
-  return g;
+  return place(size, stride, c);
 }
 
 Placements placements_of(const ParallelPlan& p, const ClusterSpec& c) {

@@ -27,9 +27,13 @@ double stream_s(double bytes, const GpuSpec& gpu) {
   return bytes / (gpu.hbm_bytes_per_s * gpu.memory_efficiency);
 }
 
-double gemm_s(double flops, double bytes, const GpuSpec& gpu, MathDtype dtype) {
-  return std::max(flops / (peak_flops(gpu, dtype) * gemm_efficiency(gpu, flops)),
-                  stream_s(bytes, gpu));
+// A grouped GEMM's experts are separate problems in one kernel (CUTLASS grouped GEMM, DeepGEMM's
+// contiguous layout: tiles never span two experts), so tile quantisation and the last wave's
+// tail are paid per expert: its efficiency is that of one expert's GEMM.
+double gemm_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
+  const double sized = op.grouped && op.batch > 1 ? op.flops / op.batch : op.flops;
+  return std::max(op.flops / (peak_flops(gpu, dtype) * gemm_efficiency(gpu, sized)),
+                  stream_s(op.bytes, gpu));
 }
 
 }  // namespace
@@ -53,7 +57,7 @@ double gemm_efficiency(const GpuSpec& gpu, double flops) {
 double op_forward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
   switch (op.kind) {
     case OpKind::gemm:
-      return gemm_s(op.flops, op.bytes, gpu, dtype);
+      return gemm_s(op, gpu, dtype);
     case OpKind::attention:
       return op.flops / (peak_flops(gpu, attention_dtype(dtype)) * gpu.attention_efficiency) +
              gpu.kernel_overhead_s;
@@ -67,7 +71,7 @@ double op_backward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
   switch (op.kind) {
     case OpKind::gemm:
       // dgrad and wgrad: two GEMMs of the forward's size.
-      return 2.0 * gemm_s(op.flops, op.bytes, gpu, dtype);
+      return 2.0 * gemm_s(op, gpu, dtype);
     case OpKind::attention:
       return op.backward_flops /
                  (peak_flops(gpu, attention_dtype(dtype)) * gpu.attention_efficiency) +

@@ -37,6 +37,10 @@ bool FrameworkCaps::has_schedule(Schedule s) const {
          pipeline_schedules.end();
 }
 
+bool FrameworkCaps::has_dispatcher(MoeDispatcher d) const {
+  return std::find(moe_dispatchers.begin(), moe_dispatchers.end(), d) != moe_dispatchers.end();
+}
+
 bool FrameworkCaps::has_zero(int stage) const {
   return std::find(zero_stages.begin(), zero_stages.end(), stage) != zero_stages.end();
 }

@@ -31,6 +31,8 @@ const char* to_string(Rung r) {
       return "tensor-parallel";
     case Rung::pipeline_parallel:
       return "pipeline-parallel";
+    case Rung::expert_parallel:
+      return "expert-parallel";
   }
   return "";
 }
@@ -68,10 +70,11 @@ SearchSpace rung_space(Rung rung, const ModelSpec& m, const TrainingSpec& tr, co
   s.cp = {1};
   s.ep = {1};
   s.expert_tp = {0};
+  s.moe_a2a_overlap = {false};
   auto only = [](std::vector<int>& axis, int value) { axis = {value}; };
   const int per_replica =
       c.gpus > 0 && tr.global_batch % c.gpus == 0 ? tr.global_batch / c.gpus : 0;
-  if (rung != Rung::pipeline_parallel) {
+  if (rung != Rung::pipeline_parallel && rung != Rung::expert_parallel) {
     // Without pipeline stages a schedule or a stage layout is no choice at all: every schedule
     // is the same plan on pp 1. Keeping that axis made its refusals (a framework without ZB-V)
     // outnumber the rung's real blocker and name it as the rung's reason.
@@ -123,6 +126,12 @@ SearchSpace rung_space(Rung rung, const ModelSpec& m, const TrainingSpec& tr, co
     case Rung::pipeline_parallel:
       std::erase_if(s.tp, [&](int tp) { return tp > c.domain_gpus(); });
       std::erase_if(s.pp, [](int pp) { return pp < 2; });
+      break;
+    case Rung::expert_parallel:
+      // The axes all_axes gives a MoE model, ep 1 left out; tp inside the domain.
+      s = all_axes(m, tr, c, rules);
+      std::erase_if(s.tp, [&](int tp) { return tp > c.domain_gpus(); });
+      std::erase_if(s.ep, [](int ep) { return ep < 2; });
       break;
   }
   restrict_to(s, tr.framework.caps);
@@ -232,6 +241,7 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
   for (int i = 0; i < kRungs; ++i) {
     const Rung rung = static_cast<Rung>(i);
     if (rung == Rung::offload && c.gpus != 1) continue;
+    if (rung == Rung::expert_parallel && !m.is_moe()) continue;
     RungVerdict v;
     v.rung = rung;
     v.capacity_bytes = c.gpu.memory_bytes;

@@ -73,7 +73,9 @@ Shape make_shape(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan&
   x.f = static_cast<double>(m.is_moe() ? m.dense_mlp_width() : m.ffn_hidden) / p.tp;
   x.fe = static_cast<double>(m.ffn_hidden) / p.expert_tp();
   x.fs = static_cast<double>(m.shared_ffn_hidden) / p.tp;
-  x.visits = tr.moe_capacity_factor > 0 ? tr.moe_capacity_factor : 1.0;
+  // Padded to capacity, every expert takes c x its even share; dropless, the busiest expert
+  // rank takes the max-load factor x its share, and the others wait for it in the combine.
+  x.visits = tr.moe_capacity_factor > 0 ? tr.moe_capacity_factor : moe_max_load(tr);
   x.r = p.sequence_parallel ? 1.0 / p.tp : 1.0;
   x.e = activation_bytes(tr.precision);
   return x;
@@ -271,8 +273,11 @@ void add_mlp(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape&
   // Permuted copy of the tokens for the experts, and the unpermute that weights and sums them.
   blk.ops.push_back(elementwise("token dispatch", 2.0 * visits * x.h * x.e, visits * x.h * x.e));
   blk.ops.push_back(elementwise("token combine", 3.0 * visits * x.h * x.e, visits * x.h * x.e));
-  blk.alltoall_bytes = 2.0 * visits * x.h * x.e;
+  blk.expert_visits = visits;
+  const size_t experts_from = blk.ops.size();
   add_mlp_gemms(blk, m, x, visits / local_experts, local_experts, x.fe, 0);
+  for (size_t i = experts_from; i < blk.ops.size(); ++i)
+    blk.ops[i].grouped = blk.ops[i].kind == OpKind::gemm;
   // Shared experts (DeepSeekMoE) see every token, as a dense MLP split by tensor parallelism.
   if (m.shared_ffn_hidden > 0) add_mlp_gemms(blk, m, x, x.tokens, 1, x.fs, layer_input);
   blk.ops.push_back(residual_op("mlp residual", x, m.dropout));

@@ -94,6 +94,7 @@ std::string describe(const ParallelPlan& p) {
   if (p.cp > 1) s += fmt::format(" x cp {}", p.cp);
   if (p.ep > 1) s += fmt::format(", ep {}", p.ep);
   if (p.etp > 0) s += fmt::format(", expert tp {}", p.etp);
+  if (p.moe_a2a_overlap) s += " (all-to-alls overlapped)";
   s += fmt::format(", ZeRO-{}, micro-batch {}, recompute {}", p.zero, p.micro_batch,
                    to_string(p.recompute));
   if (p.sequence_parallel) s += ", sequence parallel";

@@ -109,6 +109,17 @@ bool expert_tp_needs_moe(P p, C c) {
 bool expert_tp_divides_ffn(P p, C c) {
   return p.etp > 0 && c.model.is_moe() && c.model.ffn_hidden % p.etp != 0;
 }
+bool moe_overlap_needs_ep(P p, C c) {
+  return p.moe_a2a_overlap && (p.ep <= 1 || !c.model.is_moe());
+}
+// Megatron-Core's combined 1F1B (validate_args at d98e8a64 for --overlap-moe-expert-parallel-
+// comm): no full recompute, and with a pipeline only the interleaved schedule; and a step of
+// one micro-batch has no second pass to pair with (paired_share is 0).
+bool moe_overlap_pairs(P p, C c) {
+  if (!p.moe_a2a_overlap || p.schedule == Schedule::dualpipe_v) return false;
+  return p.recompute == Recompute::full || (p.pp > 1 && p.interleave < 2) ||
+         micro_batches_per_step(c.training, p) < 2;
+}
 
 bool framework_zero_stage(P p, C c) {
   return !c.caps().has_zero(p.zero);
@@ -155,6 +166,12 @@ bool framework_cp(P p, C c) {
 bool framework_ep(P p, C c) {
   return p.ep > 1 && !c.caps().expert_parallel;
 }
+bool framework_moe_overlap(P p, C c) {
+  return p.moe_a2a_overlap && !c.caps().moe_a2a_overlap;
+}
+bool framework_moe_dispatcher(P, C c) {
+  return c.model.is_moe() && !c.caps().has_dispatcher(c.training.moe_dispatcher);
+}
 bool framework_fp8(P, C c) {
   return c.training.precision == Precision::fp8 && !c.caps().fp8;
 }
@@ -197,6 +214,8 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::ep_divides, ep_divides},
       {RuleId::expert_tp_needs_moe, expert_tp_needs_moe},
       {RuleId::expert_tp_divides_ffn, expert_tp_divides_ffn},
+      {RuleId::moe_overlap_needs_ep, moe_overlap_needs_ep},
+      {RuleId::moe_overlap_pairs, moe_overlap_pairs},
       {RuleId::offload_supported, offload_supported},
       {RuleId::framework_zero_stage, framework_zero_stage},
       {RuleId::framework_zero_with_pp, framework_zero_with_pp},
@@ -207,6 +226,8 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::framework_stage_layout, framework_stage_layout},
       {RuleId::framework_cp, framework_cp},
       {RuleId::framework_ep, framework_ep},
+      {RuleId::framework_moe_overlap, framework_moe_overlap},
+      {RuleId::framework_moe_dispatcher, framework_moe_dispatcher},
       {RuleId::framework_fp8, framework_fp8},
       {RuleId::framework_fp16, framework_fp16},
       {RuleId::framework_bf16_pure, framework_bf16_pure},
@@ -237,7 +258,7 @@ std::vector<RuleProblem> check_inputs(const RuleContext& c) {
   ParallelPlan any;
   any.dp = c.cluster.gpus;
   for (RuleId id : {RuleId::precision_supported, RuleId::framework_fp8, RuleId::framework_fp16,
-                    RuleId::framework_bf16_pure}) {
+                    RuleId::framework_bf16_pure, RuleId::framework_moe_dispatcher}) {
     if (plan_rules()[static_cast<size_t>(id)].broken(any, c)) out.push_back({id, any});
   }
   return out;
@@ -292,6 +313,10 @@ const char* to_string(RuleId r) {
       return "expert_tp_needs_moe";
     case RuleId::expert_tp_divides_ffn:
       return "expert_tp_divides_ffn";
+    case RuleId::moe_overlap_needs_ep:
+      return "moe_overlap_needs_ep";
+    case RuleId::moe_overlap_pairs:
+      return "moe_overlap_pairs";
     case RuleId::offload_supported:
       return "offload_supported";
     case RuleId::framework_zero_stage:
@@ -312,6 +337,10 @@ const char* to_string(RuleId r) {
       return "framework_cp";
     case RuleId::framework_ep:
       return "framework_ep";
+    case RuleId::framework_moe_overlap:
+      return "framework_moe_overlap";
+    case RuleId::framework_moe_dispatcher:
+      return "framework_moe_dispatcher";
     case RuleId::framework_fp8:
       return "framework_fp8";
     case RuleId::framework_fp16:

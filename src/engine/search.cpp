@@ -49,7 +49,7 @@ long long SearchSpace::size() const {
   for (int t : tp) tp_pairs -= std::count(expert_tp.begin(), expert_tp.end(), t);
   return tp_pairs * pp.size() * cp.size() * ep.size() * zero.size() * micro_batch.size() *
          interleave.size() * recompute.size() * sequence_parallel.size() * schedule.size() *
-         lighter_ends.size() * offload.size();
+         lighter_ends.size() * offload.size() * moe_a2a_overlap.size();
 }
 
 long long SearchSpace::refused_points() const {
@@ -95,6 +95,8 @@ void restrict_to(SearchSpace& s, const FrameworkCaps& caps) {
   drop(s, s.cp, R::framework_cp, [&](int cp) { return cp > 1 && !caps.context_parallel; });
   drop(s, s.ep, R::framework_ep, [&](int ep) { return ep > 1 && !caps.expert_parallel; });
   drop(s, s.expert_tp, R::framework_ep, [&](int etp) { return etp > 0 && !caps.expert_parallel; });
+  drop(s, s.moe_a2a_overlap, R::framework_moe_overlap,
+       [&](bool overlap) { return overlap && !caps.moe_a2a_overlap; });
   const OffloadSupport allowed = offload_support(caps);
   drop(s, s.offload, R::offload_supported,
        [&](const Offload& o) { return offload_kind_problem(o, allowed) != OffloadProblem::none; });
@@ -117,6 +119,7 @@ SearchSpace all_axes(const ModelSpec& m, const TrainingSpec& tr, const ClusterSp
   // (megatron/core/parallel_state.py, initialize_model_parallel), torchtitan only ETP = TP or
   // ETP = 1 (torchtitan/distributed/parallel_dims.py, ParallelDims._validate).
   s.expert_tp = m.is_moe() ? std::vector<int>{0, 1} : std::vector<int>{0};
+  s.moe_a2a_overlap = m.is_moe() ? std::vector<bool>{false, true} : std::vector<bool>{false};
   s.zero = {0, 1, 2, 3};
   s.micro_batch = divisors(tr.global_batch, std::min(tr.global_batch, 64));
   s.interleave = m.has_architecture() ? divisors(m.layers, 8) : std::vector<int>{1};
@@ -141,7 +144,8 @@ SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const Cluster
 
 namespace {
 
-using Key = std::tuple<double, int, int, int, int, int, int, int, int, int, int, int, int, int>;
+using Key =
+    std::tuple<double, int, int, int, int, int, int, int, int, int, int, int, int, int, int>;
 
 int offload_code(const Offload& o) {
   return (o.optimizer ? 1 : 0) | (o.params ? 2 : 0) | (o.activations ? 4 : 0) |
@@ -163,7 +167,8 @@ Key key_of(const Candidate& cand) {
           p.interleave,
           static_cast<int>(p.schedule),
           p.first_stage_layers,
-          offload_code(p.offload)};
+          offload_code(p.offload),
+          p.moe_a2a_overlap ? 1 : 0};
 }
 
 struct Worse {
@@ -274,7 +279,8 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
   const SearchSpace& space = w.space;
   const long long inner = static_cast<long long>(space.pp.size()) * space.interleave.size() *
                           space.zero.size() * space.recompute.size() * space.schedule.size() *
-                          space.lighter_ends.size() * space.offload.size();
+                          space.lighter_ends.size() * space.offload.size() *
+                          space.moe_a2a_overlap.size();
   GroupCost shared;
   const auto axes = pipeline_axes(space);
   for (int pp : space.pp) {
@@ -304,7 +310,10 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
                                                           .schedule = schedule,
                                                           .offload = off});
               if (lighter) set_lighter_ends(w.m.layers, pp * v, p);
-              visit(p, w, shared, out);
+              for (bool overlap : space.moe_a2a_overlap) {
+                p.moe_a2a_overlap = overlap;
+                visit(p, w, shared, out);
+              }
             }
           }
         }

@@ -34,6 +34,8 @@ constexpr Name<RopeScaling> kRopeScalingNames[] = {{RopeScaling::none, "none"},
                                                    {RopeScaling::yarn, "yarn"}};
 constexpr Name<RouterScore> kRouterScoreNames[] = {{RouterScore::softmax, "softmax"},
                                                    {RouterScore::sigmoid, "sigmoid"}};
+constexpr Name<MoeDispatcher> kMoeDispatcherNames[] = {{MoeDispatcher::alltoall, "alltoall"},
+                                                       {MoeDispatcher::deepep, "deepep"}};
 constexpr Name<Precision> kPrecisionNames[] = {{Precision::fp32, "fp32"},
                                                {Precision::bf16, "bf16"},
                                                {Precision::fp16, "fp16"},
@@ -100,6 +102,9 @@ const char* to_string(RopeScaling v) {
 const char* to_string(RouterScore v) {
   return name_of(kRouterScoreNames, v);
 }
+const char* to_string(MoeDispatcher v) {
+  return name_of(kMoeDispatcherNames, v);
+}
 const char* to_string(Precision v) {
   return name_of(kPrecisionNames, v);
 }
@@ -137,6 +142,9 @@ RopeScaling parse_rope_scaling(const std::string& text, const std::string& field
 }
 RouterScore parse_router_score(const std::string& text, const std::string& field) {
   return parse_name(kRouterScoreNames, text, field);
+}
+MoeDispatcher parse_moe_dispatcher(const std::string& text, const std::string& field) {
+  return parse_name(kMoeDispatcherNames, text, field, {{"flex", MoeDispatcher::deepep}});
 }
 Precision parse_precision(const std::string& text, const std::string& field) {
   return parse_name(kPrecisionNames, text, field,
@@ -187,6 +195,10 @@ MathDtype math_dtype(Precision p) {
 
 bool has_fp32_master(Precision p) {
   return p != Precision::fp32 && p != Precision::bf16_pure;
+}
+
+double moe_max_load(const TrainingSpec& training) {
+  return training.moe_max_load > 0 ? training.moe_max_load : 1.0;
 }
 
 double activation_bytes(Precision p) {

@@ -11,6 +11,7 @@
 
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
+#include "shardplan/moe.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/schedule.hpp"
 #include "shardplan/step_simulation.hpp"
@@ -77,10 +78,11 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
     cost.cp_layer_s = (p.cp - 1) * collective_time(Collective::send_recv, cost.cp_layer_bytes,
                                                    placement_of(Parallelism::context, p, c), c);
   }
-  if (p.ep > 1 && w.layer.alltoall_bytes > 0) {
-    cost.ep_layer_bytes = w.layer.alltoall_bytes / 2.0;  // one of dispatch / combine
-    cost.ep_layer_s = 2.0 * collective_time(Collective::all_to_all, cost.ep_layer_bytes,
-                                            placement_of(Parallelism::expert, p, c), c);
+  if (p.ep > 1 && w.layer.expert_visits > 0) {
+    cost.ep = expert_traffic(m, tr, placement_of(Parallelism::expert, p, c), c, w.tokens,
+                             w.layer.expert_visits);
+    cost.ep_layer_bytes = (cost.ep.dispatch_bytes + cost.ep.combine_bytes) / 2.0;
+    cost.ep_layer_s = cost.ep.layer_s();
   }
   // Megatron-LM sends 1/t of a boundary activation from each tensor-parallel rank (the
   // scatter-gather optimisation of Narayanan et al. 2021 Sec. 4.1; natural with SP).
@@ -97,7 +99,7 @@ struct StageCost {
   double backward_s = 0;
   double tp_s = 0, tp_exposed_s = 0, tp_calls = 0;
   double cp_s = 0, cp_exposed_s = 0;
-  double ep_s = 0;
+  double ep_s = 0, ep_exposed_s = 0;
   double pp_s = 0;
   double zero3_s = 0, zero3_exposed_s = 0;
   double zero3_units = 0, zero3_ag_s = 0, zero3_rs_s = 0;  // per call
@@ -107,7 +109,7 @@ struct StageCost {
   double weight_grad_s = 0;  // of backward_s, the W pass
   double moe_layers = 0;
   double total() const {
-    return compute_s + tp_exposed_s + cp_exposed_s + ep_s + pp_s + zero3_exposed_s;
+    return compute_s + tp_exposed_s + cp_exposed_s + ep_exposed_s + pp_s + zero3_exposed_s;
   }
 };
 
@@ -155,16 +157,20 @@ PassTimes pass_times(const StageCost& s) {
 // The stage's passes for the simulator: in-pass TP and CP exposure spread over the compute
 // windows as pass_times spreads it, the all-to-alls half in forward and half in backward (the
 // same dispatch and combine each way), pipeline and ZeRO-3 traffic left to the simulator.
-StageWork stage_work(const StageCost& s) {
+// DualPipe-V pairs forward and backward passes themselves (simulate.cpp), so they get
+// the whole all-to-all; other schedules get what their pairing leaves exposed.
+StageWork stage_work(const StageCost& s, const ParallelPlan& p) {
   StageWork w;
   const double compute = s.forward_s + s.backward_s;
   if (compute <= 0) return w;
   const double k = 1.0 + (s.tp_exposed_s + s.cp_exposed_s) / compute;
-  w.forward_s = k * s.forward_s + s.ep_s / 2.0;
-  w.input_grad_s = k * (s.backward_s - s.weight_grad_s) + s.ep_s / 2.0;
+  const bool pairs_itself = p.schedule == Schedule::dualpipe_v;
+  const double ep = pairs_itself ? s.ep_s : s.ep_exposed_s;
+  w.forward_s = k * s.forward_s + ep / 2.0;
+  w.input_grad_s = k * (s.backward_s - s.weight_grad_s) + ep / 2.0;
   w.weight_grad_s = k * s.weight_grad_s;
   w.recompute_s = s.recompute_s;
-  w.ep_forward_s = w.ep_backward_s = s.ep_s / 2.0;
+  w.ep_forward_s = w.ep_backward_s = ep / 2.0;
   w.tp_hidden_s = std::max(0.0, s.tp_s - s.tp_exposed_s);
   w.cp_hidden_s = std::max(0.0, s.cp_s - s.cp_exposed_s);
   w.layers = s.layers;
@@ -225,6 +231,7 @@ struct Context {
   const MicroBatchCost& cost;
   const MemoryInputs& mem;
   Placements at;
+  int micro_batches = 1;  // per step, per data-parallel replica
 };
 
 // Params only: 6 N tokens per micro-batch at an assumed MFU, forward 1/3, backward 2/3.
@@ -303,6 +310,7 @@ void stage_model_parallel(const Context& x, int stage, const BlockTime& l, Stage
   s.cp_exposed_s = layers * (std::max(0.0, cost.cp_layer_s - cost.attention_s) +
                              std::max(0.0, 2.0 * cost.cp_layer_s - 2.5 * cost.attention_s));
   s.ep_s = s.moe_layers * 2.0 * cost.ep_layer_s;  // dense layers send nothing to experts
+  s.ep_exposed_s = exposed_all_to_all_s(x.p, x.micro_batches, s.ep_s, s.compute_s);
 }
 
 // ZeRO-3 / FSDP gather one unit at a time (a transformer layer; the embedding and the LM head
@@ -317,10 +325,19 @@ void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost
   s.zero3_units = layers + (m.has_architecture() && stage == 0 ? 1 : 0) +
                   (m.has_architecture() && stage == head_stage(x.p) ? 1 : 0);
   const double unit = dev.dense / s.zero3_units;
+  // A MoE model's experts are sharded over their own expert-data-parallel group: gathered and
+  // reduced there, beside the dense weights over the whole data-parallel group.
+  const double expert_unit = dev.experts / s.zero3_units;
+  const Placement edp = expert_data_placement(x.p, x.c);
   // What share of busbw the framework's per-unit gathers reach at this group size.
   const double share = x.tr.framework.pricing.zero3_busbw.at(dp);
-  s.zero3_ag_s = collective_time(Collective::all_gather, unit * per.weights, dp, x.c) / share;
-  s.zero3_rs_s = collective_time(Collective::reduce_scatter, unit * per.gradients, dp, x.c) / share;
+  const double expert_share = x.tr.framework.pricing.zero3_busbw.at(edp);
+  s.zero3_ag_s =
+      collective_time(Collective::all_gather, unit * per.weights, dp, x.c) / share +
+      collective_time(Collective::all_gather, expert_unit * per.weights, edp, x.c) / expert_share;
+  s.zero3_rs_s = collective_time(Collective::reduce_scatter, unit * per.gradients, dp, x.c) / share +
+                 collective_time(Collective::reduce_scatter, expert_unit * per.gradients, edp, x.c) /
+                     expert_share;
   const double n = s.zero3_units;
   s.zero3_s = n * (2.0 * s.zero3_ag_s + s.zero3_rs_s);
   if (x.tr.overlap_param_gather) {
@@ -389,9 +406,9 @@ void pipeline_time(const Context& x, const Stages& st, StepTime& t) {
   t.first_stage = pass_times(st.first);
   t.middle_stage = pass_times(st.middle);
   t.last_stage = pass_times(st.last);
-  t.first_work = stage_work(st.first);
-  t.middle_work = stage_work(st.middle);
-  t.last_work = stage_work(st.last);
+  t.first_work = stage_work(st.first, p);
+  t.middle_work = stage_work(st.middle, p);
+  t.last_work = stage_work(st.last, p);
   t.bubble_s = bubble_s(p, mean_passes(t, p.pp));
   t.schedule = schedule_name(p);
 }
@@ -486,9 +503,12 @@ void model_parallel_traffic(const Context& x, const StageCost& crit, int mb, Com
     comm.cp.exposed_s = mb * crit.cp_exposed_s;
   }
   if (p.ep > 1 && cost.ep_layer_bytes > 0) {
-    set_traffic(comm.ep, Collective::all_to_all, cost.ep_layer_bytes, mb * 4.0 * crit.moe_layers,
-                x.at.expert, x.c);
-    comm.ep.exposed_s = mb * crit.ep_s;
+    // Dispatch and combine, forward and backward: four calls per MoE layer, each at the mean of
+    // the dispatch's and the combine's time (their dtypes and routes may differ).
+    const double calls = mb * 4.0 * crit.moe_layers;
+    set_traffic(comm.ep, Collective::all_to_all, cost.ep_layer_bytes, calls, x.at.expert, x.c);
+    price_calls(comm.ep, cost.ep_layer_s / 2.0, 1.0);
+    comm.ep.exposed_s = mb * crit.ep_exposed_s;
   }
 }
 
@@ -523,11 +543,11 @@ double hardware_flops(const Context& x, double model_flops) {
 
 Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
                     const ClusterSpec& c, const MicroBatchCost& cost, const MemoryInputs& mem) {
-  const Context x{m, tr, p, c, cost, mem, placements_of(p, c)};
+  const int mb = std::max(1, micro_batches_per_step(tr, p));
+  const Context x{m, tr, p, c, cost, mem, placements_of(p, c), mb};
   Evaluation ev;
   StepTime& t = ev.time;
-  t.micro_batches = std::max(1, micro_batches_per_step(tr, p));
-  const int mb = t.micro_batches;
+  t.micro_batches = mb;
   ev.model_flops = 3.0 * cost.forward_model_flops;
 
   const Stages stages = pipeline_stages(x);

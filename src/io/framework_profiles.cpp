@@ -67,6 +67,12 @@ FrameworkCaps read_caps(StrictObject o) {
   c.fp16 = o.boolean("fp16");
   c.bf16_pure = o.boolean("bf16_pure");
   c.tp_across_nodes = o.boolean("tp_across_nodes");
+  c.moe_a2a_overlap = o.boolean_or("moe_a2a_overlap", false);
+  c.moe_dispatchers = {MoeDispatcher::alltoall};
+  for (const std::string& s : o.strings_or_empty("moe_dispatchers")) {
+    const MoeDispatcher d = parse_moe_dispatcher(s, o.field("moe_dispatchers"));
+    if (!c.has_dispatcher(d)) c.moe_dispatchers.push_back(d);
+  }
   c.replicate_only_1d = o.boolean("replicate_only_1d");
   StrictObject off = o.object("offload");
   c.offload.optimizer = targets(off, "optimizer");
@@ -244,6 +250,7 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
   for (const char* key : {"capabilities", "collectives", "overlap", "kernels", "recompute",
                           "memory", "loss", "max_published_mfu"})
     sources.string(key);
+  sources.string("moe_a2a_overlap");  // the MoE capabilities: the overlap switch, the dispatchers
   f.max_published_mfu_source = j.at("sources").at("max_published_mfu").get<std::string>();
   sources.finish();
   o.finish();

@@ -102,6 +102,9 @@ nlohmann::json to_json(const TrainingSpec& t) {
   if (t.tokens > 0) j["tokens"] = t.tokens;
   if (t.gpu_hour_cost > 0) j["gpu_hour_cost"] = t.gpu_hour_cost;
   if (t.moe_capacity_factor > 0) j["moe_capacity_factor"] = t.moe_capacity_factor;
+  if (t.moe_max_load > 0) j["moe_max_load"] = t.moe_max_load;
+  if (t.moe_fp8_dispatch) j["moe_fp8_dispatch"] = true;
+  if (t.moe_dispatcher != MoeDispatcher::alltoall) j["moe_dispatcher"] = to_string(t.moe_dispatcher);
   return j;
 }
 
@@ -126,6 +129,8 @@ nlohmann::json to_json(const ParallelPlan& p) {
       {"summary", describe(p)}};
   // Only a plan that sets expert tensor parallelism apart from tp (Megatron-Core's default).
   if (p.etp > 0) j["expert_tp"] = p.etp;
+  // Only a plan that hides its expert all-to-alls behind paired passes.
+  if (p.moe_a2a_overlap) j["moe_a2a_overlap"] = true;
   // Only a plan that offloads.
   if (p.offload.any()) {
     j["offload"] = {{"optimizer", p.offload.optimizer},

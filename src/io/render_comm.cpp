@@ -9,6 +9,7 @@
 #include "shardplan/collectives.hpp"
 #include "shardplan/comm.hpp"
 #include "shardplan/consistency.hpp"
+#include "shardplan/moe.hpp"
 #include "shardplan/table.hpp"
 
 namespace shardplan {
@@ -54,6 +55,17 @@ struct Row {
   std::string what;
 };
 
+// The expert all-to-alls as the plan runs them: dtype, dispatcher and what hides them.
+std::string expert_what(const ParallelPlan& p, const TrainingSpec& tr) {
+  std::string what = fmt::format("token dispatch ({}) and combine ({}) all-to-alls",
+                                 tr.moe_fp8_dispatch ? "fp8" : "16-bit", "16-bit");
+  if (tr.moe_dispatcher == MoeDispatcher::deepep)
+    what += ", one copy per token and remote node (DeepEP)";
+  if (overlaps_all_to_all(p)) what += ", hidden behind paired forward and backward passes";
+  if (tr.moe_max_load > 1) what += fmt::format(", busiest rank {:.2g}x its share", tr.moe_max_load);
+  return what;
+}
+
 std::vector<Row> rows_of(const CommBreakdown& comm, const ParallelPlan& p, const TrainingSpec& tr) {
   const char* grad_dtype = tr.fp32_grads || tr.precision == Precision::fp32 ? "fp32" : "16-bit";
   std::vector<Row> rows;
@@ -84,8 +96,7 @@ std::vector<Row> rows_of(const CommBreakdown& comm, const ParallelPlan& p, const
   }
   if (comm.cp.present())
     rows.push_back({Parallelism::context, &comm.cp, "K/V chunks around the ring, every layer"});
-  if (comm.ep.present())
-    rows.push_back({Parallelism::expert, &comm.ep, "token dispatch and combine all-to-alls"});
+  if (comm.ep.present()) rows.push_back({Parallelism::expert, &comm.ep, expert_what(p, tr)});
   return rows;
 }
 

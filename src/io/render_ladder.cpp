@@ -102,6 +102,15 @@ std::string rung_reason(const RungVerdict& v, const ClusterSpec& c, double max_c
       return fmt::format("offloaded state needs {} of host memory per node, {} there",
                          gb(v.need_bytes), gb(c.host.memory_bytes));
     case Blocker::none:
+      if (v.rung == Rung::expert_parallel) {
+        // What expert parallelism buys: expert weights split, larger per-expert GEMMs.
+        const ParallelPlan& p = v.plan.plan;
+        return fmt::format(
+            "experts split {} ways: each rank holds 1/{} of them and runs {}x the tokens per "
+            "expert GEMM; fits with {} to spare; exposed communication {} of the step over {}{}",
+            p.ep, p.ep, p.ep, gb(v.capacity_bytes - v.memory_bytes), format_percent(v.comm_share),
+            wire, p.moe_a2a_overlap ? ", all-to-alls overlapped" : "");
+      }
       return fmt::format("fits with {} to spare; exposed communication {} of the step over {}",
                          gb(v.capacity_bytes - v.memory_bytes), format_percent(v.comm_share), wire);
     case Blocker::no_valid_plan:

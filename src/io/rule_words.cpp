@@ -168,6 +168,24 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
       return {"--cp", fmt::format("{} has no ring-attention context parallelism{}", f, why)};
     case RuleId::framework_ep:
       return {"--ep", fmt::format("{} sets no expert parallelism from a plan{}", f, why)};
+    case RuleId::framework_moe_overlap:
+      return {"--moe-a2a-overlap",
+              fmt::format("{} has no switch that hides expert all-to-alls behind another "
+                          "micro-batch's compute{}{}",
+                          f, why,
+                          caps.has_schedule(Schedule::dualpipe_v)
+                              ? "; --schedule dualpipe-v pairs forward and backward passes itself"
+                              : "")};
+    case RuleId::framework_moe_dispatcher: {
+      std::string runs;
+      for (MoeDispatcher d : caps.moe_dispatchers) {
+        if (!runs.empty()) runs += ", ";
+        runs += to_string(d);
+      }
+      return {"--moe-dispatcher",
+              fmt::format("{} runs the MoE dispatchers {} only{}; {} is not one of them", f, runs,
+                          why, to_string(c.training.moe_dispatcher))};
+    }
     case RuleId::framework_fp8:
       return {"--precision", fmt::format("{} has no fp8 training path{}; use bf16", f, why)};
     case RuleId::framework_fp16:
@@ -238,6 +256,24 @@ PlanProblem shape_words(const RuleProblem& r, const RuleContext& c) {
     case RuleId::expert_tp_divides_ffn:
       return {"--expert-tp",
               fmt::format("expert tp {} does not divide the expert width {}", p.etp, m.ffn_hidden)};
+    case RuleId::moe_overlap_needs_ep:
+      return {"--moe-a2a-overlap",
+              m.is_moe() ? std::string("hiding the expert all-to-alls needs them: set --ep > 1")
+                         : std::string("hiding expert all-to-alls needs a mixture-of-experts "
+                                       "model")};
+    case RuleId::moe_overlap_pairs:
+      return {"--moe-a2a-overlap",
+              p.recompute == Recompute::full
+                  ? std::string("the paired forward and backward passes cannot run under full "
+                                "recompute (Megatron-Core refuses --overlap-moe-expert-parallel-"
+                                "comm with it); use selective or no recompute")
+              : p.pp > 1 && p.interleave < 2
+                  ? std::string("with a pipeline, the all-to-all overlap runs on the interleaved "
+                                "schedule only: set --interleave 2 or more, or --schedule "
+                                "dualpipe-v where the framework runs it")
+                  : std::string("a step of one micro-batch has no other pass to hide the "
+                                "all-to-alls behind: raise --global-batch or lower "
+                                "--micro-batch")};
     default:
       return framework_words(r, c);
   }
@@ -287,6 +323,10 @@ std::string rule_gist(RuleId rule) {
       return "expert tensor parallel needs a mixture-of-experts model";
     case RuleId::expert_tp_divides_ffn:
       return "expert tensor parallel must divide the expert MLP";
+    case RuleId::moe_overlap_needs_ep:
+      return "overlapping expert all-to-alls needs expert parallel";
+    case RuleId::moe_overlap_pairs:
+      return "overlapping expert all-to-alls needs passes to pair";
     case RuleId::offload_supported:
       return "the framework offloads none of it, or the cluster states no host memory";
     case RuleId::framework_zero_stage:
@@ -307,6 +347,10 @@ std::string rule_gist(RuleId rule) {
       return "the framework has no context parallelism";
     case RuleId::framework_ep:
       return "the framework has no expert parallelism";
+    case RuleId::framework_moe_overlap:
+      return "the framework does not overlap expert all-to-alls with other micro-batches";
+    case RuleId::framework_moe_dispatcher:
+      return "the framework does not run this MoE dispatcher";
     case RuleId::framework_fp8:
       return "the framework does not train in fp8";
     case RuleId::framework_fp16:

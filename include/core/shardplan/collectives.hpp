@@ -59,4 +59,11 @@ double placement_busbw(Collective c, const Placement& g, const ClusterSpec& clus
 /// (k-1)/n inside the domain, whichever is slower; send/recv crosses one tier.
 double collective_time(Collective c, double bytes, const Placement& g, const ClusterSpec& cluster);
 
+/// Seconds for an all-to-all that moves `inside_bytes` per GPU inside its scale-up domain and
+/// `across_bytes` per GPU between domains, both at once: latency + the slower of the two.
+/// collective_time's all-to-all is this with the uniform split; a hierarchical dispatcher
+/// (DeepEP) sends one copy per token and destination domain across, and forwards inside.
+double all_to_all_time(double inside_bytes, double across_bytes, const Placement& g,
+                       const ClusterSpec& cluster);
+
 }  // namespace shardplan

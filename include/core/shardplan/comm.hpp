@@ -64,6 +64,9 @@ struct Placements {
   Placement data, tensor, pipeline, context, expert;
 };
 Placements placements_of(const ParallelPlan& plan, const ClusterSpec& cluster);
+/// The expert-data-parallel group of a MoE plan: the ranks that hold the same experts, over which
+/// ZeRO shards, gathers and reduces the expert weights.
+Placement expert_data_placement(const ParallelPlan& plan, const ClusterSpec& cluster);
 
 /// Fills bytes, calls, placement, call_s, time_s, link_s and wire_bytes; exposure is the step
 /// model's.

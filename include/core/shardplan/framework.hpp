@@ -21,6 +21,13 @@ Framework parse_framework(const std::string& text, const std::string& field);
 /// 1F1B, the same as `interleaved`.
 enum class Schedule { one_f_one_b, interleaved, gpipe, zb_h1, zb_v, dualpipe_v };
 
+/// How tokens reach the experts of other ranks. alltoall: one copy per (token, expert) pair
+/// (Megatron-Core's --moe-token-dispatcher-type alltoall). deepep: one copy per token and
+/// destination scale-up domain over the scale-out network, forwarded inside the domain over
+/// NVLink (DeepEP's internode kernels, DeepSeek-V3 report Sec. 3.2.2; Megatron-Core's flex
+/// dispatcher with --moe-enable-deepep).
+enum class MoeDispatcher { alltoall, deepep };
+
 enum class OffloadTarget { cpu, nvme };
 
 /// Where a framework can move each kind of state off the GPU (empty: nowhere).
@@ -63,11 +70,16 @@ struct FrameworkCaps {
   bool fp16 = true;
   bool bf16_pure = true;  // trains with bf16 weights, gradients and states, no fp32 master
   bool tp_across_nodes = true;
+  // Mixture of experts: EP all-to-alls hidden behind paired forward and backward passes
+  // (Megatron-Core's --overlap-moe-expert-parallel-comm), and the dispatchers it runs.
+  bool moe_a2a_overlap = true;
+  std::vector<MoeDispatcher> moe_dispatchers = {MoeDispatcher::alltoall, MoeDispatcher::deepep};
   bool replicate_only_1d = false;  // plain data parallel (ZeRO-0) refuses any other parallelism
   OffloadCaps offload;
 
   bool has_schedule(Schedule s) const;
   bool has_zero(int stage) const;
+  bool has_dispatcher(MoeDispatcher d) const;
 };
 
 struct Placement;  // collectives.hpp

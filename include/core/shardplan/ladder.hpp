@@ -25,8 +25,11 @@ enum class Rung {
   zero_3,
   tensor_parallel,
   pipeline_parallel,
+  // Mixture of experts only: experts spread over ep ranks, tokens sent to them by all-to-all,
+  // with any tensor, pipeline and ZeRO degree beside (every published MoE recipe runs EP 8-64).
+  expert_parallel,
 };
-inline constexpr int kRungs = 8;
+inline constexpr int kRungs = 9;
 const char* to_string(Rung r);
 
 /// What stops a rung, most specific first.

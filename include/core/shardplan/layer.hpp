@@ -25,6 +25,9 @@ struct Op {
   double saved_bytes = 0;     // tensors kept for backward
   double backward_flops = 0;  // FLOPs of the backward pass (GEMM: dgrad + wgrad = 2x forward)
   bool selective = false;     // part of the "core attention" that selective recompute redoes
+  // A grouped GEMM (the routed experts of a MoE layer): `batch` experts in one kernel, each its
+  // own problem, so each reaches the efficiency of an m x n x k GEMM, not of the whole launch.
+  bool grouped = false;
 };
 
 /// The collectives tensor parallelism (and sequence parallelism) issues per layer.
@@ -44,7 +47,7 @@ struct Block {
   std::vector<Op> ops;
   TpTraffic tp;
   double input_bytes = 0;     // the block's input, kept per layer under full recompute
-  double alltoall_bytes = 0;  // expert-parallel dispatch + combine volume per forward pass
+  double expert_visits = 0;   // token-visits this device sends to experts per forward pass
 };
 
 /// Everything a micro-batch asks of one device, per layer and at the two ends of the model.

@@ -33,6 +33,8 @@ enum class RuleId {
   ep_divides,           // ep divides the experts and dp x cp (ep x expert tp: tp x dp x cp)
   expert_tp_needs_moe,  // --expert-tp splits experts
   expert_tp_divides_ffn,
+  moe_overlap_needs_ep,  // hiding all-to-alls needs expert parallel all-to-alls
+  moe_overlap_pairs,     // ... and passes to pair: 2+ micro-batches, no full recompute, chunks
   offload_supported,  // the framework offloads this, and the cluster gives host facts (offload.hpp)
   // the framework's capabilities
   framework_zero_stage,
@@ -44,13 +46,15 @@ enum class RuleId {
   framework_stage_layout,  // the framework sets first/last stage layer counts
   framework_cp,
   framework_ep,
+  framework_moe_overlap,     // the framework overlaps EP all-to-alls with paired passes
+  framework_moe_dispatcher,  // the framework runs the training's MoE dispatcher
   framework_fp8,
   framework_fp16,
   framework_bf16_pure,  // the framework trains without an fp32 master copy
   framework_tp_across_nodes,
   framework_replicate_1d,
 };
-inline constexpr int kRules = 35;
+inline constexpr int kRules = 39;
 /// A short snake_case name for JSON and counts ("tp_divides_heads").
 const char* to_string(RuleId r);
 

@@ -29,6 +29,8 @@ struct SearchSpace {
   std::vector<Recompute> recompute;
   std::vector<bool> sequence_parallel;
   std::vector<Offload> offload = {Offload{}};  // none unless a rung or the user asks
+  // EP all-to-alls hidden behind paired passes (ParallelPlan::moe_a2a_overlap): MoE only.
+  std::vector<bool> moe_a2a_overlap = {false};
   /// Points of the declared product that restrict_to() took out because the framework cannot
   /// run them, by the rule that refuses them: the search reports them with its own rejections.
   std::array<long long, kRules> refused{};

@@ -292,6 +292,7 @@ struct TrainingSpec {
   double moe_max_load = 0;
   // Dispatch all-to-all in fp8 (DeepSeek-V3 report, Sec. 3.3: dispatch in FP8, combine in BF16).
   bool moe_fp8_dispatch = false;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
   double tokens = 0;           // training budget for time-to-train, 0 = not asked
   double gpu_hour_cost = 0;    // currency per GPU-hour, 0 = not asked
   FrameworkProfile framework;  // the stack that runs the plan (default: the ideal one)
@@ -345,6 +346,7 @@ const char* to_string(NormKind v);
 const char* to_string(PositionKind v);
 const char* to_string(RopeScaling v);
 const char* to_string(RouterScore v);
+const char* to_string(MoeDispatcher v);
 const char* to_string(Precision v);
 const char* to_string(OptimizerKind v);
 const char* to_string(Recompute v);
@@ -357,6 +359,7 @@ NormKind parse_norm(const std::string& text, const std::string& field);
 PositionKind parse_positions(const std::string& text, const std::string& field);
 RopeScaling parse_rope_scaling(const std::string& text, const std::string& field);
 RouterScore parse_router_score(const std::string& text, const std::string& field);
+MoeDispatcher parse_moe_dispatcher(const std::string& text, const std::string& field);
 Precision parse_precision(const std::string& text, const std::string& field);
 OptimizerKind parse_optimizer(const std::string& text, const std::string& field);
 Recompute parse_recompute(const std::string& text, const std::string& field);
@@ -372,5 +375,8 @@ bool has_fp32_master(Precision p);
 /// Bytes of one stored activation element: 2 for bf16/fp16/fp8 (fp8 keeps bf16 activations
 /// outside GEMM inputs), 4 for fp32.
 double activation_bytes(Precision p);
+/// The busiest expert rank's tokens over its even share: the training's factor, 1 (balanced)
+/// when it names none.
+double moe_max_load(const TrainingSpec& training);
 
 }  // namespace shardplan

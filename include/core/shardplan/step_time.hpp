@@ -6,6 +6,7 @@
 #include "shardplan/comm.hpp"
 #include "shardplan/compute.hpp"
 #include "shardplan/layer.hpp"
+#include "shardplan/moe.hpp"
 #include "shardplan/memory.hpp"
 #include "shardplan/offload.hpp"
 #include "shardplan/schedule.hpp"
@@ -31,8 +32,9 @@ struct MicroBatchCost {
   double cp_layer_s = 0;  // K/V ring traffic of one layer's forward
   double cp_layer_bytes = 0;
   double attention_s = 0;  // what the K/V ring hides behind
+  ExpertTraffic ep;        // one MoE layer's dispatch and combine, forward
   double ep_layer_s = 0;   // dispatch + combine all-to-alls of one layer's forward
-  double ep_layer_bytes = 0;
+  double ep_layer_bytes = 0;  // their mean size per call
   double pp_bytes = 0;             // one stage boundary's activation, per GPU
   double forward_model_flops = 0;  // one forward pass over the global batch (model FLOPs)
 };

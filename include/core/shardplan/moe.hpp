@@ -1,0 +1,49 @@
+#pragma once
+// Mixture-of-experts execution: what the expert-parallel all-to-alls move and how long they
+// take with the dispatcher, the dispatch dtype and node-limited routing the run uses, and what
+// of them an overlapped schedule hides.
+
+#include "shardplan/collectives.hpp"
+#include "shardplan/specs.hpp"
+
+namespace shardplan {
+
+/// One MoE layer's dispatch and combine on one GPU, one forward pass (backward runs both again,
+/// combine's gradient as a dispatch and dispatch's as a combine).
+struct ExpertTraffic {
+  double dispatch_bytes = 0;  // per GPU, as nccl-tests would size the all-to-all
+  double combine_bytes = 0;
+  double dispatch_s = 0;
+  double combine_s = 0;
+  /// Copies of a token that cross the scale-out network (deepep: distinct remote domains;
+  /// alltoall: its remote (token, expert) pairs); 0 when the group stays in one domain.
+  double remote_copies_per_token = 0;
+  int domain_limit = 0;  // node-limited routing: domains a token may reach; 0 = no limit
+  double layer_s() const { return dispatch_s + combine_s; }
+};
+
+/// Bytes of one dispatched element: fp8 with one fp32 scale per 128 (DeepSeek-V3 report,
+/// Sec. 3.3.2: 1x128 tiles) when the training dispatches in fp8, else the activation's.
+double dispatch_element_bytes(const TrainingSpec& training);
+
+/// `visits` token-visits (tokens x top-k, times capacity or max-load) of `tokens` tokens leave
+/// this GPU per MoE layer, each `hidden` wide.
+ExpertTraffic expert_traffic(const ModelSpec& model, const TrainingSpec& training,
+                             const Placement& expert_group, const ClusterSpec& cluster,
+                             double tokens, double visits);
+
+/// Whether the plan hides all-to-alls behind paired passes: asked for, or a DualPipe schedule.
+bool overlaps_all_to_all(const ParallelPlan& plan);
+
+/// Share of a stage's micro-batches whose forward runs paired with another's backward, so that
+/// each one's all-to-alls hide behind the other's compute (DualPipe's F&B chunks, DeepSeek-V3
+/// Sec. 3.2.1; Megatron-Core's --overlap-moe-expert-parallel-comm pairs them the same way in
+/// its 1F1B steady state). The warm-up forwards before the first backward run alone.
+double paired_share(const ParallelPlan& plan, int micro_batches);
+
+/// Exposed all-to-all time per micro-batch on a stage whose all-to-alls take `ep_s` beside
+/// `compute_s` of forward and backward compute.
+double exposed_all_to_all_s(const ParallelPlan& plan, int micro_batches, double ep_s,
+                            double compute_s);
+
+}  // namespace shardplan

@@ -1,0 +1,173 @@
+// Mixture-of-experts execution: the expert all-to-alls by dispatcher, dtype and node-limited
+// routing, what paired passes hide, grouped expert GEMMs and the max-load factor. Every
+// expected value is worked out by hand from the formulas' sources (moe.hpp, compute.cpp).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "shardplan/compute.hpp"
+#include "shardplan/layer.hpp"
+#include "shardplan/moe.hpp"
+#include "shardplan/profiles.hpp"
+#include "shardplan/rules.hpp"
+#include "shardplan/step_time.hpp"
+#include "support.hpp"
+
+using namespace shardplan;
+
+namespace {
+
+// DeepSeek-V3's published layout: EP 64 over 8 nodes of 8 H800s (report Sec. 3.2).
+struct DeepSeekEp {
+  ModelSpec model = load_model("deepseek-v3");
+  ClusterSpec cluster = test::cluster(2048, "h800-deepseek");
+  Placement group{64, 8, 8};
+  TrainingSpec training = test::training(4096, 15360);
+  double tokens = 4096;               // one micro-batch of one sequence
+  double visits = 4096.0 * 8;         // top-8
+  double inter_bw() const { return cluster.inter.busbw_bytes_per_s; }
+  double intra_bw() const { return cluster.intra.busbw_bytes_per_s; }
+  double latency() const {
+    return cluster.inter.latency_s * (group.ranks - 1);  // all-to-all: n - 1 steps
+  }
+};
+
+}  // namespace
+
+TEST_CASE("plain all-to-all: every (token, expert) pair on another domain crosses the NICs") {
+  DeepSeekEp f;
+  const ExpertTraffic t = expert_traffic(f.model, f.training, f.group, f.cluster, f.tokens, f.visits);
+  // bf16: 32,768 visits x 7,168 wide x 2 B, the same both ways.
+  CHECK(t.dispatch_bytes == doctest::Approx(32768.0 * 7168 * 2));
+  CHECK(t.combine_bytes == doctest::Approx(t.dispatch_bytes));
+  // 56 of 64 ranks are on other nodes: 7 of a token's 8 visits leave its node.
+  CHECK(t.remote_copies_per_token == doctest::Approx(7.0));
+  CHECK(t.domain_limit == 0);
+  CHECK(t.dispatch_s ==
+        doctest::Approx(collective_time(Collective::all_to_all, t.dispatch_bytes, f.group, f.cluster)));
+}
+
+TEST_CASE("DeepEP with node-limited routing: at most 4 nodes per token, fp8 dispatch") {
+  DeepSeekEp f;
+  f.training.moe_dispatcher = MoeDispatcher::deepep;
+  f.training.moe_fp8_dispatch = true;
+  const ExpertTraffic t = expert_traffic(f.model, f.training, f.group, f.cluster, f.tokens, f.visits);
+  // n_group 8, topk_group 4 on 8 nodes: a token reaches at most 4 of them (report Sec. 3.2.2).
+  CHECK(t.domain_limit == 4);
+  // 8 experts over 8 nodes would touch 8 (1 - (7/8)^8) = 5.25 nodes; the limit keeps 4, of
+  // which 7/8 on average are another node: 3.5 copies over InfiniBand instead of 7.
+  CHECK(t.remote_copies_per_token == doctest::Approx(3.5));
+  // fp8 with one fp32 scale per 128 elements: 1.03125 B per element out, bf16 back.
+  const double de = 1.0 + 4.0 / 128.0;
+  CHECK(t.dispatch_bytes == doctest::Approx(32768.0 * 7168 * de));
+  const double across = 4096.0 * 3.5 * 7168;
+  const double inside = 32768.0 * 7168 * 7.0 / 8.0;
+  const double expect_dispatch =
+      f.latency() + std::max(across * de / f.inter_bw(), inside * de / f.intra_bw());
+  const double expect_combine =
+      f.latency() + std::max(across * 2 / f.inter_bw(), inside * 2 / f.intra_bw());
+  CHECK(t.dispatch_s == doctest::Approx(expect_dispatch));
+  CHECK(t.combine_s == doctest::Approx(expect_combine));
+  // Against the plain dispatcher in bf16: 7 copies x 2 B each way, so well under half.
+  DeepSeekEp plain;
+  const ExpertTraffic p =
+      expert_traffic(plain.model, plain.training, plain.group, plain.cluster, plain.tokens, plain.visits);
+  CHECK(t.layer_s() < 0.5 * p.layer_s());
+}
+
+TEST_CASE("an expert group inside one node moves the same bytes with either dispatcher") {
+  DeepSeekEp f;
+  const Placement node{8, 8, 8};
+  const ExpertTraffic plain = expert_traffic(f.model, f.training, node, f.cluster, f.tokens, f.visits);
+  f.training.moe_dispatcher = MoeDispatcher::deepep;
+  const ExpertTraffic deepep = expert_traffic(f.model, f.training, node, f.cluster, f.tokens, f.visits);
+  CHECK(deepep.layer_s() == doctest::Approx(plain.layer_s()));
+  CHECK(plain.remote_copies_per_token == 0);
+}
+
+TEST_CASE("paired passes: the warm-up forwards run alone, the rest hide behind each other") {
+  ParallelPlan p;
+  CHECK(paired_share(p, 8) == 0);  // not asked for
+  p.moe_a2a_overlap = true;
+  // No pipeline: micro-batch i+1's forward beside micro-batch i's backward, all but the first.
+  CHECK(paired_share(p, 8) == doctest::Approx(7.0 / 8.0));
+  // PP 16, 120 micro-batches: stage 0's 15 warm-up forwards alone.
+  p.pp = 16;
+  CHECK(paired_share(p, 120) == doctest::Approx(105.0 / 120.0));
+  CHECK(paired_share(p, 10) == 0);
+  // DualPipe-V pairs its passes without the switch.
+  ParallelPlan v;
+  v.pp = 16;
+  v.schedule = Schedule::dualpipe_v;
+  CHECK(paired_share(v, 120) == doctest::Approx(105.0 / 120.0));
+  // 10 s of all-to-all beside 8 s of compute: 1/8 of it alone (1.25 s) and 7/8 of the 2 s
+  // the compute cannot cover (1.75 s).
+  p.pp = 1;
+  CHECK(exposed_all_to_all_s(p, 8, 10.0, 8.0) == doctest::Approx(1.25 + 1.75));
+  CHECK(exposed_all_to_all_s(p, 8, 4.0, 8.0) == doctest::Approx(0.5));
+}
+
+TEST_CASE("grouped expert GEMMs reach the efficiency of one expert's GEMM, not the launch's") {
+  const GpuSpec gpu = load_gpu("H100-SXM");
+  Op op;
+  op.kind = OpKind::gemm;
+  op.m = 1024;
+  op.n = 4096;
+  op.k = 7168;
+  op.batch = 32;
+  op.flops = 2.0 * op.m * op.n * op.k * op.batch;
+  op.bytes = 2.0 * op.batch * (op.m * op.k + op.k * op.n + op.m * op.n);
+  const double whole = op_forward_s(op, gpu, MathDtype::bf16);
+  op.grouped = true;
+  const double grouped = op_forward_s(op, gpu, MathDtype::bf16);
+  const double peak = peak_flops(gpu, MathDtype::bf16);
+  CHECK(whole == doctest::Approx(op.flops / (peak * gemm_efficiency(gpu, op.flops))));
+  CHECK(grouped == doctest::Approx(op.flops / (peak * gemm_efficiency(gpu, op.flops / 32))));
+  CHECK(grouped > whole);
+}
+
+TEST_CASE("a max-load factor makes the busiest expert rank's GEMMs and all-to-alls longer") {
+  const ModelSpec m = load_model("mixtral-8x7b");
+  TrainingSpec tr = test::training(4096, 64);
+  ParallelPlan p = test::plan(8, 1, 1);
+  p.ep = 8;
+  const MicroBatchWork even = describe_micro_batch(m, tr, p);
+  tr.moe_max_load = 1.5;
+  const MicroBatchWork busy = describe_micro_batch(m, tr, p);
+  CHECK(busy.layer.expert_visits == doctest::Approx(1.5 * even.layer.expert_visits));
+  for (size_t i = 0; i < even.layer.ops.size(); ++i) {
+    if (!even.layer.ops[i].grouped) continue;
+    CAPTURE(even.layer.ops[i].name);
+    CHECK(busy.layer.ops[i].flops == doctest::Approx(1.5 * even.layer.ops[i].flops));
+  }
+  // Mixtral with ep 8: one expert per rank (batch 1), so its GEMMs are plain ones.
+  p.ep = 2;
+  bool grouped = false;
+  for (const Op& op : describe_micro_batch(m, tr, p).layer.ops) grouped = grouped || op.grouped;
+  CHECK(grouped);
+}
+
+TEST_CASE("the rule table: overlap needs EP and a framework that runs it; dispatchers by name") {
+  const ModelSpec m = load_model("mixtral-8x7b");
+  TrainingSpec tr = test::training(4096, 64);
+  const ClusterSpec c = test::cluster(8, "dgx-h100");
+  auto broken = [&](const ParallelPlan& p, const TrainingSpec& t, RuleId id) {
+    for (const RuleProblem& r : check_plan(m, t, p, c, {})) {
+      if (r.rule == id) return true;
+    }
+    return false;
+  };
+  ParallelPlan p = test::plan(8, 1, 1);
+  p.moe_a2a_overlap = true;
+  CHECK(broken(p, tr, RuleId::moe_overlap_needs_ep));
+  p.ep = 8;
+  CHECK_FALSE(broken(p, tr, RuleId::moe_overlap_needs_ep));
+  tr.framework = load_framework(Framework::megatron);
+  CHECK_FALSE(broken(p, tr, RuleId::framework_moe_overlap));
+  tr.framework = load_framework(Framework::torchtitan);
+  CHECK(broken(p, tr, RuleId::framework_moe_overlap));
+  tr.moe_dispatcher = MoeDispatcher::deepep;
+  CHECK(broken(p, tr, RuleId::framework_moe_dispatcher));
+  tr.framework = load_framework(Framework::megatron);
+  CHECK_FALSE(broken(p, tr, RuleId::framework_moe_dispatcher));
+}
