@@ -75,7 +75,7 @@ Shape make_shape(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan&
   x.fs = static_cast<double>(m.shared_ffn_hidden) / p.tp;
   x.visits = tr.moe_capacity_factor > 0 ? tr.moe_capacity_factor : 1.0;
   x.r = p.sequence_parallel ? 1.0 / p.tp : 1.0;
-  x.e = activation_bytes(tr.precision);
+  x.e = tr.recipe.activation_bytes;
   return x;
 }
 

@@ -149,7 +149,7 @@ ClusterSpec read_cluster(StrictObject o) {
 
 TrainingSpec read_training(StrictObject o) {
   TrainingSpec t;
-  t.precision = parse_precision(o.string("precision"), o.field("precision"));
+  const Precision precision = parse_precision(o.string("precision"), o.field("precision"));
   t.optimizer = parse_optimizer(o.string("optimizer"), o.field("optimizer"));
   t.attention = parse_attention(o.string("attention"), o.field("attention"));
   t.seq_len = o.integer("seq_len");
@@ -167,6 +167,7 @@ TrainingSpec read_training(StrictObject o) {
   const std::string framework = o.string_or("framework", "none");
   if (framework != "none")
     t.framework = load_framework(parse_framework(framework, o.field("framework")));
+  set_precision(t, precision);
   if (o.has("tokens")) t.tokens = o.positive("tokens");
   if (o.has("gpu_hour_cost")) t.gpu_hour_cost = o.positive("gpu_hour_cost");
   if (o.has("moe_capacity_factor")) t.moe_capacity_factor = o.positive("moe_capacity_factor");

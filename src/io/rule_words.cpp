@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "shardplan/error.hpp"
 #include "shardplan/offload.hpp"
 #include "shardplan/plan.hpp"
+#include "shardplan/profiles.hpp"
 #include "shardplan/schedule.hpp"
 
 namespace shardplan {
@@ -17,11 +19,47 @@ namespace {
 // an A100, "fp16" on a V100).
 std::string precisions_it_runs(const GpuSpec& g) {
   std::string out;
-  for (const Precision p : {Precision::bf16, Precision::fp16, Precision::fp8}) {
-    if (g.peak_flops[static_cast<int>(math_dtype(p))] <= 0) continue;
-    out += (out.empty() ? "" : " or ") + std::string(to_string(p));
+  for (const MathDtype d : {MathDtype::bf16, MathDtype::fp16, MathDtype::fp8}) {
+    if (g.peak_flops[static_cast<int>(d)] <= 0) continue;
+    out += (out.empty() ? "" : " or ") + std::string(to_string(d));
   }
   return out.empty() ? "fp32" : out;
+}
+
+// "hopper" -> "Hopper", "cdna3" -> "CDNA 3": as the vendors name their architectures.
+std::string generation_name(const std::string& g) {
+  if (g.starts_with("cdna")) return "CDNA " + g.substr(4);
+  if (g.empty()) return "of no stated generation";
+  return static_cast<char>(std::toupper(static_cast<unsigned char>(g[0]))) + g.substr(1);
+}
+
+// "Blackwell (B200, B300, GB200, GB300)": a generation with the GPU presets of it.
+std::string generation_with_presets(const std::string& generation) {
+  std::string names;
+  for (const EmbeddedFile& f : embedded_profiles()) {
+    const std::string path = f.path;
+    if (!path.starts_with("gpus/") || !path.ends_with(".json")) continue;
+    const GpuSpec g = load_gpu(path.substr(5, path.size() - 10));
+    if (g.generation == generation) names += (names.empty() ? "" : ", ") + g.name;
+  }
+  return generation_name(generation) + (names.empty() ? "" : " (" + names + ")");
+}
+
+// Why a recipe does not run on this GPU: "mxfp8 needs Blackwell (B200, ...); H100-SXM is Hopper".
+std::string generation_words(const RuleContext& c) {
+  const PrecisionRecipe& r = c.training.recipe;
+  const GpuSpec& g = c.cluster.gpu;
+  std::string needs;
+  for (const std::string& gen : r.gpu_generations)
+    needs += (needs.empty() ? "" : " or ") + generation_with_presets(gen);
+  return fmt::format("{} needs {}; {} is {}", r.name, needs, g.name, generation_name(g.generation));
+}
+
+// The frameworks a recipe row names.
+std::string recipe_frameworks(const PrecisionRecipe& r) {
+  std::string out;
+  for (const Framework f : r.frameworks) out += (out.empty() ? "" : ", ") + std::string(to_string(f));
+  return out;
 }
 
 // Why the plan's offload cannot run, in the framework's terms.
@@ -177,6 +215,11 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
               fmt::format("{} keeps a master copy of the weights and has no bf16-pure "
                           "training path{}; use bf16",
                           f, why)};
+    case RuleId::framework_precision:
+      return {"--precision",
+              fmt::format("{} does not run the {} recipe ({}: frameworks); {} do", f,
+                          c.training.recipe.name, c.training.recipe.source,
+                          recipe_frameworks(c.training.recipe))};
     case RuleId::framework_tp_across_nodes:
       return {"--allow-tp-across-nodes",
               fmt::format("{} keeps tensor parallel inside a node{}", f, why)};
@@ -257,6 +300,8 @@ std::string rule_gist(RuleId rule) {
       return "tensor parallel must stay inside a scale-up (NVLink) domain";
     case RuleId::precision_supported:
       return "the GPU has no tensor cores for the precision";
+    case RuleId::precision_generation:
+      return "the GPU's generation does not run the precision recipe";
     case RuleId::sequence_parallel_needs_tp:
       return "sequence parallel needs tp 2 or more";
     case RuleId::batch_split:
@@ -313,6 +358,8 @@ std::string rule_gist(RuleId rule) {
       return "the framework does not train in fp16";
     case RuleId::framework_bf16_pure:
       return "the framework does not train in pure bf16";
+    case RuleId::framework_precision:
+      return "the framework does not run the precision recipe";
     case RuleId::framework_tp_across_nodes:
       return "the framework keeps tensor parallel inside a node";
     case RuleId::framework_replicate_1d:
@@ -342,9 +389,17 @@ PlanProblem words(const RuleProblem& r, const RuleContext& c) {
                                   p.tp, cl.domain_gpus(),
                                   cl.rack_scale() ? "a scale-up domain" : "a node", cl.intra.name,
                                   cl.domain_gpus())};
-    case RuleId::precision_supported:
-      return {"--precision", fmt::format("{} has no {} tensor cores; use {}", cl.gpu.name,
-                                         to_string(tr.precision), precisions_it_runs(cl.gpu))};
+    case RuleId::precision_supported: {
+      // A recipe this generation cannot run says which one can (nvfp4 on an H100).
+      const bool generation = !cl.gpu.generation.empty() && !tr.recipe.runs_on(cl.gpu.generation);
+      return {"--precision",
+              fmt::format("{} has no {} tensor cores{}; use {}", cl.gpu.name,
+                          to_string(tr.precision),
+                          generation ? ": " + generation_words(c) : std::string(),
+                          precisions_it_runs(cl.gpu))};
+    }
+    case RuleId::precision_generation:
+      return {"--precision", generation_words(c)};
     case RuleId::sequence_parallel_needs_tp:
       return {"--sequence-parallel",
               "sequence parallelism splits tensor-parallel regions; it needs --tp > 1"};
