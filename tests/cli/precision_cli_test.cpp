@@ -44,7 +44,7 @@ TEST_CASE("mxfp8 and nvfp4 are faster than bf16 on a B200 and slower than their 
   CHECK(mxfp8 > bf16 / 2);  // fp8 doubles only the linears' peak, and casting costs bandwidth
 }
 
-TEST_CASE("mxfp8 on an H100 is refused with the reason by estimate, memory and plan") {
+TEST_CASE("mxfp8 on an H100 is refused with the reason by estimate, memory, plan and provision") {
   for (const std::string cmd : {"estimate", "memory", "plan"}) {
     CAPTURE(cmd);
     const auto r = run_cli(cmd + " " + kH100 + " --precision mxfp8");
@@ -53,6 +53,16 @@ TEST_CASE("mxfp8 on an H100 is refused with the reason by estimate, memory and p
     CHECK(contains(r.err, "mxfp8 needs Blackwell (B200, B300, GB200, GB300); H100-SXM is Hopper"));
     CHECK(r.out.empty());
   }
+  const auto provision = run_cli(
+      "provision --model llama-3.1-8b --gpu H100-SXM --gpus 8 --tokens 1T --precision mxfp8");
+  CHECK(provision.status == 2);
+  CHECK(contains(provision.err, "mxfp8 needs Blackwell"));
+  // A grid with a Blackwell GPU plans on it and says why the H100 left.
+  const auto mixed = run_cli(
+      "provision --model llama-3.1-8b --gpu H100-SXM,B200 --gpus 8 --tokens 1T --precision mxfp8");
+  CHECK(mixed.status == 0);
+  CHECK(contains(mixed.err, "H100-SXM left out: mxfp8 needs Blackwell"));
+  CHECK(contains(mixed.out, "B200"));
   const auto fp4 = run_cli("estimate " + kH100 + " --precision nvfp4");
   CHECK(fp4.status == 2);
   CHECK(contains(fp4.err, "nvfp4 needs Blackwell"));
