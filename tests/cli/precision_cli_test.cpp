@@ -68,6 +68,21 @@ TEST_CASE("mxfp8 on an H100 is refused with the reason by estimate, memory, plan
   CHECK(contains(fp4.err, "nvfp4 needs Blackwell"));
 }
 
+TEST_CASE("--precision fp8 prices each framework's default recipe, and the JSON names it") {
+  auto recipe = [](const std::string& framework) {
+    const auto r = run_cli("estimate " + kH100 + " --tp 1 --zero 3 --recompute full --precision fp8 --framework " +
+                           framework + " --json");
+    REQUIRE(r.status == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    const auto& t = j.at("training");
+    CHECK(t.at("precision") == "fp8");
+    return t.at("precision_recipe").get<std::string>();
+  };
+  CHECK(recipe("megatron") == "fp8-delayed");
+  CHECK(recipe("torchtitan") == "fp8-tensorwise");
+  CHECK(recipe("fsdp") == "fp8-tensorwise");
+}
+
 TEST_CASE("a recipe the framework does not run is refused: nvfp4 under torchtitan") {
   const auto r = run_cli("estimate " + kB200 + " --precision nvfp4 --framework torchtitan");
   CHECK(r.status == 2);
