@@ -260,7 +260,6 @@ void resolve_moe_training(const PlanningOptions& o, TrainingSpec& t) {
 
 TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   TrainingSpec t;
-  if (!o.precision.empty()) t.precision = parse_precision(o.precision, "--precision");
   if (!o.optimizer.empty()) t.optimizer = parse_optimizer(o.optimizer, "--optimizer");
   if (!o.attention.empty()) t.attention = parse_attention(o.attention, "--attention");
   t.seq_len = !o.seq_len.empty() ? parse_int(o.seq_len, "--seq-len", 100'000'000)
@@ -281,6 +280,9 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   t.overlap_grad_reduce = t.overlap_param_gather = !o.no_overlap;
   t.framework = load_framework(o.framework.empty() ? Framework::megatron
                                                    : parse_framework(o.framework, "--framework"));
+  // After the framework: fp8 means its default recipe (its profile's fp8_default_recipe).
+  set_precision(t, o.precision.empty() ? Precision::bf16
+                                       : parse_precision(o.precision, "--precision"));
   t.tp_comm_overlap = o.tp_comm_overlap || t.framework.pricing.tp_comm_overlap;
   t.overlap_grad_reduce = t.overlap_grad_reduce && t.framework.pricing.overlap_grad_reduce;
   if (!o.fragmentation.empty()) {
@@ -395,7 +397,7 @@ std::string describe_inputs(const Inputs& in) {
       "model    {}\ncluster  {}\nplan     {}\ntraining {}, {}, sequence {}, global batch {} "
       "({} micro-batch{} per step), framework {}\n{}\n",
       describe_model(in.model), describe_cluster(in.cluster), describe(in.plan),
-      describe_precision(tr.precision), to_string(tr.optimizer), tr.seq_len, tr.global_batch,
+      describe_precision(tr), to_string(tr.optimizer), tr.seq_len, tr.global_batch,
       micro_batches_per_step(tr, in.plan), micro_batches_per_step(tr, in.plan) == 1 ? "" : "es",
       describe_framework(tr.framework), notes);
 }

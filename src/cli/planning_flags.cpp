@@ -30,7 +30,9 @@ const std::vector<PlanningFlag> kTable = {
      "Sequences per optimizer step (default: one micro-batch per data-parallel rank)",
      &O::global_batch},
     {"Training", "--precision",
-     "fp32 | bf16 | fp16 | fp8 | bf16-pure (default bf16 mixed; bf16-pure: no fp32 master)",
+     "fp32 | bf16 | fp16 | bf16-pure | fp8 | fp8-delayed | fp8-tensorwise | fp8-blockwise | "
+     "mxfp8 | nvfp4 (default bf16 mixed; bf16-pure: no fp32 master; fp8: the framework's "
+     "default FP8 recipe; mxfp8 and nvfp4 need Blackwell; docs/precisions.md)",
      &O::precision},
     {"Training", "--optimizer", "adamw | sgd | adafactor | adam8bit (default adamw)",
      &O::optimizer},

@@ -22,6 +22,7 @@
 #include "shardplan/layer.hpp"
 #include "shardplan/names.hpp"
 #include "shardplan/plan.hpp"
+#include "shardplan/profiles.hpp"
 #include "shardplan/reports.hpp"
 #include "shardplan/rule_words.hpp"
 #include "shardplan/units.hpp"
@@ -234,7 +235,8 @@ Prepared prepare(const ProbeOptions& o) {
     p.plan.stream_array_bytes = as_bytes(o.stream_bytes, "--stream-bytes");
   }
   if (!o.model.precision.empty()) {
-    p.model_dtype = math_dtype(parse_precision(o.model.precision, "--precision"));
+    const Precision named = parse_precision(o.model.precision, "--precision");
+    p.model_dtype = load_recipe(resolve_precision(named, FrameworkProfile{})).gemm_dtype;
   }
   probe::ProfileInputs& in = p.inputs;
   in.gpu = o.gpu;

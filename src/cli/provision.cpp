@@ -22,6 +22,8 @@
 #include "shardplan/names.hpp"
 #include "shardplan/render_provision.hpp"
 #include "shardplan/reports.hpp"
+#include "shardplan/rule_words.hpp"
+#include "shardplan/rules.hpp"
 #include "shardplan/table.hpp"
 #include "shardplan/units.hpp"
 
@@ -170,6 +172,29 @@ std::string constraint_words(const ProvisionRequest& rq) {
   return words;
 }
 
+// GPUs that cannot run the training spec at all (a precision recipe their generation lacks)
+// leave the grid with a note saying why; when none is left, the first one's reason is the
+// error (exit 2), as estimate and plan give it.
+void keep_offers_that_run(ProvisionRequest& rq, const Inputs& in) {
+  std::vector<GpuOffer> kept;
+  std::vector<std::string> notes;
+  for (const GpuOffer& o : rq.offers) {
+    const RuleContext c{in.model, in.training, o.cluster, rq.planning.search.rules};
+    const auto problems = check_inputs(c);
+    if (problems.empty()) {
+      kept.push_back(o);
+    } else {
+      notes.push_back(o.cluster.gpu.name + " left out: " + words(problems.front(), c).message);
+    }
+  }
+  if (kept.empty() && !rq.offers.empty()) {
+    require_runnable_inputs({in.model, in.training, rq.offers.front().cluster,
+                             rq.planning.search.rules});
+  }
+  for (const std::string& n : notes) std::fprintf(stderr, "shardplan: note: %s\n", n.c_str());
+  rq.offers = kept;
+}
+
 int report(const ProvisionResult& r, const ProvisionRequest& rq, const Inputs& in, bool json) {
   const bool constrained = rq.deadline_s > 0 || rq.budget > 0;
   if (json) {
@@ -254,6 +279,7 @@ Runner setup_provision(CLI::App& sub) {
     training_flags.gpu_hour_cost.clear();  // per GPU type here, parsed by resolve_offers
     in.training = resolve_training(training_flags, in.model);
     ProvisionRequest rq = resolve_request(*f);
+    keep_offers_that_run(rq, in);
     const ProvisionResult r = provision(in.model, in.training, rq);
     if (!f->html.empty()) write_html(f->html, provision_report(r, rq, in.model), "--html");
     return report(r, rq, in, f->o.json);

@@ -19,6 +19,11 @@ const char* mixed_precision(Precision p) {
     case Precision::fp16:
       return "fp16";
     case Precision::fp8:
+    case Precision::fp8_delayed:
+    case Precision::fp8_tensorwise:
+    case Precision::fp8_blockwise:
+    case Precision::mxfp8:
+    case Precision::nvfp4:  // refused by the fsdp profile's recipe rows before emit
       return "fp8";
   }
   return "no";

@@ -162,6 +162,7 @@ std::vector<PlanProblem> framework_problems(const EmitInputs& in, Framework fram
   std::vector<PlanProblem> out = common_problems(in);
   TrainingSpec training = in.training;
   training.framework = load_framework(framework);
+  set_precision(training, training.precision);  // fp8: this framework's default recipe
   PlanRules rules;
   rules.allow_tp_across_nodes = true;  // the plan was made with whatever the user allowed
   for (PlanProblem& p : plan_problems(in.plan, {in.model, training, in.cluster, rules}))

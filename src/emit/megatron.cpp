@@ -3,6 +3,7 @@
 // (training/config/*.py, core/transformer/transformer_config.py, core/model_parallel_config.py).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common.hpp"
@@ -138,6 +139,51 @@ void parallel_args(Args& a, const EmitInputs& in) {
   if (in.training.tp_comm_overlap && p.sequence_parallel) a.add("--tp-comm-overlap");
 }
 
+// The recipe row's flags, as Megatron-LM commit d98e8a64 spells them (transformer_config.py):
+// --fp8-format (e4m3 | hybrid) with --fp8-recipe (tensorwise, delayed, mxfp8, blockwise), or
+// --fp4-format e2m1 with --fp4-recipe nvfp4 and the recipe's BF16 first and last layers
+// (--first-last-layers-bf16, at most the layers of a pipeline stage: __post_init__'s check).
+void precision_args(Args& a, const EmitInputs& in) {
+  const PrecisionRecipe& r = in.training.recipe;
+  switch (r.id) {
+    case Precision::bf16:
+      a.add("--bf16");
+      return;
+    case Precision::fp16:
+      a.add("--fp16");
+      return;
+    case Precision::fp32:
+      return;
+    case Precision::fp8:
+    case Precision::bf16_pure:  // keeps a master copy: refused by megatron's profile
+      SHARDPLAN_CHECK(false, "the rule table refuses bf16-pure for megatron; fp8 is resolved");
+      return;
+    case Precision::fp8_delayed:
+    case Precision::fp8_tensorwise:
+      // hybrid: E4M3 forward, E5M2 gradients (Micikevicius et al. 2022, Sec. 3).
+      a.add("--bf16").add("--fp8-format", "hybrid");
+      a.add("--fp8-recipe", r.id == Precision::fp8_delayed ? "delayed" : "tensorwise");
+      return;
+    case Precision::fp8_blockwise:
+    case Precision::mxfp8:
+      // E4M3 throughout: DeepSeek-V3 Sec. 3.3.2; TE's MXFP8BlockScaling default fp8_format.
+      a.add("--bf16").add("--fp8-format", "e4m3");
+      a.add("--fp8-recipe", r.id == Precision::mxfp8 ? "mxfp8" : "blockwise");
+      return;
+    case Precision::nvfp4:
+      break;
+  }
+  a.add("--bf16").add("--fp4-format", "e2m1").add("--fp4-recipe", "nvfp4");
+  const int stage_layers = in.model.layers / std::max(1, in.plan.pp);
+  const int first = std::min(r.bf16_first_layers, stage_layers);
+  const int last = std::min(r.bf16_last_layers, stage_layers);
+  if (first + last > 0) {
+    a.add("--first-last-layers-bf16")
+        .add("--num-layers-at-start-in-bf16", first)
+        .add("--num-layers-at-end-in-bf16", last);
+  }
+}
+
 void training_args(Args& a, const EmitInputs& in) {
   const ParallelPlan& p = in.plan;
   const TrainingSpec& tr = in.training;
@@ -147,23 +193,9 @@ void training_args(Args& a, const EmitInputs& in) {
   } else {
     a.shell("--train-iters", "TRAIN_ITERS");
   }
-  switch (tr.precision) {
-    case Precision::bf16:
-      a.add("--bf16");
-      break;
-    case Precision::fp16:
-      a.add("--fp16");
-      break;
-    case Precision::fp8:
-      a.add("--bf16").add("--fp8-format", "hybrid");
-      break;
-    case Precision::fp32:
-      break;
-    case Precision::bf16_pure:  // keeps a master copy: refused by megatron's profile
-      SHARDPLAN_CHECK(false, "the rule table refuses bf16-pure for megatron");
-  }
+  precision_args(a, in);
   // Megatron-LM keeps fp32 main gradients for bf16 unless told otherwise (arguments.py).
-  if ((tr.precision == Precision::bf16 || tr.precision == Precision::fp8) && !tr.fp32_grads)
+  if ((tr.precision == Precision::bf16 || tr.recipe.low_precision()) && !tr.fp32_grads)
     a.add("--grad-reduce-in-bf16");
   if (p.recompute == Recompute::full) {
     a.add("--recompute-granularity", "full")

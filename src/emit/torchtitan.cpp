@@ -180,8 +180,13 @@ toml::table model_table(const EmitInputs& in, std::vector<std::string>& notes) {
   const TitanFlavor f = titan_flavor(in.model);
   toml::table model{{"name", f.name.empty() ? in.model.name : f.name},
                     {"flavor", f.flavor.empty() ? in.model.name : f.flavor}};
-  if (in.training.precision == Precision::fp8)
+  // The recipe's converter (v0.2.2 job_config.py Model.converters; components/quantization/
+  // float8.py registers quantize.linear.float8, tensorwise by default; mx.py quantize.linear.mx,
+  // recipe mxfp8_cublas, which skips "output" (the LM head) by default).
+  if (in.training.recipe.id == Precision::fp8_tensorwise)
     model.insert("converters", toml::array{"quantize.linear.float8"});
+  if (in.training.recipe.id == Precision::mxfp8)
+    model.insert("converters", toml::array{"quantize.linear.mx"});
   if (f.name.empty()) {
     notes.push_back(fmt::format(
         "register a TrainSpec named '{}' with a flavor of that name ({} layers, dim {}, {} heads, "

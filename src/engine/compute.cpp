@@ -16,11 +16,27 @@ double peak_flops(const GpuSpec& gpu, MathDtype dtype) {
   return p > 0 ? p : gpu.peak_flops[static_cast<int>(MathDtype::bf16)];
 }
 
+MathDtype sixteen_bit(MathDtype gemm) {
+  return gemm == MathDtype::fp8 || gemm == MathDtype::fp4 ? MathDtype::bf16 : gemm;
+}
+
+GemmPrecision layer_gemms(const PrecisionRecipe& r) {
+  return {r.gemm_dtype, r.quantize_bytes_per_element, r.router_in_bf16};
+}
+
+GemmPrecision edge_gemms(const PrecisionRecipe& r) {
+  return r.head_in_bf16 ? kept_gemms(r) : layer_gemms(r);
+}
+
+GemmPrecision kept_gemms(const PrecisionRecipe& r) {
+  return {sixteen_bit(r.gemm_dtype), 0.0, true};
+}
+
 namespace {
 
 // Attention kernels run in 16-bit even when the GEMMs run in fp8 (Transformer Engine).
 MathDtype attention_dtype(MathDtype gemm) {
-  return gemm == MathDtype::fp8 ? MathDtype::bf16 : gemm;
+  return sixteen_bit(gemm);
 }
 
 double stream_s(double bytes, const GpuSpec& gpu) {
@@ -84,24 +100,69 @@ double op_backward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
   return 0;
 }
 
-BlockTime time_block(const Block& block, const GpuSpec& gpu, MathDtype dtype) {
+namespace {
+
+// The core attention's two GEMMs (layer.cpp names them "attention ...") multiply activations.
+bool activation_gemm(const Op& op) {
+  return std::string_view(op.name).starts_with("attention");
+}
+
+// The dtype a GEMM op runs in under `g`, and whether its inputs are quantized to it: the
+// attention core and (by the recipe) the router stay in 16 bits.
+bool quantized(const Op& op, const GemmPrecision& g) {
+  if (op.kind != OpKind::gemm || activation_gemm(op)) return false;
+  return !(g.router_in_bf16 && std::string_view(op.name) == "router");
+}
+
+}  // namespace
+
+BlockTime time_block(const Block& block, const GpuSpec& gpu, const GemmPrecision& g) {
   BlockTime t;
   for (const Op& op : block.ops) {
+    const MathDtype dtype = quantized(op, g) ? g.dtype : sixteen_bit(g.dtype);
     const double f = op_forward_s(op, gpu, dtype);
+    const double b = op_backward_s(op, gpu, dtype);
     t.forward_s += f;
-    t.backward_s += op_backward_s(op, gpu, dtype);
+    t.backward_s += b;
     if (op.selective) t.selective_s += f;
     if (op.kind == OpKind::gemm) t.gemm_forward_s += f;
-    // A weight GEMM's backward is dgrad + wgrad of equal size; the core attention's two GEMMs
-    // (layer.cpp names them "attention ...") multiply activations, so all of theirs is B.
-    if (op.kind == OpKind::gemm && !std::string_view(op.name).starts_with("attention"))
-      t.weight_grad_s += op_backward_s(op, gpu, dtype) / 2.0;
+    // A weight GEMM's backward is dgrad + wgrad of equal size; the core attention's is all B.
+    if (op.kind == OpKind::gemm && !activation_gemm(op)) t.weight_grad_s += b / 2.0;
+    if (quantized(op, g) && g.quantize_bytes_per_element > 0) {
+      // Forward quantizes the m x k input, backward the m x n output gradient (the weight's
+      // copies are cached across micro-batches): memory-bound passes of the recipe's bytes.
+      const double q = g.quantize_bytes_per_element * op.batch;
+      t.quantize_s += stream_s(q * op.m * op.k, gpu) + stream_s(q * op.m * op.n, gpu);
+      t.forward_s += stream_s(q * op.m * op.k, gpu);
+      t.backward_s += stream_s(q * op.m * op.n, gpu);
+    }
   }
   // Selective recompute redoes the core attention: its GEMMs as well as softmax and dropout.
   for (const Op& op : block.ops) {
-    if (op.kind == OpKind::gemm && op.batch > 1) t.selective_s += op_forward_s(op, gpu, dtype);
+    if (op.kind == OpKind::gemm && op.batch > 1)
+      t.selective_s += op_forward_s(op, gpu, sixteen_bit(g.dtype));
   }
   return t;
+}
+
+BlockTime blend(const BlockTime& a, const BlockTime& b, double a_share) {
+  const double w = a_share, v = 1.0 - a_share;
+  BlockTime t;
+  t.forward_s = w * a.forward_s + v * b.forward_s;
+  t.backward_s = w * a.backward_s + v * b.backward_s;
+  t.selective_s = w * a.selective_s + v * b.selective_s;
+  t.gemm_forward_s = w * a.gemm_forward_s + v * b.gemm_forward_s;
+  t.weight_grad_s = w * a.weight_grad_s + v * b.weight_grad_s;
+  t.quantize_s = w * a.quantize_s + v * b.quantize_s;
+  return t;
+}
+
+BlockTime time_layer(const Block& block, const GpuSpec& gpu, const PrecisionRecipe& r,
+                     int layers) {
+  const BlockTime low = time_block(block, gpu, layer_gemms(r));
+  const double share = r.low_precision_layer_share(layers);
+  if (share >= 1.0) return low;
+  return blend(low, time_block(block, gpu, kept_gemms(r)), share);
 }
 
 double forward_model_flops(const ModelSpec& m, double sequences, int seq_len) {

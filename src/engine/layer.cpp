@@ -77,7 +77,7 @@ Shape make_shape(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan&
   // rank takes the max-load factor x its share, and the others wait for it in the combine.
   x.visits = tr.moe_capacity_factor > 0 ? tr.moe_capacity_factor : moe_max_load(tr);
   x.r = p.sequence_parallel ? 1.0 / p.tp : 1.0;
-  x.e = activation_bytes(tr.precision);
+  x.e = tr.recipe.activation_bytes;
   return x;
 }
 

@@ -49,28 +49,26 @@ double op_policy_saved_bytes(const MicroBatchWork& w, const ModelSpec& m, const 
                              const ParallelPlan& p) {
   const double kv = static_cast<double>(m.kv_heads) * m.head_dim;
   const double per_token = 4.0 * m.hidden + kv + m.ffn_hidden;
-  return w.tokens * per_token * activation_bytes(tr.precision) / p.tp;
-}
-
-// Bytes of each AdamW / SGD moment: fp32 beside an fp32 master or fp32 weights; in the weights'
-// dtype under pure bf16, where torch.optim.AdamW's zeros_like(param) states are bf16 (torchtune
-// recipes/full_finetune_distributed.py at 0217d44c2: "When dtype=bf16, all activations,
-// gradients and optimizer states are in bfloat16").
-double moment_bytes(Precision p) {
-  return p == Precision::bf16_pure ? 2.0 : 4.0;
+  return w.tokens * per_token * tr.recipe.activation_bytes / p.tp;
 }
 
 }  // namespace
 
 StateBytes state_bytes_per_param(const ModelSpec& m, const TrainingSpec& tr) {
+  SHARDPLAN_CHECK(recipe_matches(tr), "a training spec priced with another precision's recipe");
+  // Every byte count is the recipe row's (profiles/precisions/*.json and their sources): the
+  // weights in their dtype, the low-precision copies beside them (TE's fp8 weight cache, MXFP8's
+  // row- and column-wise copies), 16-bit gradients unless fp32 main grads are asked for, the
+  // fp32 master (none in fp32 or bf16-pure) and the moments (bf16 under bf16-pure, where
+  // torch.optim.AdamW's zeros_like(param) states are bf16).
+  const PrecisionRecipe& r = tr.recipe;
   StateBytes b;
-  const bool mixed = tr.precision != Precision::fp32;
-  b.weights = mixed ? 2.0 : 4.0;
-  // Transformer Engine caches an fp8 copy of each weight across micro-batches.
-  if (tr.precision == Precision::fp8) b.weights += 1.0;
-  b.gradients = mixed && !tr.fp32_grads ? 2.0 : 4.0;
-  const double master = has_fp32_master(tr.precision) ? 4.0 : 0.0;  // fp32 copy it updates
-  const double moment = moment_bytes(tr.precision);
+  b.weights = r.weight_bytes;
+  b.weight_copies = r.weight_copy_bytes;
+  b.gather = r.all_gather_bytes;
+  b.gradients = tr.fp32_grads ? 4.0 : r.gradient_bytes;
+  const double master = r.master_bytes;  // fp32 copy it updates
+  const double moment = r.moment_bytes;
   switch (tr.optimizer) {
     case OptimizerKind::adamw:
       b.optimizer = master + moment + moment;
@@ -116,7 +114,7 @@ ActivationProfile activation_profile(const MicroBatchWork& w, const ModelSpec& m
       p.tp > 1 && f.logit_bytes_vocab_parallel > 0 ? f.logit_bytes_vocab_parallel : f.logit_bytes;
   const bool loss_peak_given = framework_bytes > 0;
   if (loss_peak_given) a.head_saved -= w.loss_saved_bytes;
-  const double logit_bytes = loss_peak_given ? framework_bytes : activation_bytes(tr.precision);
+  const double logit_bytes = loss_peak_given ? framework_bytes : tr.recipe.activation_bytes;
   a.logits = w.tokens * m.vocab / p.tp * logit_bytes;
   return a;
 }
@@ -153,6 +151,7 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
                    : bytes * dev.total();
   };
   s.weights_bytes = states(per.weights, p.zero >= 3);
+  s.weight_copies_bytes = states(per.weight_copies, p.zero >= 3);
   s.gradients_bytes = states(per.gradients, p.zero >= 2);
   s.optimizer_bytes = states(per.optimizer, p.zero >= 1);
 
@@ -181,7 +180,7 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
   if (p.zero >= 3) {
     // ZeRO-3/FSDP gather one layer at a time and prefetch the next; the gathered layer's
     // gradient exists in full until it is reduce-scattered.
-    s.gathered_layers_bytes = 2.0 * dev.largest_layer * per.weights;
+    s.gathered_layers_bytes = 2.0 * dev.largest_layer * (per.weights + per.weight_copies);
     s.unsharded_grad_bytes = dev.largest_layer * per.gradients;
   }
   offload_stage_memory(s, p, per, tr.framework.caps.offload);

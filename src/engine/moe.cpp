@@ -11,7 +11,7 @@ namespace shardplan {
 double dispatch_element_bytes(const TrainingSpec& training) {
   // DeepSeek-V3 report Sec. 3.3: activations before the MoE up projections are quantised to
   // fp8 in 1x128 tiles, each with its own fp32 scale, and dispatched so; combine stays bf16.
-  return training.moe_fp8_dispatch ? 1.0 + 4.0 / 128.0 : activation_bytes(training.precision);
+  return training.moe_fp8_dispatch ? 1.0 + 4.0 / 128.0 : training.recipe.activation_bytes;
 }
 
 namespace {
@@ -44,7 +44,7 @@ ExpertTraffic expert_traffic(const ModelSpec& m, const TrainingSpec& tr, const P
                              const ClusterSpec& c, double tokens, double visits) {
   ExpertTraffic t;
   const double h = m.hidden;
-  const double de = dispatch_element_bytes(tr), ce = activation_bytes(tr.precision);
+  const double de = dispatch_element_bytes(tr), ce = tr.recipe.activation_bytes;
   t.dispatch_bytes = visits * h * de;
   t.combine_bytes = visits * h * ce;
   const int domains = g.domains();

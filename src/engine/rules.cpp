@@ -42,7 +42,14 @@ bool precision_supported(P, C c) {
   // fp32 is every GPU's: a V100 (fp16 tensor cores, no bf16) is a GPU that refuses bf16.
   const bool has_gpu = g.peak_flops[static_cast<int>(MathDtype::fp32)] > 0 ||
                        g.peak_flops[static_cast<int>(MathDtype::bf16)] > 0;
-  return has_gpu && g.peak_flops[static_cast<int>(math_dtype(c.training.precision))] <= 0;
+  return has_gpu && g.peak_flops[static_cast<int>(c.training.recipe.gemm_dtype)] <= 0;
+}
+// A recipe whose block scaling this GPU generation's tensor cores lack (MXFP8 and NVFP4 need
+// Blackwell: the recipe row's gpu_generations). A GPU profile naming no generation passes.
+bool precision_generation(P p, C c) {
+  const GpuSpec& g = c.cluster.gpu;
+  return !precision_supported(p, c) && !g.generation.empty() &&
+         !c.training.recipe.runs_on(g.generation);  // a GPU without the dtype at all: the above
 }
 
 bool sequence_parallel_needs_tp(P p, C) {
@@ -173,7 +180,12 @@ bool framework_moe_dispatcher(P, C c) {
   return c.model.is_moe() && !c.caps().has_dispatcher(c.training.moe_dispatcher);
 }
 bool framework_fp8(P, C c) {
-  return c.training.precision == Precision::fp8 && !c.caps().fp8;
+  return c.training.recipe.gemm_dtype == MathDtype::fp8 && !c.caps().fp8;
+}
+// A recipe the named framework does not run (the recipe row's frameworks, with sources).
+bool framework_precision(P p, C c) {
+  const FrameworkProfile& f = c.training.framework;
+  return !f.name.empty() && !framework_fp8(p, c) && !c.training.recipe.runs_under(f.id);
 }
 bool framework_fp16(P, C c) {
   return c.training.precision == Precision::fp16 && !c.caps().fp16;
@@ -199,6 +211,7 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::zero_stage, zero_stage},
       {RuleId::tp_within_node, tp_within_node},
       {RuleId::precision_supported, precision_supported},
+      {RuleId::precision_generation, precision_generation},
       {RuleId::sequence_parallel_needs_tp, sequence_parallel_needs_tp},
       {RuleId::batch_split, batch_split},
       {RuleId::cp_divides_sequence, cp_divides_sequence},
@@ -231,6 +244,7 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::framework_fp8, framework_fp8},
       {RuleId::framework_fp16, framework_fp16},
       {RuleId::framework_bf16_pure, framework_bf16_pure},
+      {RuleId::framework_precision, framework_precision},
       {RuleId::framework_tp_across_nodes, framework_tp_across_nodes},
       {RuleId::framework_replicate_1d, framework_replicate_1d},
   };
@@ -257,8 +271,9 @@ std::vector<RuleProblem> check_inputs(const RuleContext& c) {
   std::vector<RuleProblem> out;
   ParallelPlan any;
   any.dp = c.cluster.gpus;
-  for (RuleId id : {RuleId::precision_supported, RuleId::framework_fp8, RuleId::framework_fp16,
-                    RuleId::framework_bf16_pure, RuleId::framework_moe_dispatcher}) {
+  for (RuleId id : {RuleId::precision_supported, RuleId::precision_generation,
+                    RuleId::framework_fp8, RuleId::framework_fp16, RuleId::framework_bf16_pure,
+                    RuleId::framework_precision, RuleId::framework_moe_dispatcher}) {
     if (plan_rules()[static_cast<size_t>(id)].broken(any, c)) out.push_back({id, any});
   }
   return out;
@@ -283,6 +298,8 @@ const char* to_string(RuleId r) {
       return "tp_within_node";
     case RuleId::precision_supported:
       return "precision_supported";
+    case RuleId::precision_generation:
+      return "precision_generation";
     case RuleId::sequence_parallel_needs_tp:
       return "sequence_parallel_needs_tp";
     case RuleId::batch_split:
@@ -347,6 +364,8 @@ const char* to_string(RuleId r) {
       return "framework_fp16";
     case RuleId::framework_bf16_pure:
       return "framework_bf16_pure";
+    case RuleId::framework_precision:
+      return "framework_precision";
     case RuleId::framework_tp_across_nodes:
       return "framework_tp_across_nodes";
     case RuleId::framework_replicate_1d:

@@ -80,7 +80,7 @@ CheckpointPlan size_checkpoint(const ModelSpec& m, const TrainingSpec& tr, const
   const MemoryBreakdown& mem = e.memory;
   // Mixed and pure bf16 keep 16-bit parameters (fp8 runs keep bf16 ones; the fp8 copy is a
   // cache); the optimizer state is what StateBytes holds (no master under pure bf16).
-  k.weight_bytes_per_param = tr.precision == Precision::fp32 ? 4.0 : 2.0;
+  k.weight_bytes_per_param = tr.recipe.weight_bytes;  // the recipe row's weight dtype
   k.optimizer_bytes_per_param = mem.bytes_per_param.optimizer;
   k.params = count_params(m).total;
   k.small_state_bytes = kSmallStateBytesPerRank * c.gpus;

@@ -40,7 +40,12 @@ constexpr Name<Precision> kPrecisionNames[] = {{Precision::fp32, "fp32"},
                                                {Precision::bf16, "bf16"},
                                                {Precision::fp16, "fp16"},
                                                {Precision::fp8, "fp8"},
-                                               {Precision::bf16_pure, "bf16-pure"}};
+                                               {Precision::bf16_pure, "bf16-pure"},
+                                               {Precision::fp8_delayed, "fp8-delayed"},
+                                               {Precision::fp8_tensorwise, "fp8-tensorwise"},
+                                               {Precision::fp8_blockwise, "fp8-blockwise"},
+                                               {Precision::mxfp8, "mxfp8"},
+                                               {Precision::nvfp4, "nvfp4"}};
 constexpr Name<OptimizerKind> kOptimizerNames[] = {{OptimizerKind::adamw, "adamw"},
                                                    {OptimizerKind::sgd_momentum, "sgd"},
                                                    {OptimizerKind::adafactor, "adafactor"},
@@ -57,7 +62,8 @@ constexpr Name<OffloadTarget> kOffloadTargetNames[] = {{OffloadTarget::cpu, "cpu
                                                        {OffloadTarget::nvme, "nvme"}};
 constexpr Name<MathDtype> kDtypeNames[] = {{MathDtype::fp64, "fp64"}, {MathDtype::fp32, "fp32"},
                                            {MathDtype::tf32, "tf32"}, {MathDtype::bf16, "bf16"},
-                                           {MathDtype::fp16, "fp16"}, {MathDtype::fp8, "fp8"}};
+                                           {MathDtype::fp16, "fp16"}, {MathDtype::fp8, "fp8"},
+                                           {MathDtype::fp4, "fp4"}};
 
 template <typename E, size_t N>
 const char* name_of(const Name<E> (&table)[N], E value) {
@@ -178,31 +184,35 @@ void share_nics(ClusterSpec& c) {
   for (double& measured : c.inter.collective_busbw) measured *= share;  // a probe's, per NIC
 }
 
-MathDtype math_dtype(Precision p) {
-  switch (p) {
-    case Precision::fp32:
-      return MathDtype::fp32;
-    case Precision::bf16:
-    case Precision::bf16_pure:
-      return MathDtype::bf16;
-    case Precision::fp16:
-      return MathDtype::fp16;
-    case Precision::fp8:
-      return MathDtype::fp8;
-  }
-  return MathDtype::bf16;
+bool PrecisionRecipe::runs_on(const std::string& generation) const {
+  return gpu_generations.empty() || std::find(gpu_generations.begin(), gpu_generations.end(),
+                                              generation) != gpu_generations.end();
 }
 
-bool has_fp32_master(Precision p) {
-  return p != Precision::fp32 && p != Precision::bf16_pure;
+bool PrecisionRecipe::runs_under(Framework framework) const {
+  return frameworks.empty() ||
+         std::find(frameworks.begin(), frameworks.end(), framework) != frameworks.end();
 }
 
 double moe_max_load(const TrainingSpec& training) {
   return training.moe_max_load > 0 ? training.moe_max_load : 1.0;
 }
 
-double activation_bytes(Precision p) {
-  return p == Precision::fp32 ? 4.0 : 2.0;
+double PrecisionRecipe::low_precision_layer_share(int layers) const {
+  if (layers <= 0) return 1.0;
+  const int kept = std::min(layers, bf16_first_layers + bf16_last_layers);
+  return static_cast<double>(layers - kept) / layers;
+}
+
+bool recipe_serves(Precision named, Precision recipe) {
+  if (named == recipe) return true;
+  return named == Precision::fp8 &&
+         (recipe == Precision::fp8_delayed || recipe == Precision::fp8_tensorwise ||
+          recipe == Precision::fp8_blockwise);
+}
+
+bool recipe_matches(const TrainingSpec& tr) {
+  return recipe_serves(tr.precision, tr.recipe.id);
 }
 
 int default_global_batch(int seq_len, int multiple_of) {

@@ -42,15 +42,18 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
   cost.forward_model_flops = forward_model_flops(m, tr.global_batch, tr.seq_len);
   if (!m.has_architecture()) return cost;
   const MicroBatchWork w = describe_micro_batch(m, tr, p);
-  const MathDtype dtype = math_dtype(tr.precision);
+  SHARDPLAN_CHECK(recipe_matches(tr), "a training spec priced with another precision's recipe");
+  const PrecisionRecipe& recipe = tr.recipe;
+  const MathDtype attention_dtype = sixteen_bit(recipe.gemm_dtype);
   cost.tokens = w.tokens;
-  cost.layer = time_block(w.layer, c.gpu, dtype);
-  cost.dense_layer =
-      w.dense_layers > 0 && w.moe_layers > 0 ? time_block(w.dense_layer, c.gpu, dtype) : cost.layer;
-  cost.embedding = time_block(w.embedding, c.gpu, dtype);
-  cost.head = time_block(w.head, c.gpu, dtype);
+  cost.layer = time_layer(w.layer, c.gpu, recipe, m.layers);
+  cost.dense_layer = w.dense_layers > 0 && w.moe_layers > 0
+                         ? time_layer(w.dense_layer, c.gpu, recipe, m.layers)
+                         : cost.layer;
+  cost.embedding = time_block(w.embedding, c.gpu, edge_gemms(recipe));
+  cost.head = time_block(w.head, c.gpu, edge_gemms(recipe));
   cost.activations = activation_profile(w, m, tr, p);
-  const double e = activation_bytes(tr.precision);
+  const double e = recipe.activation_bytes;
 
   const Placement tp = placement_of(Parallelism::tensor, p, c);
   const TpTraffic& lt = w.layer.tp;
@@ -69,7 +72,7 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
 
   for (const Op& op : w.layer.ops) {
     if (op.kind == OpKind::attention || op.selective || (op.kind == OpKind::gemm && op.batch > 1)) {
-      cost.attention_s += op_forward_s(op, c.gpu, dtype);
+      cost.attention_s += op_forward_s(op, c.gpu, attention_dtype);
     }
   }
   if (p.cp > 1) {
@@ -236,7 +239,7 @@ struct Context {
 
 // Params only: 6 N tokens per micro-batch at an assumed MFU, forward 1/3, backward 2/3.
 void assumed_compute(const Context& x, const DeviceParams& dev, StageCost& s) {
-  const double peak = peak_flops(x.c.gpu, math_dtype(x.tr.precision));
+  const double peak = peak_flops(x.c.gpu, x.tr.recipe.gemm_dtype);
   const double flops = 6.0 * dev.total() * x.p.micro_batch * x.tr.seq_len / x.p.cp;
   s.compute_s = flops / (peak * kParamsOnlyMfu);
   s.forward_s = s.compute_s / 3.0;
@@ -333,8 +336,8 @@ void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost
   const double share = x.tr.framework.pricing.zero3_busbw.at(dp);
   const double expert_share = x.tr.framework.pricing.zero3_busbw.at(edp);
   s.zero3_ag_s =
-      collective_time(Collective::all_gather, unit * per.weights, dp, x.c) / share +
-      collective_time(Collective::all_gather, expert_unit * per.weights, edp, x.c) / expert_share;
+      collective_time(Collective::all_gather, unit * per.gather, dp, x.c) / share +
+      collective_time(Collective::all_gather, expert_unit * per.gather, edp, x.c) / expert_share;
   s.zero3_rs_s = collective_time(Collective::reduce_scatter, unit * per.gradients, dp, x.c) / share +
                  collective_time(Collective::reduce_scatter, expert_unit * per.gradients, edp, x.c) /
                      expert_share;
@@ -421,7 +424,7 @@ void zero12_traffic(const Context& x, const StageCost& crit, double stage_params
   const TrainingSpec& tr = x.tr;
   const Placement& dp = x.at.data;
   const double grad_bytes = stage_params * x.mem.per_param.gradients;
-  const double weight_bytes = stage_params * x.mem.per_param.weights;
+  const double weight_bytes = stage_params * x.mem.per_param.gather;  // the recipe's element
   const double calls = p.zero == 2 ? mb : 1;  // ZeRO-2 reduce-scatters each micro-batch
   const Collective grads = p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
   set_traffic(comm.dp_grads, grads, grad_bytes, calls, dp, x.c);
@@ -456,7 +459,7 @@ void zero3_traffic(const Context& x, const StageCost& crit, int mb, CommBreakdow
   const StateBytes& per = x.mem.per_param;
   const Placement& dp = x.at.data;
   const double units = crit.zero3_units;
-  set_traffic(comm.dp_params, Collective::all_gather, crit.params / units * per.weights,
+  set_traffic(comm.dp_params, Collective::all_gather, crit.params / units * per.gather,
               2.0 * units * mb, dp, x.c);
   set_traffic(comm.dp_grads, Collective::reduce_scatter, crit.params / units * per.gradients,
               units * mb, dp, x.c);
@@ -597,7 +600,7 @@ Estimate estimate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan
   if (m.has_architecture() && simulation == Simulation::run)
     est.simulated = simulate_step(m, tr, p, c, ev.time, ev.comm, true);
   Throughput& th = est.throughput;
-  th.peak_flops = peak_flops(c.gpu, math_dtype(tr.precision));
+  th.peak_flops = peak_flops(c.gpu, tr.recipe.gemm_dtype);
   th.model_flops = ev.model_flops;
   th.hardware_flops = ev.hardware_flops;
   const double step = est.time.step_s;

@@ -88,7 +88,7 @@ std::string shape_of(const ParallelPlan& p) {
 }
 
 std::vector<std::pair<std::string, double>> memory_parts(const StageMemory& s) {
-  return {{"weights", s.weights_bytes},
+  return {{"weights", s.weights_bytes + s.weight_copies_bytes},  // with the recipe's copies
           {"gradients", s.gradients_bytes},
           {"optimizer state", s.optimizer_bytes},
           {"activations", s.activations_bytes},

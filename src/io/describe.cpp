@@ -25,7 +25,8 @@ std::string describe_framework(const FrameworkProfile& f) {
   return f.name + " (" + f.source + ")";
 }
 
-std::string describe_precision(Precision p) {
+std::string describe_precision(const TrainingSpec& tr) {
+  const Precision p = tr.precision;
   switch (p) {
     case Precision::fp32:
       return "fp32";
@@ -33,8 +34,20 @@ std::string describe_precision(Precision p) {
       return "bf16 pure (no fp32 master weights)";
     case Precision::bf16:
     case Precision::fp16:
-    case Precision::fp8:
       break;
+    case Precision::fp8:
+      // The alias says which recipe it priced.
+      return p == tr.recipe.id ? "fp8 mixed precision"
+                               : fmt::format("fp8 mixed precision ({}, {}'s default)",
+                                             tr.recipe.name, tr.framework.name.empty()
+                                                                 ? std::string("the stack")
+                                                                 : tr.framework.name);
+    case Precision::fp8_delayed:
+    case Precision::fp8_tensorwise:
+    case Precision::fp8_blockwise:
+    case Precision::mxfp8:
+    case Precision::nvfp4:
+      return std::string(to_string(p)) + " mixed precision (" + tr.recipe.source + ")";
   }
   return std::string(to_string(p)) + " mixed precision";
 }

@@ -229,6 +229,7 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
       loss.string(key);
   }
   loss.finish();
+  f.fp8_default_recipe = o.string("fp8_default_recipe");
   f.max_published_mfu = o.positive("max_published_mfu");
   if (o.has("max_published_mfu_by_gpu")) {
     StrictObject by = o.object("max_published_mfu_by_gpu");
@@ -248,7 +249,7 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
   }
   StrictObject sources = o.object("sources");
   for (const char* key : {"capabilities", "collectives", "overlap", "kernels", "recompute",
-                          "memory", "loss", "max_published_mfu"})
+                          "memory", "loss", "max_published_mfu", "fp8_default_recipe"})
     sources.string(key);
   sources.string("moe_a2a_overlap");  // the MoE capabilities: the overlap switch, the dispatchers
   f.max_published_mfu_source = j.at("sources").at("max_published_mfu").get<std::string>();

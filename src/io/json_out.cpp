@@ -89,6 +89,7 @@ nlohmann::json to_json(const ClusterSpec& c) {
 
 nlohmann::json to_json(const TrainingSpec& t) {
   nlohmann::json j = {{"precision", to_string(t.precision)},
+                      {"precision_recipe", t.recipe.name},  // what fp8 resolved to
                       {"optimizer", to_string(t.optimizer)},
                       {"attention", to_string(t.attention)},
                       {"seq_len", t.seq_len},

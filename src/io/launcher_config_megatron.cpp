@@ -89,6 +89,8 @@ const std::set<std::string> kKnownOther = {
     "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion", "--no-bias-dropout-fusion",
     "--no-gradient-accumulation-fusion", "--no-rope-fusion", "--cross-entropy-loss-fusion",
     "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-recipe", "--fp8-param-gather",
+    "--fp4-format", "--fp4-recipe", "--first-last-layers-bf16", "--num-layers-at-start-in-bf16",
+    "--num-layers-at-end-in-bf16",
     "--ddp-bucket-size", "--ddp-average-in-collective", "--distributed-backend",
     "--manual-gc", "--manual-gc-interval", "--use-distributed-checkpointing", "--async-save",
     "--ckpt-fully-parallel-save", "--ckpt-fully-parallel-load",
@@ -191,7 +193,20 @@ void zero_stage(const Args& a, Builder& b) {
 }
 
 void precision(const Args& a, Builder& b) {
-  if (a.count("--fp8-format")) {
+  // --fp8-recipe names the recipe row (transformer_config.py at d98e8a64: tensorwise, delayed,
+  // mxfp8, blockwise); without it, fp8: the megatron profile's default (delayed).
+  const std::map<std::string, std::string> fp8_recipes = {{"delayed", "fp8-delayed"},
+                                                          {"tensorwise", "fp8-tensorwise"},
+                                                          {"blockwise", "fp8-blockwise"},
+                                                          {"mxfp8", "mxfp8"}};
+  if (a.count("--fp4-format")) {
+    b.set("--precision", "nvfp4", "--fp4-format");
+  } else if (a.count("--fp8-format") && a.count("--fp8-recipe")) {
+    const std::string r = arg(a, "--fp8-recipe");
+    if (fp8_recipes.count(r) == 0)
+      b.refuse("--fp8-recipe", "'" + r + "' is not delayed, tensorwise, blockwise or mxfp8");
+    b.set("--precision", fp8_recipes.at(r), "--fp8-recipe");
+  } else if (a.count("--fp8-format")) {
     b.set("--precision", "fp8", "--fp8-format");
   } else if (a.count("--bf16")) {
     b.set("--precision", "bf16", "--bf16");
@@ -202,7 +217,7 @@ void precision(const Args& a, Builder& b) {
                        "no --bf16/--fp16: Megatron-LM trains in fp32 by default");
   }
   const std::string p = b.value_of("--precision");
-  if ((p == "bf16" || p == "fp8") && !a.count("--grad-reduce-in-bf16")) {
+  if (p != "fp32" && p != "fp16" && !a.count("--grad-reduce-in-bf16")) {
     b.launcher_default("--fp32-grads", "true",
                        "no --grad-reduce-in-bf16: Megatron-LM keeps fp32 main gradients "
                        "(18 B/param with Adam)");

@@ -149,7 +149,7 @@ ClusterSpec read_cluster(StrictObject o) {
 
 TrainingSpec read_training(StrictObject o) {
   TrainingSpec t;
-  t.precision = parse_precision(o.string("precision"), o.field("precision"));
+  const Precision precision = parse_precision(o.string("precision"), o.field("precision"));
   t.optimizer = parse_optimizer(o.string("optimizer"), o.field("optimizer"));
   t.attention = parse_attention(o.string("attention"), o.field("attention"));
   t.seq_len = o.integer("seq_len");
@@ -167,6 +167,14 @@ TrainingSpec read_training(StrictObject o) {
   const std::string framework = o.string_or("framework", "none");
   if (framework != "none")
     t.framework = load_framework(parse_framework(framework, o.field("framework")));
+  set_precision(t, precision);
+  // The recipe the file was priced with: the same one, unless the framework's default moved.
+  const std::string recipe = o.string_or("precision_recipe", t.recipe.name);
+  if (recipe != t.recipe.name) {
+    throw InputError(o.field("precision_recipe"),
+                     fmt::format("'{}' was priced, but {} resolves to {} now; give --precision {}",
+                                 recipe, to_string(precision), t.recipe.name, recipe));
+  }
   if (o.has("tokens")) t.tokens = o.positive("tokens");
   if (o.has("gpu_hour_cost")) t.gpu_hour_cost = o.positive("gpu_hour_cost");
   if (o.has("moe_capacity_factor")) t.moe_capacity_factor = o.positive("moe_capacity_factor");

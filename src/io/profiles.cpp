@@ -160,6 +160,7 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   g.intra_link = o.string_or("intra_link", "");
   g.inter_link = o.string_or("inter_link", "");
   g.system = o.string_or("system", "");
+  g.generation = o.string_or("generation", "");
   g.memory_bytes = o.positive("memory_gib") * kGiB;
   StrictObject peaks = o.object("peak_tflops");
   for (int i = 0; i < kMathDtypes; ++i) {
@@ -188,7 +189,7 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   require_sources(
       o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency", "attention_efficiency",
           "memory_efficiency", "kernel_overhead_us", "overlap_slowdown", "context_gib",
-          "intra_link", "inter_link", "system", "list_price_usd_per_gpu_hour"});
+          "intra_link", "inter_link", "system", "list_price_usd_per_gpu_hour", "generation"});
   if (g.list_price_usd_per_gpu_hour > 0) {
     g.list_price_source = j.at("sources").at("list_price_usd_per_gpu_hour").get<std::string>();
   }

@@ -172,14 +172,16 @@ TrainingSpec read_run_training(const nlohmann::json& r, const nlohmann::json& pl
   // The runs predate FlashAttention unless they say otherwise; Megatron-LM ran fp16 then.
   t.attention = r.contains("attention") ? parse_attention(r.at("attention"), where + ": attention")
                                         : AttentionKind::standard;
-  t.precision = r.contains("precision") ? parse_precision(r.at("precision"), where + ": precision")
-                                        : Precision::fp16;
+  const Precision precision = r.contains("precision")
+                                  ? parse_precision(r.at("precision"), where + ": precision")
+                                  : Precision::fp16;
   // Which framework profile prices the run (its "profile"; none: the ideal stack).
   const std::string profile = string_or(r, "profile");
   if (!profile.empty()) {
     t.framework = load_framework(parse_framework(profile, where + ": profile"));
     t.overlap_grad_reduce = t.framework.pricing.overlap_grad_reduce;
   }
+  set_precision(t, precision);  // after the framework: fp8 is its default recipe
   // A run that states its tensor-parallel communication overlapped (torchtitan's async TP,
   // Megatron's --tp-comm-overlap); else the profile's default.
   if (r.contains("tp_comm_overlap"))

@@ -215,7 +215,7 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
       "\nThroughput: {:.0f} tokens/s, {:.1f} TFLOP/s per GPU (model FLOPs), MFU {}, HFU {} "
       "(of {:.0f} TFLOP/s {} peak)\n",
       th.tokens_per_s, th.tflops_per_gpu, format_percent(th.mfu), format_percent(th.hfu),
-      th.peak_flops / kTera, to_string(math_dtype(tr.precision)));
+      th.peak_flops / kTera, to_string(tr.recipe.gemm_dtype));
   out += fmt::format("Step interval from validation: {}\n",
                      interval_text(step_interval(tr.framework, c.gpu.name, s.step_s), tr));
   if (const std::string w = mfu_warning(e.mfu_check); !w.empty()) out += "warning: " + w + "\n";

@@ -87,6 +87,13 @@ Table device_table(const MemoryBreakdown& mem, const ParallelPlan& plan) {
   };
   t.add_row({"weights", gib(w.weights_bytes), per_param(w.weights_bytes), share(w.weights_bytes),
              fmt::format("{:g} B/param{}", b.weights, sharding(3))});
+  if (w.weight_copies_bytes > 0) {
+    // The precision recipe's extra copies (profiles/precisions/*.json bytes.weight_copies).
+    t.add_row({"low-precision weight copies", gib(w.weight_copies_bytes),
+               per_param(w.weight_copies_bytes), share(w.weight_copies_bytes),
+               fmt::format("{:.4g} B/param, the precision recipe's{}", b.weight_copies,
+                           sharding(3))});
+  }
   t.add_row({"gradients", gib(w.gradients_bytes), per_param(w.gradients_bytes),
              share(w.gradients_bytes), fmt::format("{:g} B/param{}", b.gradients, sharding(2))});
   t.add_row({"optimizer state", gib(w.optimizer_bytes), per_param(w.optimizer_bytes),
@@ -157,6 +164,7 @@ nlohmann::json stage_json(const StageMemory& s, bool activations_known, double f
   return {{"stage", s.stage},
           {"params", s.params},
           {"weights_bytes", s.weights_bytes},
+          {"weight_copies_bytes", s.weight_copies_bytes},
           {"gradients_bytes", s.gradients_bytes},
           {"optimizer_bytes", s.optimizer_bytes},
           {"activations_bytes", known(s.activations_bytes)},
@@ -179,7 +187,7 @@ std::string render_memory(const MemoryBreakdown& mem, const ModelSpec& model,
   out += fmt::format("cluster  {}\n", describe_cluster(cluster));
   out += fmt::format("plan     {}\n", describe(plan));
   out += fmt::format("training {}, {}, sequence {}, global batch {}\n\n",
-                     describe_precision(tr.precision), to_string(tr.optimizer), tr.seq_len,
+                     describe_precision(tr), to_string(tr.optimizer), tr.seq_len,
                      tr.global_batch);
   out += render_memory_table(mem, plan);
   return out;
@@ -211,6 +219,7 @@ nlohmann::json to_json(const MemoryBreakdown& m) {
   j["margin_bytes"] = m.margin_bytes();
   j["model_states_bytes"] = w.model_states_bytes();
   j["bytes_per_param"] = {{"weights", m.bytes_per_param.weights},
+                          {"weight_copies", m.bytes_per_param.weight_copies},
                           {"gradients", m.bytes_per_param.gradients},
                           {"optimizer", m.bytes_per_param.optimizer},
                           {"total", m.bytes_per_param.total()}};

@@ -88,7 +88,7 @@ std::string inputs_text(const PlanOutcome& o) {
   std::string out = fmt::format(
       "model    {}\ncluster  {}\ntraining {}, {}, sequence {}, global batch {}\nframework "
       "{}\n\n",
-      describe_model(o.model), describe_cluster(o.cluster), describe_precision(tr.precision),
+      describe_model(o.model), describe_cluster(o.cluster), describe_precision(tr),
       to_string(tr.optimizer), tr.seq_len, tr.global_batch, describe_framework(tr.framework));
   for (const std::string& n : o.notes) out += "note: " + n + "\n";
   return out;

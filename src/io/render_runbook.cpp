@@ -17,7 +17,7 @@ std::string per_param_text(const CheckpointPlan& k, const TrainingSpec& tr) {
   return fmt::format(
       "{:g} B = {:g} ({} weights) + {:g} ({} optimizer state{}); gradients are not saved",
       k.bytes_per_param(), k.weight_bytes_per_param, dtype, k.optimizer_bytes_per_param,
-      to_string(tr.optimizer), has_fp32_master(tr.precision) ? " incl. the fp32 master copy" : "");
+      to_string(tr.optimizer), tr.recipe.has_master() ? " incl. the fp32 master copy" : "");
 }
 
 std::string minutes(double s) {
@@ -55,7 +55,7 @@ std::vector<RunbookItem> runbook_items(const Runbook& r, const TrainingSpec& tr)
                    "or the stateful loader's state) so a resumed run does not retrain on the same "
                    "examples; the exact config (the launcher file shardplan wrote, the code's "
                    "commit, the plan JSON). A run you cannot reproduce is a run you cannot debug.",
-                   has_fp32_master(tr.precision) ? "master weights and moments" : "moments")});
+                   tr.recipe.has_master() ? "master weights and moments" : "moments")});
   items.push_back(
       {"test resume on day one",
        fmt::format("run {} steps, checkpoint at step {}, kill the job after it, restart from the "

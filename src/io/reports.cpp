@@ -16,7 +16,7 @@ namespace {
 
 std::string training_line(const TrainingSpec& tr) {
   return fmt::format("training: {}, {}, sequence {}, global batch {}",
-                     describe_precision(tr.precision), to_string(tr.optimizer), tr.seq_len,
+                     describe_precision(tr), to_string(tr.optimizer), tr.seq_len,
                      tr.global_batch);
 }
 

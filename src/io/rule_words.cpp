@@ -7,6 +7,7 @@
 
 #include "shardplan/error.hpp"
 #include "shardplan/offload.hpp"
+#include "precision_words.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/schedule.hpp"
 
@@ -17,9 +18,9 @@ namespace {
 // an A100, "fp16" on a V100).
 std::string precisions_it_runs(const GpuSpec& g) {
   std::string out;
-  for (const Precision p : {Precision::bf16, Precision::fp16, Precision::fp8}) {
-    if (g.peak_flops[static_cast<int>(math_dtype(p))] <= 0) continue;
-    out += (out.empty() ? "" : " or ") + std::string(to_string(p));
+  for (const MathDtype d : {MathDtype::bf16, MathDtype::fp16, MathDtype::fp8}) {
+    if (g.peak_flops[static_cast<int>(d)] <= 0) continue;
+    out += (out.empty() ? "" : " or ") + std::string(to_string(d));
   }
   return out.empty() ? "fp32" : out;
 }
@@ -195,6 +196,11 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
               fmt::format("{} keeps a master copy of the weights and has no bf16-pure "
                           "training path{}; use bf16",
                           f, why)};
+    case RuleId::framework_precision:
+      return {"--precision",
+              fmt::format("{} does not run the {} recipe ({}: frameworks); {} do", f,
+                          c.training.recipe.name, c.training.recipe.source,
+                          recipe_frameworks(c.training.recipe))};
     case RuleId::framework_tp_across_nodes:
       return {"--allow-tp-across-nodes",
               fmt::format("{} keeps tensor parallel inside a node{}", f, why)};
@@ -293,6 +299,8 @@ std::string rule_gist(RuleId rule) {
       return "tensor parallel must stay inside a scale-up (NVLink) domain";
     case RuleId::precision_supported:
       return "the GPU has no tensor cores for the precision";
+    case RuleId::precision_generation:
+      return "the GPU's generation does not run the precision recipe";
     case RuleId::sequence_parallel_needs_tp:
       return "sequence parallel needs tp 2 or more";
     case RuleId::batch_split:
@@ -357,6 +365,8 @@ std::string rule_gist(RuleId rule) {
       return "the framework does not train in fp16";
     case RuleId::framework_bf16_pure:
       return "the framework does not train in pure bf16";
+    case RuleId::framework_precision:
+      return "the framework does not run the precision recipe";
     case RuleId::framework_tp_across_nodes:
       return "the framework keeps tensor parallel inside a node";
     case RuleId::framework_replicate_1d:
@@ -386,9 +396,17 @@ PlanProblem words(const RuleProblem& r, const RuleContext& c) {
                                   p.tp, cl.domain_gpus(),
                                   cl.rack_scale() ? "a scale-up domain" : "a node", cl.intra.name,
                                   cl.domain_gpus())};
-    case RuleId::precision_supported:
-      return {"--precision", fmt::format("{} has no {} tensor cores; use {}", cl.gpu.name,
-                                         to_string(tr.precision), precisions_it_runs(cl.gpu))};
+    case RuleId::precision_supported: {
+      // A recipe this generation cannot run says which one can (nvfp4 on an H100).
+      const bool generation = !cl.gpu.generation.empty() && !tr.recipe.runs_on(cl.gpu.generation);
+      return {"--precision",
+              fmt::format("{} has no {} tensor cores{}; use {}", cl.gpu.name,
+                          to_string(tr.precision),
+                          generation ? ": " + generation_words(c) : std::string(),
+                          precisions_it_runs(cl.gpu))};
+    }
+    case RuleId::precision_generation:
+      return {"--precision", generation_words(c)};
     case RuleId::sequence_parallel_needs_tp:
       return {"--sequence-parallel",
               "sequence parallelism splits tensor-parallel regions; it needs --tp > 1"};

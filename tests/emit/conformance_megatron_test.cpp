@@ -32,9 +32,9 @@ EmitInputs inputs_of(const GridCase& g) {
   const ModelSpec m = load_model(g.model);
   const ClusterSpec c = test::cluster(g.gpus, g.cluster);
   TrainingSpec t = test::training(m.seq_len, g.global_batch);
-  t.precision = g.precision;
   t.tokens = g.tokens;
   t.framework = load_framework(Framework::megatron);
+  set_precision(t, g.precision);  // after the framework: fp8 is megatron's default recipe
   ParallelPlan p = test::plan(g.gpus / (g.tp * g.pp), g.tp, g.pp);
   p.ep = g.ep;
   p.zero = g.zero;

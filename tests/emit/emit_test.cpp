@@ -205,7 +205,7 @@ TEST_CASE("bf16-pure: accelerate writes mixed_precision 'no' and says to load th
   p.zero = 3;
   p.recompute = Recompute::full;
   TrainingSpec t = test::training(4096, 64);
-  t.precision = Precision::bf16_pure;
+  set_precision(t, Precision::bf16_pure);
   t.framework = load_framework(Framework::fsdp);
   const EmitInputs in = make_inputs(load_model("llama-3.1-8b"), t, p, test::cluster(8, "dgx-h100"));
   REQUIRE(accelerate_problems(in).empty());

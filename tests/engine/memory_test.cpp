@@ -42,7 +42,7 @@ TEST_CASE("7B in pure bf16 with AdamW: 7e9 x 8 B = 56e9 bytes, half of mixed pre
   // 2 (bf16 weights) + 2 (bf16 grads) + 4 (bf16 momentum 2, variance 2), no fp32 master: the
   // torchtune full_finetune_distributed recipe (dtype bf16, FSDP mixed_precision=None).
   TrainingSpec t = test::training(4096, 1);
-  t.precision = Precision::bf16_pure;
+  set_precision(t, Precision::bf16_pure);
   const ModelSpec m = test::params_only(7e9);
   const StateBytes b = state_bytes_per_param(m, t);
   CHECK(b.weights == 2.0);
@@ -91,11 +91,11 @@ TEST_CASE("other optimizers and precisions") {
   const ModelSpec m = test::params_only(1e9);
   t.optimizer = OptimizerKind::sgd_momentum;
   CHECK(state_bytes_per_param(m, t).total() == 12.0);  // 2 + 2 + (4 master + 4 momentum)
-  t.precision = Precision::fp32;
+  set_precision(t, Precision::fp32);
   CHECK(state_bytes_per_param(m, t).total() == 12.0);  // 4 + 4 + 4 momentum
   t.optimizer = OptimizerKind::adamw;
   CHECK(state_bytes_per_param(m, t).total() == 16.0);  // 4 + 4 + 8
-  t.precision = Precision::bf16;
+  set_precision(t, Precision::bf16);
   t.optimizer = OptimizerKind::adam_8bit;
   CHECK(state_bytes_per_param(m, t).optimizer == doctest::Approx(6.03125));  // 4 + 2 + absmax
   t.optimizer = OptimizerKind::adafactor;

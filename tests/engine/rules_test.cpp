@@ -133,7 +133,7 @@ TEST_CASE("expert parallel must divide the experts and dp x cp") {
 
 TEST_CASE("fp8 on an A100 breaks precision_supported; on an H100 it runs") {
   Fixture f;
-  f.training.precision = Precision::fp8;
+  set_precision(f.training, Precision::fp8);
   CHECK(breaks(f, good(), RuleId::precision_supported));
   f.cluster = test::cluster(64, "dgx-h100");
   CHECK(check_plan(good(), f.context()).empty());
@@ -182,15 +182,15 @@ TEST_CASE("framework rules come from the profiles") {
 
   Fixture h100 = as(Framework::deepspeed);
   h100.cluster = test::cluster(64, "dgx-h100");
-  h100.training.precision = Precision::fp8;
+  set_precision(h100.training, Precision::fp8);
   CHECK(breaks(h100, good(), RuleId::framework_fp8));
   Fixture fp16 = as(Framework::torchtitan);
-  fp16.training.precision = Precision::fp16;
+  set_precision(fp16.training, Precision::fp16);
   ParallelPlan z3 = good();
   z3.zero = 3;
   CHECK(breaks(fp16, z3, RuleId::framework_fp16));
   Fixture pure = as(Framework::megatron);
-  pure.training.precision = Precision::bf16_pure;
+  set_precision(pure.training, Precision::bf16_pure);
   CHECK(breaks(pure, good(), RuleId::framework_bf16_pure));
   pure.training.framework = load_framework(Framework::fsdp);
   CHECK_FALSE(breaks(pure, z3, RuleId::framework_bf16_pure));
@@ -257,9 +257,9 @@ TEST_CASE("check_plan, the search and emit agree on 4,000 random plans") {
                                      pick(std::vector<int>{16, 64, 96, 512}));
     const Framework fw = static_cast<Framework>(rng() % kFrameworks);
     tr.framework = load_framework(fw);
-    tr.precision = rng() % 4 == 0   ? Precision::fp8
-                   : rng() % 5 == 0 ? Precision::fp16
-                                    : Precision::bf16;
+    set_precision(tr, rng() % 4 == 0   ? Precision::fp8
+                      : rng() % 5 == 0 ? Precision::fp16
+                                       : Precision::bf16);
     const ClusterSpec c =
         test::cluster(pick(std::vector<int>{8, 64, 128}), rng() % 2 ? "dgx-a100" : "dgx-h100");
     ParallelPlan p;
@@ -279,7 +279,7 @@ TEST_CASE("check_plan, the search and emit agree on 4,000 random plans") {
     // The same plan in pure bf16 runs exactly when it runs in bf16 and the framework has the
     // capability (fsdp, torchtitan), and every check agrees on it too.
     TrainingSpec pure = tr;
-    pure.precision = Precision::bf16_pure;
+    set_precision(pure, Precision::bf16_pure);
     const bool pure_ok = rules_agree(m, pure, c, p, rules);
     CHECK(pure_ok == (ok && tr.framework.caps.bf16_pure));
     (pure_ok ? pure_runnable : pure_refused)++;

@@ -59,7 +59,7 @@ TEST_CASE("a 7B mixed-precision Adam checkpoint is 7e9 x 14 bytes plus small sta
 
 TEST_CASE("fp32 training checkpoints 4 B weights + 8 B Adam moments") {
   TrainingSpec t = test::training(4096, 8);
-  t.precision = Precision::fp32;
+  set_precision(t, Precision::fp32);
   const Runbook r =
       runbook_of(test::params_only(1e9), t, zero_plan(8, 1), test::cluster(8, "dgx-h100"));
   CHECK(r.checkpoint.bytes_per_param() == 12.0);

@@ -19,14 +19,37 @@ double gemm_efficiency(const GpuSpec& gpu, double flops);
 double op_forward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype);
 double op_backward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype);
 
+/// The 16-bit dtype beside a GEMM dtype: bf16 next to fp8 / fp4, else the dtype itself.
+MathDtype sixteen_bit(MathDtype gemm);
+
+/// How a block's weight GEMMs run under a recipe: their dtype and the memory-bound bytes that
+/// quantizing each input element costs; the attention core's GEMMs stay in 16 bits.
+struct GemmPrecision {
+  MathDtype dtype = MathDtype::bf16;
+  double quantize_bytes_per_element = 0;
+  bool router_in_bf16 = true;
+};
+/// The transformer layers' linears, the LM head / embedding, and the layers a recipe keeps in
+/// 16 bits (NVFP4's first and last blocks).
+GemmPrecision layer_gemms(const PrecisionRecipe& recipe);
+GemmPrecision edge_gemms(const PrecisionRecipe& recipe);
+GemmPrecision kept_gemms(const PrecisionRecipe& recipe);
+
 struct BlockTime {
   double forward_s = 0;
   double backward_s = 0;      // without any recompute
   double selective_s = 0;     // forward of the ops selective recompute redoes
   double gemm_forward_s = 0;  // the GEMMs' share of forward_s (what TP comm can hide behind)
   double weight_grad_s = 0;   // of backward_s, the weight GEMMs' wgrad half (the W pass)
+  double quantize_s = 0;      // of forward_s + backward_s, the recipe's cast / transpose passes
 };
-BlockTime time_block(const Block& block, const GpuSpec& gpu, MathDtype dtype);
+BlockTime time_block(const Block& block, const GpuSpec& gpu, const GemmPrecision& gemms);
+/// `a_share` of a plus the rest of b, field by field.
+BlockTime blend(const BlockTime& a, const BlockTime& b, double a_share);
+/// One transformer layer of a model of `layers` under the recipe: its low-precision layers and
+/// the ones it keeps in 16 bits, mixed in the share the model has of each.
+BlockTime time_layer(const Block& block, const GpuSpec& gpu, const PrecisionRecipe& recipe,
+                     int layers);
 
 /// Model FLOPs of one forward pass over `sequences` sequences: 2 x tokens x (matmul params a
 /// token touches + LM head) + 2 x sequences x (query-key pairs summed over layers) x heads x

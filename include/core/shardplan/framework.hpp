@@ -157,6 +157,9 @@ struct FrameworkProfile {
   std::string source;  // the profile file
   FrameworkCaps caps;
   FrameworkPricing pricing;
+  // The recipe `--precision fp8` means under this framework (a precision name, as
+  // profiles/precisions/ spells it); empty: fp8-delayed.
+  std::string fp8_default_recipe;
   double max_published_mfu = 0;  // highest MFU published for it at scale; 0 = unknown
   std::string max_published_mfu_source;
   /// Per GPU generation (profile max_published_mfu_by_gpu); a generation not listed takes

@@ -15,9 +15,11 @@ namespace shardplan {
 /// 2 (grads) + 4 (bf16 momentum 2, variance 2) = 8, no master copy.
 struct StateBytes {
   double weights = 0;
+  double weight_copies = 0;  // the recipe's extra low-precision copies (TE's fp8 weight cache)
   double gradients = 0;
   double optimizer = 0;
-  double total() const { return weights + gradients + optimizer; }
+  double gather = 2;  // per weight element in a ZeRO / FSDP parameter all-gather
+  double total() const { return weights + weight_copies + gradients + optimizer; }
 };
 StateBytes state_bytes_per_param(const ModelSpec& model, const TrainingSpec& training);
 
@@ -42,6 +44,7 @@ struct StageMemory {
   double params = 0;  // parameters this device holds before ZeRO sharding
   // model states
   double weights_bytes = 0;
+  double weight_copies_bytes = 0;  // the precision recipe's low-precision weight copies
   double gradients_bytes = 0;
   double optimizer_bytes = 0;
   // activations saved for backward, all in-flight micro-batches
@@ -63,7 +66,9 @@ struct StageMemory {
   double host_bytes = 0;       // this device's share of host memory
   double nvme_bytes = 0;       // this device's share of the node's NVMe
 
-  double model_states_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
+  double model_states_bytes() const {
+    return weights_bytes + weight_copies_bytes + gradients_bytes + optimizer_bytes;
+  }
   double transient_bytes() const {
     return recompute_working_bytes + logits_bytes + gathered_layers_bytes + unsharded_grad_bytes;
   }

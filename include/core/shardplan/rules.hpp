@@ -18,6 +18,7 @@ enum class RuleId {
   zero_stage,                  // ZeRO stage 0-3
   tp_within_node,              // tp inside a scale-up domain unless allowed to cross
   precision_supported,         // the GPU has tensor cores for the precision
+  precision_generation,        // the GPU's generation runs the recipe (MXFP8 / NVFP4: Blackwell)
   sequence_parallel_needs_tp,  // sequence parallel splits TP regions
   batch_split,                 // global batch = dp x micro-batch x accumulation
   cp_divides_sequence,         // context parallel divides the sequence
@@ -51,10 +52,11 @@ enum class RuleId {
   framework_fp8,
   framework_fp16,
   framework_bf16_pure,  // the framework trains without an fp32 master copy
+  framework_precision,  // the framework runs the precision recipe
   framework_tp_across_nodes,
   framework_replicate_1d,
 };
-inline constexpr int kRules = 39;
+inline constexpr int kRules = 41;
 /// A short snake_case name for JSON and counts ("tp_divides_heads").
 const char* to_string(RuleId r);
 

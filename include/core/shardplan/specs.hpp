@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "shardplan/framework.hpp"
+#include "shardplan/precision.hpp"
 
 namespace shardplan {
 
@@ -20,10 +21,6 @@ enum class PositionKind { learned, rotary, alibi };
 enum class RopeScaling { none, linear, llama3, yarn };
 /// How a MoE router turns logits into scores (DeepSeek-V3 config.json scoring_func).
 enum class RouterScore { softmax, sigmoid };
-/// bf16 is mixed precision (16-bit weights and gradients, an fp32 master copy the optimizer
-/// updates); bf16_pure keeps weights, gradients and optimizer states in bf16 with no fp32 master
-/// (torchtune's full_finetune_distributed with dtype bf16, torchtitan's training.dtype bfloat16).
-enum class Precision { fp32, bf16, fp16, fp8, bf16_pure };
 enum class OptimizerKind { adamw, sgd_momentum, adafactor, adam_8bit };
 enum class Recompute { none, selective, full };
 enum class AttentionKind { flash, standard };
@@ -191,10 +188,6 @@ struct ModelSpec {
   int v_head_width() const { return is_mla() ? v_head_dim : head_dim; }
 };
 
-/// Index into GpuSpec::peak_flops.
-enum class MathDtype { fp64, fp32, tf32, bf16, fp16, fp8 };
-inline constexpr int kMathDtypes = 6;
-
 /// One point of a GEMM efficiency curve: a GEMM of `flops` reaches `efficiency` of peak.
 struct EfficiencyPoint {
   double flops = 0;
@@ -206,6 +199,9 @@ struct GpuSpec {
   std::string source;
   double memory_bytes = 0;                       // total as nvidia-smi / rocm-smi reports it
   std::array<double, kMathDtypes> peak_flops{};  // dense, per second; 0 = not supported
+  // The architecture ("hopper", "blackwell", "cdna3"): what a precision recipe's
+  // gpu_generations name (precision.hpp); empty = not given.
+  std::string generation;
   double hbm_bytes_per_s = 0;
   std::vector<EfficiencyPoint> gemm_efficiency;  // ascending flops; interpolated in log(flops)
   double attention_efficiency = 0;               // fused (flash) attention kernels, share of peak
@@ -271,7 +267,10 @@ struct ClusterSpec {
 };
 
 struct TrainingSpec {
-  Precision precision = Precision::bf16;
+  Precision precision = Precision::bf16;  // as the user named it (fp8: the framework's default)
+  // The recipe row that prices it (profiles/precisions/*.json, loaded with the precision by
+  // io's load_recipe); default-constructed: bf16 mixed precision.
+  PrecisionRecipe recipe;
   OptimizerKind optimizer = OptimizerKind::adamw;
   AttentionKind attention = AttentionKind::flash;
   int seq_len = 0;
@@ -367,16 +366,11 @@ AttentionKind parse_attention(const std::string& text, const std::string& field)
 Schedule parse_schedule(const std::string& text, const std::string& field);
 OffloadTarget parse_offload_target(const std::string& text, const std::string& field);
 
-/// The dtype GEMMs run in for a training precision (fp8 runs its GEMMs in fp8).
-MathDtype math_dtype(Precision p);
-/// Whether the optimizer updates an fp32 master copy of 16-bit weights (mixed precision: bf16,
-/// fp16, fp8); false for fp32 (the weights are fp32) and bf16_pure (no master).
-bool has_fp32_master(Precision p);
-/// Bytes of one stored activation element: 2 for bf16/fp16/fp8 (fp8 keeps bf16 activations
-/// outside GEMM inputs), 4 for fp32.
-double activation_bytes(Precision p);
 /// The busiest expert rank's tokens over its even share: the training's factor, 1 (balanced)
 /// when it names none.
 double moe_max_load(const TrainingSpec& training);
+/// Whether the recipe the training spec carries is the one its precision names (fp8: any FP8
+/// recipe, the framework's default); the engine checks it before pricing.
+bool recipe_matches(const TrainingSpec& tr);
 
 }  // namespace shardplan

@@ -21,7 +21,7 @@ std::vector<std::string> cluster_notes(const ClusterSpec& c);
 std::string describe_framework(const FrameworkProfile& f);
 /// The training precision in words, e.g. "bf16 mixed precision", "bf16 pure (no fp32 master
 /// weights)" or "fp32".
-std::string describe_precision(Precision p);
+std::string describe_precision(const TrainingSpec& training);
 /// The warning a precision carries for the notes of every command, or "" when it has none.
 std::string precision_warning(Precision p);
 

@@ -68,6 +68,16 @@ ClusterSpec build_cluster(const ClusterOptions& options);
 /// extend the plan rules, and how it runs a plan.
 FrameworkProfile load_framework(Framework framework);
 
+/// A precision recipe row (profiles/precisions/NAME.json, compiled in). Not the fp8 alias.
+PrecisionRecipe load_recipe(Precision precision);
+/// The recipe a named precision means under a framework: itself, or for `fp8` the framework
+/// profile's fp8_default_recipe (fp8-delayed when no framework is named).
+Precision resolve_precision(Precision precision, const FrameworkProfile& framework);
+/// Sets the precision and the recipe row that prices it; call after the framework is set.
+void set_precision(TrainingSpec& training, Precision precision);
+/// Every recipe row, in Precision order, the alias left out.
+std::vector<PrecisionRecipe> all_recipes();
+
 /// A model preset, a Hugging Face config.json, or a shardplan model JSON file.
 ModelSpec load_model(const std::string& name_or_path, const std::string& field = "--model");
 

@@ -1,0 +1,171 @@
+// Precision recipes priced from their rows (profiles/precisions/*.json): one GEMM's time on a
+// B200 hand-computed from the datasheet peak, the profile's GEMM efficiency and the row's
+// quantization bytes; the extra weight copies in the memory model; refusal on Hopper.
+#include <doctest/doctest.h>
+
+#include "shardplan/compute.hpp"
+#include "shardplan/memory.hpp"
+#include "shardplan/profiles.hpp"
+#include "shardplan/rule_words.hpp"
+#include "shardplan/rules.hpp"
+#include "support.hpp"
+
+using namespace shardplan;
+
+namespace {
+
+// One weight GEMM of a layer: 32768 tokens x 16384 in -> 16384 out, large enough (1.76e13
+// FLOPs) that B200's efficiency curve sits at its top point, 0.6507 (profiles/gpus/b200.json).
+constexpr double kM = 32768, kN = 16384, kK = 16384;
+
+Block one_linear() {
+  Op op;
+  op.name = "mlp up projection";
+  op.kind = OpKind::gemm;
+  op.m = kM, op.n = kN, op.k = kK;
+  op.flops = 2.0 * kM * kN * kK;
+  op.backward_flops = 2.0 * op.flops;
+  Block b;
+  b.ops.push_back(op);
+  return b;
+}
+
+// B200: 8 TB/s HBM at the profile's 0.72 memory efficiency (profiles/gpus/b200.json).
+constexpr double kB200StreamBytesPerS = 8000e9 * 0.72;
+constexpr double kB200TopEfficiency = 0.6507;
+
+}  // namespace
+
+TEST_CASE("mxfp8 on a B200: the GEMM at the fp8 peak plus the row's 4.0625 B per input element") {
+  const GpuSpec b200 = load_gpu("B200");
+  const PrecisionRecipe r = load_recipe(Precision::mxfp8);
+  REQUIRE(r.gemm_dtype == MathDtype::fp8);
+  REQUIRE(r.quantize_bytes_per_element == 4.0625);  // 2 read + 1 + 1 written + 2 x 1/32 scales
+  const BlockTime t = time_block(one_linear(), b200, layer_gemms(r));
+  const double flops = 2.0 * kM * kN * kK;
+  const double gemm_s = flops / (4500e12 * kB200TopEfficiency);  // HGX B200 fp8 dense 4.5 PF
+  const double cast_in_s = 4.0625 * kM * kK / kB200StreamBytesPerS;   // forward: the input
+  const double cast_grad_s = 4.0625 * kM * kN / kB200StreamBytesPerS;  // backward: dY
+  CHECK(t.forward_s == doctest::Approx(gemm_s + cast_in_s).epsilon(1e-9));
+  CHECK(t.backward_s == doctest::Approx(2.0 * gemm_s + cast_grad_s).epsilon(1e-9));
+  CHECK(t.quantize_s == doctest::Approx(cast_in_s + cast_grad_s).epsilon(1e-9));
+  // 6.008 ms of GEMM and 0.379 ms of casting, against 12.02 ms in bf16.
+  CHECK(gemm_s == doctest::Approx(6.008e-3).epsilon(1e-3));
+  const BlockTime bf16 = time_block(one_linear(), b200, layer_gemms(load_recipe(Precision::bf16)));
+  CHECK(bf16.forward_s == doctest::Approx(flops / (2250e12 * kB200TopEfficiency)).epsilon(1e-9));
+  CHECK(bf16.quantize_s == 0);
+}
+
+TEST_CASE("nvfp4 on a B200: fp4 peak, 5.125 B per element, and the first 2 and last 8 layers bf16") {
+  const GpuSpec b200 = load_gpu("B200");
+  const PrecisionRecipe r = load_recipe(Precision::nvfp4);
+  REQUIRE(r.gemm_dtype == MathDtype::fp4);
+  REQUIRE(b200.peak_flops[static_cast<int>(MathDtype::fp4)] == 9000e12);  // HGX B200 FP4 dense
+  const double flops = 2.0 * kM * kN * kK;
+  const double fp4_s = flops / (9000e12 * kB200TopEfficiency) + 5.125 * kM * kK / kB200StreamBytesPerS;
+  const double bf16_s = flops / (2250e12 * kB200TopEfficiency);
+  CHECK(time_block(one_linear(), b200, layer_gemms(r)).forward_s ==
+        doctest::Approx(fp4_s).epsilon(1e-9));
+  // NVIDIA's 12B NVFP4 model has 62 blocks, 10 of them kept in BF16 (arXiv:2509.25149 Sec. 4.1).
+  const BlockTime layer = time_layer(one_linear(), b200, r, 62);
+  CHECK(layer.forward_s == doctest::Approx(52.0 / 62 * fp4_s + 10.0 / 62 * bf16_s).epsilon(1e-9));
+}
+
+TEST_CASE("the attention core and the LM head stay in bf16 under fp8 recipes") {
+  const PrecisionRecipe r = load_recipe(Precision::fp8_delayed);
+  CHECK(edge_gemms(r).dtype == MathDtype::bf16);
+  CHECK(layer_gemms(r).dtype == MathDtype::fp8);
+  Block attention = one_linear();
+  attention.ops[0].name = "attention scores";
+  const GpuSpec h100 = load_gpu("H100-SXM");
+  CHECK(time_block(attention, h100, layer_gemms(r)).forward_s ==
+        doctest::Approx(time_block(attention, h100, layer_gemms(PrecisionRecipe{})).forward_s));
+  CHECK(time_block(attention, h100, layer_gemms(r)).quantize_s == 0);
+}
+
+TEST_CASE("the bf16 row is the default recipe the engine prices hand-built specs with") {
+  const PrecisionRecipe row = load_recipe(Precision::bf16);
+  const PrecisionRecipe built;
+  CHECK(row.gemm_dtype == built.gemm_dtype);
+  CHECK(row.quantize_bytes_per_element == built.quantize_bytes_per_element);
+  CHECK(row.weight_bytes == built.weight_bytes);
+  CHECK(row.weight_copy_bytes == built.weight_copy_bytes);
+  CHECK(row.activation_bytes == built.activation_bytes);
+  CHECK(row.gradient_bytes == built.gradient_bytes);
+  CHECK(row.master_bytes == built.master_bytes);
+  CHECK(row.moment_bytes == built.moment_bytes);
+  CHECK(row.all_gather_bytes == built.all_gather_bytes);
+  CHECK(row.head_in_bf16 == built.head_in_bf16);
+  CHECK(row.router_in_bf16 == built.router_in_bf16);
+}
+
+TEST_CASE("mxfp8 holds row- and column-wise copies: 2.0625 B/param beside the 16 of bf16 AdamW") {
+  TrainingSpec t = test::training(4096, 8);
+  set_precision(t, Precision::mxfp8);
+  const StateBytes b = state_bytes_per_param(test::params_only(1e9), t);
+  CHECK(b.weights == 2.0);
+  CHECK(b.weight_copies == 2.0625);  // (1 + 1/32) per orientation
+  CHECK(b.total() == doctest::Approx(18.0625));
+  set_precision(t, Precision::bf16);
+  CHECK(state_bytes_per_param(test::params_only(1e9), t).weight_copies == 0);
+  CHECK(state_bytes_per_param(test::params_only(1e9), t).total() == 16.0);
+}
+
+TEST_CASE("fp8 is each framework's default recipe") {
+  CHECK(resolve_precision(Precision::fp8, load_framework(Framework::megatron)) ==
+        Precision::fp8_delayed);  // Megatron-LM fp8_recipe default "delayed"
+  CHECK(resolve_precision(Precision::fp8, load_framework(Framework::torchtitan)) ==
+        Precision::fp8_tensorwise);  // torchtitan float8 recipe_name None: tensorwise
+  CHECK(resolve_precision(Precision::fp8, load_framework(Framework::fsdp)) ==
+        Precision::fp8_tensorwise);
+  CHECK(resolve_precision(Precision::fp8, FrameworkProfile{}) == Precision::fp8_delayed);
+  CHECK(resolve_precision(Precision::mxfp8, load_framework(Framework::torchtitan)) ==
+        Precision::mxfp8);
+  TrainingSpec t = test::training(4096, 8);
+  t.framework = load_framework(Framework::torchtitan);
+  set_precision(t, Precision::fp8);
+  CHECK(t.precision == Precision::fp8);
+  CHECK(t.recipe.id == Precision::fp8_tensorwise);
+}
+
+TEST_CASE("mxfp8 and nvfp4 are refused on an H100 with the generation that runs them") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(4096, 64);
+  t.framework = load_framework(Framework::megatron);
+  const ClusterSpec h100 = test::cluster(8, "dgx-h100");
+  set_precision(t, Precision::mxfp8);
+  const RuleContext c{m, t, h100, {}};
+  const auto problems = check_inputs(c);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].rule == RuleId::precision_generation);
+  const PlanProblem said = words(problems[0], c);
+  CHECK(said.field == "--precision");
+  CHECK(said.message == "mxfp8 needs Blackwell (B200, B300, GB200, GB300); H100-SXM is Hopper");
+
+  set_precision(t, Precision::nvfp4);  // no fp4 tensor cores at all
+  const auto fp4 = check_inputs(c);
+  REQUIRE(fp4.size() == 1);
+  CHECK(fp4[0].rule == RuleId::precision_supported);
+  CHECK(test::contains(words(fp4[0], c).message, "nvfp4 needs Blackwell"));
+
+  const ClusterSpec b200 = test::cluster(8, "dgx-b200");
+  CHECK(check_inputs({m, t, b200, {}}).empty());
+  set_precision(t, Precision::mxfp8);
+  CHECK(check_inputs({m, t, b200, {}}).empty());
+}
+
+TEST_CASE("a recipe the framework does not run is refused by the rule table") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(4096, 64);
+  t.framework = load_framework(Framework::torchtitan);
+  set_precision(t, Precision::nvfp4);  // Megatron-LM's --fp4-recipe only
+  const ClusterSpec b200 = test::cluster(8, "dgx-b200");
+  const RuleContext c{m, t, b200, {}};
+  const auto problems = check_inputs(c);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].rule == RuleId::framework_precision);
+  CHECK(test::contains(words(problems[0], c).message, "megatron do"));
+  t.framework = load_framework(Framework::torchtitan);
+  set_precision(t, Precision::mxfp8);  // quantize.linear.mx
+  CHECK(check_inputs({m, t, b200, {}}).empty());
+}
