@@ -49,8 +49,9 @@ enum class RuleId {
   framework_bf16_pure,  // the framework trains without an fp32 master copy
   framework_tp_across_nodes,
   framework_replicate_1d,
+  framework_offload_shards,  // offload applies only with weights sharded over enough ranks
 };
-inline constexpr int kRules = 35;
+inline constexpr int kRules = 36;
 /// A short snake_case name for JSON and counts ("tp_divides_heads").
 const char* to_string(RuleId r);
 
