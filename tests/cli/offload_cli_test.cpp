@@ -87,6 +87,21 @@ TEST_CASE("torchtitan offloads inside FSDP2: one shard rank refused with the rea
                 "together");
 }
 
+TEST_CASE("plan --framework torchtitan: Llama-3.1-70B on 8 H100s fits only offloaded, sharded") {
+  // 70.6B params x 16 B / 8 GPUs = 141 GB of states per GPU even fully sharded: the search falls
+  // back to offload, which torchtitan runs with 2 or more shard ranks only.
+  const auto r = run_cli("plan --model llama-3.1-70b --gpus 8 --gpu H100-SXM --framework "
+                         "torchtitan --global-batch 64 --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& fastest = j.at("fastest").at("plan");
+  CHECK(fastest.at("offload").at("optimizer") == true);
+  CHECK(fastest.at("offload").at("params") == true);
+  CHECK(fastest.at("zero").get<int>() >= 2);
+  CHECK(fastest.at("dp").get<int>() >= 2);
+  CHECK(j.at("search").at("rejected").contains("framework_offload_shards"));
+}
+
 TEST_CASE("a plan file keeps the offload: emit --plan gives the same DeepSpeed config") {
   const std::string dir = make_temp_dir();
   const auto planned = run_cli("plan " + kOneH100 + " --json");
