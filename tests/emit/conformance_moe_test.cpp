@@ -146,7 +146,8 @@ TEST_CASE("Megatron-LM FP8 dispatch: MXFP8 over the ncclep flex dispatcher on Bl
 TEST_CASE("Megatron-LM: a dense model's launch carries no MoE flag") {
   const MoeCase dense = {"llama-3.1-8b", "dgx-h100", 16, 2, 1, 1, 0, 256, Recompute::selective};
   const auto l = passing_launch(inputs_of(dense));
-  for (const auto& [flag, value] : l.args) {
+  for (const auto& arg : l.args) {
+    const std::string flag = arg.first;  // CAPTURE cannot name a structured binding (clang 14)
     CAPTURE(flag);
     CHECK(flag.find("moe") == std::string::npos);
     CHECK(flag.find("expert") == std::string::npos);
