@@ -28,6 +28,8 @@ struct MoeCase {
   bool overlap = false;
   bool fp8_dispatch = false;
   double capacity = 0;
+  Schedule schedule = Schedule::one_f_one_b;
+  int interleave = 1;
 };
 
 EmitInputs inputs_of(const MoeCase& g) {
@@ -44,6 +46,8 @@ EmitInputs inputs_of(const MoeCase& g) {
   p.recompute = g.recompute;
   p.sequence_parallel = g.tp > 1;
   p.moe_a2a_overlap = g.overlap;
+  p.schedule = g.schedule;
+  p.interleave = g.interleave;
   RunbookOptions o;
   o.checkpoint_interval_s = kDefaultCheckpointIntervalS;
   EmitInputs in{m, c, t, p, estimate(m, t, p, c), {}, {}, "flags", ""};
@@ -220,4 +224,26 @@ TEST_CASE("torchtitan v0.2.2: expert tp is written (its default is 1), the DualP
                          Framework::torchtitan};
   const toml::table d = toml::parse(emit_text(LauncherFormat::torchtitan, inputs_of(dense)));
   CHECK_FALSE(d["parallelism"]["expert_tensor_parallel_degree"]);
+}
+
+TEST_CASE("torchtitan v0.2.2 DualPipeV: the expert-parallel overlap switch says what was priced") {
+  // job_config.py pipeline_parallel_expert_parallel_overlap defaults to true under DualPipeV with
+  // pp > 1 and ep > 1: a plan priced with exposed all-to-alls must turn it off.
+  MoeCase v = {"qwen3-30b-a3b", "dgx-h100", 32, 1, 2, 8, 0, 512, Recompute::none,
+               Framework::torchtitan};
+  v.schedule = Schedule::dualpipe_v;
+  v.interleave = 2;
+  for (bool overlap : {false, true}) {
+    CAPTURE(overlap);
+    v.overlap = overlap;
+    const EmitInputs in = inputs_of(v);
+    const auto problems = torchtitan_problems(in);
+    REQUIRE_MESSAGE(problems.empty(), problems.front().message);
+    const toml::table t = toml::parse(emit_text(LauncherFormat::torchtitan, in));
+    CHECK(t["parallelism"]["pipeline_parallel_schedule"].value_or("") == std::string("DualPipeV"));
+    CHECK(t["parallelism"]["pipeline_parallel_expert_parallel_overlap"].value_or(!overlap) ==
+          overlap);
+  }
+  v.recompute = Recompute::full;  // "Does not support activation_checkpoint, set mode=none"
+  CHECK(refused(torchtitan_problems(inputs_of(v)), "--schedule"));
 }
