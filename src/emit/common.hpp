@@ -48,4 +48,12 @@ std::string config_path(const EmitInputs& in, const std::string& usual);
 /// "--nnodes N --nproc_per_node G" for torchrun.
 std::string torchrun_rendezvous(const EmitInputs& in);
 
+/// torchtitan's MoE parallelism keys: expert_tensor_parallel_degree, and the DualPipeV
+/// expert-parallel overlap switch as the plan priced it (torchtitan_moe.cpp).
+void titan_moe_keys(const EmitInputs& in, toml::table& parallelism, std::vector<Provenance>& why);
+/// What the script must change for torchtitan's MoE to balance experts as the model does.
+void titan_moe_notes(const EmitInputs& in, std::vector<std::string>& notes);
+/// What torchtitan v0.2.2 cannot run of the plan's MoE execution.
+void titan_moe_problems(const EmitInputs& in, std::vector<PlanProblem>& out);
+
 }  // namespace shardplan::emit

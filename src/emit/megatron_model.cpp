@@ -84,8 +84,37 @@ void router_args(MegatronArgs& a, const EmitInputs& in) {
     // The bias update speed gamma = 0.001 (DeepSeek-V3 report Sec. 4.2; Megatron's default too).
     a.add("--moe-router-enable-expert-bias").add("--moe-router-bias-update-rate", "0.001");
   }
-  a.add("--moe-token-dispatcher-type", "alltoall");
-  a.add("--moe-grouped-gemm");
+}
+
+// Blackwell (B200, GB200, B300, GB300): MXFP8 tensor cores, the only FP8 wire format Megatron-Core's
+// dispatch has (TransformerConfig.moe_dispatch_fwd_dtype 'mxfp8').
+bool mxfp8_gpu(const EmitInputs& in) {
+  const std::string& g = in.cluster.gpu.name;
+  return g.rfind('B', 0) == 0 || g.rfind("GB", 0) == 0;
+}
+
+// The dispatcher shardplan priced (all-to-alls; default allgather), and the kernels the
+// Megatron-Core MoE guide lists for performance (megatron/core/transformer/moe/README.md:
+// "--moe-grouped-gemm --moe-permute-fusion"; EP all-to-all overlap "--overlap-moe-expert-
+// parallel-comm --delay-wgrad-compute"; "--moe-shared-expert-overlap"). Constraints:
+// TransformerConfig.__post_init__ (shared-expert overlap needs alltoall or flex and is off under
+// the EP overlap; mxfp8 dispatch needs flex with the ncclep backend, the TE op fuser and grouped
+// GEMMs; delay_wgrad_compute needs the EP overlap).
+void dispatcher_args(MegatronArgs& a, const EmitInputs& in) {
+  if (in.training.moe_fp8_dispatch) {
+    a.add("--moe-token-dispatcher-type", "flex")
+        .add("--moe-flex-dispatcher-backend", "ncclep")
+        .add("--moe-dispatch-fwd-dtype", "mxfp8")
+        .add("--use-transformer-engine-op-fuser");
+  } else {
+    a.add("--moe-token-dispatcher-type", "alltoall");
+  }
+  a.add("--moe-grouped-gemm").add("--moe-permute-fusion");
+  if (in.plan.moe_a2a_overlap) {
+    a.add("--overlap-moe-expert-parallel-comm").add("--delay-wgrad-compute");
+  } else if (in.model.shared_ffn_hidden > 0) {
+    a.add("--moe-shared-expert-overlap");
+  }
 }
 
 // Megatron-Core MoE flags: routed expert width, shared experts, which layers are MoE (a Python
@@ -105,10 +134,14 @@ void moe_args(MegatronArgs& a, const EmitInputs& in) {
   }
   if (in.plan.etp > 0) a.add("--expert-tensor-parallel-size", in.plan.etp);
   if (in.training.moe_capacity_factor > 0) {
+    // Tokens past capacity dropped by lowest router probability (Megatron's default "probs"),
+    // the rest padded to capacity: the c x even share shardplan priced.
     a.add("--moe-expert-capacity-factor", fmt::format("{:g}", in.training.moe_capacity_factor))
+        .add("--moe-token-drop-policy", "probs")
         .add("--moe-pad-expert-input-to-capacity");
   }
   router_args(a, in);
+  dispatcher_args(a, in);
 }
 
 void attention_args(MegatronArgs& a, const ModelSpec& m) {
@@ -161,11 +194,43 @@ void megatron_model_args(MegatronArgs& a, const EmitInputs& in) {
   a.add("--attention-backend", in.training.attention == AttentionKind::flash ? "flash" : "unfused");
 }
 
-std::vector<PlanProblem> megatron_model_problems(const EmitInputs& in) {
-  std::vector<PlanProblem> out;
-  const ModelSpec& m = in.model;
+namespace {
+
+// What TransformerConfig.__post_init__ asserts for --overlap-moe-expert-parallel-comm (expert
+// parallelism, no full recompute, virtual stages under a pipeline, at most one MTP layer, bf16 or
+// fp16 weights) and the one FP8 dispatch it has (mxfp8, Blackwell).
+void moe_problems(std::vector<PlanProblem>& out, const EmitInputs& in) {
+  const ParallelPlan& p = in.plan;
+  const char* overlap = "Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm)";
+  if (p.moe_a2a_overlap) {
+    if (!in.model.is_moe() || p.ep == 1)
+      out.push_back({"--ep", fmt::format("{} needs expert parallelism (ep > 1)", overlap)});
+    if (p.recompute == Recompute::full)
+      out.push_back({"--recompute", fmt::format("{} runs without full recompute; use selective "
+                                                "or none",
+                                                overlap)});
+    if (p.pp > 1 && p.interleave < 2)
+      out.push_back({"--interleave", fmt::format("{} under a pipeline needs 2 or more virtual "
+                                                 "stages per rank",
+                                                 overlap)});
+    if (in.model.mtp_layers > 1)
+      out.push_back({"--model", fmt::format("{} supports at most one MTP layer; the model has {}",
+                                            overlap, in.model.mtp_layers)});
+    if (in.training.precision == Precision::fp32)
+      out.push_back({"--precision", fmt::format("{} needs bf16 or fp16 weights", overlap)});
+  }
+  if (in.training.moe_fp8_dispatch && !mxfp8_gpu(in)) {
+    out.push_back({"--moe-fp8-dispatch",
+                   fmt::format("Megatron-Core dispatches in FP8 only as MXFP8 (flex dispatcher, "
+                               "ncclep backend: TransformerConfig.moe_dispatch_fwd_dtype), which "
+                               "needs Blackwell tensor cores; the {} has none: dispatch in bf16",
+                               in.cluster.gpu.name)});
+  }
+}
+
+void rope_problems(std::vector<PlanProblem>& out, const ModelSpec& m) {
   const RopeSpec& r = m.rope;
-  if (m.positions != PositionKind::rotary) return out;
+  if (m.positions != PositionKind::rotary) return;
   if (r.theta > 0 && !integral(r.theta)) {
     out.push_back({"--model", fmt::format("Megatron-LM's --rotary-base is an integer; rope_theta "
                                           "{:g} is not",
@@ -194,6 +259,14 @@ std::vector<PlanProblem> megatron_model_problems(const EmitInputs& in) {
                    "Megatron-LM's MLA YaRN has no flags for original_max_position_embeddings, "
                    "beta_fast and beta_slow (fixed at 4096, 32 and 1)"});
   }
+}
+
+}  // namespace
+
+std::vector<PlanProblem> megatron_model_problems(const EmitInputs& in) {
+  std::vector<PlanProblem> out;
+  rope_problems(out, in.model);
+  moe_problems(out, in);
   return out;
 }
 

@@ -104,6 +104,7 @@ toml::table parallelism(const EmitInputs& in, std::vector<Provenance>& why) {
                 {"pipeline_parallel_degree", p.pp},
                 {"context_parallel_degree", p.cp},
                 {"expert_parallel_degree", p.ep}};
+  emit::titan_moe_keys(in, t, why);
   if (shard) {
     // "default" reshards only without a pipeline (llama3/infra/parallelize.py): say it outright.
     t.insert("fsdp_reshard_after_forward", p.zero == 3 ? "always" : "never");
@@ -136,14 +137,8 @@ std::vector<PlanProblem> torchtitan_problems(const EmitInputs& in) {
     out.push_back(
         {"--optimizer", "torchtitan v0.2.2 builds Adam and AdamW only (components/optimizer.py)"});
   }
-  // apply_fsdp is what passes training.enable_cpu_offload on (models/llama3/infra/parallelize.py
-  // @ v0.2.2), and it runs only when data_parallel_shard_degree > 1.
-  if (in.plan.offload.any() && !(in.plan.zero >= 2 && in.plan.dp > 1)) {
-    out.push_back({"--offload",
-                   "torchtitan applies training.enable_cpu_offload inside FSDP only "
-                   "(data_parallel_shard_degree > 1): give --zero 2 or 3 with more than one "
-                   "data-parallel rank"});
-  }
+  // Offload inside FSDP only (data_parallel_shard_degree > 1): the profile's offload rules.
+  emit::titan_moe_problems(in, out);
   if (in.settings.keep_last == 1) {
     out.push_back(
         {"--keep-last",
@@ -193,7 +188,10 @@ toml::table model_table(const EmitInputs& in, std::vector<std::string>& notes) {
         "{} KV heads, MLP {}, vocab {}): torchtitan builds models from its registry",
         in.model.name, in.model.layers, in.model.hidden, in.model.heads, in.model.kv_heads,
         in.model.ffn_hidden, in.model.vocab));
-  } else if (f.rope_theta > 0 && in.model.rope.theta > 0 && f.rope_theta != in.model.rope.theta) {
+  }
+  emit::titan_moe_notes(in, notes);
+  if (!f.name.empty() && f.rope_theta > 0 && in.model.rope.theta > 0 &&
+      f.rope_theta != in.model.rope.theta) {
     notes.push_back(fmt::format(
         "torchtitan's {} flavor '{}' sets rope_theta {:g}; the model's config.json has {:g}: "
         "edit the flavor (torchtitan/models/{}/__init__.py) to train the model named",

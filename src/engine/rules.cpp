@@ -202,6 +202,12 @@ bool framework_replicate_1d(P p, C c) {
          (p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1);
 }
 
+// Shard ranks: the data-parallel ranks FSDP shards over (ZeRO 2-3); ZeRO 0-1 shards no weights.
+bool framework_offload_shards(P p, C c) {
+  const int shard_ranks = p.zero >= 2 ? p.dp : 1;
+  return p.offload.any() && shard_ranks < c.caps().offload.min_shard_ranks;
+}
+
 }  // namespace
 
 const std::vector<Rule>& plan_rules() {
@@ -247,6 +253,7 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::framework_precision, framework_precision},
       {RuleId::framework_tp_across_nodes, framework_tp_across_nodes},
       {RuleId::framework_replicate_1d, framework_replicate_1d},
+      {RuleId::framework_offload_shards, framework_offload_shards},
   };
   return rules;
 }
@@ -370,6 +377,8 @@ const char* to_string(RuleId r) {
       return "framework_tp_across_nodes";
     case RuleId::framework_replicate_1d:
       return "framework_replicate_1d";
+    case RuleId::framework_offload_shards:
+      return "framework_offload_shards";
   }
   return "";
 }

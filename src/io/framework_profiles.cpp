@@ -82,6 +82,10 @@ FrameworkCaps read_caps(StrictObject o) {
   c.offload.optimizer_min_zero = off.integer_or("optimizer_min_zero", 1);
   c.offload.params_min_zero = off.integer_or("params_min_zero", 3);
   c.offload.gradients_with_optimizer = off.boolean_or("gradients_with_optimizer", false);
+  c.offload.min_shard_ranks = off.integer_or("min_shard_ranks", 1);
+  if (c.offload.min_shard_ranks < 1) {
+    throw InputError(off.field("min_shard_ranks"), "must be 1 or more ranks");
+  }
   c.offload.gradient_bucket_elements = off.number_or("gradient_bucket_elements", 0);
   if (c.offload.gradient_bucket_elements < 0) {
     throw InputError(off.field("gradient_bucket_elements"), "must be 0 or more elements");

@@ -208,6 +208,13 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
       return {"--zero", fmt::format("{}'s plain data parallel (ZeRO-0) runs no other "
                                     "parallelism{}; use --zero {}",
                                     f, why, caps.has_zero(2) ? 2 : 3)};
+    case RuleId::framework_offload_shards:
+      return {"--offload",
+              fmt::format("{} offloads only inside FSDP, which it applies with the weights "
+                          "sharded over at least {} ranks{}; the plan shards them over {}: give "
+                          "--zero 2 or 3 with at least {} data-parallel ranks",
+                          f, caps.offload.min_shard_ranks, why, p.zero >= 2 ? p.dp : 1,
+                          caps.offload.min_shard_ranks)};
     default:
       break;
   }
@@ -371,6 +378,8 @@ std::string rule_gist(RuleId rule) {
       return "the framework keeps tensor parallel inside a node";
     case RuleId::framework_replicate_1d:
       return "the framework replicates weights (ZeRO-0) only without tp, pp, cp or ep";
+    case RuleId::framework_offload_shards:
+      return "the framework offloads only with the weights sharded over enough ranks";
   }
   return to_string(rule);
 }

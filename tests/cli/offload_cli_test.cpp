@@ -59,15 +59,47 @@ TEST_CASE("emit: DeepSpeed offload keys and accelerate's fsdp_offload_params par
   CHECK(contains(acc.out, "fsdp_offload_params: true"));
   check_refused("emit --format accelerate " + kOneH100 + " --zero 3 --offload optimizer",
                 "together");
-  // Megatron-Core offloads the optimizer only; torchtitan's profile plans no offload.
+  // Megatron-Core offloads the optimizer only.
   const auto mega = run_cli("emit --format megatron " + kOneH100 + " --zero 1 --offload optimizer");
   REQUIRE(mega.status == 0);
   CHECK(contains(mega.out, "--optimizer-cpu-offload"));
   CHECK(contains(mega.out, "--use-precision-aware-optimizer"));
   check_refused("emit --format megatron " + kOneH100 + " --zero 3 --offload optimizer,params",
                 "cannot offload the parameters");
-  check_refused("estimate --framework torchtitan " + kOneH100 + " --zero 3 --offload optimizer",
-                "torchtitan cannot offload the optimizer");
+}
+
+TEST_CASE("torchtitan offloads inside FSDP2: one shard rank refused with the reason, eight run") {
+  // torchtitan v0.2.2: training.enable_cpu_offload reaches CPUOffloadPolicy through apply_fsdp,
+  // which runs only when data_parallel_shard_degree > 1.
+  const std::string offload = " --framework torchtitan --zero 3 --offload optimizer,params";
+  check_refused("estimate " + kOneH100 + offload, "sharded over at least 2 ranks");
+  const std::string eight = "--model llama-3.1-8b --gpus 8 --gpu H100-SXM" + offload;
+  const auto r = run_cli("estimate " + eight);
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "offload optimizer+params to cpu"));
+  const auto titan = run_cli("emit --format torchtitan " + eight);
+  REQUIRE(titan.status == 0);
+  CHECK(contains(titan.out, "enable_cpu_offload = true"));
+  CHECK(contains(titan.out, "data_parallel_shard_degree = 8"));
+  // FSDP2's CPUOffloadPolicy moves weights and optimizer together.
+  check_refused("estimate --model llama-3.1-8b --gpus 8 --gpu H100-SXM --framework torchtitan "
+                "--zero 3 --offload optimizer",
+                "together");
+}
+
+TEST_CASE("plan --framework torchtitan: Llama-3.1-70B on 8 H100s fits only offloaded, sharded") {
+  // 70.6B params x 16 B / 8 GPUs = 141 GB of states per GPU even fully sharded: the search falls
+  // back to offload, which torchtitan runs with 2 or more shard ranks only.
+  const auto r = run_cli("plan --model llama-3.1-70b --gpus 8 --gpu H100-SXM --framework "
+                         "torchtitan --global-batch 64 --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& fastest = j.at("fastest").at("plan");
+  CHECK(fastest.at("offload").at("optimizer") == true);
+  CHECK(fastest.at("offload").at("params") == true);
+  CHECK(fastest.at("zero").get<int>() >= 2);
+  CHECK(fastest.at("dp").get<int>() >= 2);
+  CHECK(j.at("search").at("rejected").contains("framework_offload_shards"));
 }
 
 TEST_CASE("a plan file keeps the offload: emit --plan gives the same DeepSpeed config") {

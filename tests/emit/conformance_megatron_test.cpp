@@ -107,10 +107,13 @@ TEST_CASE("Megatron-LM conformance: the rules fail on the scripts emitted before
   const Before cases[] = {
       {"megatron-deepseek-v3.sh",
        "deepseek-v3",
-       {"pp-divisible", "lr", "expert-bias", "router", "dispatcher", "norm", "rope-scaling"}},
+       {"pp-divisible", "lr", "expert-bias", "router", "dispatcher", "norm", "rope-scaling",
+        "moe-recipe"}},
       {"megatron-llama-3.1-8b.sh", "llama-3.1-8b", {"lr", "rope-base", "rope-scaling"}},
-      {"megatron-qwen3-30b-a3b.sh", "qwen3-30b-a3b", {"lr", "rope-base", "norm", "dispatcher"}},
-      {"megatron-mixtral-8x7b.sh", "mixtral-8x7b", {"lr", "rope-base", "dispatcher"}},
+      {"megatron-qwen3-30b-a3b.sh",
+       "qwen3-30b-a3b",
+       {"lr", "rope-base", "norm", "dispatcher", "moe-recipe"}},
+      {"megatron-mixtral-8x7b.sh", "mixtral-8x7b", {"lr", "rope-base", "dispatcher", "moe-recipe"}},
   };
   for (const Before& b : cases) {
     const std::string file = b.file;

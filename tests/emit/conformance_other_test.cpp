@@ -48,6 +48,35 @@ const std::map<std::string, std::set<std::string>> kTitanFlavors = {
     {"qwen3", {"0.6B", "1.7B", "4B", "8B", "14B", "32B", "30B-A3B", "235B-A22B"}},
 };
 
+// The flavors' MoEArgs (models/deepseek_v3/__init__.py, models/qwen3/__init__.py @ v0.2.2): the
+// MoE model arguments torchtitan takes from the flavor, not the job TOML.
+struct TitanMoe {
+  int experts, shared, top_k, groups, limited_groups;
+  RouterScore score;
+  double route_scale;
+};
+const std::map<std::string, TitanMoe> kTitanMoe = {
+    {"deepseek_v3/671B", {256, 1, 8, 8, 4, RouterScore::sigmoid, 2.5}},
+    {"qwen3/30B-A3B", {128, 0, 8, 0, 0, RouterScore::softmax, 1.0}},
+    {"qwen3/235B-A22B", {128, 0, 8, 0, 0, RouterScore::softmax, 1.0}},
+};
+
+std::string titan_moe_flavor(const toml::table& t, const EmitInputs& in) {
+  const ModelSpec& m = in.model;
+  const std::string key = std::string(t["model"]["name"].value_or("")) + "/" +
+                          t["model"]["flavor"].value_or("");
+  const auto it = kTitanMoe.find(key);
+  if (!m.is_moe() || it == kTitanMoe.end()) return "";
+  const TitanMoe& f = it->second;
+  const int shared = m.ffn_hidden > 0 ? m.shared_ffn_hidden / m.ffn_hidden : 0;
+  const double scale = m.router.topk_scale > 0 ? m.router.topk_scale : 1.0;
+  const bool same = f.experts == m.experts && f.shared == shared &&
+                    f.top_k == m.experts_per_token && f.groups == m.router.groups &&
+                    f.limited_groups == m.router.group_topk && f.score == m.router.score &&
+                    f.route_scale == scale;
+  return same ? "" : key + "'s MoEArgs are not the model's router";
+}
+
 const std::vector<std::pair<const char*, TitanRule>>& titan_rules() {
   static const std::vector<std::pair<const char*, TitanRule>> rules = {
       {"parallel_dims.py ParallelDims._validate: dp_replicate x dp_shard x cp x tp x pp = world",
@@ -76,6 +105,20 @@ const std::vector<std::pair<const char*, TitanRule>>& titan_rules() {
          const std::string flavor = t["model"]["flavor"].value_or("");
          const auto it = kTitanFlavors.find(name);
          return it != kTitanFlavors.end() && it->second.count(flavor) ? "" : name + "/" + flavor;
+       }},
+      {"models/*/__init__.py MoEArgs: the registered flavor routes as the model does (experts, "
+       "shared experts, top-k, node-limited groups, score function, route scale)",
+       titan_moe_flavor},
+      {"distributed/parallel_dims.py ParallelDims._validate: ETP=TP or ETP=1 when ep > 1; "
+       "job_config.py expert_tensor_parallel_degree (default 1) is the plan's expert tp",
+       [](const toml::table& t, const EmitInputs& in) -> std::string {
+         const auto& p = *t["parallelism"].as_table();
+         const long long ep = p["expert_parallel_degree"].value_or(1LL);
+         const long long etp = p["expert_tensor_parallel_degree"].value_or(1LL);
+         if (ep == 1) return "";
+         if (etp != 1 && etp != p["tensor_parallel_degree"].value_or(1LL))
+           return "Currently we only support ETP=TP or ETP=1";
+         return etp == in.plan.expert_tp() ? "" : "expert tp is not the plan's";
        }},
       {"components/checkpoint.py: keep_latest_k is 0 or >= 2",
        [](const toml::table& t, const EmitInputs&) -> std::string {
@@ -112,6 +155,8 @@ TEST_CASE("torchtitan v0.2.2 conformance over dense, GQA, MoE and MLA models") {
       grid_inputs("llama-3.1-70b", "dgx-h100", 64, 8, 2, 1, 2, Framework::torchtitan),
       grid_inputs("qwen3-30b-a3b", "dgx-h100", 32, 1, 1, 8, 3, Framework::torchtitan),
       grid_inputs("deepseek-v3", "h800-deepseek", 2048, 1, 16, 64, 2, Framework::torchtitan),
+      grid_inputs("qwen3-235b-a22b", "dgx-h100", 256, 4, 2, 8, 3, Framework::torchtitan),
+      grid_inputs("llama-3.1-8b", "dgx-h100", 16, 1, 1, 1, 3, Framework::torchtitan, true),
   };
   for (const EmitInputs& in : grid) {
     const std::string model = in.model.name;

@@ -12,33 +12,12 @@
 #include <regex>
 #include <sstream>
 
+#include "megatron_rule_parts.hpp"
 #include "support.hpp"
 
 namespace shardplan::test {
-namespace {
+namespace rules {
 
-using L = MegatronLaunch;
-
-bool has(const L& l, const char* flag) {
-  return l.args.count(flag) != 0;
-}
-std::string str(const L& l, const char* flag, const std::string& fallback = "") {
-  const auto it = l.args.find(flag);
-  return it == l.args.end() ? fallback : it->second;
-}
-double num(const L& l, const char* flag, double fallback) {
-  const auto it = l.args.find(flag);
-  return it == l.args.end() || it->second.empty() ? fallback : std::stod(it->second);
-}
-long long whole(const L& l, const char* flag, long long fallback) {
-  return std::llround(num(l, flag, static_cast<double>(fallback)));
-}
-std::string fail_if(bool bad, const std::string& what) {
-  return bad ? what : "";
-}
-
-// parse_str_to_list (pipeline_parallel_layer_layout.py): commas dropped, (x)*n and x*n unrolled,
-// stages split at '|'.
 std::vector<std::string> layout_stages(std::string s) {
   s.erase(std::remove(s.begin(), s.end(), ','), s.end());
   const std::regex group(R"(\(([^)]+)\)\*(\d+))"), one(R"((.)\*(\d+))");
@@ -60,6 +39,12 @@ std::vector<std::string> layout_stages(std::string s) {
   }
   return out;
 }
+
+}  // namespace rules
+
+namespace {
+
+using namespace rules;
 
 int model_parallel(const L& l) {
   return static_cast<int>(whole(l, "--tensor-model-parallel-size", 1) *
@@ -357,6 +342,19 @@ const std::vector<MegatronRule>& megatron_rules() {
        "arguments.py validate_args: Megatron-FSDP ckpt format and "
        "CUDA_DEVICE_MAX_CONNECTIONS",
        fsdp_rule},
+      {"moe-overlap",
+       "transformer_config.py __post_init__: overlap_moe_expert_parallel_comm (EP, alltoall or "
+       "flex, no full recompute, VPP under PP, bf16/fp16, no shared-expert overlap, MTP <= 1) "
+       "and delay_wgrad_compute",
+       moe_overlap_rule},
+      {"moe-dispatch",
+       "transformer_config.py __post_init__: moe_enable_deepep / flex backends / "
+       "moe_dispatch_fwd_dtype / moe_shared_expert_overlap",
+       moe_dispatch_rule},
+      {"moe-capacity",
+       "transformer_config.py __post_init__: moe_expert_capacity_factor's load balancing; "
+       "moe_token_drop_policy Literal['probs', 'position']",
+       moe_capacity_rule},
       {"save", "arguments.py validate_args: --save needs --save-interval > 0", save_rule},
       {"rope-base", "config.json rope_theta vs arguments.py --rotary-base (int, default 10000)",
        rope_base_rule},
@@ -380,6 +378,10 @@ const std::vector<MegatronRule>& megatron_rules() {
        "TransformerConfig.moe_token_dispatcher_type default allgather; shardplan "
        "prices expert parallelism as all-to-alls",
        dispatcher_rule},
+      {"moe-recipe",
+       "core/transformer/moe/README.md (grouped GEMM, permute fusion); config.json "
+       "router_aux_loss_coef / n_group vs --moe-aux-loss-coeff / --moe-router-num-groups",
+       moe_recipe_rule},
   };
   return rules;
 }

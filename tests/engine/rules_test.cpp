@@ -208,6 +208,27 @@ TEST_CASE("framework rules come from the profiles") {
   CHECK(breaks(no_cross, wide, RuleId::framework_tp_across_nodes));
 }
 
+TEST_CASE("torchtitan offloads only inside FSDP: weights sharded over 2 or more ranks") {
+  // torchtitan v0.2.2 passes training.enable_cpu_offload to apply_fsdp, which parallelize_llama
+  // calls only when data_parallel_shard_degree > 1 (profile offload.min_shard_ranks 2).
+  Fixture f;
+  f.training.framework = load_framework(Framework::torchtitan);
+  CHECK(f.training.framework.caps.offload.min_shard_ranks == 2);
+  ParallelPlan one = test::plan(1, 8, 1);  // dp 1: FSDP over one rank is not applied
+  one.zero = 3;
+  one.offload.optimizer = one.offload.params = true;
+  f.cluster = test::cluster(8, "dgx-h100");
+  CHECK(breaks(f, one, RuleId::framework_offload_shards));
+  ParallelPlan eight = test::plan(8, 1, 1);
+  eight.zero = 3;
+  eight.offload = one.offload;
+  CHECK_FALSE(breaks(f, eight, RuleId::framework_offload_shards));
+  // No offload asked: nothing to refuse.
+  CHECK_FALSE(breaks(f, test::plan(1, 8, 1), RuleId::framework_offload_shards));
+  f.training.framework = load_framework(Framework::deepspeed);  // ZeRO-Offload on one GPU
+  CHECK_FALSE(breaks(f, one, RuleId::framework_offload_shards));
+}
+
 namespace {
 
 // Whether check_plan, first_broken, the emitters' words and the search over this one point

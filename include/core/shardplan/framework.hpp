@@ -38,6 +38,10 @@ struct OffloadCaps {
   bool params_with_optimizer = false;  // weights only together with the optimizer (FSDP)
   int optimizer_min_zero = 1;          // the lowest ZeRO stage optimizer offload runs under
   int params_min_zero = 3;             // the lowest ZeRO stage weight offload runs under
+  /// The fewest ranks the weights are sharded over (the FSDP degree: dp at ZeRO 2-3, else 1) for
+  /// offload to apply at all: torchtitan passes enable_cpu_offload to apply_fsdp, which runs only
+  /// when data_parallel_shard_degree > 1 (2). 1: any plan.
+  int min_shard_ranks = 1;
   /// Optimizer offload also moves the 16-bit gradients off the device as backward produces
   /// them (DeepSpeed ZeRO-Offload, FSDP CPUOffload); false: they stay (Megatron-Core's CPU
   /// optimizer copies them from the GPU's gradient buffer, which stays).

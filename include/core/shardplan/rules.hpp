@@ -55,8 +55,9 @@ enum class RuleId {
   framework_precision,  // the framework runs the precision recipe
   framework_tp_across_nodes,
   framework_replicate_1d,
+  framework_offload_shards,  // offload applies only with weights sharded over enough ranks
 };
-inline constexpr int kRules = 41;
+inline constexpr int kRules = 42;
 /// A short snake_case name for JSON and counts ("tp_divides_heads").
 const char* to_string(RuleId r);
 
