@@ -197,7 +197,8 @@ void climb(LadderResult& out, const ModelSpec& m, const TrainingSpec& tr, const 
     const Rung rung = static_cast<Rung>(i);
     const SearchSpace space = rung_space(rung, m, tr, c, opt.rules);
     if (space.size() == 0) continue;
-    const SearchResult r = search(m, tr, c, space, so);
+    SearchResult r = search(m, tr, c, space, so);
+    rerank(m, tr, c, so.objective, opt.rerank, r.feasible, r.ranked);
     // ranked is fastest first: the first plan the interconnect carries is the rung's pick.
     for (const Candidate& cand : r.ranked) {
       if (cand.exposed_comm_s / cand.step_s > opt.max_comm_share) continue;
@@ -236,7 +237,8 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
     v.rung = rung;
     v.capacity_bytes = c.gpu.memory_bytes;
     const SearchSpace space = rung_space(rung, m, tr, c, opt.rules);
-    const SearchResult r = search(m, tr, c, space, so);
+    SearchResult r = search(m, tr, c, space, so);
+    rerank(m, tr, c, so.objective, opt.rerank, r.feasible, r.ranked);
     v.evaluated = r.evaluated;
     if (!r.ranked.empty()) {
       v.fits = true;

@@ -80,8 +80,19 @@ struct SimStage {
   DataParallelWork dp;
 };
 
+/// Whether a pipeline send holds its sender's compute until it completes (the framework
+/// profile's overlap.pp_send):
+///   never                 the send runs beside the next pass (torch.distributed.pipelining)
+///   always                the next pass waits for it (Megatron-Core's non-interleaved 1F1B,
+///                         DeepSpeed's PipelineEngine)
+///   outside_steady_state  only the warm-up forwards' and the cool-down backwards' sends wait;
+///                         the steady state's run beside the next pass (Megatron-Core's
+///                         interleaved 1F1B with overlap_p2p_comm, as Megatron-LM sets it)
+enum class SimSendWait { never, always, outside_steady_state };
+
 struct SimInput {
   SimOrder order = SimOrder::one_f_one_b;
+  SimSendWait send_wait = SimSendWait::never;
   int devices = 1;
   int micro_batches = 1;
   int group_size = 0;  // interleaved: micro-batches per group (0: devices)
