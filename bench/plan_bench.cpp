@@ -14,6 +14,7 @@
 #include "shardplan/planning.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/step_simulation.hpp"
+#include "shardplan/step_time.hpp"
 
 using namespace shardplan;
 
@@ -83,6 +84,18 @@ int main(int argc, char** argv) {
                describe(planned.found.ranked.front().plan), planned.rerank.chosen_simulated_s,
                planned.rerank.chosen_closed_form_s,
                planned.rerank.changed ? "; the closed forms ranked another plan first" : "");
+  }
+  // Each re-ranked plan's cost, split: the step model (op list and evaluate) and the simulation.
+  for (int k = 0; k < planned.rerank.simulated; ++k) {
+    const ParallelPlan& q = planned.found.ranked[static_cast<size_t>(k)].plan;
+    const auto t0 = std::chrono::steady_clock::now();
+    const MicroBatchCost cost = micro_batch_cost(m, t, q, c);
+    const Evaluation ev = evaluate(m, t, q, c, cost, memory_inputs(m, t, cost));
+    const auto t1 = std::chrono::steady_clock::now();
+    const SimulatedStep sim = simulate_step(m, t, q, c, ev.time, ev.comm, false);
+    fmt::print("  {}: step model {:.2f} ms, simulation {:.2f} ms ({} tasks)\n", describe(q),
+               std::chrono::duration<double>(t1 - t0).count() * 1e3, seconds_since(t1) * 1e3,
+               sim.tasks);
   }
   const std::string cmd = binary +
                           " plan --model llama-3.1-405b --cluster dgx-h100 --gpus 16384 "
