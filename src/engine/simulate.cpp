@@ -306,9 +306,9 @@ bool Builder::send_waits(const Crossing& c, int device) const {
       return false;
     case SimSendWait::always:
       return true;
-    case SimSendWait::outside_steady_state: {
+    case SimSendWait::steady_gradients: {
       const auto [from, to] = steady[static_cast<size_t>(device)];
-      return c.pass < from || c.pass >= to;
+      return !c.backward || c.pass < from || c.pass >= to;
     }
   }
   return false;

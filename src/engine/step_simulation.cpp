@@ -85,8 +85,8 @@ SimSendWait send_wait(const TrainingSpec& tr, SimOrder order) {
       return SimSendWait::never;
     case P::blocking:
       return SimSendWait::always;
-    case P::steady_state_async:
-      return order == SimOrder::interleaved ? SimSendWait::outside_steady_state
+    case P::steady_gradients_async:
+      return order == SimOrder::interleaved ? SimSendWait::steady_gradients
                                             : SimSendWait::always;
   }
   return SimSendWait::never;

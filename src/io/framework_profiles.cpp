@@ -191,9 +191,10 @@ FrameworkPricing::PipelineSend read_pp_send(StrictObject& overlap) {
   const std::string words = overlap.string("pp_send");
   if (words == "async") return P::async;
   if (words == "blocking") return P::blocking;
-  if (words == "steady-state-async") return P::steady_state_async;
+  if (words == "steady-state-gradients-async") return P::steady_gradients_async;
   throw InputError(overlap.field("pp_send"),
-                   "'" + words + "' is not one of: async, blocking, steady-state-async");
+                   "'" + words +
+                       "' is not one of: async, blocking, steady-state-gradients-async");
 }
 
 FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string& where) {

@@ -181,9 +181,10 @@ TEST_CASE("A blocking send holds its sender: interleaved 2 x 2 x 2, by hand") {
   REQUIRE_FALSE(blocking.deadlocked);
   CHECK(blocking.step_s == doctest::Approx(18.5));
   CHECK(blocking.step_s - async.step_s == doctest::Approx(in.stages[0].send_s));
-  // Megatron-LM's default with virtual stages: device 1's steady-state sends (B0', B1') run
-  // beside its next pass, and that gives back the half second the blocking B1' send cost.
-  in.send_wait = SimSendWait::outside_steady_state;
+  // Megatron-LM's default with virtual stages: device 1's steady-state gradient sends (B0',
+  // B1') run beside its next pass, which gives back the half second the blocking B1' send cost;
+  // its steady-state forwards (F0', F1') end at the loss and send nothing.
+  in.send_wait = SimSendWait::steady_gradients;
   const SimResult steady = simulate(in);
   REQUIRE_FALSE(steady.deadlocked);
   CHECK(steady.step_s == doctest::Approx(18.0));

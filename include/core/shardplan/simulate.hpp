@@ -85,10 +85,12 @@ struct SimStage {
 ///   never                 the send runs beside the next pass (torch.distributed.pipelining)
 ///   always                the next pass waits for it (Megatron-Core's non-interleaved 1F1B,
 ///                         DeepSpeed's PipelineEngine)
-///   outside_steady_state  only the warm-up forwards' and the cool-down backwards' sends wait;
-///                         the steady state's run beside the next pass (Megatron-Core's
-///                         interleaved 1F1B with overlap_p2p_comm, as Megatron-LM sets it)
-enum class SimSendWait { never, always, outside_steady_state };
+///   steady_gradients      the steady state's gradient sends run beside the next pass; every
+///                         activation send and the warm-up's and cool-down's wait (Megatron-Core's
+///                         interleaved 1F1B with overlap_p2p_comm and deallocate_pipeline_outputs,
+///                         as Megatron-LM sets both: the activation's isend is waited before its
+///                         buffer is freed)
+enum class SimSendWait { never, always, steady_gradients };
 
 struct SimInput {
   SimOrder order = SimOrder::one_f_one_b;
