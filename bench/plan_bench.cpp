@@ -72,13 +72,15 @@ int main(int argc, char** argv) {
   t.framework = load_framework(Framework::megatron);
   PlanningResult planned;
   const Phases p = time_phases(m, t, c, repeats, planned);
-  fmt::print("# plan llama-3.1-405b on 16384 x H100 (dgx-h100), seq 8192, global batch 2048, "
-             "megatron, one thread, best of {}\n",
-             repeats);
-  fmt::print("ladder {:.3f} s, search {:.3f} s ({} configurations, {} feasible), re-rank {:.4f} s "
-             "({} simulated of {}), total {:.3f} s\n",
-             p.ladder_s, p.search_s, planned.found.evaluated, planned.found.feasible, p.rerank_s,
-             planned.rerank.simulated, planned.rerank.candidates, p.total_s);
+  fmt::print(
+      "# plan llama-3.1-405b on 16384 x H100 (dgx-h100), seq 8192, global batch 2048, "
+      "megatron, one thread, best of {}\n",
+      repeats);
+  fmt::print(
+      "ladder {:.3f} s, search {:.3f} s ({} configurations, {} feasible), re-rank {:.4f} s "
+      "({} simulated of {}), total {:.3f} s\n",
+      p.ladder_s, p.search_s, planned.found.evaluated, planned.found.feasible, p.rerank_s,
+      planned.rerank.simulated, planned.rerank.candidates, p.total_s);
   if (!planned.found.ranked.empty()) {
     fmt::print("fastest: {} -> {:.3f} s simulated ({:.3f} s closed form){}\n",
                describe(planned.found.ranked.front().plan), planned.rerank.chosen_simulated_s,
@@ -109,7 +111,6 @@ int main(int argc, char** argv) {
     }
     best_s = std::min(best_s, seconds_since(start));
   }
-  fmt::print("{}: {:.3f} s wall, process start included\n", cmd.substr(0, cmd.size() - 10),
-             best_s);
+  fmt::print("{}: {:.3f} s wall, process start included\n", cmd.substr(0, cmd.size() - 10), best_s);
   return 0;
 }

@@ -31,8 +31,8 @@ double simulated_error(const PublishedRun& run, const Prediction& p) {
   const Estimate e = estimate(run.model, run.training, p.plan, run.cluster);
   if (!e.simulated.ran || e.simulated.step_s <= 0) return p.error;
   const double ratio = e.time.step_s / e.simulated.step_s;
-  const double sim = run.metric == Metric::iteration_time_s ? p.predicted / ratio
-                                                            : p.predicted * ratio;
+  const double sim =
+      run.metric == Metric::iteration_time_s ? p.predicted / ratio : p.predicted * ratio;
   return (sim - run.measured) / run.measured;
 }
 
@@ -52,8 +52,8 @@ struct Errors {
 
 struct Case {
   const PublishedRun* run;
-  double closed, simulated;          // shipped constants
-  double cv_closed, cv_simulated;    // constants fitted without the run's group
+  double closed, simulated;        // shipped constants
+  double cv_closed, cv_simulated;  // constants fitted without the run's group
 };
 
 std::vector<Case> predict_all(const std::vector<PublishedRun>& runs, bool folds) {
@@ -92,9 +92,10 @@ int main() {
     runs.push_back(std::move(r));
   }
   const std::vector<Case> cases = predict_all(runs, folds);
-  fmt::print("# error of the predicted figure: closed-form step vs simulated step; cv = held out "
-             "(constants fitted without the run's source group){}\n",
-             folds ? "" : " [SIM_FOLDS=0: shipped constants only]");
+  fmt::print(
+      "# error of the predicted figure: closed-form step vs simulated step; cv = held out "
+      "(constants fitted without the run's source group){}\n",
+      folds ? "" : " [SIM_FOLDS=0: shipped constants only]");
   fmt::print("{:<48} {:<12} {:>9} {:>9} {:>9} {:>9}\n", "case (pp > 1 or MoE)", "schedule",
              "closed", "simulated", "cv closed", "cv sim");
   std::map<std::string, Errors> groups, groups_cv;

@@ -86,8 +86,7 @@ SimSendWait send_wait(const TrainingSpec& tr, SimOrder order) {
     case P::blocking:
       return SimSendWait::always;
     case P::steady_gradients_async:
-      return order == SimOrder::interleaved ? SimSendWait::steady_gradients
-                                            : SimSendWait::always;
+      return order == SimOrder::interleaved ? SimSendWait::steady_gradients : SimSendWait::always;
   }
   return SimSendWait::never;
 }
@@ -209,9 +208,8 @@ bool same_plan(const ParallelPlan& a, const ParallelPlan& b) {
 
 }  // namespace
 
-Rerank rerank(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
-              Objective objective, const RerankRule& rule, long long candidates,
-              std::vector<Candidate>& ranked) {
+Rerank rerank(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c, Objective objective,
+              const RerankRule& rule, long long candidates, std::vector<Candidate>& ranked) {
   Rerank r;
   r.rule = rule;
   r.candidates = candidates;

@@ -106,9 +106,9 @@ nlohmann::json rerank_json(const Rerank& r) {
 // How the simulation re-ranked the search's best plans, and what it changed.
 std::string rerank_text(const Rerank& r) {
   if (r.simulated == 0) return "";
-  std::string out = fmt::format(
-      "Re-ranked the {} fastest of {} candidates by simulation ({}); ", r.simulated, r.candidates,
-      k_rule_text(r.rule));
+  std::string out =
+      fmt::format("Re-ranked the {} fastest of {} candidates by simulation ({}):\n  ",
+                  r.simulated, r.candidates, k_rule_text(r.rule));
   if (r.changed) {
     out += fmt::format(
         "the closed forms' best, {} ({}), is not the simulated best: the fastest plan takes {} "

@@ -51,7 +51,7 @@ struct Rerank {
   long long candidates = 0;  // plans the search found that fit
   int simulated = 0;
   bool changed = false;
-  Candidate closed_form_best;  // the first plan before the re-rank, with its closed-form step
+  Candidate closed_form_best;       // the first plan before the re-rank, with its closed-form step
   double chosen_closed_form_s = 0;  // the plan now first: its closed-form step
   double chosen_simulated_s = 0;    // and its simulated one
 };
