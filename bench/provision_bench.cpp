@@ -1,6 +1,6 @@
 // How long the default provision grid takes on one core: every GPU preset x 8..4096 GPUs (10
 // counts) for a 70B model, the ladder and the search run per (GPU type, count) on one thread.
-// Usage: provision_bench [model] [repeats]
+// Usage: provision_bench [model] [repeats] [plans re-ranked by simulation per option]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   for (int n = 8; n <= 4096; n *= 2) rq.counts.push_back(n);
   rq.planning.search.top_k = 1;
   rq.planning.search.threads = 1;  // one core
+  if (argc > 3) rq.planning.rerank.at_most = std::atoi(argv[3]);
   std::vector<double> seconds;
   size_t fits = 0;
   for (int i = 0; i < repeats; ++i) {

@@ -49,14 +49,18 @@ bool beyond_plain_1f1b(const ParallelPlan& p) {
 }
 
 // The fastest plan with even stages and plain 1F1B: what the schedule axes win against.
-std::optional<Candidate> fastest_plain_1f1b(const Inputs& in, SearchSpace space, SearchOptions so) {
-  space.schedule = {Schedule::one_f_one_b};
-  space.interleave = {1};
-  space.lighter_ends = {false};
-  so.top_k = 1;
-  const SearchResult r = search(in.model, in.training, in.cluster, space, so);
-  if (r.ranked.empty()) return std::nullopt;
-  return r.ranked.front();
+// Ranked again by simulation as the search's own plans are, so that the two compare.
+std::optional<Candidate> fastest_plain_1f1b(const Inputs& in, const SearchSpace& space,
+                                            PlanningRequest request) {
+  PlanningResult r;
+  r.space = space;
+  r.space.schedule = {Schedule::one_f_one_b};
+  r.space.interleave = {1};
+  r.space.lighter_ends = {false};
+  request.search.top_k = 1;
+  search_space(r, in.model, in.training, in.cluster, request);
+  if (r.found.ranked.empty()) return std::nullopt;
+  return r.found.ranked.front();
 }
 
 // Why no plan can run these inputs (fp8 on an A100), one "field: message" per broken rule.
@@ -159,7 +163,7 @@ PlanningResult plan_with_offload(const PlanFlags& f, const Inputs& in,
       planned.space.offload.push_back(asked);
     else
       for (const Offload& o : offload_choices()) planned.space.offload.push_back(o);
-    planned.found = search(in.model, in.training, in.cluster, planned.space, request.search);
+    search_space(planned, in.model, in.training, in.cluster, request);
     estimate_shown(planned, in.model, in.training, in.cluster);
   }
   return planned;
@@ -180,7 +184,7 @@ int run_plan(const PlanFlags& f, const PlanningRequest& request) {
       in.model, in.training, in.cluster, in.notes, planned, request.search.objective, std::nullopt,
       std::nullopt};
   if (fastest && beyond_plain_1f1b(fastest->plan))
-    outcome.plain_1f1b = fastest_plain_1f1b(in, planned.space, request.search);
+    outcome.plain_1f1b = fastest_plain_1f1b(in, planned.space, request);
   if (outcome.plain_1f1b)
     outcome.plain_1f1b_estimate =
         estimate(in.model, in.training, outcome.plain_1f1b->plan, in.cluster);

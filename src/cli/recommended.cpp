@@ -5,6 +5,7 @@
 
 #include "planning_flags.hpp"
 #include "shardplan/ladder.hpp"
+#include "shardplan/planning.hpp"
 #include "shardplan/rule_words.hpp"
 #include "shardplan/search.hpp"
 
@@ -42,14 +43,15 @@ std::optional<Inputs> recommended_inputs(const PlanningOptions& o, int threads) 
         describe(in.plan), to_string(v.rung)));
     return in;
   }
-  SearchOptions so;
-  so.top_k = 1;
-  so.threads = threads;
-  so.rules = lo.rules;
-  const SearchSpace space = full_space(in.model, in.training, in.cluster, so.rules);
-  const SearchResult found = search(in.model, in.training, in.cluster, space, so);
-  if (found.ranked.empty()) return std::nullopt;
-  in.plan = found.ranked.front().plan;
+  PlanningRequest request;  // the search as `plan` runs it, re-rank included
+  request.search.top_k = 1;
+  request.search.threads = threads;
+  request.search.rules = lo.rules;
+  PlanningResult found;
+  found.space = full_space(in.model, in.training, in.cluster, request.search.rules);
+  search_space(found, in.model, in.training, in.cluster, request);
+  if (found.found.ranked.empty()) return std::nullopt;
+  in.plan = found.found.ranked.front().plan;
   in.notes.push_back(fmt::format(
       "plan: {}, the fastest `shardplan plan` finds (no rung of its ladder passes); give "
       "--tp/--pp/--zero/--micro-batch/--recompute to choose another",

@@ -206,7 +206,14 @@ void climb(LadderResult& out, const ModelSpec& m, const TrainingSpec& tr, const 
     const Rung rung = static_cast<Rung>(i);
     const SearchSpace space = rung_space(rung, m, tr, c, opt.rules);
     if (space.size() == 0) continue;
-    const SearchResult r = search(m, tr, c, space, so);
+    SearchResult r = search(m, tr, c, space, so);
+    // A rung whose closed-form best is not near climb_speedup times faster cannot be climbed
+    // to: the simulation moves a step by less than the re-rank's margin (RerankRule::within).
+    const double stop_s = out.rungs[static_cast<size_t>(out.stop)].plan.step_s;
+    if (r.ranked.empty() ||
+        r.ranked.front().step_s * opt.climb_speedup > stop_s * (1 + opt.rerank.within))
+      continue;
+    rerank(m, tr, c, so.objective, opt.rerank, r.feasible, r.ranked);
     // ranked is fastest first: the first plan the interconnect carries is the rung's pick.
     for (const Candidate& cand : r.ranked) {
       if (cand.exposed_comm_s / cand.step_s > opt.max_comm_share) continue;
@@ -246,7 +253,8 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
     v.rung = rung;
     v.capacity_bytes = c.gpu.memory_bytes;
     const SearchSpace space = rung_space(rung, m, tr, c, opt.rules);
-    const SearchResult r = search(m, tr, c, space, so);
+    SearchResult r = search(m, tr, c, space, so);
+    rerank(m, tr, c, so.objective, opt.rerank, r.feasible, r.ranked);
     v.evaluated = r.evaluated;
     if (!r.ranked.empty()) {
       v.fits = true;

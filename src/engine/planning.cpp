@@ -1,6 +1,8 @@
 // The ladder and the search, run together with one set of rules (see planning.hpp).
 #include "shardplan/planning.hpp"
 
+#include <algorithm>
+
 namespace shardplan {
 
 void estimate_shown(PlanningResult& r, const ModelSpec& model, const TrainingSpec& training,
@@ -23,16 +25,28 @@ void estimate_shown(PlanningResult& r, const ModelSpec& model, const TrainingSpe
   }
 }
 
+void search_space(PlanningResult& r, const ModelSpec& model, const TrainingSpec& training,
+                  const ClusterSpec& cluster, const PlanningRequest& request) {
+  SearchOptions so = request.search;
+  so.top_k = std::max(so.top_k, request.rerank.at_most);
+  r.found = search(model, training, cluster, r.space, so);
+  r.rerank = rerank(model, training, cluster, so.objective, request.rerank, r.found.feasible,
+                    r.found.ranked);
+  if (static_cast<int>(r.found.ranked.size()) > request.search.top_k)
+    r.found.ranked.resize(static_cast<size_t>(request.search.top_k));
+}
+
 PlanningResult plan_cluster(const ModelSpec& model, const TrainingSpec& training,
                             const ClusterSpec& cluster, const PlanningRequest& request) {
   LadderOptions lo;
   lo.max_comm_share = request.max_comm_share;
   lo.rules = request.search.rules;
   lo.threads = request.search.threads;
+  lo.rerank = request.rerank;
   PlanningResult r;
   r.ladder = walk_ladder(model, training, cluster, lo);
   r.space = full_space(model, training, cluster, request.search.rules);
-  r.found = search(model, training, cluster, r.space, request.search);
+  search_space(r, model, training, cluster, request);
   estimate_shown(r, model, training, cluster);
   return r;
 }

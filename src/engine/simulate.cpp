@@ -10,88 +10,6 @@
 
 namespace shardplan {
 
-const char* to_string(SimOrder o) {
-  switch (o) {
-    case SimOrder::gpipe:
-      return "gpipe";
-    case SimOrder::one_f_one_b:
-      return "1f1b";
-    case SimOrder::interleaved:
-      return "interleaved";
-    case SimOrder::zb_h1:
-      return "zb-h1";
-    case SimOrder::zb_v:
-      return "zb-v";
-    case SimOrder::dualpipe_v:
-      return "dualpipev";
-    case SimOrder::dualpipe:
-      return "dualpipe";
-  }
-  return "?";
-}
-
-const char* to_string(SimStream s) {
-  switch (s) {
-    case SimStream::compute:
-      return "compute";
-    case SimStream::tp:
-      return "TP";
-    case SimStream::cp:
-      return "CP ring";
-    case SimStream::ep:
-      return "EP dispatch/combine";
-    case SimStream::dp_gather:
-      return "DP/FSDP gather";
-    case SimStream::dp_reduce:
-      return "DP/FSDP reduce";
-    case SimStream::pp:
-      return "PP send/recv";
-  }
-  return "?";
-}
-
-const char* to_string(SimLink l) {
-  switch (l) {
-    case SimLink::none:
-      return "none";
-    case SimLink::scale_up:
-      return "scale-up";
-    case SimLink::scale_out:
-      return "scale-out";
-  }
-  return "?";
-}
-
-const char* to_string(SimTaskKind k) {
-  switch (k) {
-    case SimTaskKind::forward:
-      return "F";
-    case SimTaskKind::input_grad:
-      return "B";
-    case SimTaskKind::weight_grad:
-      return "W";
-    case SimTaskKind::backward:
-      return "BW";
-    case SimTaskKind::overlapped:
-      return "F&B";
-    case SimTaskKind::optimizer:
-      return "optimizer";
-    case SimTaskKind::send:
-      return "send";
-    case SimTaskKind::tp:
-      return "TP";
-    case SimTaskKind::cp:
-      return "CP";
-    case SimTaskKind::all_to_all:
-      return "all-to-all";
-    case SimTaskKind::param_gather:
-      return "gather";
-    case SimTaskKind::grad_reduce:
-      return "reduce";
-  }
-  return "?";
-}
-
 namespace {
 
 using sim::Graph;
@@ -113,8 +31,11 @@ struct Builder {
   struct Crossing {
     int producer, stage, mb;
     bool backward;
+    int pass;  // the producing pass's place in its device's issue order
   };
   std::vector<Crossing> crossings;
+  std::vector<std::vector<int>> pass_first;  // per device, per pass in issue order: first task
+  std::vector<std::pair<int, int>> steady;   // per device: its steady state's passes [from, to)
   std::vector<double> ep_exposed_s;  // per device: all-to-all time inside its passes
 
   explicit Builder(const SimInput& input)
@@ -123,6 +44,8 @@ struct Builder {
         m(input.micro_batches),
         ids(input.stages.size() * static_cast<size_t>(input.micro_batches)),
         reduces(input.devices),
+        pass_first(input.devices),
+        steady(input.devices, {0, 0}),
         ep_exposed_s(input.devices, 0.0) {}
 
   PassIds& at(int stage, int mb) { return ids[static_cast<size_t>(stage) * m + mb]; }
@@ -183,6 +106,7 @@ struct Builder {
   void zero3_pass(int d, int stage, int mb, int first, int last, bool backward, int before);
   void bucket_reduces(int d, int stage, int mb, int first, int last, double seconds, double bytes);
   void links();
+  bool send_waits(const Crossing& c, int device) const;
   void step_edges();
 };
 
@@ -252,6 +176,19 @@ std::pair<int, int> Builder::overlapped_pass(int d, const SimPass& x, bool last)
   return {id, id};
 }
 
+// The steady state of a 1F1B-like order, as passes [from, to): after the w warm-up forwards,
+// before the w cool-down backwards. Megatron-Core issues w forwards before its first backward's
+// steady-state forward (schedules.py, num_warmup_microbatches), so the order opens with w + 1
+// forwards unless every forward is in the warm-up.
+std::pair<int, int> steady_state(const std::vector<SimPass>& order) {
+  const int n = static_cast<int>(order.size());
+  int leading = 0, forwards = 0;
+  while (leading < n && order[leading].kind == SimTaskKind::forward) ++leading;
+  for (const SimPass& x : order) forwards += x.kind == SimTaskKind::forward ? 1 : 0;
+  const int warm = leading == forwards ? leading : leading - 1;
+  return {warm, std::max(warm, n - warm)};
+}
+
 // One device's passes in its issue order.
 void Builder::build_device(int d, const std::vector<SimPass>& order) {
   std::vector<int> last_w(in.stages.size(), -1);  // the index of each stage's last W pass
@@ -263,6 +200,7 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
       last_w[x.stage2] = static_cast<int>(i);
     }
   }
+  steady[d] = steady_state(order);
   int before = -1;  // the device's previous compute task
   for (size_t i = 0; i < order.size(); ++i) {
     const SimPass& x = order[i];
@@ -320,12 +258,14 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
       default:
         break;
     }
+    const int n = static_cast<int>(i);
     if (x.kind == SimTaskKind::forward || x.kind == SimTaskKind::overlapped)
-      crossings.push_back({at(x.stage, x.micro_batch).f_last, x.stage, x.micro_batch, false});
+      crossings.push_back({at(x.stage, x.micro_batch).f_last, x.stage, x.micro_batch, false, n});
     if (x.kind == SimTaskKind::input_grad || x.kind == SimTaskKind::backward)
-      crossings.push_back({ids_of.second, x.stage, x.micro_batch, true});
+      crossings.push_back({ids_of.second, x.stage, x.micro_batch, true, n});
     if (x.kind == SimTaskKind::overlapped)
-      crossings.push_back({ids_of.second, x.stage2, x.micro_batch2, true});
+      crossings.push_back({ids_of.second, x.stage2, x.micro_batch2, true, n});
+    pass_first[d].push_back(ids_of.first);
     before = ids_of.second;
   }
 }
@@ -353,7 +293,25 @@ void Builder::links() {
     const int send = g.add(e, b.send_s);
     g.depend(c.producer, send);
     g.depend(send, consumer);
+    // A blocking send holds its sender: the device's next pass starts once it is done.
+    const std::vector<int>& firsts = pass_first[static_cast<size_t>(from_device)];
+    if (send_waits(c, from_device) && c.pass + 1 < static_cast<int>(firsts.size()))
+      g.depend(send, firsts[static_cast<size_t>(c.pass) + 1]);
   }
+}
+
+bool Builder::send_waits(const Crossing& c, int device) const {
+  switch (in.send_wait) {
+    case SimSendWait::never:
+      return false;
+    case SimSendWait::always:
+      return true;
+    case SimSendWait::steady_gradients: {
+      const auto [from, to] = steady[static_cast<size_t>(device)];
+      return !c.backward || c.pass < from || c.pass >= to;
+    }
+  }
+  return false;
 }
 
 // Per-step data-parallel work: ZeRO-1/2's weight gathers before each stage's first forward, and

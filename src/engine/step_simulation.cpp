@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
@@ -76,12 +77,27 @@ DataParallelWork chunk_dp(const ParallelPlan& p, const TrainingSpec& tr, const C
   return dp;
 }
 
+// The framework's pipeline sends (FrameworkPricing::pp_send) under this plan's order.
+SimSendWait send_wait(const TrainingSpec& tr, SimOrder order) {
+  using P = FrameworkPricing::PipelineSend;
+  switch (tr.framework.pricing.pp_send) {
+    case P::async:
+      return SimSendWait::never;
+    case P::blocking:
+      return SimSendWait::always;
+    case P::steady_gradients_async:
+      return order == SimOrder::interleaved ? SimSendWait::steady_gradients : SimSendWait::always;
+  }
+  return SimSendWait::never;
+}
+
 }  // namespace
 
 SimInput step_sim_input(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
                         const ClusterSpec& c, const StepTime& t, const CommBreakdown& comm) {
   SimInput in;
   in.order = sim_order(p);
+  in.send_wait = send_wait(tr, in.order);
   in.devices = p.pp;
   in.micro_batches = t.micro_batches;
   in.group_size = p.interleave > 1 ? microbatch_group_size(p, t.micro_batches) : 0;
@@ -176,6 +192,44 @@ int rerank_by_simulation(const ModelSpec& m, const TrainingSpec& tr, const Clust
     return a.objective < b.objective;
   });
   return n;
+}
+
+namespace {
+
+bool same_plan(const ParallelPlan& a, const ParallelPlan& b) {
+  auto fields = [](const ParallelPlan& p) {
+    return std::tie(p.dp, p.tp, p.pp, p.cp, p.ep, p.etp, p.zero, p.micro_batch, p.recompute,
+                    p.sequence_parallel, p.interleave, p.schedule, p.first_stage_layers,
+                    p.last_stage_layers, p.offload.optimizer, p.offload.params,
+                    p.offload.activations, p.offload.to, p.moe_a2a_overlap);
+  };
+  return fields(a) == fields(b);
+}
+
+}  // namespace
+
+Rerank rerank(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c, Objective objective,
+              const RerankRule& rule, long long candidates, std::vector<Candidate>& ranked) {
+  Rerank r;
+  r.rule = rule;
+  r.candidates = candidates;
+  if (ranked.empty()) return r;
+  r.closed_form_best = ranked.front();
+  const double bound_s = ranked.front().step_s * (1 + rule.within);
+  int k = 0;
+  while (k < std::min(rule.at_most, static_cast<int>(ranked.size())) &&
+         ranked[static_cast<size_t>(k)].step_s <= bound_s)
+    ++k;
+  std::vector<Candidate> before(ranked.begin(), ranked.begin() + k);
+  r.simulated = rerank_by_simulation(m, tr, c, objective, k, ranked);
+  r.changed = !same_plan(ranked.front().plan, r.closed_form_best.plan);
+  r.chosen_simulated_s = ranked.front().step_s;
+  r.chosen_closed_form_s = r.closed_form_best.step_s;
+  for (int i = 0; i < k; ++i) {
+    if (same_plan(before[static_cast<size_t>(i)].plan, ranked.front().plan))
+      r.chosen_closed_form_s = before[static_cast<size_t>(i)].step_s;
+  }
+  return r;
 }
 
 }  // namespace shardplan

@@ -195,6 +195,18 @@ std::vector<AccuracyClass> read_accuracy(StrictObject& o) {
   return out;
 }
 
+// overlap.pp_send: whether a pipeline send holds its sender (FrameworkPricing::PipelineSend).
+FrameworkPricing::PipelineSend read_pp_send(StrictObject& overlap) {
+  using P = FrameworkPricing::PipelineSend;
+  const std::string words = overlap.string("pp_send");
+  if (words == "async") return P::async;
+  if (words == "blocking") return P::blocking;
+  if (words == "steady-state-gradients-async") return P::steady_gradients_async;
+  throw InputError(overlap.field("pp_send"),
+                   "'" + words +
+                       "' is not one of: async, blocking, steady-state-gradients-async");
+}
+
 FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string& where) {
   StrictObject o(j, where);
   FrameworkProfile f;
@@ -209,6 +221,7 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
   f.pricing.overlap_grad_reduce = overlap.boolean("grad_reduce");
   overlap.boolean("param_gather");
   f.pricing.tp_comm_overlap = overlap.boolean("tp_comm");
+  f.pricing.pp_send = read_pp_send(overlap);
   overlap.finish();
   read_kernels(o.object("kernels"), f.pricing);
   StrictObject recompute = o.object("recompute");

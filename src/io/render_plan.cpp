@@ -82,6 +82,47 @@ nlohmann::json search_json(const PlanOutcome& o) {
           {"seconds", found.seconds}};
 }
 
+std::string k_rule_text(const RerankRule& rule) {
+  return fmt::format("the plans within {} of the best closed-form step, at most {}",
+                     format_percent(rule.within), rule.at_most);
+}
+
+nlohmann::json rerank_json(const Rerank& r) {
+  nlohmann::json j = {{"candidates", r.candidates},
+                      {"simulated", r.simulated},
+                      {"k_rule", k_rule_text(r.rule)},
+                      {"within", r.rule.within},
+                      {"at_most", r.rule.at_most},
+                      {"changed", r.changed}};
+  if (r.simulated > 0) {
+    j["closed_form_best"] = {{"plan", to_json(r.closed_form_best.plan)},
+                             {"step_s", r.closed_form_best.step_s}};
+    j["chosen_closed_form_step_s"] = r.chosen_closed_form_s;
+    j["chosen_simulated_step_s"] = r.chosen_simulated_s;
+  }
+  return j;
+}
+
+// How the simulation re-ranked the search's best plans, and what it changed.
+std::string rerank_text(const Rerank& r) {
+  if (r.simulated == 0) return "";
+  std::string out =
+      fmt::format("Re-ranked the {} fastest of {} candidates by simulation ({}):\n  ",
+                  r.simulated, r.candidates, k_rule_text(r.rule));
+  if (r.changed) {
+    out += fmt::format(
+        "the closed forms' best, {} ({}), is not the simulated best: the fastest plan takes {} "
+        "closed-form, {} simulated\n",
+        describe(r.closed_form_best.plan), format_seconds(r.closed_form_best.step_s),
+        format_seconds(r.chosen_closed_form_s), format_seconds(r.chosen_simulated_s));
+  } else {
+    out += fmt::format("the closed forms' best stays first: {} closed-form, {} simulated\n",
+                       format_seconds(r.chosen_closed_form_s),
+                       format_seconds(r.chosen_simulated_s));
+  }
+  return out + "  the simulated plans show their simulated step; the others, the closed form's\n";
+}
+
 // "model ... cluster ... training ... framework ...", then the notes.
 std::string inputs_text(const PlanOutcome& o) {
   const TrainingSpec& tr = o.training;
@@ -142,6 +183,7 @@ std::string ranking_text(const PlanOutcome& o) {
                   found.ranked.size(), to_string(o.objective), found.evaluated, found.modelled,
                   found.feasible, format_seconds(found.seconds));
   out += render_ranked(found.ranked, o.cluster);
+  out += rerank_text(o.planned.rerank);
   out += "Rejected:";
   for (int i = 0; i < kRules; ++i) {
     if (found.rejected[i] > 0)
@@ -217,6 +259,7 @@ nlohmann::json to_json(const PlanOutcome& o) {
   j["ranked"] = ranked;
   j["notes"] = o.notes;
   j["search"] = search_json(o);
+  j["rerank"] = rerank_json(pr.rerank);
   if (!fastest && found.have_least_memory) {
     j["closest"] = {{"plan", to_json(found.least_memory.plan)},
                     {"memory_bytes", found.least_memory.peak_bytes},

@@ -33,6 +33,28 @@ TEST_CASE("plan --json: ladder, recommended, fastest, ranked and search") {
   CHECK(j.at("gap").at("step_ratio").get<double>() >= 1.0);
 }
 
+TEST_CASE("plan ranks its best plans again by simulation and says so") {
+  const auto r = run_cli(
+      "plan --model llama-2-7b --gpu H100-SXM --gpus 8 --global-batch 64 --seq-len 4096 --top 5 "
+      "--json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& rr = j.at("rerank");
+  CHECK(rr.at("simulated").get<int>() >= 1);
+  CHECK(rr.at("simulated").get<int>() <= rr.at("at_most").get<int>());
+  CHECK(rr.at("candidates").get<long long>() == j.at("search").at("feasible").get<long long>());
+  CHECK(rr.at("k_rule").get<std::string>().find("at most") != std::string::npos);
+  CHECK(rr.contains("changed"));
+  // The fastest plan's step is its simulated one.
+  CHECK(rr.at("chosen_simulated_step_s").get<double>() ==
+        doctest::Approx(j.at("fastest").at("simulated").at("step_s").get<double>()));
+  const auto text = run_cli(
+      "plan --model llama-2-7b --gpu H100-SXM --gpus 8 --global-batch 64 --seq-len 4096 --top 5");
+  REQUIRE(text.status == 0);
+  CHECK(contains(text.out, "Re-ranked the "));
+  CHECK(contains(text.out, " candidates by simulation"));
+}
+
 TEST_CASE("plan table shows every rung's reason and the recommended plan") {
   const auto r = run_cli("plan --model llama-3.1-70b --gpu H100-SXM --gpus 64");
   REQUIRE(r.status == 0);

@@ -161,6 +161,35 @@ TEST_CASE("An uneven layout: interleaved chunks of 1, 2, 2, 1 layers, by hand") 
   CHECK(r.devices[1].compute_s == doctest::Approx(18));
 }
 
+TEST_CASE("A blocking send holds its sender: interleaved 2 x 2 x 2, by hand") {
+  // Megatron-Core's interleaved order (g = 2): device 0 runs F0 F1 F0' F1' B0' B1' B0 B1 (all
+  // warm-up and cool-down), device 1 F0 F1 | F0' B0' F1' B1' | B0 B1 (its steady state between
+  // the bars). Per virtual stage F = 1, B = 2, every boundary send 0.5 on its own stream.
+  SimInput in = even(SimOrder::interleaved, 2, 2, 2, 2.0, 4.0, 0.0);
+  for (SimStage& st : in.stages) st.send_s = 0.5;
+  // Sends beside compute: device 1's last backward gets its gradient at 15.5 + 0.5 = 16 and
+  // device 0's B1 runs 16 to 18.
+  in.send_wait = SimSendWait::never;
+  const SimResult async = simulate(in);
+  REQUIRE_FALSE(async.deadlocked);
+  CHECK(async.step_s == doctest::Approx(18.0));
+  // Every send blocking: device 0's F1 starts at 1.5 after its first send, so every later
+  // hand-off shifts; device 1's B0 waits for its own B1' send until 11.5, its B1 ends at 16, its
+  // send at 16.5, and device 0's B1 runs 16.5 to 18.5: one send (0.5) more.
+  in.send_wait = SimSendWait::always;
+  const SimResult blocking = simulate(in);
+  REQUIRE_FALSE(blocking.deadlocked);
+  CHECK(blocking.step_s == doctest::Approx(18.5));
+  CHECK(blocking.step_s - async.step_s == doctest::Approx(in.stages[0].send_s));
+  // Megatron-LM's default with virtual stages: device 1's steady-state gradient sends (B0',
+  // B1') run beside its next pass, which gives back the half second the blocking B1' send cost;
+  // its steady-state forwards (F0', F1') end at the loss and send nothing.
+  in.send_wait = SimSendWait::steady_gradients;
+  const SimResult steady = simulate(in);
+  REQUIRE_FALSE(steady.deadlocked);
+  CHECK(steady.step_s == doctest::Approx(18.0));
+}
+
 TEST_CASE("A send crosses its link; a data-parallel reduce on the same NIC shares it") {
   // 1F1B, 2 devices, one micro-batch: F 1, B+W 2, each boundary send 0.5 s. Device 0: F [0,1],
   // send [1,1.5]; device 1: F [1.5,2.5], BW [2.5,4.5], send back [4.5,5]; device 0: BW [5,7].

@@ -126,6 +126,12 @@ struct FrameworkPricing {
   BusbwShare tp_busbw;
   bool tp_comm_overlap = false;     // overlaps TP comm with GEMMs by default
   bool overlap_grad_reduce = true;  // reduces ZeRO-0/1/2 gradients under backward by default
+  /// Whether a pipeline send holds its sender until it completes (profile overlap.pp_send:
+  /// "async", "blocking", or "steady-state-gradients-async": an interleaved schedule's steady
+  /// state runs its gradient sends beside compute; its activation sends, its warm-up and
+  /// cool-down and the other schedules block).
+  enum class PipelineSend { async, blocking, steady_gradients_async };
+  PipelineSend pp_send = PipelineSend::async;
 
   /// The speed compute is divided by on `gpu_name` for a plan of `pp` stages.
   double compute_speed(const std::string& gpu_name, int pp) const;

@@ -11,6 +11,7 @@
 #include "shardplan/rules.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/specs.hpp"
+#include "shardplan/step_simulation.hpp"
 
 namespace shardplan {
 
@@ -77,6 +78,8 @@ struct LadderOptions {
   double climb_speedup = 1.5;
   PlanRules rules;
   int threads = 0;
+  /// Each rung's best plans are ranked again by simulation before the rung picks one.
+  RerankRule rerank;
 };
 
 struct LadderResult {

@@ -9,6 +9,7 @@
 #include "shardplan/ladder.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/specs.hpp"
+#include "shardplan/step_simulation.hpp"
 #include "shardplan/step_time.hpp"
 
 namespace shardplan {
@@ -16,12 +17,16 @@ namespace shardplan {
 struct PlanningRequest {
   SearchOptions search;  // objective, top-K, threads, rules
   double max_comm_share = 0.5;
+  RerankRule rerank;  // which of the search's best plans are simulated and ranked again
 };
 
 struct PlanningResult {
   LadderResult ladder;
   SearchSpace space;
   SearchResult found;
+  /// The search's best plans ranked again by simulation: the closed forms are the search's
+  /// fast bound, the simulated step decides among the best (found.ranked is in that order).
+  Rerank rerank;
   /// Everything the reports show of the plans they name, estimated here once (renderers run
   /// no model): the recommended plan, the fastest, and each ranked plan in order.
   std::optional<Estimate> recommended_estimate;
@@ -44,6 +49,11 @@ struct PlanningResult {
 /// stand; call again after changing either (a second search, the ranking cut to --top).
 void estimate_shown(PlanningResult& result, const ModelSpec& model, const TrainingSpec& training,
                     const ClusterSpec& cluster);
+
+/// Searches `result.space` into `result.found` and ranks its best plans again by simulation
+/// (`result.rerank`), keeping request.search.top_k of them.
+void search_space(PlanningResult& result, const ModelSpec& model, const TrainingSpec& training,
+                  const ClusterSpec& cluster, const PlanningRequest& request);
 
 /// Walks the ladder and searches the full space with the same rules and threads.
 PlanningResult plan_cluster(const ModelSpec& model, const TrainingSpec& training,

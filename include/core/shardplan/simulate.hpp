@@ -80,8 +80,21 @@ struct SimStage {
   DataParallelWork dp;
 };
 
+/// Whether a pipeline send holds its sender's compute until it completes (the framework
+/// profile's overlap.pp_send):
+///   never                 the send runs beside the next pass (torch.distributed.pipelining)
+///   always                the next pass waits for it (Megatron-Core's non-interleaved 1F1B,
+///                         DeepSpeed's PipelineEngine)
+///   steady_gradients      the steady state's gradient sends run beside the next pass; every
+///                         activation send and the warm-up's and cool-down's wait (Megatron-Core's
+///                         interleaved 1F1B with overlap_p2p_comm and deallocate_pipeline_outputs,
+///                         as Megatron-LM sets both: the activation's isend is waited before its
+///                         buffer is freed)
+enum class SimSendWait { never, always, steady_gradients };
+
 struct SimInput {
   SimOrder order = SimOrder::one_f_one_b;
+  SimSendWait send_wait = SimSendWait::never;
   int devices = 1;
   int micro_batches = 1;
   int group_size = 0;  // interleaved: micro-batches per group (0: devices)

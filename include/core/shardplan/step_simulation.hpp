@@ -33,4 +33,33 @@ int rerank_by_simulation(const ModelSpec& model, const TrainingSpec& training,
                          const ClusterSpec& cluster, Objective objective, int k,
                          std::vector<Candidate>& ranked);
 
+/// Which of the search's best plans are simulated: those whose closed-form step is within
+/// `within` of the best one's, at most `at_most`. Simulation and closed form differ by a few
+/// percent where pipelines, sends and overlap matter (bench/simulate_accuracy: mean |closed -
+/// simulated| under 5% per source group, 12% at most on one case), so a plan further behind
+/// than 10% in closed form is not one the simulation lifts to first; 16 bounds the time
+/// (about 1 ms a simulation on the largest plans, bench/plan_bench).
+struct RerankRule {
+  double within = 0.10;
+  int at_most = 16;
+};
+
+/// What a re-rank did: how many plans it simulated of how many the search ranked, and whether
+/// the simulated best is another plan than the closed forms' best.
+struct Rerank {
+  RerankRule rule;
+  long long candidates = 0;  // plans the search found that fit
+  int simulated = 0;
+  bool changed = false;
+  Candidate closed_form_best;       // the first plan before the re-rank, with its closed-form step
+  double chosen_closed_form_s = 0;  // the plan now first: its closed-form step
+  double chosen_simulated_s = 0;    // and its simulated one
+};
+
+/// Simulates the plans `rule` picks from the head of `ranked` (best first by closed form) and
+/// ranks them again by their simulated step (rerank_by_simulation).
+Rerank rerank(const ModelSpec& model, const TrainingSpec& training, const ClusterSpec& cluster,
+              Objective objective, const RerankRule& rule, long long candidates,
+              std::vector<Candidate>& ranked);
+
 }  // namespace shardplan

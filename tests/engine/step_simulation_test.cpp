@@ -1,0 +1,88 @@
+// The re-rank: the search's closed forms pick the candidates, the simulated step orders them.
+#include "shardplan/step_simulation.hpp"
+
+#include <doctest/doctest.h>
+
+#include "shardplan/plan.hpp"
+#include "shardplan/planning.hpp"
+#include "shardplan/profiles.hpp"
+#include "support.hpp"
+
+using namespace shardplan;
+
+namespace {
+
+struct Setup {
+  ModelSpec m = load_model("gpt3-1.3b");
+  TrainingSpec t = test::training(2048, 64);
+  ClusterSpec c = test::cluster(16, "dgx-h100");
+  Setup() { t.framework = load_framework(Framework::megatron); }
+
+  // A plan as the search would rank it: its closed-form step.
+  Candidate candidate(const ParallelPlan& p) const {
+    const Estimate e = estimate(m, t, p, c, Simulation::skip);
+    Candidate x;
+    x.plan = p;
+    x.step_s = e.time.step_s;
+    x.tokens_per_s = static_cast<double>(t.global_batch) * t.seq_len / x.step_s;
+    x.objective = x.step_s;
+    return x;
+  }
+  double simulated_s(const ParallelPlan& p) const { return estimate(m, t, p, c).simulated.step_s; }
+};
+
+}  // namespace
+
+TEST_CASE("Closed form and simulation rank two plans apart: the re-rank takes the simulated best") {
+  const Setup s;
+  // TP 2 with ZeRO-1 against PP 2 x interleave 4 on 16 H100s: the closed form puts TP 2 first,
+  // the simulation the pipeline (its interleaved bubble and sends, in Megatron-Core's order,
+  // come out below the closed form's (p - 1)(F + B) / v here).
+  ParallelPlan tp2 = test::plan(8, 2, 1, 4);
+  tp2.zero = 1;
+  ParallelPlan pp2 = test::plan(8, 1, 2, 2);
+  pp2.zero = 1;
+  pp2.interleave = 4;
+  const Candidate a = s.candidate(tp2), b = s.candidate(pp2);
+  REQUIRE(a.step_s < b.step_s);
+  REQUIRE(s.simulated_s(pp2) < s.simulated_s(tp2));
+  // A third plan more than 10% behind the best closed form is not simulated.
+  ParallelPlan slow = test::plan(16, 1, 1, 1);
+  slow.recompute = Recompute::full;
+  const Candidate far = s.candidate(slow);
+  REQUIRE(far.step_s > 1.1 * a.step_s);
+  std::vector<Candidate> ranked = {a, b, far};
+  const Rerank r = rerank(s.m, s.t, s.c, Objective::time, RerankRule{}, 3, ranked);
+  CHECK(r.simulated == 2);
+  CHECK(r.candidates == 3);
+  CHECK(r.changed);
+  CHECK(ranked[0].plan.pp == 2);
+  CHECK(ranked[0].step_s == doctest::Approx(s.simulated_s(pp2)));
+  CHECK(ranked[1].plan.tp == 2);
+  CHECK(ranked[2].step_s == far.step_s);  // the closed form's, not simulated
+  CHECK(r.closed_form_best.plan.tp == 2);
+  CHECK(r.chosen_closed_form_s == doctest::Approx(b.step_s));
+  CHECK(r.chosen_simulated_s == doctest::Approx(s.simulated_s(pp2)));
+  // at_most bounds it: one plan simulated, nothing to re-rank against.
+  std::vector<Candidate> again = {a, b, far};
+  const Rerank one = rerank(s.m, s.t, s.c, Objective::time, RerankRule{0.10, 1}, 3, again);
+  CHECK(one.simulated == 1);
+  CHECK_FALSE(one.changed);
+}
+
+TEST_CASE("plan_cluster: the fastest plan is the simulated best of those it simulated") {
+  const Setup s;
+  PlanningRequest rq;
+  rq.search.threads = 1;
+  rq.search.top_k = 5;
+  const PlanningResult r = plan_cluster(s.m, s.t, s.c, rq);
+  REQUIRE(r.rerank.simulated >= 1);
+  REQUIRE(r.rerank.simulated <= rq.rerank.at_most);
+  CHECK(r.found.ranked.size() == 5);
+  CHECK(r.rerank.candidates == r.found.feasible);
+  REQUIRE(r.fastest() != nullptr);
+  const double best_s = s.simulated_s(r.fastest()->plan);
+  CHECK(r.fastest()->step_s == doctest::Approx(best_s));
+  for (int i = 1; i < std::min(r.rerank.simulated, 5); ++i)
+    CHECK(r.found.ranked[static_cast<size_t>(i)].step_s >= best_s);
+}
