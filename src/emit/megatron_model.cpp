@@ -106,6 +106,9 @@ void dispatcher_args(MegatronArgs& a, const EmitInputs& in) {
         .add("--moe-flex-dispatcher-backend", "ncclep")
         .add("--moe-dispatch-fwd-dtype", "mxfp8")
         .add("--use-transformer-engine-op-fuser");
+  } else if (in.training.moe_dispatcher == MoeDispatcher::deepep) {
+    // DeepEP's kernels, priced as one copy per token and remote node (docs/moe.md).
+    a.add("--moe-token-dispatcher-type", "flex").add("--moe-flex-dispatcher-backend", "deepep");
   } else {
     a.add("--moe-token-dispatcher-type", "alltoall");
   }

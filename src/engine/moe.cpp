@@ -73,7 +73,7 @@ ExpertTraffic expert_traffic(const ModelSpec& m, const TrainingSpec& tr, const P
 }
 
 bool overlaps_all_to_all(const ParallelPlan& p) {
-  return p.moe_a2a_overlap || p.schedule == Schedule::dualpipe_v;
+  return p.moe_a2a_overlap;
 }
 
 double paired_share(const ParallelPlan& p, int micro_batches) {

@@ -123,9 +123,10 @@ bool moe_overlap_needs_ep(P p, C c) {
 // comm): no full recompute, and with a pipeline only the interleaved schedule; and a step of
 // one micro-batch has no second pass to pair with (paired_share is 0).
 bool moe_overlap_pairs(P p, C c) {
-  if (!p.moe_a2a_overlap || p.schedule == Schedule::dualpipe_v) return false;
-  return p.recompute == Recompute::full || (p.pp > 1 && p.interleave < 2) ||
-         micro_batches_per_step(c.training, p) < 2;
+  if (!p.moe_a2a_overlap) return false;
+  if (p.recompute == Recompute::full) return true;  // torchtitan's DualPipeV refuses it too
+  if (p.schedule == Schedule::dualpipe_v) return false;  // pairs its own chunks
+  return (p.pp > 1 && p.interleave < 2) || micro_batches_per_step(c.training, p) < 2;
 }
 
 bool framework_zero_stage(P p, C c) {
@@ -174,7 +175,10 @@ bool framework_ep(P p, C c) {
   return p.ep > 1 && !c.caps().expert_parallel;
 }
 bool framework_moe_overlap(P p, C c) {
-  return p.moe_a2a_overlap && !c.caps().moe_a2a_overlap;
+  if (!p.moe_a2a_overlap) return false;
+  const auto& on = c.caps().moe_a2a_overlap_schedules;
+  return !c.caps().moe_a2a_overlap ||
+         (!on.empty() && std::find(on.begin(), on.end(), schedule_of(p)) == on.end());
 }
 bool framework_moe_dispatcher(P, C c) {
   return c.model.is_moe() && !c.caps().has_dispatcher(c.training.moe_dispatcher);

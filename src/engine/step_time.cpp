@@ -167,7 +167,7 @@ StageWork stage_work(const StageCost& s, const ParallelPlan& p) {
   const double compute = s.forward_s + s.backward_s;
   if (compute <= 0) return w;
   const double k = 1.0 + (s.tp_exposed_s + s.cp_exposed_s) / compute;
-  const bool pairs_itself = p.schedule == Schedule::dualpipe_v;
+  const bool pairs_itself = p.schedule == Schedule::dualpipe_v && p.moe_a2a_overlap;
   const double ep = pairs_itself ? s.ep_s : s.ep_exposed_s;
   w.forward_s = k * s.forward_s + ep / 2.0;
   w.input_grad_s = k * (s.backward_s - s.weight_grad_s) + ep / 2.0;

@@ -68,6 +68,9 @@ FrameworkCaps read_caps(StrictObject o) {
   c.bf16_pure = o.boolean("bf16_pure");
   c.tp_across_nodes = o.boolean("tp_across_nodes");
   c.moe_a2a_overlap = o.boolean_or("moe_a2a_overlap", false);
+  for (const std::string& s : o.strings_or_empty("moe_a2a_overlap_schedules")) {
+    c.moe_a2a_overlap_schedules.push_back(parse_schedule(s, o.field("moe_a2a_overlap_schedules")));
+  }
   c.moe_dispatchers = {MoeDispatcher::alltoall};
   for (const std::string& s : o.strings_or_empty("moe_dispatchers")) {
     const MoeDispatcher d = parse_moe_dispatcher(s, o.field("moe_dispatchers"));

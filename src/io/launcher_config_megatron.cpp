@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "launcher_config_parts.hpp"
 #include "launcher_config_shell.hpp"
@@ -44,6 +45,8 @@ const std::set<std::string> kRead = {
     "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32", "--recompute-granularity",
     "--optimizer", "--attention-backend", "--swiglu", "--ffn-hidden-size", "--moe-ffn-hidden-size",
     "--group-query-attention", "--moe-expert-capacity-factor",
+    "--overlap-moe-expert-parallel-comm", "--moe-enable-deepep", "--moe-router-force-load-balancing",
+    "--moe-flex-dispatcher-backend",
     // torchrun
     "--nnodes", "--nproc_per_node", "--nproc-per-node",
 };
@@ -113,7 +116,8 @@ const std::set<std::string> kSwitches = {
     "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
     "--use-torch-fsdp2", "--optimizer-cpu-offload", "--overlap-grad-reduce", "--tp-comm-overlap",
     "--bf16", "--fp16", "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32",
-    "--swiglu", "--group-query-attention", "--standalone",
+    "--swiglu", "--group-query-attention", "--standalone", "--overlap-moe-expert-parallel-comm",
+    "--moe-enable-deepep", "--moe-router-force-load-balancing", "--delay-wgrad-compute",
 };
 
 using Args = std::map<std::string, std::string>;  // argument -> value ("" for a switch)
@@ -355,6 +359,15 @@ LauncherConfig read_megatron(const std::string& text, const std::string& path) {
           "--moe-expert-capacity-factor");
   }
   if (a.count("--sequence-parallel")) b.set("--sequence-parallel", "true", "--sequence-parallel");
+  // MoE execution: the overlapped all-to-alls, DeepEP's dispatch, forced balance.
+  for (const auto& [key, flag, value] :
+       {std::tuple{"--overlap-moe-expert-parallel-comm", "--moe-a2a-overlap", "true"},
+        std::tuple{"--moe-enable-deepep", "--moe-dispatcher", "deepep"},
+        std::tuple{"--moe-router-force-load-balancing", "--moe-force-balance", "true"}}) {
+    if (a.count(key)) b.set(flag, value, key);
+  }
+  if (arg(a, "--moe-flex-dispatcher-backend") == "deepep")
+    b.set("--moe-dispatcher", "deepep", "--moe-flex-dispatcher-backend");
   if (a.count("--tp-comm-overlap")) b.set("--tp-comm-overlap", "true", "--tp-comm-overlap");
   if (!a.count("--overlap-grad-reduce")) {
     b.launcher_default("--no-overlap", "true",

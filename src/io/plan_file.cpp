@@ -191,6 +191,8 @@ ParallelPlan read_plan(StrictObject o) {
   p.ep = o.integer("ep");
   // Written only when the plan sets expert tensor parallelism apart from tp.
   if (o.has("expert_tp")) p.etp = o.integer("expert_tp");
+  // Written only when the plan hides its expert all-to-alls.
+  if (o.has("moe_a2a_overlap")) p.moe_a2a_overlap = o.boolean("moe_a2a_overlap");
   p.zero = o.integer("zero");
   p.micro_batch = o.integer("micro_batch");
   p.recompute = parse_recompute(o.string("recompute"), o.field("recompute"));

@@ -171,12 +171,15 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
       return {"--ep", fmt::format("{} sets no expert parallelism from a plan{}", f, why)};
     case RuleId::framework_moe_overlap:
       return {"--moe-a2a-overlap",
-              fmt::format("{} has no switch that hides expert all-to-alls behind another "
-                          "micro-batch's compute{}{}",
-                          f, why,
-                          caps.has_schedule(Schedule::dualpipe_v)
-                              ? "; --schedule dualpipe-v pairs forward and backward passes itself"
-                              : "")};
+              caps.moe_a2a_overlap
+                  ? fmt::format("{} hides expert all-to-alls only on the {} schedule{}", f,
+                                caps.moe_a2a_overlap_schedules.empty()
+                                    ? std::string("1f1b")
+                                    : std::string(to_string(caps.moe_a2a_overlap_schedules[0])),
+                                why)
+                  : fmt::format("{} has no switch that hides expert all-to-alls behind another "
+                                "micro-batch's compute{}",
+                                f, why)};
     case RuleId::framework_moe_dispatcher: {
       std::string runs;
       for (MoeDispatcher d : caps.moe_dispatchers) {

@@ -357,8 +357,8 @@ EmitInputs inputs_of(const GridCase& g) {
   const ModelSpec m = load_model(g.model);
   const ClusterSpec c = test::cluster(g.gpus, g.cluster);
   TrainingSpec t = test::training(m.seq_len, 512);
-  t.precision = g.precision;
   t.framework = load_framework(Framework::fsdp);
+  set_precision(t, g.precision);  // after the framework: fp8 is its default recipe
   ParallelPlan p = test::plan(g.gpus / g.tp, g.tp, 1);
   p.zero = g.zero;
   p.recompute = g.recompute;

@@ -95,10 +95,13 @@ TEST_CASE("paired passes: the warm-up forwards run alone, the rest hide behind e
   p.pp = 16;
   CHECK(paired_share(p, 120) == doctest::Approx(105.0 / 120.0));
   CHECK(paired_share(p, 10) == 0);
-  // DualPipe-V pairs its passes without the switch.
+  // DualPipe-V's chunks pair only with the switch (torchtitan's
+  // pipeline_parallel_expert_parallel_overlap).
   ParallelPlan v;
   v.pp = 16;
   v.schedule = Schedule::dualpipe_v;
+  CHECK(paired_share(v, 120) == 0);
+  v.moe_a2a_overlap = true;
   CHECK(paired_share(v, 120) == doctest::Approx(105.0 / 120.0));
   // 10 s of all-to-all beside 8 s of compute: 1/8 of it alone (1.25 s) and 7/8 of the 2 s
   // the compute cannot cover (1.75 s).
@@ -165,7 +168,13 @@ TEST_CASE("the rule table: overlap needs EP and a framework that runs it; dispat
   tr.framework = load_framework(Framework::megatron);
   CHECK_FALSE(broken(p, tr, RuleId::framework_moe_overlap));
   tr.framework = load_framework(Framework::torchtitan);
-  CHECK(broken(p, tr, RuleId::framework_moe_overlap));
+  CHECK(broken(p, tr, RuleId::framework_moe_overlap));  // torchtitan: on DualPipeV only
+  ParallelPlan dualpipe = test::plan(4, 1, 2);
+  dualpipe.ep = 4;
+  dualpipe.interleave = 2;
+  dualpipe.schedule = Schedule::dualpipe_v;
+  dualpipe.moe_a2a_overlap = true;
+  CHECK_FALSE(broken(dualpipe, tr, RuleId::framework_moe_overlap));
   tr.moe_dispatcher = MoeDispatcher::deepep;
   CHECK(broken(p, tr, RuleId::framework_moe_dispatcher));
   tr.framework = load_framework(Framework::megatron);

@@ -77,6 +77,7 @@ struct FrameworkCaps {
   // Mixture of experts: EP all-to-alls hidden behind paired forward and backward passes
   // (Megatron-Core's --overlap-moe-expert-parallel-comm), and the dispatchers it runs.
   bool moe_a2a_overlap = true;
+  std::vector<Schedule> moe_a2a_overlap_schedules;  // the schedules it runs the overlap on; empty: any
   std::vector<MoeDispatcher> moe_dispatchers = {MoeDispatcher::alltoall, MoeDispatcher::deepep};
   bool replicate_only_1d = false;  // plain data parallel (ZeRO-0) refuses any other parallelism
   OffloadCaps offload;

@@ -32,7 +32,8 @@ ExpertTraffic expert_traffic(const ModelSpec& model, const TrainingSpec& trainin
                              const Placement& expert_group, const ClusterSpec& cluster,
                              double tokens, double visits);
 
-/// Whether the plan hides all-to-alls behind paired passes: asked for, or a DualPipe schedule.
+/// Whether the plan hides all-to-alls behind paired passes (DualPipe-V's F&B chunks under
+/// torchtitan's pipeline_parallel_expert_parallel_overlap, Megatron-Core's combined 1F1B).
 bool overlaps_all_to_all(const ParallelPlan& plan);
 
 /// Share of a stage's micro-batches whose forward runs paired with another's backward, so that
