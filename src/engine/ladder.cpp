@@ -195,6 +195,14 @@ void price_offload(RungVerdict& v, const Estimate& e, const ModelSpec& m, const 
   v.without_offload_bytes = without.memory.total_bytes();
 }
 
+// Traffic that leaves the scale-up domain runs on the NIC whether or not compute hides it.
+bool leaves_domain(const CommBreakdown& cb) {
+  for (const Traffic* t : {&cb.dp_grads, &cb.dp_params, &cb.tp, &cb.pp, &cb.cp, &cb.ep}) {
+    if (t->present() && t->placement.domains() > 1) return true;
+  }
+  return false;
+}
+
 // The fastest plan of a rung above the stop that passes, if it is `climb_speedup` times faster
 // than the stop's: the walk then recommends it (the rungs between are not shown).
 void climb(LadderResult& out, const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
@@ -227,6 +235,7 @@ void climb(LadderResult& out, const ModelSpec& m, const TrainingSpec& tr, const 
         v.plan = cand;
         v.memory_bytes = cand.peak_bytes;
         v.comm_share = cand.exposed_comm_s / cand.step_s;
+        v.crosses_nodes = leaves_domain(estimate(m, tr, cand.plan, c, Simulation::skip).comm);
         out.rungs.push_back(v);
         out.stop = static_cast<int>(out.rungs.size()) - 1;
       }
@@ -278,11 +287,7 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
       v.memory_bytes = v.plan.peak_bytes;
       v.comm_share = v.plan.exposed_comm_s / v.plan.step_s;
       const Estimate e = estimate(m, tr, v.plan.plan, c);
-      const CommBreakdown& cb = e.comm;
-      // Traffic that leaves the scale-up domain runs on the NIC whether or not compute hides it.
-      for (const Traffic* t : {&cb.dp_grads, &cb.dp_params, &cb.tp, &cb.pp, &cb.cp, &cb.ep}) {
-        if (t->present() && t->placement.domains() > 1) v.crosses_nodes = true;
-      }
+      v.crosses_nodes = leaves_domain(e.comm);
       if (v.plan.plan.offload.any()) price_offload(v, e, m, tr, c);
     } else if (r.have_least_memory) {
       v.has_plan = true;
