@@ -27,7 +27,8 @@ const std::vector<PlanningFlag> kTable = {
     // Training
     {"Training", "--seq-len", "Sequence length (default: the model's)", &O::seq_len},
     {"Training", "--global-batch",
-     "Sequences per optimizer step (default: one micro-batch per data-parallel rank)",
+     "Sequences per optimizer step (default: 4M tokens' worth, rounded up to a multiple of dp x "
+     "micro-batch)",
      &O::global_batch},
     {"Training", "--precision",
      "fp32 | bf16 | fp16 | bf16-pure | fp8 | fp8-delayed | fp8-tensorwise | fp8-blockwise | "
