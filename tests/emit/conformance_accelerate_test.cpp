@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "shardplan/emit.hpp"
+#include "shardplan/plan.hpp"
+#include "shardplan/planning.hpp"
 #include "shardplan/profiles.hpp"
 #include "support.hpp"
 
@@ -353,16 +355,15 @@ struct GridCase {
   Precision precision;
 };
 
-EmitInputs inputs_of(const GridCase& g) {
-  const ModelSpec m = load_model(g.model);
-  const ClusterSpec c = test::cluster(g.gpus, g.cluster);
+TrainingSpec fsdp_training(const ModelSpec& m, Precision precision) {
   TrainingSpec t = test::training(m.seq_len, 512);
   t.framework = load_framework(Framework::fsdp);
-  set_precision(t, g.precision);  // after the framework: fp8 is its default recipe
-  ParallelPlan p = test::plan(g.gpus / g.tp, g.tp, 1);
-  p.zero = g.zero;
-  p.recompute = g.recompute;
-  p.offload.optimizer = p.offload.params = g.offload;
+  set_precision(t, precision);  // after the framework: fp8 is its default recipe
+  return t;
+}
+
+EmitInputs inputs_for(const ModelSpec& m, const ClusterSpec& c, const TrainingSpec& t,
+                      const ParallelPlan& p) {
   RunbookOptions o;
   o.checkpoint_interval_s = kDefaultCheckpointIntervalS;
   EmitInputs in{m, c, t, p, estimate(m, t, p, c), {}, {}, "flags", ""};
@@ -370,6 +371,15 @@ EmitInputs inputs_of(const GridCase& g) {
   in.settings =
       long_run_settings(in.runbook, IntervalChoice::default_interval, kDefaultSeed, false);
   return in;
+}
+
+EmitInputs inputs_of(const GridCase& g) {
+  const ModelSpec m = load_model(g.model);
+  ParallelPlan p = test::plan(g.gpus / g.tp, g.tp, 1);
+  p.zero = g.zero;
+  p.recompute = g.recompute;
+  p.offload.optimizer = p.offload.params = g.offload;
+  return inputs_for(m, test::cluster(g.gpus, g.cluster), fsdp_training(m, g.precision), p);
 }
 
 // The YAML and the lines under its "# launch:" comment.
@@ -413,6 +423,36 @@ TEST_CASE("accelerate conformance: every grid config passes accelerate's own sta
     REQUIRE_MESSAGE(problems.empty(), problems.front().message);
     const auto failed = failures(launch_of(in));
     CHECK_MESSAGE(failed.empty(), joined(failed));
+  }
+}
+
+TEST_CASE("accelerate conformance: the plans `emit --pick recommended|fastest` takes pass too") {
+  // `--pick` takes the plan file's recommended or fastest plan: the ladder's pick and the
+  // search's (planning.hpp), here found for FSDP as `plan --framework fsdp` finds them.
+  struct Picked {
+    const char* model;
+    const char* cluster;
+    int gpus;
+  };
+  for (const Picked& c : {Picked{"llama-3.1-8b", "dgx-h100", 16},
+                          Picked{"llama-3.1-70b", "dgx-h100", 64},
+                          Picked{"qwen3-30b-a3b", "dgx-h100", 32}}) {
+    const ModelSpec m = load_model(c.model);
+    const ClusterSpec cluster = test::cluster(c.gpus, c.cluster);
+    const TrainingSpec t = fsdp_training(m, Precision::bf16);
+    const PlanningResult r = plan_cluster(m, t, cluster, {});
+    REQUIRE(r.recommended() != nullptr);
+    REQUIRE(r.fastest() != nullptr);
+    for (const ParallelPlan& p : {r.recommended()->plan.plan, r.fastest()->plan}) {
+      const std::string model = c.model, plan = describe(p);
+      CAPTURE(model);
+      CAPTURE(plan);
+      const EmitInputs in = inputs_for(m, cluster, t, p);
+      const auto problems = accelerate_problems(in);
+      REQUIRE_MESSAGE(problems.empty(), problems.front().message);
+      const auto failed = failures(launch_of(in));
+      CHECK_MESSAGE(failed.empty(), joined(failed));
+    }
   }
 }
 
