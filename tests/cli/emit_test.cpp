@@ -224,7 +224,8 @@ TEST_CASE("the README's DeepSeek-V3 and Llama 3.1 405B emit examples pass Megatr
   const std::pair<const char*, std::string> examples[] = {
       {"deepseek-v3",
        "--model deepseek-v3 --cluster h800-deepseek --gpus 2048 --pp 16 --ep 64 --zero 1 "
-       "--global-batch 15360 --precision fp8 --recompute full --tokens 14.8T"},
+       "--global-batch 15360 --precision fp8-blockwise --recompute full --tokens 14.8T "
+       "--moe-dispatcher deepep"},
       {"llama-3.1-405b",
        "--model llama-3.1-405b --cluster dgx-h100 --gpus 16384 --tp 8 --pp 16 --interleave 2 "
        "--first-stage-layers 3 --last-stage-layers 3 --global-batch 2048 --seq-len 8192 "
