@@ -108,7 +108,7 @@ const std::vector<PlanningFlag> kTable = {
     {"Plan", "--interleave", "Virtual pipeline stages per device", &O::interleave, nullptr, true},
     {"Plan", "--moe-a2a-overlap",
      "MoE: hide expert all-to-alls behind another micro-batch's compute (Megatron-Core "
-     "--overlap-moe-expert-parallel-comm; DualPipe-V always does)",
+     "--overlap-moe-expert-parallel-comm; torchtitan under DualPipeV)",
      nullptr, &O::moe_a2a_overlap, true},
     {"Plan", "--schedule",
      "Pipeline schedule: 1f1b | interleaved | gpipe | zb-h1 | zb-v | dualpipe-v", &O::schedule,
