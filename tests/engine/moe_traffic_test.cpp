@@ -5,8 +5,10 @@
 
 #include <cmath>
 
+#include "shardplan/comm.hpp"
 #include "shardplan/compute.hpp"
 #include "shardplan/layer.hpp"
+#include "shardplan/model.hpp"
 #include "shardplan/moe.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/rules.hpp"
@@ -179,4 +181,33 @@ TEST_CASE("the rule table: overlap needs EP and a framework that runs it; dispat
   CHECK(broken(p, tr, RuleId::framework_moe_dispatcher));
   tr.framework = load_framework(Framework::megatron);
   CHECK_FALSE(broken(p, tr, RuleId::framework_moe_dispatcher));
+}
+
+TEST_CASE("ZeRO-3 gathers a MoE model's experts too, over the expert-data-parallel group") {
+  // Mixtral 8x7B on 8 H100s, ZeRO-3, no EP: each unit's gather is its dense share over the 8
+  // data-parallel ranks and its expert share over the same 8 (the expert-data group is the data
+  // group without EP). Before the experts were counted, only the first term was priced.
+  const ModelSpec m = load_model("mixtral-8x7b");
+  TrainingSpec tr = test::training(4096, 8);
+  tr.framework = load_framework(Framework::fsdp);
+  const ClusterSpec c = test::cluster(8, "dgx-h100");
+  ParallelPlan p = test::plan(8, 1, 1);
+  p.zero = 3;
+  const Estimate e = estimate(m, tr, p, c, Simulation::skip);
+  const DeviceParams dev = device_params(m, p, 0);
+  const double units = m.layers + 2.0;  // the layers, the embedding and the LM head
+  const Placement dp = placement_of(Parallelism::data, p, c);
+  const Placement edp = expert_data_placement(p, c);
+  CHECK(edp.ranks == 8);
+  const double share = tr.framework.pricing.zero3_busbw.at(dp);
+  const double bytes = tr.recipe.all_gather_bytes;
+  const double expect =
+      (collective_time(Collective::all_gather, dev.dense / units * bytes, dp, c) +
+       collective_time(Collective::all_gather, dev.experts / units * bytes, edp, c)) /
+      share;
+  CHECK(dev.experts > 10 * dev.dense);  // Mixtral's weights are mostly experts
+  CHECK(e.comm.dp_params.call_s == doctest::Approx(expect));
+  // With EP 8 every rank holds its experts whole: nothing of them to gather.
+  p.ep = 8;
+  CHECK(expert_data_placement(p, c).ranks == 1);
 }
