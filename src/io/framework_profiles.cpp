@@ -268,10 +268,11 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
     f.beyond_corpus = read_accuracy_class(b, false);
   }
   StrictObject sources = o.object("sources");
+  // moe_a2a_overlap: the MoE capabilities (the overlap switch and its schedules, the dispatchers).
   for (const char* key : {"capabilities", "collectives", "overlap", "kernels", "recompute",
-                          "memory", "loss", "max_published_mfu", "fp8_default_recipe"})
+                          "memory", "loss", "max_published_mfu", "fp8_default_recipe",
+                          "moe_a2a_overlap"})
     sources.string(key);
-  sources.string("moe_a2a_overlap");  // the MoE capabilities: the overlap switch, the dispatchers
   f.max_published_mfu_source = j.at("sources").at("max_published_mfu").get<std::string>();
   sources.finish();
   o.finish();
@@ -284,12 +285,10 @@ FrameworkProfile load_framework(Framework id) {
   static std::map<Framework, FrameworkProfile> cache;
   if (auto it = cache.find(id); it != cache.end()) return it->second;
   const std::string path = fmt::format("frameworks/{}.json", to_string(id));
-  for (const EmbeddedFile& f : embedded_profiles()) {
-    if (path != f.path) continue;
-    const std::string where = "profiles/" + path;
-    return cache.emplace(id, framework_from_json(parse_json(f.text, where), where)).first->second;
-  }
-  throw InputError("--framework", "no profile " + path + " in this build");
+  const EmbeddedFile* f = find_embedded(path);
+  if (!f) throw InputError("--framework", "no profile " + path + " in this build");
+  const std::string where = "profiles/" + path;
+  return cache.emplace(id, framework_from_json(parse_json(f->text, where), where)).first->second;
 }
 
 }  // namespace shardplan

@@ -91,14 +91,12 @@ PrecisionRecipe load_recipe(Precision precision) {
   if (auto it = cache.find(precision); it != cache.end()) return it->second;
   SHARDPLAN_CHECK(precision != Precision::fp8, "the fp8 alias resolves before loading");
   const std::string path = fmt::format("precisions/{}.json", to_string(precision));
-  for (const EmbeddedFile& f : embedded_profiles()) {
-    if (path != f.path) continue;
-    const std::string where = "profiles/" + path;
-    PrecisionRecipe r = recipe_from_json(parse_json(f.text, where), where);
-    SHARDPLAN_CHECK(r.id == precision, "a recipe file named after its recipe");
-    return cache.emplace(precision, r).first->second;
-  }
-  throw InputError("--precision", "no profile " + path + " in this build");
+  const EmbeddedFile* f = find_embedded(path);
+  if (!f) throw InputError("--precision", "no profile " + path + " in this build");
+  const std::string where = "profiles/" + path;
+  PrecisionRecipe r = recipe_from_json(parse_json(f->text, where), where);
+  SHARDPLAN_CHECK(r.id == precision, "a recipe file named after its recipe");
+  return cache.emplace(precision, r).first->second;
 }
 
 Precision resolve_precision(Precision precision, const FrameworkProfile& framework) {

@@ -401,10 +401,9 @@ ModelSpec load_model(const std::string& name_or_path, const std::string& field) 
 namespace {
 
 std::string embedded_text(const std::string& path) {
-  for (const EmbeddedFile& f : embedded_profiles()) {
-    if (path == f.path) return f.text;
-  }
-  SHARDPLAN_CHECK(false, "a validation file is not embedded");
+  const EmbeddedFile* f = find_embedded(path);
+  SHARDPLAN_CHECK(f != nullptr, "a validation file is not embedded");
+  return f->text;
 }
 
 }  // namespace
@@ -415,6 +414,13 @@ std::string default_published_runs() {
 
 std::string default_holdout_runs() {
   return embedded_text("validation/holdout-runs.json");
+}
+
+const EmbeddedFile* find_embedded(const std::string& path) {
+  for (const EmbeddedFile& f : embedded_profiles()) {
+    if (path == f.path) return &f;
+  }
+  return nullptr;
 }
 
 }  // namespace shardplan

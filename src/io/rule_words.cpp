@@ -113,6 +113,17 @@ std::string stack(const RuleContext& c) {
   return f.name.empty() ? std::string("the stack") : f.name;
 }
 
+// "1f1b, interleaved": the names of a capability's values, as the flags take them.
+template <typename E>
+std::string name_list(const std::vector<E>& values) {
+  std::string s;
+  for (E v : values) {
+    if (!s.empty()) s += ", ";
+    s += to_string(v);
+  }
+  return s;
+}
+
 std::string zero_list(const FrameworkCaps& caps) {
   std::string s;
   for (int z : caps.zero_stages) s += (s.empty() ? "" : ", ") + std::to_string(z);
@@ -143,9 +154,7 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
     case RuleId::framework_pp:
       return {"--pp", fmt::format("{} has no pipeline parallelism{}", f, why)};
     case RuleId::framework_schedule: {
-      std::string runs;
-      for (Schedule s : caps.pipeline_schedules)
-        runs += (runs.empty() ? "" : ", ") + std::string(to_string(s));
+      const std::string runs = name_list(caps.pipeline_schedules);
       const bool interleaved = schedule_of(p) == Schedule::interleaved;
       if (caps.has_schedule(schedule_of(p))) {
         return {"--interleave", fmt::format("{} runs {} only with 2 or more virtual stages per "
@@ -180,16 +189,11 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
                   : fmt::format("{} has no switch that hides expert all-to-alls behind another "
                                 "micro-batch's compute{}",
                                 f, why)};
-    case RuleId::framework_moe_dispatcher: {
-      std::string runs;
-      for (MoeDispatcher d : caps.moe_dispatchers) {
-        if (!runs.empty()) runs += ", ";
-        runs += to_string(d);
-      }
+    case RuleId::framework_moe_dispatcher:
       return {"--moe-dispatcher",
-              fmt::format("{} runs the MoE dispatchers {} only{}; {} is not one of them", f, runs,
-                          why, to_string(c.training.moe_dispatcher))};
-    }
+              fmt::format("{} runs the MoE dispatchers {} only{}; {} is not one of them", f,
+                          name_list(caps.moe_dispatchers), why,
+                          to_string(c.training.moe_dispatcher))};
     case RuleId::framework_fp8:
       return {"--precision", fmt::format("{} has no fp8 training path{}; use bf16", f, why)};
     case RuleId::framework_fp16:

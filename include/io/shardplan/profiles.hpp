@@ -17,6 +17,8 @@ struct EmbeddedFile {
   const char* text;
 };
 const std::vector<EmbeddedFile>& embedded_profiles();
+/// The embedded profile at `path` (relative to profiles/), or nullptr when the build has none.
+const EmbeddedFile* find_embedded(const std::string& path);
 
 enum class ProfileKind { gpu, link, cluster, model };
 
