@@ -90,8 +90,12 @@ void add_plan_options(CLI::App& app, PlanningOptions& o) {
   add_flag_group(app, o, "Plan");
 }
 
-Offload parse_offload(const std::string& list, const std::string& to) {
+Offload parse_offload(const std::string& list, const std::string& to,
+                      const std::string& activation_layers) {
   Offload off;
+  // At most a model's layers; the rule table checks N against the plan's stages.
+  off.activation_layers =
+      parse_int_or(activation_layers, "--offload-activation-layers", 0, 100'000);
   if (list != "none") {
     for (const std::string& part : split_list(list)) {
       if (part == "optimizer") {
@@ -109,7 +113,9 @@ Offload parse_offload(const std::string& list, const std::string& to) {
   }
   if (!to.empty()) {
     if (!off.any())
-      throw InputError("--offload-to", "needs --offload optimizer|params|activations");
+      throw InputError("--offload-to",
+                       "needs --offload optimizer|params|activations or "
+                       "--offload-activation-layers N");
     off.to = parse_offload_target(to, "--offload-to");
   }
   return off;
@@ -316,7 +322,7 @@ ParallelPlan plan_from_flags(const PlanningOptions& o) {
           o.recompute.empty() ? Recompute::none : parse_recompute(o.recompute, "--recompute"),
       .sequence_parallel = o.sequence_parallel,
       .interleave = parse_int_or(o.interleave, "--interleave", 1),
-      .offload = parse_offload(o.offload, o.offload_to),
+      .offload = parse_offload(o.offload, o.offload_to, o.offload_activation_layers),
       .moe_a2a_overlap = o.moe_a2a_overlap};
   resolve_pipeline(o, p);
   return p;

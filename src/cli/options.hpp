@@ -36,6 +36,7 @@ struct PlanningOptions {
   std::string schedule, first_stage_layers, last_stage_layers;
   std::string expert_tp;
   std::string offload, offload_to;
+  std::string offload_activation_layers;  // --offload-activation-layers N
   bool sequence_parallel = false;
   bool moe_a2a_overlap = false;
   bool allow_tp_across_nodes = false;
@@ -50,8 +51,10 @@ void add_training_options(CLI::App& app, PlanningOptions& o);
 void add_cluster_options(CLI::App& app, PlanningOptions& o);
 void add_plan_options(CLI::App& app, PlanningOptions& o);
 void add_json_option(CLI::App& app, PlanningOptions& o);
-/// --offload's comma list and --offload-to; exit-2 errors name the flag.
-Offload parse_offload(const std::string& list, const std::string& to);
+/// --offload's comma list, --offload-to and --offload-activation-layers; exit-2 errors name the
+/// flag.
+Offload parse_offload(const std::string& list, const std::string& to,
+                      const std::string& activation_layers = "");
 /// Model, training, cluster, plan, --from and --json flags on `app`; the options live as long as the
 /// returned pointer (the subcommand's runner keeps it).
 std::shared_ptr<PlanningOptions> add_planning_options(CLI::App& app);

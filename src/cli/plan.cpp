@@ -157,7 +157,8 @@ PlanningRequest planning_request(const PlanFlags& f, bool threads_given) {
 PlanningResult plan_with_offload(const PlanFlags& f, const Inputs& in,
                                  const PlanningRequest& request) {
   PlanningResult planned = plan_cluster(in.model, in.training, in.cluster, request);
-  const Offload asked = parse_offload(f.o.offload, f.o.offload_to);
+  const Offload asked =
+      parse_offload(f.o.offload, f.o.offload_to, f.o.offload_activation_layers);
   if (asked.any() || planned.found.ranked.empty()) {
     if (asked.any())
       planned.space.offload.push_back(asked);

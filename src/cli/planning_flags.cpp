@@ -128,6 +128,13 @@ const std::vector<PlanningFlag> kTable = {
      "it, offload is searched only when nothing else fits"},
     {"Plan", "--offload-to", "Where --offload keeps them: cpu | nvme (default cpu)",
      &O::offload_to, nullptr, true, "Where --offload keeps them: cpu | nvme"},
+    {"Plan", "--offload-activation-layers",
+     "Send the saved activations of N layers per pipeline stage to host memory after their "
+     "forward and fetch them for backward, no recompute (Megatron-Core --cpu-offloading "
+     "--cpu-offloading-num-layers; over NVLink-C2C on GB200 / GB300, PCIe elsewhere)",
+     &O::offload_activation_layers, nullptr, true,
+     "Also search plans that offload the saved activations of N layers to host memory "
+     "(Megatron-Core --cpu-offloading-num-layers)"},
 };
 
 void add_row(CLI::App& app, PlanningOptions& o, const PlanningFlag& f, const char* help) {

@@ -126,6 +126,14 @@ void parallel_args(Args& a, const EmitInputs& in) {
         .add("--optimizer-offload-fraction", "1.0")
         .add("--use-precision-aware-optimizer");
   }
+  // Megatron-Core's layer CPU offloading (TransformerConfig.cpu_offloading and
+  // cpu_offloading_num_layers, megatron/core/transformer/transformer_config.py): the saved
+  // activations of N layers go to host memory after their forward, through Transformer Engine's
+  // cpu_offload context; its checks (N < num_layers, pp 1, no recompute) are the rule
+  // framework_offload_layers'.
+  if (p.offload.activation_layers > 0) {
+    a.add("--cpu-offloading").add("--cpu-offloading-num-layers", p.offload.activation_layers);
+  }
   if (fsdp(p)) {
     a.add("--use-megatron-fsdp")
         .add("--data-parallel-sharding-strategy",

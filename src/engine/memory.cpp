@@ -183,7 +183,8 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
     s.gathered_layers_bytes = 2.0 * dev.largest_layer * (per.weights + per.weight_copies);
     s.unsharded_grad_bytes = dev.largest_layer * per.gradients;
   }
-  offload_stage_memory(s, p, per, tr.framework.caps.offload);
+  offload_stage_memory(s, p, per, tr.framework.caps.offload,
+                       m.has_architecture() ? stage_layers(m.layers, p, stage) : 0);
   s.context_bytes = c.gpu.context_bytes;
   s.nccl_communicators = communicators(p);
   s.nccl_bytes = s.nccl_communicators * kNcclBytesPerCommunicator;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "shardplan/memory.hpp"
+#include "shardplan/plan.hpp"
 
 namespace shardplan {
 
@@ -33,6 +34,50 @@ const char* to_string(OffloadProblem p) {
       return "activations_need_recompute";
   }
   return "";
+}
+
+const char* to_string(ActivationLayersProblem p) {
+  switch (p) {
+    case ActivationLayersProblem::none:
+      return "none";
+    case ActivationLayersProblem::not_supported:
+      return "not_supported";
+    case ActivationLayersProblem::with_checkpoints:
+      return "with_checkpoints";
+    case ActivationLayersProblem::to_nvme:
+      return "to_nvme";
+    case ActivationLayersProblem::with_pp:
+      return "with_pp";
+    case ActivationLayersProblem::with_recompute:
+      return "with_recompute";
+    case ActivationLayersProblem::too_many:
+      return "too_many";
+  }
+  return "";
+}
+
+ActivationLayersProblem activation_layers_problem(const ParallelPlan& p, int fewest_layers,
+                                                  const OffloadCaps& caps) {
+  using A = ActivationLayersProblem;
+  const Offload& o = p.offload;
+  if (o.activation_layers <= 0) return A::none;
+  if (!caps.activation_layers) return A::not_supported;
+  if (o.activations) return A::with_checkpoints;
+  if (o.to == OffloadTarget::nvme) return A::to_nvme;
+  if (p.pp > 1 && !caps.activation_layers_with_pp) return A::with_pp;
+  if (p.recompute != Recompute::none && !caps.activation_layers_with_recompute)
+    return A::with_recompute;
+  // Megatron-Core: cpu_offloading_num_layers < num_layers (the last layer's backward comes
+  // straight after its forward: nothing to hide its copies behind).
+  if (o.activation_layers >= fewest_layers) return A::too_many;
+  return A::none;
+}
+
+int fewest_stage_layers(const ModelSpec& m, const ParallelPlan& p) {
+  if (!m.has_architecture() || p.pp < 1) return 0;
+  int fewest = stage_layers(m.layers, p, 0);
+  for (int s = 1; s < p.pp; ++s) fewest = std::min(fewest, stage_layers(m.layers, p, s));
+  return fewest;
 }
 
 OffloadSupport offload_support(const FrameworkCaps& caps) {
@@ -94,8 +139,27 @@ int gpus_on_node(const ClusterSpec& c) {
   return std::max(1, std::min(c.gpus, c.gpus_per_node));
 }
 
+namespace {
+
+// Offloaded layers: of the in-flight layer-micro-batches, N layers' worth per micro-batch leave,
+// less what the device keeps while copies run (kOffloadedLayersKeptOnDevice).
+void offload_layers_memory(StageMemory& s, int layers, int stage_layers) {
+  if (layers <= 0 || stage_layers <= 0 || s.layers_in_flight <= 0) return;
+  const double per_layer = s.layer_activations_bytes / s.layers_in_flight;
+  const double micro_batches = s.layers_in_flight / stage_layers;
+  const double offloaded = std::min(layers, stage_layers) * micro_batches;
+  const double moved =
+      (offloaded - std::min(offloaded, kOffloadedLayersKeptOnDevice)) * per_layer;
+  s.layer_activations_bytes -= moved;
+  s.activations_bytes -= moved;
+  s.offloaded_bytes += moved;
+  s.host_bytes += moved;
+}
+
+}  // namespace
+
 void offload_stage_memory(StageMemory& s, const ParallelPlan& p, const StateBytes& per,
-                          const OffloadCaps& caps) {
+                          const OffloadCaps& caps, int stage_layers) {
   const Offload& o = p.offload;
   if (!o.any()) return;
   const bool nvme = o.to == OffloadTarget::nvme;
@@ -129,6 +193,7 @@ void offload_stage_memory(StageMemory& s, const ParallelPlan& p, const StateByte
     s.offloaded_bytes += moved;
     s.host_bytes += moved;
   }
+  offload_layers_memory(s, o.activation_layers, stage_layers);
 }
 
 OffloadTime offload_time(const Offload& o, const HostSpec& h, const OffloadInputs& in) {
@@ -157,10 +222,23 @@ OffloadTime offload_time(const Offload& o, const HostSpec& h, const OffloadInput
     t.activations_s =
         in.micro_batches * in.activation_bytes_per_micro_batch * (1.0 / down + 1.0 / up);
   }
+  if (o.activation_layers > 0) {
+    // Each copy runs on its own stream beside one layer's pass (Megatron Bridge docs, CPU
+    // Offloading: "overlaps computation with data transfers"); only its excess is exposed.
+    const double n = static_cast<double>(in.micro_batches) * o.activation_layers;
+    const double down_one = in.layer_activation_bytes / down;
+    const double up_one = in.layer_activation_bytes / up;
+    t.offloaded_layers = o.activation_layers;
+    t.layers_down_s = n * down_one;
+    t.layers_up_s = n * up_one;
+    t.layers_exposed_s = n * (std::max(0.0, down_one - in.layer_forward_s) +
+                              std::max(0.0, up_one - in.layer_backward_s));
+  }
   if (nvme) t.nvme_s = nvme_bytes / h.nvme_bytes_per_s;
   const double overlappable = t.gradients_down_s + t.params_fetch_s + t.activations_s;
   t.hidden_s = std::min(overlappable, in.compute_s);
-  t.exposed_s = overlappable - t.hidden_s + t.weights_up_s + t.cpu_adam_s + t.nvme_s;
+  t.exposed_s = overlappable - t.hidden_s + t.weights_up_s + t.cpu_adam_s + t.nvme_s +
+                t.layers_exposed_s;
   return t;
 }
 

@@ -111,7 +111,11 @@ std::string describe(const ParallelPlan& p) {
     if (o.optimizer) parts.push_back("optimizer");
     if (o.params) parts.push_back("params");
     if (o.activations) parts.push_back("activations");
-    s += fmt::format(", offload {} to {}", fmt::join(parts, "+"), to_string(o.to));
+    if (!parts.empty())
+      s += fmt::format(", offload {} to {}", fmt::join(parts, "+"), to_string(o.to));
+    if (o.activation_layers > 0)
+      s += fmt::format(", activations of {} layers offloaded to {}", o.activation_layers,
+                       to_string(o.to));
   }
   return s;
 }

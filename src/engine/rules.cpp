@@ -212,6 +212,13 @@ bool framework_offload_shards(P p, C c) {
   return p.offload.any() && shard_ranks < c.caps().offload.min_shard_ranks;
 }
 
+// Offload of N layers' activations (offload.hpp activation_layers_problem).
+bool framework_offload_layers(P p, C c) {
+  return p.offload.activation_layers > 0 &&
+         activation_layers_problem(p, fewest_stage_layers(c.model, p), c.caps().offload) !=
+             ActivationLayersProblem::none;
+}
+
 }  // namespace
 
 const std::vector<Rule>& plan_rules() {
@@ -258,6 +265,7 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::framework_tp_across_nodes, framework_tp_across_nodes},
       {RuleId::framework_replicate_1d, framework_replicate_1d},
       {RuleId::framework_offload_shards, framework_offload_shards},
+      {RuleId::framework_offload_layers, framework_offload_layers},
   };
   return rules;
 }
@@ -383,6 +391,8 @@ const char* to_string(RuleId r) {
       return "framework_replicate_1d";
     case RuleId::framework_offload_shards:
       return "framework_offload_shards";
+    case RuleId::framework_offload_layers:
+      return "framework_offload_layers";
   }
   return "";
 }

@@ -149,7 +149,7 @@ using Key =
 
 int offload_code(const Offload& o) {
   return (o.optimizer ? 1 : 0) | (o.params ? 2 : 0) | (o.activations ? 4 : 0) |
-         (o.to == OffloadTarget::nvme ? 8 : 0);
+         (o.to == OffloadTarget::nvme ? 8 : 0) | (o.activation_layers << 4);
 }
 
 Key key_of(const Candidate& cand) {

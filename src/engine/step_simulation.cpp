@@ -201,7 +201,8 @@ bool same_plan(const ParallelPlan& a, const ParallelPlan& b) {
     return std::tie(p.dp, p.tp, p.pp, p.cp, p.ep, p.etp, p.zero, p.micro_batch, p.recompute,
                     p.sequence_parallel, p.interleave, p.schedule, p.first_stage_layers,
                     p.last_stage_layers, p.offload.optimizer, p.offload.params,
-                    p.offload.activations, p.offload.to, p.moe_a2a_overlap);
+                    p.offload.activations, p.offload.to, p.offload.activation_layers,
+                    p.moe_a2a_overlap);
   };
   return fields(a) == fields(b);
 }

@@ -210,6 +210,13 @@ OffloadTime offload_cost(const ModelSpec& m, const ParallelPlan& p, const Cluste
   }
   in.compute_s = t.compute_s;
   in.gpus_on_node = gpus_on_node(c);
+  if (p.offload.activation_layers > 0 && m.has_architecture()) {
+    // Offloaded layers hide behind one layer's pass on the first stage (which holds them at pp 1).
+    const double layers = std::max(1, stage_layers(m.layers, p, 0));
+    in.layer_activation_bytes = mem.activations.layer_saved[static_cast<int>(p.recompute)];
+    in.layer_forward_s = t.first_stage.forward_s / layers;
+    in.layer_backward_s = (t.first_stage.input_grad_s + t.first_stage.weight_grad_s) / layers;
+  }
   return offload_time(p.offload, c.host, in);
 }
 

@@ -93,6 +93,11 @@ FrameworkCaps read_caps(StrictObject o) {
   if (c.offload.gradient_bucket_elements < 0) {
     throw InputError(off.field("gradient_bucket_elements"), "must be 0 or more elements");
   }
+  // Offload of N layers' activations without recompute (sources.offload_layers).
+  c.offload.activation_layers = off.boolean_or("activation_layers", false);
+  c.offload.activation_layers_with_pp = off.boolean_or("activation_layers_with_pp", false);
+  c.offload.activation_layers_with_recompute =
+      off.boolean_or("activation_layers_with_recompute", false);
   off.finish();
   o.finish();
   return c;
@@ -271,7 +276,7 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
   // moe_a2a_overlap: the MoE capabilities (the overlap switch and its schedules, the dispatchers).
   for (const char* key : {"capabilities", "collectives", "overlap", "kernels", "recompute",
                           "memory", "loss", "max_published_mfu", "fp8_default_recipe",
-                          "moe_a2a_overlap"})
+                          "moe_a2a_overlap", "offload_layers"})
     sources.string(key);
   f.max_published_mfu_source = j.at("sources").at("max_published_mfu").get<std::string>();
   sources.finish();

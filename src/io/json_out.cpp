@@ -138,6 +138,8 @@ nlohmann::json to_json(const ParallelPlan& p) {
                     {"params", p.offload.params},
                     {"activations", p.offload.activations},
                     {"to", to_string(p.offload.to)}};
+    // Only a plan that offloads layers' activations (Megatron-Core --cpu-offloading-num-layers).
+    if (p.offload.activation_layers > 0) j["offload"]["activation_layers"] = p.offload.activation_layers;
   }
   return j;
 }

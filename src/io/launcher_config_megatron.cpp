@@ -41,7 +41,8 @@ const std::set<std::string> kRead = {
     "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
     "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
     "--data-parallel-sharding-strategy", "--use-torch-fsdp2", "--optimizer-cpu-offload",
-    "--overlap-grad-reduce", "--tp-comm-overlap", "--bf16", "--fp16", "--fp8-format",
+    "--cpu-offloading", "--cpu-offloading-num-layers", "--cpu-offloading-weights",
+    "--cpu-offloading-activations", "--overlap-grad-reduce", "--tp-comm-overlap", "--bf16", "--fp16", "--fp8-format",
     "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32", "--recompute-granularity",
     "--optimizer", "--attention-backend", "--swiglu", "--ffn-hidden-size", "--moe-ffn-hidden-size",
     "--group-query-attention", "--moe-expert-capacity-factor",
@@ -118,6 +119,7 @@ const std::set<std::string> kSwitches = {
     "--bf16", "--fp16", "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32",
     "--swiglu", "--group-query-attention", "--standalone", "--overlap-moe-expert-parallel-comm",
     "--moe-enable-deepep", "--moe-router-force-load-balancing", "--delay-wgrad-compute",
+    "--cpu-offloading", "--cpu-offloading-weights", "--cpu-offloading-activations",
 };
 
 using Args = std::map<std::string, std::string>;  // argument -> value ("" for a switch)
@@ -231,6 +233,27 @@ void precision(const Args& a, Builder& b) {
     b.set("--fp32-grads", "true", "--accumulate-allreduce-grads-in-fp32");
 }
 
+// Megatron-Core's layer CPU offloading: --cpu-offloading with --cpu-offloading-num-layers N
+// (TransformerConfig.cpu_offloading_num_layers, default 0: nothing offloaded). Offloading the
+// layers' weights as well (--cpu-offloading-weights) is not priced here.
+void offload_layers(const Args& a, Builder& b) {
+  const std::string n = arg(a, "--cpu-offloading-num-layers");
+  if (a.count("--cpu-offloading-weights")) {
+    b.refuse("--cpu-offloading-weights",
+             "offloading the layers' weights is not priced; only their activations are");
+  }
+  if (!a.count("--cpu-offloading")) {
+    if (!n.empty() && n != "0")
+      b.note_default("--cpu-offloading-num-layers without --cpu-offloading: nothing offloaded");
+    return;
+  }
+  if (n.empty() || n == "0") {
+    b.note_default("--cpu-offloading with no --cpu-offloading-num-layers: 0 layers offloaded");
+    return;
+  }
+  b.set("--offload-activation-layers", n, "--cpu-offloading-num-layers");
+}
+
 void recompute_and_optimizer(const Args& a, Builder& b) {
   const std::string r = arg(a, "--recompute-granularity");
   if (r == "full" || r == "selective") {
@@ -249,6 +272,7 @@ void recompute_and_optimizer(const Args& a, Builder& b) {
     b.refuse("--optimizer", "'" + opt + "' is not adam or sgd");
   }
   if (a.count("--optimizer-cpu-offload")) b.set("--offload", "optimizer", "--optimizer-cpu-offload");
+  offload_layers(a, b);
   const std::string backend = arg(a, "--attention-backend");
   if (backend == "unfused") b.set("--attention", "standard", "--attention-backend");
 }

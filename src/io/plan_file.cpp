@@ -214,6 +214,14 @@ ParallelPlan read_plan(StrictObject o) {
     p.offload.params = off.boolean("params");
     p.offload.activations = off.boolean("activations");
     p.offload.to = parse_offload_target(off.string("to"), off.field("to"));
+    // Written only when the plan offloads layers' activations.
+    p.offload.activation_layers = off.integer_or("activation_layers", 0);
+    if (p.offload.activation_layers < 0) {
+      throw InputError(off.field("activation_layers"),
+                       fmt::format("{} is not a layer count; give 1 or more layers (or leave "
+                                   "it out: none)",
+                                   p.offload.activation_layers));
+    }
     off.finish();
   }
   if (o.integer("gpus") != p.gpus()) {

@@ -27,7 +27,7 @@ nlohmann::json to_json(const StepTime& s) {
                       {"micro_batches", s.micro_batches},
                       {"critical_stage", s.critical_stage},
                       {"schedule", s.schedule}};
-  if (s.offload_s > 0 || s.offload.cpu_adam_s > 0) {
+  if (s.offload_s > 0 || s.offload.cpu_adam_s > 0 || s.offload.offloaded_layers > 0) {
     const OffloadTime& o = s.offload;
     j["offload"] = {{"gradients_down_s", o.gradients_down_s},
                     {"weights_up_s", o.weights_up_s},
@@ -39,11 +39,42 @@ nlohmann::json to_json(const StepTime& s) {
                     {"exposed_s", o.exposed_s},
                     {"link_figure", o.link_measured ? "measured" : "datasheet"},
                     {"dram_figure", o.dram_measured ? "measured" : "datasheet"}};
+    if (o.offloaded_layers > 0) {
+      j["offload"]["layers"] = {{"layers", o.offloaded_layers},
+                                {"down_s", o.layers_down_s},
+                                {"up_s", o.layers_up_s},
+                                {"exposed_s", o.layers_exposed_s}};
+    }
   }
   return j;
 }
 
 namespace {
+
+// The offload row: the optimizer / weight / checkpoint offload's parts, and the offloaded
+// layers' copies over the host link (C2C or PCIe) with what their layers' passes leave exposed.
+std::string offload_words(const OffloadTime& o, const HostSpec& h) {
+  std::string words;
+  if (o.cpu_adam_s > 0 || o.weights_up_s > 0 || o.nvme_s > 0 || o.gradients_down_s > 0 ||
+      o.params_fetch_s > 0 || o.activations_s > 0) {
+    words = fmt::format("CPU Adam {}, weights up {}, NVMe {}; PCIe during fwd/bwd {} ({} hidden)",
+                        format_seconds(o.cpu_adam_s), format_seconds(o.weights_up_s),
+                        format_seconds(o.nvme_s),
+                        format_seconds(o.gradients_down_s + o.params_fetch_s + o.activations_s),
+                        format_seconds(o.hidden_s));
+  }
+  if (o.offloaded_layers > 0) {
+    words += fmt::format("{}{} layers' activations over {}: {} down in forward, {} up in "
+                         "backward, {} of it past the layers' passes",
+                         words.empty() ? "" : "; ", o.offloaded_layers,
+                         h.link_name.empty() ? "the host link" : h.link_name,
+                         format_seconds(o.layers_down_s), format_seconds(o.layers_up_s),
+                         format_seconds(o.layers_exposed_s));
+  }
+  return words + fmt::format("; host link {}, CPU memory {}",
+                             o.link_measured ? "measured" : "datasheet",
+                             o.dram_measured ? "measured (probe)" : "datasheet x efficiency");
+}
 
 // The JSON key of each simulated communication stream.
 const char* stream_key(SimStream s) {
@@ -196,16 +227,8 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
       s.optimizer_in_mfu         ? "included in the assumed MFU"
       : s.offload.cpu_adam_s > 0 ? "on the CPU: in the offload row"
                                  : "memory-bound update of the local states");
-  if (s.offload_s > 0 || s.offload.cpu_adam_s > 0) {
-    const OffloadTime& o = s.offload;
-    row("offload", s.offload_s,
-        fmt::format("CPU Adam {}, weights up {}, NVMe {}; PCIe during fwd/bwd {} ({} hidden); "
-                    "host link {}, CPU memory {}",
-                    format_seconds(o.cpu_adam_s), format_seconds(o.weights_up_s),
-                    format_seconds(o.nvme_s),
-                    format_seconds(o.gradients_down_s + o.params_fetch_s + o.activations_s),
-                    format_seconds(o.hidden_s), o.link_measured ? "measured" : "datasheet",
-                    o.dram_measured ? "measured (probe)" : "datasheet x efficiency"));
+  if (s.offload_s > 0 || s.offload.cpu_adam_s > 0 || s.offload.offloaded_layers > 0) {
+    row("offload", s.offload_s, offload_words(s.offload, c.host));
   }
   t.add_rule();
   row("step", s.step_s, "");

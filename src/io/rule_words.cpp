@@ -130,6 +130,44 @@ std::string zero_list(const FrameworkCaps& caps) {
   return s;
 }
 
+// Why the plan's offload of N layers' activations cannot run.
+std::string offload_layers_words(const ParallelPlan& p, const RuleContext& c,
+                                 const std::string& why) {
+  const std::string f = stack(c);
+  const int fewest = fewest_stage_layers(c.model, p);
+  const int n = p.offload.activation_layers;
+  switch (activation_layers_problem(p, fewest, c.caps().offload)) {
+    case ActivationLayersProblem::none:
+      return "";
+    case ActivationLayersProblem::not_supported:
+      return fmt::format("{} cannot offload the activations of whole layers{} (its profile's "
+                         "capabilities.offload.activation_layers); Megatron-LM can",
+                         f, why);
+    case ActivationLayersProblem::with_checkpoints:
+      return "offload either the checkpointed layer inputs (--offload activations, with full "
+             "recompute) or N layers' activations without recompute, not both";
+    case ActivationLayersProblem::to_nvme:
+      return "layer activations are offloaded to host memory only; use --offload-to cpu";
+    case ActivationLayersProblem::too_many:
+      return fewest == 0 ? "the model gives no layer shapes, so no layers to offload"
+                         : fmt::format("{} is not below the {} layers of the stage holding the "
+                                       "fewest; use 1 to {} (Megatron-Core: fewer than "
+                                       "num_layers)",
+                                       n, fewest, fewest - 1);
+    case ActivationLayersProblem::with_pp:
+      return fmt::format("{} offloads layers' activations only without pipeline parallelism{} "
+                         "(Megatron-Core: no support for pipeline parallelism with CPU "
+                         "offloading); use --pp 1",
+                         f, why);
+    case ActivationLayersProblem::with_recompute:
+      return fmt::format("{} offloads layers' activations only without recompute{} "
+                         "(Megatron-Core: CPU offloading does not work when activation "
+                         "recomputation is enabled); use --recompute none",
+                         f, why);
+  }
+  return "";
+}
+
 PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
   const ParallelPlan& p = r.plan;
   const FrameworkCaps& caps = c.caps();
@@ -222,6 +260,8 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
                           "--zero 2 or 3 with at least {} data-parallel ranks",
                           f, caps.offload.min_shard_ranks, why, p.zero >= 2 ? p.dp : 1,
                           caps.offload.min_shard_ranks)};
+    case RuleId::framework_offload_layers:
+      return {"--offload-activation-layers", offload_layers_words(p, c, why)};
     default:
       break;
   }
@@ -387,6 +427,8 @@ std::string rule_gist(RuleId rule) {
       return "the framework replicates weights (ZeRO-0) only without tp, pp, cp or ep";
     case RuleId::framework_offload_shards:
       return "the framework offloads only with the weights sharded over enough ranks";
+    case RuleId::framework_offload_layers:
+      return "the framework offloads no layers' activations, or not under this plan";
   }
   return to_string(rule);
 }

@@ -49,6 +49,12 @@ struct OffloadCaps {
   /// What the device keeps of them meanwhile: one reduce bucket of this many elements (DeepSpeed
   /// reduce_bucket_size); 0: nothing beyond the transient gradients memory.cpp already counts.
   double gradient_bucket_elements = 0;
+  /// Offloads the saved activations of N layers without recompute (Offload::activation_layers;
+  /// Megatron-Core's TE cpu-offloading of layers), and whether it combines with pipeline
+  /// parallelism and with activation recompute (Megatron-Core refuses both).
+  bool activation_layers = true;
+  bool activation_layers_with_pp = true;
+  bool activation_layers_with_recompute = true;
 };
 
 /// What a framework can run. A default-constructed value allows everything: the ideal stack the

@@ -1,7 +1,9 @@
 // Offload: optimizer states, weight shards and checkpointed activations kept in host memory or
 // on NVMe between uses (ZeRO-Offload, Ren et al. 2021; ZeRO-Infinity, Rajbhandari et al. 2021;
-// FSDP CPUOffload). Whether a framework allows it, the device memory it frees, the host memory
-// it needs and the step time it adds.
+// FSDP CPUOffload), and the saved activations of N layers sent to host memory without recompute
+// (Megatron-Core's layer CPU offloading, as the GB200 / GB300 recipes run it over NVLink-C2C).
+// Whether a framework allows it, the device memory it frees, the host memory it needs and the
+// step time it adds (docs/offload.md).
 #pragma once
 
 #include <vector>
@@ -64,6 +66,37 @@ OffloadProblem offload_kind_problem(const Offload& offload, const OffloadSupport
 OffloadProblem offload_problem(const ParallelPlan& plan, const ClusterSpec& cluster,
                                const OffloadSupport& allowed = {});
 
+/// Why Offload::activation_layers cannot run, most basic first. Megatron-Core's checks
+/// (megatron/core/transformer/transformer_config.py, TransformerConfig.__post_init__): "CPU
+/// offloading can be done only for layers less than num_layers", "no support for Pipeline
+/// parallelism with CPU offloading", "CPU offloading does not work when activation recomputation
+/// is enabled".
+enum class ActivationLayersProblem {
+  none,
+  not_supported,       // the framework offloads no layers' activations (capabilities.offload)
+  with_checkpoints,    // not together with the checkpointed-input offload (Offload::activations)
+  to_nvme,             // host memory only
+  with_pp,             // the framework's layer offload runs without pipeline parallelism only
+  with_recompute,      // ... and without activation recompute
+  too_many,            // N must be below the layers of the stage that holds the fewest
+};
+const char* to_string(ActivationLayersProblem p);
+
+/// The one place that decides whether `plan.offload.activation_layers` can run; `fewest_layers`
+/// is the fewest transformer layers a pipeline stage holds (the model's layers at pp 1).
+ActivationLayersProblem activation_layers_problem(const ParallelPlan& plan, int fewest_layers,
+                                                  const OffloadCaps& caps);
+
+/// The fewest transformer layers a pipeline stage of `plan` holds; 0 for a model without layer
+/// shapes (nothing to offload layer by layer).
+int fewest_stage_layers(const ModelSpec& model, const ParallelPlan& plan);
+
+/// Layer-micro-batches of the offloaded layers a stage keeps on the device all the same: the one
+/// whose copy to the host is still running when the next layer's forward starts, and the one
+/// fetched back ahead of its backward (Transformer Engine's cpu_offload, which Megatron-Core's
+/// TransformerBlock wraps each layer in: get_cpu_offload_context, one layer of prefetch).
+inline constexpr double kOffloadedLayersKeptOnDevice = 2.0;
+
 /// The offloads the search tries, cheapest first: the optimizer (ZeRO-Offload), then with the
 /// weights (ZeRO-Infinity / FSDP CPU offload), activation checkpoints, or both.
 std::vector<Offload> offload_choices(OffloadTarget to = OffloadTarget::cpu);
@@ -74,8 +107,11 @@ std::vector<Offload> offload_choices(OffloadTarget to = OffloadTarget::cpu);
 /// device keeps one reduce bucket of them (ZeRO-Offload: fp16 weights on the GPU, gradients and
 /// optimizer states on the host; Ren et al. 2021, Sec. 4.1). Weights keep ZeRO-3's gathered
 /// working set on the device; activations keep two layers' inputs (in use and being fetched).
+/// Offloaded layers (Offload::activation_layers): of the stage's in-flight micro-batches, the
+/// saved activations of N of its `stage_layers` layers go to host memory, less
+/// kOffloadedLayersKeptOnDevice layer-micro-batches.
 void offload_stage_memory(StageMemory& stage, const ParallelPlan& plan, const StateBytes& per,
-                          const OffloadCaps& caps = {});
+                          const OffloadCaps& caps = {}, int stage_layers = 0);
 
 /// GPUs of one node: they share its host memory, DRAM bandwidth and NVMe.
 int gpus_on_node(const ClusterSpec& cluster);
@@ -97,6 +133,12 @@ struct OffloadInputs {
   double activation_bytes_per_micro_batch = 0;  // checkpointed inputs moved, one micro-batch
   double compute_s = 0;                         // forward + backward of the step
   int gpus_on_node = 1;
+  // Offloaded layers (Offload::activation_layers): one layer's saved activations for one
+  // micro-batch, and the forward and backward of one layer for one micro-batch its copies hide
+  // behind.
+  double layer_activation_bytes = 0;
+  double layer_forward_s = 0;
+  double layer_backward_s = 0;
 };
 
 /// Per step. Transfers during forward and backward (gradients down, weight fetches, activation
@@ -109,9 +151,17 @@ struct OffloadTime {
   double params_fetch_s = 0;    // 2 x micro-batches x shard x weight bytes / PCIe
   double activations_s = 0;     // 2 x micro-batches x checkpoint bytes / PCIe
   double hidden_s = 0;          // of the overlappable transfers, what compute hides
+  // Offloaded layers: each layer's copy down runs beside the next layer's forward and its fetch
+  // up beside the backward of the layer after it; per layer and micro-batch only what outlasts
+  // that one layer's pass is exposed: max(0, bytes / d2h - forward) + max(0, bytes / h2d -
+  // backward), times N layers and the micro-batches.
+  int offloaded_layers = 0;     // N
+  double layers_down_s = 0;     // micro-batches x N x layer bytes / d2h
+  double layers_up_s = 0;       // micro-batches x N x layer bytes / h2d
+  double layers_exposed_s = 0;  // of the two, what the layers' passes do not hide
   double cpu_adam_s = 0;        // node params x kCpuAdamBytesPerParam / CPU Adam's DRAM rate
   double nvme_s = 0;            // states read and written, weights read per pass, per node
-  double exposed_s = 0;         // what the step grows by
+  double exposed_s = 0;         // what the step grows by (layers_exposed_s included)
   // Which figures priced it: a probe's measurements (HostSpec::measured_*) or the datasheet's.
   bool link_measured = false;
   bool dram_measured = false;

@@ -56,8 +56,9 @@ enum class RuleId {
   framework_tp_across_nodes,
   framework_replicate_1d,
   framework_offload_shards,  // offload applies only with weights sharded over enough ranks
+  framework_offload_layers,  // the framework offloads N layers' activations, under its limits
 };
-inline constexpr int kRules = 42;
+inline constexpr int kRules = 43;
 /// A short snake_case name for JSON and counts ("tp_divides_heads").
 const char* to_string(RuleId r);
 

@@ -30,7 +30,11 @@ struct Offload {
   bool params = false;       // ZeRO-3 weight shards between uses (gathered layer by layer)
   bool activations = false;  // checkpointed layer inputs (full recompute), fetched for backward
   OffloadTarget to = OffloadTarget::cpu;
-  bool any() const { return optimizer || params || activations; }
+  // The saved activations of this many transformer layers per pipeline stage go to host memory
+  // after their forward and come back for their backward, without recompute (Megatron-Core
+  // --cpu-offloading --cpu-offloading-num-layers; offload.hpp). 0: none.
+  int activation_layers = 0;
+  bool any() const { return optimizer || params || activations || activation_layers > 0; }
 };
 
 /// One host's side (the CPUs of one OS image), for offload. All zero when the profile gives none.
