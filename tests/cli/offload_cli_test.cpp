@@ -114,3 +114,58 @@ TEST_CASE("a plan file keeps the offload: emit --plan gives the same DeepSpeed c
   CHECK(j.at("_shardplan").at("plan").at("offload") == rec.at("offload"));
   CHECK(j.at("zero_optimization").at("offload_optimizer").at("device") == "cpu");
 }
+
+namespace {
+// The Megatron-Bridge GB200 FP8-CS recipe for Llama-3.1-405B (llama31_workload_base_configs.py
+// V1): 128 GPUs, TP 2, Megatron-FSDP, GBS 64.
+const std::string kRecipe =
+    "--model llama-3.1-405b --cluster gb200-nvl72 --gpus 128 --tp 2 --zero 3 --sequence-parallel "
+    "--seq-len 8192 --global-batch 64 --precision fp8-tensorwise";
+}  // namespace
+
+TEST_CASE("estimate --offload-activation-layers 92: Llama-3.1-405B fits on GB200, the row says so") {
+  CHECK(run_cli("estimate " + kRecipe).status == 1);  // 336 GiB of 185 GiB without it
+  const auto r = run_cli("estimate " + kRecipe + " --offload-activation-layers 92");
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.out, "activations of 92 layers offloaded to cpu"));
+  CHECK(contains(r.out, "92 layers' activations over nvlink-c2c"));
+  const auto j =
+      nlohmann::json::parse(run_cli("estimate " + kRecipe + " --offload-activation-layers 92 --json").out);
+  CHECK(j.at("plan").at("offload").at("activation_layers") == 92);
+  const auto& layers = j.at("time").at("offload").at("layers");
+  CHECK(layers.at("layers") == 92);
+  CHECK(layers.at("down_s").get<double>() > 0.8);  // 92 x 2.13 GB / 225 GB/s = 0.87 s
+  CHECK(layers.at("exposed_s") == 0);
+  CHECK(j.at("memory").at("fits") == true);
+}
+
+TEST_CASE("--offload-activation-layers: bad counts and frameworks are refused naming the flag") {
+  check_refused("estimate " + kRecipe + " --offload-activation-layers many",
+                "--offload-activation-layers");
+  check_refused("estimate " + kRecipe + " --offload-activation-layers 126",
+                "not below the 126 layers");
+  check_refused("estimate " + kRecipe + " --offload-activation-layers 40 --recompute selective",
+                "without recompute");
+  check_refused("estimate " + kRecipe + " --offload-activation-layers 40 --framework torchtitan",
+                "activations of whole layers");
+  check_refused("estimate " + kRecipe + " --offload-activation-layers 40 --offload-to nvme",
+                "host memory only");
+}
+
+TEST_CASE("offloaded layers go through the plan file and a Megatron-LM script and back") {
+  const std::string dir = make_temp_dir();
+  const auto est = run_cli("estimate " + kRecipe + " --offload-activation-layers 92 --json");
+  REQUIRE(est.status == 0);
+  write_file(dir + "/plan.json", est.out);
+  const auto mega = run_cli("emit --format megatron --plan " + dir + "/plan.json -o " + dir + "/m.sh");
+  INFO(mega.err);
+  REQUIRE(mega.status == 0);
+  const std::string script = read_file(dir + "/m.sh");
+  CHECK(contains(script, "--cpu-offloading"));
+  CHECK(contains(script, "--cpu-offloading-num-layers 92"));
+  const auto back = run_cli("estimate --from " + dir + "/m.sh --model llama-3.1-405b --cluster "
+                            "gb200-nvl72 --global-batch 64 --json");
+  INFO(back.err);
+  REQUIRE(back.status == 0);
+  CHECK(nlohmann::json::parse(back.out).at("plan").at("offload").at("activation_layers") == 92);
+}

@@ -188,3 +188,51 @@ TEST_CASE("Megatron-LM: an unknown run length is checked by the script before it
       "chmod +x " + dir + "/torchrun && PATH=" + dir + ":$PATH bash " + dir + "/m.sh 2>/dev/null";
   CHECK(WEXITSTATUS(std::system(bare.c_str())) != 0);
 }
+
+TEST_CASE("Megatron-LM: the GB200 recipe's 92 offloaded layers pass TransformerConfig's checks") {
+  // Megatron-Bridge llama31_workload_base_configs.py, GB200 FP8-CS V1: 128 GPUs, TP 2,
+  // Megatron-FSDP, GBS 64, cpu_offloading_num_layers 92.
+  const ModelSpec m = load_model("llama-3.1-405b");
+  const ClusterSpec c = test::cluster(128, "gb200-nvl72");
+  TrainingSpec t = test::training(8192, 64);
+  t.framework = load_framework(Framework::megatron);
+  set_precision(t, Precision::fp8_tensorwise);
+  ParallelPlan p = test::plan(64, 2, 1);
+  p.zero = 3;
+  p.sequence_parallel = true;
+  p.offload.activation_layers = 92;
+  EmitInputs in{m, c, t, p, estimate(m, t, p, c), {}, {}, "flags", ""};
+  RunbookOptions o;
+  o.checkpoint_interval_s = kDefaultCheckpointIntervalS;
+  in.runbook = plan_runbook(m, t, p, c, in.estimate, o);
+  in.settings =
+      long_run_settings(in.runbook, IntervalChoice::default_interval, kDefaultSeed, false);
+  REQUIRE(megatron_problems(in).empty());
+  const std::string script = emit_text(LauncherFormat::megatron, in);
+  const test::MegatronLaunch l = test::run_megatron_script(script);
+  CHECK(l.args.count("--cpu-offloading") == 1);
+  CHECK(l.args.at("--cpu-offloading-num-layers") == "92");
+  CHECK_MESSAGE(test::megatron_failures(l, m).empty(), joined(test::megatron_failures(l, m)));
+  // The rule has teeth: Megatron-Core refuses all 126 layers, and pipeline parallelism.
+  auto with = [&](const char* flag, const std::string& value) {
+    test::MegatronLaunch c = l;
+    c.args.erase(flag);
+    c.args.emplace(flag, value);
+    return c;
+  };
+  CHECK(failed(test::megatron_failures(with("--cpu-offloading-num-layers", "126"), m),
+               "cpu-offloading"));
+  CHECK(failed(test::megatron_failures(with("--pipeline-model-parallel-size", "2"), m),
+               "cpu-offloading"));
+  // torchtitan, DeepSpeed and accelerate (FSDP) have no such offload: emit refuses it.
+  for (LauncherFormat f :
+       {LauncherFormat::torchtitan, LauncherFormat::deepspeed, LauncherFormat::accelerate}) {
+    const auto problems = launcher_problems(f, in);
+    REQUIRE_FALSE(problems.empty());
+    bool named = false;
+    for (const PlanProblem& q : problems)
+      named |= q.field == "--offload-activation-layers" &&
+               test::contains(q.message, "activations of whole layers");
+    CHECK(named);
+  }
+}

@@ -1,7 +1,8 @@
 // The Megatron-LM rules for mixture-of-experts execution (megatron_rule_parts.hpp): the EP
 // all-to-all overlap, the flex dispatcher and FP8 dispatch, capacity, and the MoE guide's kernels,
 // transcribed from TransformerConfig.__post_init__ (megatron/core/transformer/transformer_config.py)
-// and megatron/core/transformer/moe/README.md at NVIDIA/Megatron-LM commit d98e8a64.
+// and megatron/core/transformer/moe/README.md at NVIDIA/Megatron-LM commit d98e8a64; and the
+// same __post_init__'s checks of layer CPU offloading (cpu_offloading_rule).
 #include <string>
 
 #include "megatron_rule_parts.hpp"
@@ -101,6 +102,20 @@ std::string moe_recipe_rule(const L& l, const ModelSpec& m) {
     return "--moe-aux-loss-coeff is not the config's";
   return fail_if(r.groups > 0 && whole(l, "--moe-router-num-groups", 0) != r.groups,
                  "--moe-router-num-groups is not n_group");
+}
+
+// TransformerConfig.__post_init__ for --cpu-offloading: cpu_offloading_num_layers in
+// [0, num_layers), no pipeline parallelism, no recompute.
+std::string cpu_offloading_rule(const L& l, const ModelSpec& m) {
+  if (!has(l, "--cpu-offloading")) return "";
+  const long long layers = whole(l, "--num-layers", m.layers);
+  const long long n = whole(l, "--cpu-offloading-num-layers", 0);
+  if (n < 0 || n >= layers)
+    return "CPU offloading can be done only for layers less than " + std::to_string(layers);
+  if (whole(l, "--pipeline-model-parallel-size", 1) > 1)
+    return "Currently there is no support for Pipeline parallelism with CPU offloading";
+  return fail_if(has(l, "--recompute-granularity") || has(l, "--recompute-activations"),
+                 "CPU offloading does not work when activation recomputation is enabled");
 }
 
 }  // namespace shardplan::test::rules

@@ -39,5 +39,7 @@ std::string moe_overlap_rule(const L& l, const ModelSpec& m);
 std::string moe_dispatch_rule(const L& l, const ModelSpec& m);
 std::string moe_capacity_rule(const L& l, const ModelSpec& m);
 std::string moe_recipe_rule(const L& l, const ModelSpec& m);
+// Layer CPU offloading's checks (also megatron_moe_rules.cpp).
+std::string cpu_offloading_rule(const L& l, const ModelSpec& m);
 
 }  // namespace shardplan::test::rules

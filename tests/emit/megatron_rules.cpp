@@ -382,6 +382,7 @@ const std::vector<MegatronRule>& megatron_rules() {
        "core/transformer/moe/README.md (grouped GEMM, permute fusion); config.json "
        "router_aux_loss_coef / n_group vs --moe-aux-loss-coeff / --moe-router-num-groups",
        moe_recipe_rule},
+      {"cpu-offloading", "transformer_config.py __post_init__: cpu_offloading", cpu_offloading_rule},
   };
   return rules;
 }

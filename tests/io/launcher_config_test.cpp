@@ -103,6 +103,27 @@ TEST_CASE("Megatron-LM ZeRO stages: distributed optimizer, Megatron FSDP strateg
   CHECK(v.stages.layers_per_stage == 4);
 }
 
+TEST_CASE("Megatron-LM layer CPU offloading: --cpu-offloading with --cpu-offloading-num-layers") {
+  auto layers = [](const std::string& args) {
+    return value(read_launcher_config(args + kShape, "a.args"), "--offload-activation-layers");
+  };
+  CHECK(layers("--cpu-offloading --cpu-offloading-num-layers 20") == "20");
+  // TransformerConfig.cpu_offloading_num_layers defaults to 0; without --cpu-offloading the count
+  // offloads nothing.
+  CHECK(layers("--cpu-offloading") == "");
+  CHECK(layers("--cpu-offloading-num-layers 20") == "");
+  CHECK(noted(read_launcher_config(std::string("--cpu-offloading-num-layers 20") + kShape, "a.args"),
+              "without --cpu-offloading"));
+  // The switch takes no value: the next flag is read as itself.
+  CHECK(layers("--cpu-offloading --cpu-offloading-activations --cpu-offloading-num-layers 8") ==
+        "8");
+  CHECK_THROWS_AS(read_launcher_config(std::string("--cpu-offloading --cpu-offloading-weights "
+                                                   "--cpu-offloading-num-layers 8") +
+                                           kShape,
+                                       "a.args"),
+                  InputError);
+}
+
 TEST_CASE("DeepSpeed JSON: the batch identity gives dp; stage defaults; offload targets") {
   const auto c = read_launcher_config(
       R"({"train_batch_size": 96, "train_micro_batch_size_per_gpu": 2,
