@@ -23,6 +23,9 @@ CASES = [
                  "--zero 1 --sequence-parallel --recompute full --global-batch 256 --tokens 2T "
                  "--gpu-hour-cost 2.5 --json", 0),
     ("estimate", "estimate --params 7e9 --gpus 8 --zero 1 --json", 0),
+    ("estimate", "estimate --model llama-3.1-405b --cluster gb200-nvl72 --gpus 128 --tp 2 "
+                 "--zero 3 --sequence-parallel --seq-len 8192 --global-batch 64 "
+                 "--precision fp8-tensorwise --offload-activation-layers 92 --json", 0),
     ("runbook", "runbook --model gpt3-175b --cluster dgx-a100 --gpus 1024 --tp 8 --pp 8 --zero 1 "
                 "--recompute full --global-batch 1536 --tokens 300B --json", 0),
     ("runbook", "runbook --model llama-3.1-70b --cluster dgx-h100 --gpus 64 --json", 0),
