@@ -184,10 +184,7 @@ Runner setup_emit(CLI::App& sub) {
   add_cluster_options(sub, *o);
   add_plan_options(sub, *o);
   auto e = std::make_shared<EmitFlags>();
-  sub.add_option("--format", e->format,
-                 "deepspeed | megatron | torchtitan | accelerate (default: the plan's framework's "
-                 "launcher; fsdp: accelerate)")
-      ->group("Emit");
+  sub.add_option("--format", e->format, launcher_format_help())->group("Emit");
   sub.add_option("--plan", e->plan_file,
                  "A plan file from `shardplan estimate --json` or `plan --json`")
       ->group("Emit");

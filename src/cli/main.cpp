@@ -11,11 +11,18 @@
 
 #include "commands.hpp"
 #include "parse_errors.hpp"
+#include "shardplan/emit.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/names.hpp"
 
 namespace shardplan::cli {
 namespace {
+
+// "A launcher config (DeepSpeed, Megatron-LM, ...) for a plan", from the launcher table.
+const char* emit_summary() {
+  static const std::string summary = "A launcher config (" + launcher_titles() + ") for a plan";
+  return summary.c_str();
+}
 
 const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
@@ -34,8 +41,7 @@ const std::vector<Command>& command_table() {
        setup_estimate},
       {"runbook", "Long runs: checkpoint size and interval, failures, goodput, and what to do",
        setup_runbook},
-      {"emit", "A launcher config (DeepSpeed, Megatron-LM, torchtitan, accelerate) for a plan",
-       setup_emit},
+      {"emit", emit_summary(), setup_emit},
       {"validate", "Predict published training runs and report the error per case", setup_validate},
       {"list", "List presets: models, gpus, links, clusters", setup_list},
       {"probe", "Measure this cluster (NCCL/cuBLASLt or MPI/BLAS) and write a calibrated profile",

@@ -63,7 +63,9 @@ void resolve_pipeline(const PlanningOptions& o, ParallelPlan& p) {
     return;
   }
   p.schedule = parse_schedule(o.schedule, "--schedule");
-  const bool two_chunks = p.schedule == Schedule::interleaved || is_v_shape(p.schedule);
+  const ScheduleChunks chunks = schedule_row(p.schedule).chunks;
+  const bool two_chunks =
+      chunks == ScheduleChunks::at_least_two || chunks == ScheduleChunks::two_v;
   if (o.interleave.empty() && two_chunks) p.interleave = 2;
   if (p.schedule == Schedule::one_f_one_b && p.interleave > 1) {
     throw InputError("--schedule",

@@ -81,9 +81,9 @@ int plan_all(const PlanFlags& f, const PlanningRequest& request) {
   std::vector<FrameworkPlans> rows;
   std::vector<std::string> notes;  // the defaults taken, the same for every framework
   bool any = false;
-  for (int i = 0; i < kFrameworks; ++i) {
+  for (const FrameworkRow& framework : kFrameworkRows) {
     PlanningOptions o = f.o;
-    o.framework = to_string(static_cast<Framework>(i));
+    o.framework = framework.name;
     Inputs in;
     in.model = resolve_model(o);
     in.cluster = resolve_cluster(o, 0);

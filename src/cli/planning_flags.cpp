@@ -3,11 +3,27 @@
 #include "planning_flags.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "shardplan/schedule.hpp"
 
 namespace shardplan::cli {
 namespace {
 
 using O = PlanningOptions;
+
+// "Stack that runs the plan: megatron | ...", from the framework table.
+const char* framework_help() {
+  static const std::string help = "Stack that runs the plan: " + framework_names(" | ") +
+                                  " (default megatron); its profile sets what can run and how fast";
+  return help.c_str();
+}
+
+// "Pipeline schedule: 1f1b | interleaved | ...", from the schedule table.
+const char* schedule_help() {
+  static const std::string help = "Pipeline schedule: " + schedule_names(" | ");
+  return help.c_str();
+}
 
 // One row per flag, in the order --help lists them.
 const std::vector<PlanningFlag> kTable = {
@@ -44,10 +60,7 @@ const std::vector<PlanningFlag> kTable = {
      nullptr, &O::no_overlap},
     {"Training", "--tp-comm-overlap",
      "Overlap tensor-parallel comm with GEMMs (Transformer Engine)", nullptr, &O::tp_comm_overlap},
-    {"Training", "--framework",
-     "Stack that runs the plan: megatron | deepspeed | torchtitan | fsdp (default megatron); its "
-     "profile sets what can run and how fast",
-     &O::framework},
+    {"Training", "--framework", framework_help(), &O::framework},
     {"Training", "--fragmentation", "Allocator reserve as a share of activations (default 0.05)",
      &O::fragmentation},
     {"Training", "--tokens", "Training budget in tokens, e.g. 2T, for time and cost to train",
@@ -110,9 +123,7 @@ const std::vector<PlanningFlag> kTable = {
      "MoE: hide expert all-to-alls behind another micro-batch's compute (Megatron-Core "
      "--overlap-moe-expert-parallel-comm; torchtitan under DualPipeV)",
      nullptr, &O::moe_a2a_overlap, true},
-    {"Plan", "--schedule",
-     "Pipeline schedule: 1f1b | interleaved | gpipe | zb-h1 | zb-v | dualpipe-v", &O::schedule,
-     nullptr, true},
+    {"Plan", "--schedule", schedule_help(), &O::schedule, nullptr, true},
     {"Plan", "--first-stage-layers",
      "Transformer layers of the first (virtual) pipeline stage; the rest split evenly",
      &O::first_stage_layers, nullptr, true},

@@ -154,7 +154,7 @@ AccelerateConfig emit_accelerate(const EmitInputs& in) {
   c.meta.notes = script_duties(in);
   const std::string env =
       fmt::format("ACCELERATE_GRADIENT_ACCUMULATION_STEPS={}", accumulation_steps(in));
-  const std::string config = emit::config_path(in, "accelerate.yaml");
+  const std::string config = emit::config_path(in, LauncherFormat::accelerate);
   c.meta.launch = {cl.nodes() > 1
                        ? fmt::format("on each of the {} machines: {} accelerate launch "
                                      "--config_file {} --machine_rank "

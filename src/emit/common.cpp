@@ -1,5 +1,5 @@
 // What every launcher format shares: the long-run settings from the runbook, the batch identity,
-// the provenance of the plan's numbers, the comment header, and dispatch by format.
+// the provenance of the plan's numbers and the comment header (dispatch by format: launchers.cpp).
 #include "common.hpp"
 
 #include <fmt/format.h>
@@ -12,58 +12,6 @@
 #include "shardplan/table.hpp"
 
 namespace shardplan {
-
-const char* to_string(LauncherFormat f) {
-  switch (f) {
-    case LauncherFormat::deepspeed:
-      return "deepspeed";
-    case LauncherFormat::megatron:
-      return "megatron";
-    case LauncherFormat::torchtitan:
-      return "torchtitan";
-    case LauncherFormat::accelerate:
-      return "accelerate";
-  }
-  return "?";
-}
-
-LauncherFormat parse_launcher_format(const std::string& text, const std::string& field) {
-  for (LauncherFormat f : {LauncherFormat::deepspeed, LauncherFormat::megatron,
-                           LauncherFormat::torchtitan, LauncherFormat::accelerate}) {
-    if (text == to_string(f)) return f;
-  }
-  throw InputError(
-      field,
-      "'" + text + "' is not a launcher format; use deepspeed, megatron, torchtitan or accelerate");
-}
-
-LauncherFormat default_format(Framework f) {
-  switch (f) {
-    case Framework::megatron:
-      return LauncherFormat::megatron;
-    case Framework::deepspeed:
-      return LauncherFormat::deepspeed;
-    case Framework::torchtitan:
-      return LauncherFormat::torchtitan;
-    case Framework::fsdp:
-      return LauncherFormat::accelerate;
-  }
-  return LauncherFormat::megatron;
-}
-
-Framework framework_of(LauncherFormat f) {
-  switch (f) {
-    case LauncherFormat::megatron:
-      return Framework::megatron;
-    case LauncherFormat::deepspeed:
-      return Framework::deepspeed;
-    case LauncherFormat::torchtitan:
-      return Framework::torchtitan;
-    case LauncherFormat::accelerate:
-      return Framework::fsdp;
-  }
-  return Framework::megatron;
-}
 
 LongRunSettings long_run_settings(const Runbook& r, IntervalChoice choice, long long seed,
                                   bool seed_given) {
@@ -246,40 +194,10 @@ std::string torchrun_rendezvous(const EmitInputs& in) {
                      in.cluster.gpus_per_node);
 }
 
-std::string config_path(const EmitInputs& in, const std::string& usual) {
-  return in.output_path.empty() ? usual : in.output_path;
+std::string config_path(const EmitInputs& in, LauncherFormat format) {
+  return in.output_path.empty() ? launcher_row(format).usual_file : in.output_path;
 }
 
 }  // namespace emit
-
-std::vector<PlanProblem> launcher_problems(LauncherFormat f, const EmitInputs& in) {
-  switch (f) {
-    case LauncherFormat::deepspeed:
-      return deepspeed_problems(in);
-    case LauncherFormat::megatron:
-      return megatron_problems(in);
-    case LauncherFormat::torchtitan:
-      return torchtitan_problems(in);
-    case LauncherFormat::accelerate:
-      return accelerate_problems(in);
-  }
-  return {};
-}
-
-std::string emit_text(LauncherFormat f, const EmitInputs& in) {
-  SHARDPLAN_CHECK(launcher_problems(f, in).empty(),
-                  "emit_text needs a plan the launcher can express");
-  switch (f) {
-    case LauncherFormat::deepspeed:
-      return write_deepspeed(emit_deepspeed(in));
-    case LauncherFormat::megatron:
-      return write_megatron(emit_megatron(in));
-    case LauncherFormat::torchtitan:
-      return write_torchtitan(emit_torchtitan(in));
-    case LauncherFormat::accelerate:
-      return write_accelerate(emit_accelerate(in));
-  }
-  return {};
-}
 
 }  // namespace shardplan

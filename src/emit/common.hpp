@@ -42,8 +42,9 @@ std::string optimizer_source(const OptimizerSettings& o);
 /// Lines as a "# " comment block.
 std::string comment_block(const std::vector<std::string>& lines);
 
-/// The path the launch line names: -o's path, or `usual` (ds_config.json ...) for stdout.
-std::string config_path(const EmitInputs& in, const std::string& usual);
+/// The path the launch line names: -o's path, or the format's usual file (ds_config.json ...)
+/// for stdout.
+std::string config_path(const EmitInputs& in, LauncherFormat format);
 
 /// "--nnodes N --nproc_per_node G" for torchrun.
 std::string torchrun_rendezvous(const EmitInputs& in);

@@ -75,7 +75,7 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
 std::vector<std::string> launch_lines(const EmitInputs& in) {
   const int nodes = in.cluster.nodes();
   const int timeout = in.settings.timeout_minutes;
-  const std::string config = emit::config_path(in, "ds_config.json");
+  const std::string config = emit::config_path(in, LauncherFormat::deepspeed);
   if (nodes == 1) {
     // One node: the runner launches locally and inherits the environment (launcher/runner.py).
     return {

@@ -341,7 +341,7 @@ MegatronScript emit_megatron(const EmitInputs& in) {
       "(--make-vocab-size-divisible-by)",
       emit::straggler_note(in),
   };
-  const std::string script = emit::config_path(in, "megatron.sh");
+  const std::string script = emit::config_path(in, LauncherFormat::megatron);
   if (multi) {
     s.meta.launch = {
         fmt::format("on each of the {} nodes: NODE_RANK=<0..{}> MASTER_ADDR=<node 0> bash {}",

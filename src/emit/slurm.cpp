@@ -10,52 +10,21 @@
 namespace shardplan {
 namespace {
 
-// The launch of one node's processes, run once per node by srun.
+// The launch of one node's processes, run once per node by srun: the format's launch line after
+// the torchrun rendezvous from Slurm's environment.
 std::string node_launch(LauncherFormat f, const EmitInputs& in, const std::string& config) {
-  const int nodes = in.cluster.nodes();
-  const int gpus = in.cluster.gpus_per_node;
   const std::string rdzv = fmt::format(
       "torchrun --nnodes {} --nproc_per_node {} --rdzv_id \"$SLURM_JOB_ID\" --rdzv_backend c10d "
       "--rdzv_endpoint \"$MASTER_ADDR:$MASTER_PORT\"",
-      nodes, gpus);
-  switch (f) {
-    case LauncherFormat::megatron:
-      // The script runs torchrun itself; NODE_RANK comes from SLURM_NODEID.
-      return "bash " + config;
-    case LauncherFormat::torchtitan:
-      return rdzv + " -m torchtitan.train --job.config_file " + config;
-    case LauncherFormat::deepspeed:
-      // Under Slurm torchrun starts the ranks (the deepspeed runner needs a hostfile and ssh).
-      return rdzv + " train.py --deepspeed --deepspeed_config " + config;
-    case LauncherFormat::accelerate:
-      return fmt::format(
-          "bash -c 'ACCELERATE_GRADIENT_ACCUMULATION_STEPS={} accelerate launch --config_file {} "
-          "--machine_rank \"$SLURM_NODEID\" --main_process_ip \"$MASTER_ADDR\" "
-          "--main_process_port \"$MASTER_PORT\" train.py'",
-          accumulation_steps(in), config);
-  }
-  return "";
-}
-
-std::string usual_name(LauncherFormat f) {
-  switch (f) {
-    case LauncherFormat::megatron:
-      return "megatron.sh";
-    case LauncherFormat::torchtitan:
-      return "torchtitan.toml";
-    case LauncherFormat::deepspeed:
-      return "ds_config.json";
-    case LauncherFormat::accelerate:
-      return "accelerate.yaml";
-  }
-  return "";
+      in.cluster.nodes(), in.cluster.gpus_per_node);
+  return launcher_row(f).node_launch(in, rdzv, config);
 }
 
 }  // namespace
 
 std::string emit_slurm(LauncherFormat f, const EmitInputs& in) {
   const ClusterSpec& c = in.cluster;
-  const std::string config = emit::config_path(in, usual_name(f));
+  const std::string config = emit::config_path(in, f);
   const LongRunSettings& s = in.settings;
   std::vector<std::string> header = {
       fmt::format("Slurm batch script for {} on {} nodes x {} GPUs, written by shardplan",
@@ -81,9 +50,7 @@ std::string emit_slurm(LauncherFormat f, const EmitInputs& in) {
   out += "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n";
   out += "export MASTER_PORT=\"${MASTER_PORT:-29500}\"\n";
   out += "export TORCH_NCCL_ASYNC_ERROR_HANDLING=1\nexport NCCL_DEBUG=WARN\n";
-  if (f == LauncherFormat::deepspeed)
-    out += fmt::format("export DEEPSPEED_TIMEOUT={}   # minutes (deepspeed.comm)\n",
-                       s.timeout_minutes);
+  if (const auto exports = launcher_row(f).slurm_exports) out += exports(in);
   out += "MAX_RESTARTS=\"${MAX_RESTARTS:-10}\"\n\n";
   out += fmt::format(
       "for attempt in $(seq 0 \"$MAX_RESTARTS\"); do\n"

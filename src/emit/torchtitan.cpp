@@ -45,20 +45,7 @@ const char* ac_mode(Recompute r) {
 
 // torchtitan's schedule names (torch.distributed.pipelining.schedules.get_schedule_class).
 const char* titan_schedule(const ParallelPlan& p) {
-  switch (p.schedule) {
-    case Schedule::one_f_one_b:
-    case Schedule::interleaved:
-      return p.interleave > 1 ? "Interleaved1F1B" : "1F1B";
-    case Schedule::gpipe:
-      return "GPipe";
-    case Schedule::zb_h1:
-      return "InterleavedZeroBubble";
-    case Schedule::zb_v:
-      return "ZBVZeroBubble";
-    case Schedule::dualpipe_v:
-      return "DualPipeV";
-  }
-  return "1F1B";
+  return schedule_row(schedule_of(p)).torchtitan_class;
 }
 
 // Layers per virtual stage and how much lighter the first and last are: torchtitan's
@@ -303,7 +290,7 @@ toml::table comm_table(const EmitInputs& in, std::vector<Provenance>& why) {
 // pip install, then torchrun (one node) or srun + torchrun with a c10d rendezvous (several).
 std::vector<std::string> launch_lines(const EmitInputs& in) {
   const int nodes = in.cluster.nodes();
-  const std::string config = emit::config_path(in, "torchtitan.toml");
+  const std::string config = emit::config_path(in, LauncherFormat::torchtitan);
   std::vector<std::string> launch = {
       "pip install torchtitan==0.2.2   # TOML job configs end with v0.2.2"};
   if (nodes > 1) {

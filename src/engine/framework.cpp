@@ -6,30 +6,26 @@
 
 #include "shardplan/collectives.hpp"
 #include "shardplan/error.hpp"
+#include "shardplan/names.hpp"
 
 namespace shardplan {
 
 const char* to_string(Framework f) {
-  switch (f) {
-    case Framework::megatron:
-      return "megatron";
-    case Framework::deepspeed:
-      return "deepspeed";
-    case Framework::torchtitan:
-      return "torchtitan";
-    case Framework::fsdp:
-      return "fsdp";
+  for (const FrameworkRow& r : kFrameworkRows) {
+    if (r.id == f) return r.name;
   }
   return "";
 }
 
+std::string framework_names(const std::string& separator) {
+  return join_field(kFrameworkRows, &FrameworkRow::name, separator);
+}
+
 Framework parse_framework(const std::string& text, const std::string& field) {
-  for (int i = 0; i < kFrameworks; ++i) {
-    if (text == to_string(static_cast<Framework>(i))) return static_cast<Framework>(i);
+  for (const FrameworkRow& r : kFrameworkRows) {
+    if (text == r.name) return r.id;
   }
-  throw InputError(field, "'" + text +
-                              "' is not a framework; use megatron, deepspeed, "
-                              "torchtitan or fsdp");
+  throw InputError(field, "'" + text + "' is not a framework; use " + or_last(framework_names(", ")));
 }
 
 bool FrameworkCaps::has_schedule(Schedule s) const {

@@ -51,6 +51,11 @@ std::vector<std::string> nearest_names(const std::string& wanted,
   return out;
 }
 
+std::string or_last(std::string list) {
+  if (const size_t last = list.rfind(", "); last != std::string::npos) list.replace(last, 2, " or ");
+  return list;
+}
+
 std::vector<std::string> split_list(std::string_view text, char separator) {
   std::vector<std::string> out;
   size_t start = 0;

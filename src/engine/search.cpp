@@ -130,7 +130,10 @@ SearchSpace all_axes(const ModelSpec& m, const TrainingSpec& tr, const ClusterSp
           ? std::vector<Recompute>{Recompute::none, Recompute::full}
           : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
   s.sequence_parallel = {false, true};
-  s.schedule = {Schedule::one_f_one_b, Schedule::zb_h1, Schedule::zb_v, Schedule::dualpipe_v};
+  s.schedule.clear();
+  for (const ScheduleRow& r : schedule_rows()) {
+    if (r.searched) s.schedule.push_back(r.id);
+  }
   s.lighter_ends = m.has_architecture() ? std::vector<bool>{false, true} : std::vector<bool>{false};
   return s;
 }

@@ -54,10 +54,6 @@ constexpr Name<Recompute> kRecomputeNames[] = {
     {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
 constexpr Name<AttentionKind> kAttentionNames[] = {{AttentionKind::flash, "flash"},
                                                    {AttentionKind::standard, "standard"}};
-constexpr Name<Schedule> kScheduleNames[] = {
-    {Schedule::one_f_one_b, "1f1b"}, {Schedule::interleaved, "interleaved"},
-    {Schedule::gpipe, "gpipe"},      {Schedule::zb_h1, "zb-h1"},
-    {Schedule::zb_v, "zb-v"},        {Schedule::dualpipe_v, "dualpipe-v"}};
 constexpr Name<OffloadTarget> kOffloadTargetNames[] = {{OffloadTarget::cpu, "cpu"},
                                                        {OffloadTarget::nvme, "nvme"}};
 constexpr Name<MathDtype> kDtypeNames[] = {{MathDtype::fp64, "fp64"}, {MathDtype::fp32, "fp32"},
@@ -123,9 +119,6 @@ const char* to_string(Recompute v) {
 const char* to_string(AttentionKind v) {
   return name_of(kAttentionNames, v);
 }
-const char* to_string(Schedule v) {
-  return name_of(kScheduleNames, v);
-}
 const char* to_string(OffloadTarget v) {
   return name_of(kOffloadTargetNames, v);
 }
@@ -168,9 +161,6 @@ Recompute parse_recompute(const std::string& text, const std::string& field) {
 }
 AttentionKind parse_attention(const std::string& text, const std::string& field) {
   return parse_name(kAttentionNames, text, field);
-}
-Schedule parse_schedule(const std::string& text, const std::string& field) {
-  return parse_name(kScheduleNames, text, field);
 }
 OffloadTarget parse_offload_target(const std::string& text, const std::string& field) {
   return parse_name(kOffloadTargetNames, text, field);

@@ -9,24 +9,13 @@
 
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
+#include "shardplan/schedule.hpp"
 
 namespace shardplan {
 
 SimOrder sim_order(const ParallelPlan& p) {
-  switch (p.schedule) {
-    case Schedule::gpipe:
-      return SimOrder::gpipe;
-    case Schedule::zb_h1:
-      return SimOrder::zb_h1;
-    case Schedule::zb_v:
-      return SimOrder::zb_v;
-    case Schedule::dualpipe_v:
-      return SimOrder::dualpipe_v;
-    case Schedule::one_f_one_b:
-    case Schedule::interleaved:
-      break;
-  }
-  return p.interleave > 1 ? SimOrder::interleaved : SimOrder::one_f_one_b;
+  const ScheduleRow& r = schedule_row(p.schedule);  // the schedule table's orders
+  return p.interleave > 1 ? r.order_interleaved : r.order;
 }
 
 namespace {

@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "launcher_config_parts.hpp"
+#include "shardplan/names.hpp"
+#include "shardplan/schedule.hpp"
 
 namespace shardplan::config {
 namespace {
@@ -41,11 +43,19 @@ const std::set<std::string> kOtherSections = {
     "comm", "memory_estimation", "fault_tolerance", "experimental", "validation", "compile",
     "quantize", "debug"};
 
-// torch.distributed.pipelining's schedule names (schedules.get_schedule_class) in shardplan's.
-const std::map<std::string, std::string> kSchedules = {
-    {"1F1B", "1f1b"},          {"Interleaved1F1B", "interleaved"},
-    {"GPipe", "gpipe"},        {"InterleavedZeroBubble", "zb-h1"},
-    {"ZBVZeroBubble", "zb-v"}, {"DualPipeV", "dualpipe-v"}};
+// The schedule row torchtitan names `name` with (torch.distributed.pipelining's class names, in
+// the schedule table); nullptr when shardplan prices no such schedule.
+const ScheduleRow* titan_schedule_row(const std::string& name) {
+  for (const ScheduleRow& r : schedule_rows()) {
+    if (name == r.torchtitan_class) return &r;
+  }
+  return nullptr;
+}
+
+// "1F1B, Interleaved1F1B, ...": the class names the table knows.
+std::string titan_schedule_names() {
+  return join_field(schedule_rows(), &ScheduleRow::torchtitan_class, ", ");
+}
 
 long long number(Builder& b, const toml::table& t, const std::string& section,
                  const std::string& key, long long fallback) {
@@ -124,12 +134,12 @@ void parallelism(const toml::table& p, Builder& b) {
   if (pp <= 1) return;
   const std::string schedule = text(p, "pipeline_parallel_schedule");
   const std::string name = schedule.empty() ? "1F1B" : schedule;
-  if (kSchedules.count(name) == 0) {
+  const ScheduleRow* row = titan_schedule_row(name);
+  if (row == nullptr) {
     b.refuse(s + ".pipeline_parallel_schedule",
-             "'" + name + "' is not a schedule shardplan prices (1F1B, Interleaved1F1B, GPipe, "
-                          "InterleavedZeroBubble, ZBVZeroBubble, DualPipeV)");
+             "'" + name + "' is not a schedule shardplan prices (" + titan_schedule_names() + ")");
   }
-  b.set("--schedule", kSchedules.at(name), s + ".pipeline_parallel_schedule");
+  b.set("--schedule", row->name, s + ".pipeline_parallel_schedule");
   if (schedule.empty()) b.note_default("no pipeline_parallel_schedule: 1F1B, torchtitan's default");
   b.set("--micro-batch", std::to_string(number(b, p, s, "pipeline_parallel_microbatch_size", 1)),
         s + ".pipeline_parallel_microbatch_size");

@@ -63,8 +63,8 @@ const std::map<std::string, TitanMoe> kTitanMoe = {
 
 std::string titan_moe_flavor(const toml::table& t, const EmitInputs& in) {
   const ModelSpec& m = in.model;
-  const std::string key = std::string(t["model"]["name"].value_or("")) + "/" +
-                          t["model"]["flavor"].value_or("");
+  const std::string key =
+      std::string(t["model"]["name"].value_or("")) + "/" + t["model"]["flavor"].value_or("");
   const auto it = kTitanMoe.find(key);
   if (!m.is_moe() || it == kTitanMoe.end()) return "";
   const TitanMoe& f = it->second;
@@ -203,4 +203,27 @@ TEST_CASE("torchtitan: DeepSeek-V3 and Qwen3-30B-A3B emit as v0.2.2's own flavor
                 grid_inputs("qwen3-30b-a3b", "dgx-h100", 32, 1, 1, 8, 3, Framework::torchtitan)));
   CHECK(qwen["model"]["name"].value_or("") == std::string("qwen3"));
   CHECK(qwen["model"]["flavor"].value_or("") == std::string("30B-A3B"));
+}
+
+// The launcher table: every format once, each framework launched by one format, and the parser,
+// the names and the --format help read from it (the help text as it stood before the table).
+TEST_CASE("launcher table: one row per format, the framework it launches and the --format help") {
+  const std::vector<LauncherRow>& rows = launcher_rows();
+  REQUIRE(rows.size() == 4);
+  for (const LauncherRow& r : rows) {
+    CHECK(parse_launcher_format(r.name, "--format") == r.format);
+    CHECK(default_format(framework_of(r.format)) == r.format);
+  }
+  CHECK(default_format(Framework::fsdp) == LauncherFormat::accelerate);
+  CHECK(framework_of(LauncherFormat::accelerate) == Framework::fsdp);
+  CHECK(std::string(launcher_row(LauncherFormat::deepspeed).usual_file) == "ds_config.json");
+  CHECK(launcher_format_help() ==
+        "deepspeed | megatron | torchtitan | accelerate (default: the plan's framework's "
+        "launcher; fsdp: accelerate)");
+  CHECK_THROWS_WITH(parse_launcher_format("nemo", "--format"),
+                    doctest::Contains("use deepspeed, megatron, torchtitan or accelerate"));
+  for (const FrameworkRow& f : kFrameworkRows)
+    CHECK(parse_framework(f.name, "--framework") == f.id);
+  CHECK_THROWS_WITH(parse_framework("jax", "--framework"),
+                    doctest::Contains("use megatron, deepspeed, torchtitan or fsdp"));
 }

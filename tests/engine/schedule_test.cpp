@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "shardplan/model.hpp"
@@ -232,4 +231,30 @@ TEST_CASE("the trace draws a ZeRO-3 reduce-scatter after the backward that produ
     CHECK(ev.link == "scale-up");
   }
   CHECK(reduces == e.time.micro_batches * (m.layers + 2));  // layers, embedding, LM head
+}
+
+// The schedule table holds every schedule once, and the parser, the search axis, the chunk
+// rules and the torchtitan class names all read it.
+TEST_CASE("schedule table: one row per schedule, read by parser, search axis and chunk rules") {
+  const std::vector<ScheduleRow>& rows = schedule_rows();
+  REQUIRE(rows.size() == 6);
+  for (const ScheduleRow& r : rows) {
+    CHECK(parse_schedule(r.name, "--schedule") == r.id);
+    CHECK(std::string(to_string(r.id)) == r.name);
+  }
+  CHECK(schedule_names(" | ") == "1f1b | interleaved | gpipe | zb-h1 | zb-v | dualpipe-v");
+  CHECK_THROWS_WITH(parse_schedule("pipedream", "--schedule"),
+                    doctest::Contains("1f1b, interleaved, gpipe, zb-h1, zb-v, dualpipe-v"));
+  // torch.distributed.pipelining.schedules.get_schedule_class's names.
+  CHECK(std::string(schedule_row(Schedule::zb_v).torchtitan_class) == "ZBVZeroBubble");
+  CHECK(std::string(schedule_row(Schedule::interleaved).torchtitan_class) == "Interleaved1F1B");
+  // The V shapes need exactly two chunks, GPipe one, interleaved two or more.
+  CHECK(is_v_shape(Schedule::dualpipe_v));
+  CHECK_FALSE(is_v_shape(Schedule::zb_h1));
+  CHECK(schedule_issue(pipeline(4, Schedule::gpipe, 2), 8) == ScheduleIssue::one_chunk_only);
+  CHECK(schedule_issue(pipeline(4, Schedule::interleaved, 1), 8) ==
+        ScheduleIssue::needs_virtual_stages);
+  CHECK(schedule_issue(pipeline(4, Schedule::zb_v, 3), 8) == ScheduleIssue::two_chunks);
+  // DualPipeV fills from both ends: 2 micro-batches per stage.
+  CHECK(min_micro_batches(pipeline(4, Schedule::dualpipe_v, 2)) == 8);
 }

@@ -3,6 +3,7 @@
 // collectives, overlap), as loaded from profiles/frameworks/*.json.
 #pragma once
 
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,16 +11,33 @@
 namespace shardplan {
 
 enum class Framework { megatron, deepspeed, torchtitan, fsdp };
-inline constexpr int kFrameworks = 4;
+
+/// One row per framework. What it can run and how fast lives in its profile,
+/// profiles/frameworks/NAME.json (read by io's load_framework); its launcher in the launcher
+/// table (src/emit/launchers.cpp), which lists the frameworks each format serves. A new
+/// framework is its value in `Framework`, one row here and its profile.
+struct FrameworkRow {
+  Framework id;
+  const char* name;  // as --framework, the profile's "name" and its file name spell it
+};
+inline constexpr FrameworkRow kFrameworkRows[] = {{Framework::megatron, "megatron"},
+                                                  {Framework::deepspeed, "deepspeed"},
+                                                  {Framework::torchtitan, "torchtitan"},
+                                                  {Framework::fsdp, "fsdp"}};
+inline constexpr int kFrameworks = static_cast<int>(std::size(kFrameworkRows));
 const char* to_string(Framework f);
 /// InputError naming `field` with the valid names.
 Framework parse_framework(const std::string& text, const std::string& field);
+/// "megatron | deepspeed | ...": the rows' names joined by `separator`.
+std::string framework_names(const std::string& separator);
 
-/// Pipeline schedules (schedule.hpp has their bubbles and memory; specs.hpp their names, "1f1b",
-/// "interleaved", "gpipe", "zb-h1", "zb-v", "dualpipe-v", as the profiles and --schedule spell
-/// them). one_f_one_b with more than one virtual stage per device is Megatron-LM's interleaved
-/// 1F1B, the same as `interleaved`.
+/// Pipeline schedules. Everything about each (its names as the profiles and --schedule spell
+/// them, help, chunks, bubble, memory, simulator order) is its row in the schedule table
+/// (schedule.hpp, schedule_rows). one_f_one_b with more than one virtual stage per device is
+/// Megatron-LM's interleaved 1F1B, the same as `interleaved`.
 enum class Schedule { one_f_one_b, interleaved, gpipe, zb_h1, zb_v, dualpipe_v };
+/// Every schedule, in the order of its table (schedule.hpp's schedule_rows).
+std::vector<Schedule> all_schedules();
 
 /// How tokens reach the experts of other ranks. alltoall: one copy per (token, expert) pair
 /// (Megatron-Core's --moe-token-dispatcher-type alltoall). deepep: one copy per token and
@@ -64,9 +82,7 @@ struct FrameworkCaps {
   int max_zero_with_pp = 3;  // the highest ZeRO stage its pipeline engine combines with
   bool tensor_parallel = true;
   bool sequence_parallel = true;
-  std::vector<Schedule> pipeline_schedules = {Schedule::one_f_one_b, Schedule::interleaved,
-                                              Schedule::gpipe,       Schedule::zb_h1,
-                                              Schedule::zb_v,        Schedule::dualpipe_v};
+  std::vector<Schedule> pipeline_schedules = all_schedules();
   /// First and last stage layer counts: any (Megatron-Core), lighter than the others only
   /// (torchtitan), or none (an even split; DeepSpeed partitions by its own method).
   enum class StageLayout { any, lighter, none };

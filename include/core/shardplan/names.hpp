@@ -24,4 +24,19 @@ std::vector<std::string> nearest_names(const std::string& wanted,
 /// (",,", a trailing comma) are dropped. Every flag that takes a list splits it here.
 std::vector<std::string> split_list(std::string_view text, char separator = ',');
 
+/// The `field` (a name) of every row of a descriptor table joined by `separator`
+/// ("1f1b | interleaved | ..."), for the help strings and messages that list a table's options.
+template <typename Rows, typename Field>
+std::string join_field(const Rows& rows, Field field, std::string_view separator) {
+  std::string out;
+  for (const auto& row : rows) {
+    if (!out.empty()) out += separator;
+    out += row.*field;
+  }
+  return out;
+}
+
+/// "a, b or c" from "a, b, c": the last comma of a list as "or", for "use ..." messages.
+std::string or_last(std::string list);
+
 }  // namespace shardplan

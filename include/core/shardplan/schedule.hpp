@@ -3,11 +3,56 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "shardplan/plan.hpp"
 #include "shardplan/specs.hpp"
 
 namespace shardplan {
+
+enum class SimOrder;  // simulate.hpp
+struct PassTimes;
+
+/// How many model chunks (virtual stages) a schedule runs on each device.
+enum class ScheduleChunks {
+  one,           // GPipe
+  any,           // 1F1B (v > 1: interleaved), ZB-H1
+  at_least_two,  // interleaved 1F1B
+  two_v          // two chunks in a V: ZB-V, DualPipeV
+};
+
+/// One row per pipeline schedule, holding everything about it; every name parser, help string,
+/// capability check, search axis, launcher name and simulator order reads this table. A new
+/// schedule is its value in `Schedule` (framework.hpp) and one row in its table (schedule_table in
+/// schedule.cpp).
+struct ScheduleRow {
+  Schedule id;
+  const char* name;  // as --schedule and the framework profiles spell it
+  const char* help;  // what it is, with its source
+  ScheduleChunks chunks;
+  bool searched;  // an axis of `plan`'s search (interleaved and GPipe are not: 1F1B's v covers
+                  // the one, the other is never faster)
+  /// Micro-batches per pipeline stage it needs to fill (DualPipeV: 2, one from each end of the
+  /// V); 0: pp with virtual stages, 1 without.
+  int fill_per_stage;
+  /// torch.distributed.pipelining's class name (schedules.get_schedule_class), as torchtitan's
+  /// parallelism.pipeline_parallel_schedule takes it.
+  const char* torchtitan_class;
+  SimOrder order;              // the simulator's pass order with one chunk per device
+  SimOrder order_interleaved;  // ... with more than one
+  /// Idle seconds per step given the fills (p - 1), virtual stages v and one micro-batch's
+  /// passes on a device (the formulas of bubble_s below).
+  double (*bubble)(double fills, double v, const PassTimes& per_device);
+  /// Micro-batches in flight at stage `stage` (microbatches_in_flight below), pp > 1.
+  double (*in_flight)(const ParallelPlan& plan, int micro_batches, int stage);
+};
+
+/// Every schedule, in the order --help and error messages list them.
+const std::vector<ScheduleRow>& schedule_rows();
+const ScheduleRow& schedule_row(Schedule s);
+/// "1f1b | interleaved | ...": the names joined by `separator`.
+std::string schedule_names(const std::string& separator);
 
 /// One micro-batch's compute on one device, over all its model chunks, split as the zero-bubble
 /// schedules split the backward pass (Qi et al. 2024 Sec. 2): B computes the gradients of the

@@ -18,9 +18,10 @@ namespace shardplan {
 enum class LauncherFormat { deepspeed, megatron, torchtitan, accelerate };
 const char* to_string(LauncherFormat f);
 LauncherFormat parse_launcher_format(const std::string& text, const std::string& field);
-/// The format a framework is launched with by default (fsdp: accelerate).
+/// The format a framework is launched with by default: the first launcher row that serves it
+/// (fsdp: accelerate). InputError naming --format when no launcher serves it.
 LauncherFormat default_format(Framework framework);
-/// The framework a launcher format runs (accelerate: fsdp).
+/// The framework a launcher format runs (accelerate: fsdp): the first its row serves.
 Framework framework_of(LauncherFormat format);
 
 /// Long runs checkpoint on wall-clock time, not on epochs; 30 minutes is the default interval when
@@ -115,5 +116,35 @@ std::string emit_slurm(LauncherFormat f, const EmitInputs& in);
 
 /// Gradient accumulation steps: global batch / (micro-batch x data-parallel degree).
 int accumulation_steps(const EmitInputs& in);
+
+/// One row per launcher format, holding everything about it (src/emit/launchers.cpp); every
+/// switch on the format, the --format parser and its help, and the emit summary read it. A new
+/// launcher is its value in LauncherFormat, one row, and its own file in src/emit/.
+struct LauncherRow {
+  LauncherFormat format;
+  const char* name;   // as --format spells it
+  const char* title;  // as the launcher's project names itself, for help
+  /// The frameworks it launches; the first is the one whose rules it checks (framework_of),
+  /// and it is the default format of each it lists first (default_format).
+  std::vector<Framework> frameworks;
+  const char* usual_file;  // the config's name when it goes to stdout (the launch line names it)
+  std::vector<PlanProblem> (*problems)(const EmitInputs& in);
+  std::string (*text)(const EmitInputs& in);  // requires problems(in) to be empty
+  /// One node's launch under Slurm's srun: `torchrun` is the rendezvous prefix ("torchrun
+  /// --nnodes N ... --rdzv_endpoint ..."), `config` the config's path.
+  std::string (*node_launch)(const EmitInputs& in, const std::string& torchrun,
+                             const std::string& config);
+  /// Environment lines the Slurm script exports for it (DeepSpeed's timeout); may be null.
+  std::string (*slurm_exports)(const EmitInputs& in);
+};
+const std::vector<LauncherRow>& launcher_rows();
+const LauncherRow& launcher_row(LauncherFormat f);
+/// "deepspeed | megatron | ...": the rows' names joined by `separator`.
+std::string launcher_names(const std::string& separator);
+/// "DeepSpeed, Megatron-LM, ...": the rows' titles.
+std::string launcher_titles();
+/// The --format help: the names, and the default with the frameworks whose launcher is named
+/// otherwise ("fsdp: accelerate").
+std::string launcher_format_help();
 
 }  // namespace shardplan
