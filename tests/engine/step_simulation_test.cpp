@@ -86,3 +86,65 @@ TEST_CASE("plan_cluster: the fastest plan is the simulated best of those it simu
   for (int i = 1; i < std::min(r.rerank.simulated, 5); ++i)
     CHECK(r.found.ranked[static_cast<size_t>(i)].step_s >= best_s);
 }
+
+namespace {
+
+// Mixtral 8x7B on 8 H100s, experts over 8 (or 4 under a pipeline of 2), 16 micro-batches.
+struct MoeSetup {
+  ModelSpec m = load_model("mixtral-8x7b");
+  TrainingSpec t = test::training(4096, 64);
+  ClusterSpec c = test::cluster(8, "dgx-h100");
+
+  static int pairs(const SimulatedStep& s) {
+    int n = 0;
+    for (const SimEvent& e : s.result.events) n += e.kind == SimTaskKind::overlapped ? 1 : 0;
+    return n;
+  }
+  SimulatedStep simulated(const ParallelPlan& p) const { return estimate(m, t, p, c).simulated; }
+};
+
+}  // namespace
+
+TEST_CASE("DualPipe-V pairs its F&B chunks only when the plan overlaps the all-to-alls") {
+  MoeSetup s;
+  s.t.framework = load_framework(Framework::torchtitan);
+  ParallelPlan p = test::plan(4, 1, 2);
+  p.ep = 4;
+  p.interleave = 2;
+  p.schedule = Schedule::dualpipe_v;
+  const SimulatedStep off = s.simulated(p);
+  REQUIRE(off.ran);
+  // Off (torchtitan's pipeline_parallel_expert_parallel_overlap false): a forward, then a
+  // backward, every all-to-all in its pass, as the closed form prices them.
+  CHECK(MoeSetup::pairs(off) == 0);
+  CHECK(off.exposed_s[static_cast<int>(SimStream::ep)] ==
+        doctest::Approx(estimate(s.m, s.t, p, s.c).comm.ep.exposed_s));
+  p.moe_a2a_overlap = true;
+  const SimulatedStep on = s.simulated(p);
+  CHECK(MoeSetup::pairs(on) > 0);
+  CHECK(on.step_s < off.step_s);
+  CHECK(on.exposed_s[static_cast<int>(SimStream::ep)] <
+        off.exposed_s[static_cast<int>(SimStream::ep)]);
+}
+
+TEST_CASE("Megatron-Core's combined 1F1B: paired passes with the overlap, no pipeline or interleaved") {
+  MoeSetup s;
+  s.t.framework = load_framework(Framework::megatron);
+  ParallelPlan flat = test::plan(8, 1, 1);
+  flat.ep = 8;
+  CHECK(MoeSetup::pairs(s.simulated(flat)) == 0);
+  const double alone_s = s.simulated(flat).step_s;
+  flat.moe_a2a_overlap = true;
+  // 8 micro-batches per replica: F0 alone, then 7 pairs, then the last backward.
+  const SimulatedStep paired = s.simulated(flat);
+  CHECK(MoeSetup::pairs(paired) == 7);
+  CHECK(paired.step_s < alone_s);
+  ParallelPlan vpp = test::plan(4, 1, 2);
+  vpp.ep = 4;
+  vpp.interleave = 2;
+  vpp.moe_a2a_overlap = true;
+  CHECK(MoeSetup::pairs(s.simulated(vpp)) > 0);
+  // A framework that runs the overlap under DualPipeV only does not pair 1F1B.
+  s.t.framework = load_framework(Framework::torchtitan);
+  CHECK(MoeSetup::pairs(s.simulated(vpp)) == 0);
+}
