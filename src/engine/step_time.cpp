@@ -596,13 +596,15 @@ Estimate estimate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan
   const Evaluation ev = evaluate(m, tr, p, c, cost, mem);
   est.comm = ev.comm;
   est.time = ev.time;
-  if (m.has_architecture() && simulation == Simulation::run)
-    est.simulated = simulate_step(m, tr, p, c, ev.time, ev.comm, true);
+  if (m.has_architecture() && simulation != Simulation::skip)
+    est.simulated = simulate_step(m, tr, p, c, ev.time, ev.comm, simulation == Simulation::run);
   Throughput& th = est.throughput;
   th.peak_flops = peak_flops(c.gpu, tr.recipe.gemm_dtype);
   th.model_flops = ev.model_flops;
   th.hardware_flops = ev.hardware_flops;
-  const double step = est.time.step_s;
+  est.step_simulated = est.simulated.ran && est.simulated.step_s > 0;
+  est.step_s = est.step_simulated ? est.simulated.step_s : est.time.step_s;
+  const double step = est.step_s;
   th.tokens_per_s = static_cast<double>(tr.global_batch) * tr.seq_len / step;
   th.tflops_per_gpu = ev.model_flops / (step * c.gpus) / 1e12;
   th.mfu = ev.model_flops / (step * c.gpus * th.peak_flops);

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "shardplan/plan.hpp"
 #include "shardplan/planning.hpp"
 #include "shardplan/profiles.hpp"
@@ -147,4 +149,31 @@ TEST_CASE("Megatron-Core's combined 1F1B: paired passes with the overlap, no pip
   // A framework that runs the overlap under DualPipeV only does not pair 1F1B.
   s.t.framework = load_framework(Framework::torchtitan);
   CHECK(MoeSetup::pairs(s.simulated(vpp)) == 0);
+}
+
+TEST_CASE("estimate's step, throughput and time to train are the simulated step's") {
+  Setup s;
+  s.t.tokens = 1e9;
+  ParallelPlan p = test::plan(8, 1, 2, 2);
+  p.zero = 1;
+  p.interleave = 4;
+  const Estimate e = estimate(s.m, s.t, p, s.c);
+  REQUIRE(e.step_simulated);
+  CHECK(e.step_s == e.simulated.step_s);
+  CHECK(e.step_s != doctest::Approx(e.time.step_s));  // the closed form stays in `time`
+  const double tokens_per_step = static_cast<double>(s.t.global_batch) * s.t.seq_len;
+  CHECK(e.throughput.tokens_per_s == doctest::Approx(tokens_per_step / e.simulated.step_s));
+  CHECK(e.throughput.mfu == doctest::Approx(e.throughput.model_flops /
+                                            (e.simulated.step_s * s.c.gpus * e.throughput.peak_flops)));
+  CHECK(e.train_s == doctest::Approx(std::ceil(s.t.tokens / tokens_per_step) * e.simulated.step_s));
+  // Without the simulation the closed form is the step.
+  const Estimate closed = estimate(s.m, s.t, p, s.c, Simulation::skip);
+  CHECK_FALSE(closed.step_simulated);
+  CHECK(closed.step_s == closed.time.step_s);
+  CHECK(closed.time.step_s == doctest::Approx(e.time.step_s));
+  // Validation's figures-only run gives the same step without the events.
+  const Estimate figures = estimate(s.m, s.t, p, s.c, Simulation::figures);
+  CHECK(figures.step_s == doctest::Approx(e.step_s));
+  CHECK(figures.simulated.result.events.empty());
+  CHECK_FALSE(e.simulated.result.events.empty());
 }
