@@ -16,6 +16,8 @@ namespace {
 SimInput pipeline(SimOrder order, int p, int v, int m) {
   SimInput in;
   in.order = order;
+  // DeepSeek's schedules as they run with their F&B chunks overlapped.
+  in.pair_passes = order == SimOrder::dualpipe_v || order == SimOrder::dualpipe;
   in.devices = p;
   in.micro_batches = m;
   const bool v_shape = order == SimOrder::zb_v || order == SimOrder::dualpipe_v;

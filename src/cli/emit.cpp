@@ -112,7 +112,7 @@ IntervalChoice interval_choice(const RunbookFlags& f) {
 bool estimate_fits(const ChosenPlan& c, EmitInputs& ei) {
   const Inputs& in = c.in;
   ei.estimate = estimate(in.model, in.training, in.plan, in.cluster);
-  const double step_s = ei.estimate.time.step_s;
+  const double step_s = ei.estimate.time.step_s;  // the file's time.step_s: closed form
   if (c.file_step_s > 0 && std::fabs(c.file_step_s - step_s) > 0.01 * c.file_step_s) {
     std::fprintf(stderr,
                  "shardplan: warning: %s predicted a %.3f s step; this build predicts %.3f s and "

@@ -228,9 +228,9 @@ FileVersusSearch file_versus_search(const std::string& path, const Inputs& file,
   v.path = path;
   v.file = estimate(file.model, file.training, file.plan, file.cluster);
   // Under 1% is inside the model's own rounding: not worth a change of plan.
-  if (fastest && fastest->step_s < 0.99 * v.file.time.step_s) {
+  if (fastest && fastest->step_s < 0.99 * v.file.step_s) {
     v.faster = *fastest;
-    v.speedup = v.file.time.step_s / fastest->step_s;
+    v.speedup = v.file.step_s / fastest->step_s;
   }
   return v;
 }
@@ -239,7 +239,7 @@ std::string render(const FileVersusSearch& v, const Inputs& file) {
   const Estimate& e = v.file;
   std::string out = fmt::format(
       "From {}: {}: step {}, {:.0f} tokens/s, MFU {:.0f}%, {} of {} per device ({})\n",
-      v.path, describe(file.plan), format_seconds(e.time.step_s),
+      v.path, describe(file.plan), format_seconds(e.step_s),
       e.throughput.tokens_per_s, 100 * e.throughput.mfu, format_gib(e.memory.total_bytes()),
       format_gib(e.memory.capacity_bytes), e.memory.fits ? "fits" : "does not fit");
   if (v.faster) {
@@ -255,7 +255,7 @@ std::string render(const FileVersusSearch& v, const Inputs& file) {
 nlohmann::json to_json(const FileVersusSearch& v, const Inputs& file) {
   nlohmann::json j = {{"path", v.path},
                       {"plan", to_json(file.plan)},
-                      {"step_s", v.file.time.step_s},
+                      {"step_s", v.file.step_s},
                       {"tokens_per_s", v.file.throughput.tokens_per_s},
                       {"mfu", v.file.throughput.mfu},
                       {"memory_bytes", v.file.memory.total_bytes()},

@@ -78,7 +78,7 @@ std::vector<Provenance> common_provenance(const EmitInputs& in) {
   v.push_back({"checkpoint interval", fmt::format("{} steps", s.checkpoint_interval_steps),
                fmt::format("round({} / predicted step {} (estimate)); interval: {}",
                            format_seconds(s.checkpoint_interval_s),
-                           format_seconds(in.estimate.time.step_s), s.interval_source)});
+                           format_seconds(in.estimate.step_s), s.interval_source)});
   v.push_back({"keep last", std::to_string(s.keep_last),
                "runbook (--keep-last; keep the last few checkpoints)"});
   v.push_back({"collective timeout", fmt::format("{} min", s.timeout_minutes),
@@ -124,7 +124,7 @@ std::string summary_line(const EmitInputs& in) {
   return fmt::format(
       "predicted step {}, {:.0f} tokens/s, MFU {} (estimate); checkpoint {}, blocking write {}; "
       "goodput {} (runbook)",
-      format_seconds(e.time.step_s), e.throughput.tokens_per_s, format_percent(e.throughput.mfu),
+      format_seconds(e.step_s), e.throughput.tokens_per_s, format_percent(e.throughput.mfu),
       format_bytes(k.total_bytes), format_seconds(k.write_s), format_percent(in.runbook.goodput));
 }
 

@@ -191,7 +191,7 @@ void price_offload(RungVerdict& v, const Estimate& e, const ModelSpec& m, const 
   ParallelPlan plain = v.plan.plan;
   plain.offload = Offload{};
   const Estimate without = estimate(m, tr, plain, c);
-  v.without_offload_s = without.time.step_s;
+  v.without_offload_s = without.step_s;
   v.without_offload_bytes = without.memory.total_bytes();
 }
 

@@ -5,14 +5,32 @@
 
 namespace shardplan {
 
+namespace {
+
+// A shown plan reports its estimate's step (the simulated one), whether or not the re-rank that
+// ranked it simulated it.
+void report_estimate(Candidate& c, const Estimate& e) {
+  c.step_s = e.step_s;
+  c.tokens_per_s = e.throughput.tokens_per_s;
+}
+
+}  // namespace
+
 void estimate_shown(PlanningResult& r, const ModelSpec& model, const TrainingSpec& training,
                     const ClusterSpec& cluster) {
   const RungVerdict* rec = r.recommended();
   const Candidate* fastest = r.fastest();
   r.recommended_estimate.reset();
   r.fastest_estimate.reset();
-  if (rec) r.recommended_estimate = estimate(model, training, rec->plan.plan, cluster);
-  if (fastest) r.fastest_estimate = estimate(model, training, fastest->plan, cluster);
+  if (rec) {
+    r.recommended_estimate = estimate(model, training, rec->plan.plan, cluster);
+    report_estimate(r.ladder.rungs[static_cast<size_t>(r.ladder.stop)].plan,
+                    *r.recommended_estimate);
+  }
+  if (fastest) {
+    r.fastest_estimate = estimate(model, training, fastest->plan, cluster);
+    report_estimate(r.found.ranked.front(), *r.fastest_estimate);
+  }
   r.ranked_estimates.clear();
   for (const Candidate& c : r.found.ranked)
     r.ranked_estimates.push_back(estimate(model, training, c.plan, cluster));

@@ -113,10 +113,10 @@ Runbook plan_runbook(const ModelSpec& m, const TrainingSpec& tr, const ParallelP
                      const ClusterSpec& c, const Estimate& e, const RunbookOptions& o) {
   SHARDPLAN_CHECK(o.storage_bytes_per_s > 0 && o.failures_per_gpu_hour > 0 && o.keep_last >= 1,
                   "runbook options are validated by the caller");
-  SHARDPLAN_CHECK(!e.memory.stages.empty() && e.time.step_s > 0,
+  SHARDPLAN_CHECK(!e.memory.stages.empty() && e.step_s > 0,
                   "the estimate must be of a valid plan");
   Runbook r;
-  r.step_s = e.time.step_s;
+  r.step_s = e.step_s;
   r.tokens_per_s = e.throughput.tokens_per_s;
   CheckpointPlan& k = r.checkpoint;
   k = size_checkpoint(m, tr, p, c, e, o);

@@ -17,6 +17,7 @@ struct OrderWriter {
   int first_mb = 0;  // DualPipe: the up pipeline's micro-batches start at m/2
   int up_from = -1;  // DualPipe: stages from here on carry the up pipeline's micro-batches
   std::deque<std::pair<int, int>> pending_w;  // split backwards whose W has not run
+  bool pair = false;  // SimInput::pair_passes
 
   int base(int vs) const { return up_from >= 0 && vs >= up_from ? first_mb : 0; }
   void forward(int vs) { out.push_back({SimTaskKind::forward, vs, base(vs) + next_f[vs]++}); }
@@ -37,8 +38,14 @@ struct OrderWriter {
   void weights_left() {
     while (!pending_w.empty()) weight();
   }
-  // DualPipe's _forward_backward_chunk: a forward and a full backward issued as one.
+  // DualPipe's _forward_backward_chunk: a forward and a full backward issued as one when the
+  // module overlaps them (overlapped_forward_backward); otherwise the forward, then the backward.
   void overlapped(int fvs, int bvs) {
+    if (!pair) {
+      forward(fvs);
+      backward(bvs, false);
+      return;
+    }
     const int fmb = base(fvs) + next_f[fvs]++;
     const int bmb = base(bvs) + next_b[bvs]++;
     out.push_back({SimTaskKind::overlapped, fvs, fmb, bvs, bmb});
@@ -54,10 +61,17 @@ void gpipe(OrderWriter& w, int vs, int m) {
 // 1F1B (Megatron-Core forward_backward_pipelining_without_interleaving): p - d - 1 warm-up
 // forwards, then a forward and a backward each, then the cool-down backwards. With `split`
 // (ZB-H1) each W waits behind `lag` later B passes, so stage d keeps d of them for the drain.
+// Paired (combined 1F1B, SimInput::pair_passes): one more warm-up forward, then each steady-state
+// forward issued with the backward beside it.
 void one_f_one_b(OrderWriter& w, int vs, int d, int p, int m, bool split, int lag) {
-  const int warm = std::min(p - d - 1, m);
+  const bool pair = w.pair && !split;
+  const int warm = std::min(p - d - 1 + (pair ? 1 : 0), m);
   for (int i = 0; i < warm; ++i) w.forward(vs);
   for (int i = 0; i < m; ++i) {
+    if (pair && warm + i < m) {
+      w.overlapped(vs, vs);
+      continue;
+    }
     if (warm + i < m) w.forward(vs);
     w.backward(vs, split);
     if (split && static_cast<int>(w.pending_w.size()) > lag) w.weight();
@@ -67,7 +81,9 @@ void one_f_one_b(OrderWriter& w, int vs, int d, int p, int m, bool split, int la
 
 // Megatron-Core's interleaved 1F1B (forward_backward_pipelining_with_interleaving): virtual
 // micro-batches k in groups of g micro-batches per model chunk (get_schedule_table), the
-// backward's chunk counted from the last, warm-up (p - d - 1) 2 + (v - 1) g.
+// backward's chunk counted from the last, warm-up (p - d - 1) 2 + (v - 1) g. Paired: the combined
+// 1F1B's steady state, forward_backward_helper_wrapper(f_virtual_microbatch_id = k + warm-up,
+// b_virtual_microbatch_id = k) as one pass, after one more warm-up forward.
 void interleaved(OrderWriter& w, int d, int p, int v, int m, int g, bool split, int lag) {
   std::vector<std::pair<int, int>> table;  // (micro-batch, chunk)
   for (int first = 0; first < m; first += g) {
@@ -76,10 +92,15 @@ void interleaved(OrderWriter& w, int d, int p, int v, int m, int g, bool split, 
       for (int mb = first; mb < last; ++mb) table.emplace_back(mb, c);
   }
   const int total = m * v;
-  const int warm = std::min((p - d - 1) * 2 + (v - 1) * g, total);
+  const bool pair = w.pair && !split;
+  const int warm = std::min((p - d - 1) * 2 + (v - 1) * g + (pair ? 1 : 0), total);
   auto vs_of = [&](int c) { return c * p + d; };
   for (int k = 0; k < warm; ++k) w.forward(vs_of(table[k].second));
   for (int k = 0; k < total; ++k) {
+    if (pair && warm + k < total) {
+      w.overlapped(vs_of(table[warm + k].second), vs_of(v - 1 - table[k].second));
+      continue;
+    }
     if (warm + k < total) w.forward(vs_of(table[warm + k].second));
     w.backward(vs_of(v - 1 - table[k].second), split);
     if (split && static_cast<int>(w.pending_w.size()) > lag) w.weight();
@@ -183,7 +204,7 @@ std::vector<std::vector<SimPass>> issue_order(const SimInput& in) {
   // ZB-H1 keeps d of stage d's W passes for the drain, where the B passes of later stages
   // leave it idle (Qi et al. 2024 Fig. 3).
   for (int d = 0; d < p; ++d) {
-    OrderWriter w{orders[d], next_f, next_b, 0, -1, {}};
+    OrderWriter w{orders[d], next_f, next_b, 0, -1, {}, in.pair_passes};
     const bool split = in.order == SimOrder::zb_h1;
     switch (in.order) {
       case SimOrder::gpipe:

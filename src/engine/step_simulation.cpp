@@ -18,6 +18,18 @@ SimOrder sim_order(const ParallelPlan& p) {
   return p.interleave > 1 ? r.order_interleaved : r.order;
 }
 
+bool sim_pairs_passes(const TrainingSpec& tr, const ParallelPlan& p, int micro_batches) {
+  if (!p.moe_a2a_overlap || p.ep <= 1 || micro_batches < 2) return false;
+  const FrameworkCaps& caps = tr.framework.caps;
+  const auto& on = caps.moe_a2a_overlap_schedules;
+  if (!caps.moe_a2a_overlap ||
+      (!on.empty() && std::find(on.begin(), on.end(), schedule_of(p)) == on.end()))
+    return false;
+  const SimOrder order = sim_order(p);
+  return order == SimOrder::dualpipe_v || order == SimOrder::interleaved ||
+         (p.pp == 1 && order == SimOrder::one_f_one_b);
+}
+
 namespace {
 
 SimLink tier_of(const Placement& g) {
@@ -87,6 +99,7 @@ SimInput step_sim_input(const ModelSpec& m, const TrainingSpec& tr, const Parall
   SimInput in;
   in.order = sim_order(p);
   in.send_wait = send_wait(tr, in.order);
+  in.pair_passes = sim_pairs_passes(tr, p, t.micro_batches);
   in.devices = p.pp;
   in.micro_batches = t.micro_batches;
   in.group_size = p.interleave > 1 ? microbatch_group_size(p, t.micro_batches) : 0;

@@ -160,15 +160,14 @@ PassTimes pass_times(const StageCost& s) {
 // The stage's passes for the simulator: in-pass TP and CP exposure spread over the compute
 // windows as pass_times spreads it, the all-to-alls half in forward and half in backward (the
 // same dispatch and combine each way), pipeline and ZeRO-3 traffic left to the simulator.
-// DualPipe-V pairs forward and backward passes themselves (simulate.cpp), so they get
-// the whole all-to-all; other schedules get what their pairing leaves exposed.
-StageWork stage_work(const StageCost& s, const ParallelPlan& p) {
+// The passes carry the whole all-to-all: the simulator hides what its F&B pairs hide
+// (sim_pairs_passes), where the closed form takes paired_share.
+StageWork stage_work(const StageCost& s) {
   StageWork w;
   const double compute = s.forward_s + s.backward_s;
   if (compute <= 0) return w;
   const double k = 1.0 + (s.tp_exposed_s + s.cp_exposed_s) / compute;
-  const bool pairs_itself = p.schedule == Schedule::dualpipe_v && p.moe_a2a_overlap;
-  const double ep = pairs_itself ? s.ep_s : s.ep_exposed_s;
+  const double ep = s.ep_s;
   w.forward_s = k * s.forward_s + ep / 2.0;
   w.input_grad_s = k * (s.backward_s - s.weight_grad_s) + ep / 2.0;
   w.weight_grad_s = k * s.weight_grad_s;
@@ -416,9 +415,9 @@ void pipeline_time(const Context& x, const Stages& st, StepTime& t) {
   t.first_stage = pass_times(st.first);
   t.middle_stage = pass_times(st.middle);
   t.last_stage = pass_times(st.last);
-  t.first_work = stage_work(st.first, p);
-  t.middle_work = stage_work(st.middle, p);
-  t.last_work = stage_work(st.last, p);
+  t.first_work = stage_work(st.first);
+  t.middle_work = stage_work(st.middle);
+  t.last_work = stage_work(st.last);
   t.bubble_s = bubble_s(p, mean_passes(t, p.pp));
   t.schedule = schedule_name(p);
 }
@@ -604,13 +603,15 @@ Estimate estimate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan
   const Evaluation ev = evaluate(m, tr, p, c, cost, mem);
   est.comm = ev.comm;
   est.time = ev.time;
-  if (m.has_architecture() && simulation == Simulation::run)
-    est.simulated = simulate_step(m, tr, p, c, ev.time, ev.comm, true);
+  if (m.has_architecture() && simulation != Simulation::skip)
+    est.simulated = simulate_step(m, tr, p, c, ev.time, ev.comm, simulation == Simulation::run);
   Throughput& th = est.throughput;
   th.peak_flops = peak_flops(c.gpu, tr.recipe.gemm_dtype);
   th.model_flops = ev.model_flops;
   th.hardware_flops = ev.hardware_flops;
-  const double step = est.time.step_s;
+  est.step_simulated = est.simulated.ran && est.simulated.step_s > 0;
+  est.step_s = est.step_simulated ? est.simulated.step_s : est.time.step_s;
+  const double step = est.step_s;
   th.tokens_per_s = static_cast<double>(tr.global_batch) * tr.seq_len / step;
   th.tflops_per_gpu = ev.model_flops / (step * c.gpus) / 1e12;
   th.mfu = ev.model_flops / (step * c.gpus * th.peak_flops);

@@ -171,11 +171,15 @@ nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingS
   }
   if (const std::string w = mfu_warning(e.mfu_check); !w.empty()) notes.push_back(w);
   j["notes"] = notes;
-  const StepInterval si = step_interval(tr.framework, c.gpu.name, e.time.step_s);
-  j["time"]["step_s_low"] = si.low_s;
-  j["time"]["step_s_high"] = si.high_s;
-  j["throughput"]["tokens_per_s_low"] = e.throughput.tokens_per_s * e.time.step_s / si.high_s;
-  j["throughput"]["tokens_per_s_high"] = e.throughput.tokens_per_s * e.time.step_s / si.low_s;
+  // The plan's step (simulated where it ran) with its interval; `time` keeps the closed forms.
+  const StepInterval si = step_interval(tr.framework, c.gpu.name, e.step_s);
+  j["step"] = {{"step_s", e.step_s},
+               {"source", e.step_simulated ? "simulated" : "closed_form"},
+               {"closed_form_s", e.time.step_s},
+               {"step_s_low", si.low_s},
+               {"step_s_high", si.high_s}};
+  j["throughput"]["tokens_per_s_low"] = e.throughput.tokens_per_s * e.step_s / si.high_s;
+  j["throughput"]["tokens_per_s_high"] = e.throughput.tokens_per_s * e.step_s / si.low_s;
   j["accuracy"] = accuracy_json(si, tr, c);
   if (tr.tokens > 0) {
     j["training_run"] = {
@@ -198,16 +202,16 @@ std::string render_simulated(const SimulatedStep& s) {
                            to_string(static_cast<SimStream>(k)), format_seconds(s.exposed_s[k]));
   }
   return fmt::format(
-      "\nSimulated step ({} schedule, {} events, stage {}): {}; bubble {}, compute {}, exposed "
-      "{}\n",
-      to_string(s.order), s.tasks, s.critical_device, format_seconds(s.step_s),
+      "Step: {} (simulated: {} schedule, {} events, critical stage {}; bubble {}, compute {}, "
+      "exposed {})\n",
+      format_seconds(s.step_s), to_string(s.order), s.tasks, s.critical_device,
       format_seconds(s.bubble_s), format_seconds(s.compute_s), exposed.empty() ? "none" : exposed);
 }
 
 std::string render_time(const Estimate& e, const TrainingSpec& tr, const ClusterSpec& c) {
   const StepTime& s = e.time;
   const Throughput& th = e.throughput;
-  std::string out = "Step time\n";
+  std::string out = "Step time (closed form: the search's fast bound)\n";
   Table t({{"", Table::Align::left}, {"seconds"}, {"share"}, {"what", Table::Align::left}});
   auto row = [&](const char* label, double v, std::string what) {
     t.add_row({label, format_seconds(v), format_percent(share_of_step(v, s)), std::move(what)});
@@ -231,16 +235,19 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
     row("offload", s.offload_s, offload_words(s.offload, c.host));
   }
   t.add_rule();
-  row("step", s.step_s, "");
+  row("closed form (search bound)", s.step_s, "");
   out += t.render();
-  if (e.simulated.ran) out += render_simulated(e.simulated);
+  out += "\n";
+  out += e.step_simulated ? render_simulated(e.simulated)
+                          : fmt::format("Step: {} (closed form: not simulated)\n",
+                                        format_seconds(e.step_s));
   out += fmt::format(
       "\nThroughput: {:.0f} tokens/s, {:.1f} TFLOP/s per GPU (model FLOPs), MFU {}, HFU {} "
       "(of {:.0f} TFLOP/s {} peak)\n",
       th.tokens_per_s, th.tflops_per_gpu, format_percent(th.mfu), format_percent(th.hfu),
       th.peak_flops / kTera, to_string(tr.recipe.gemm_dtype));
   out += fmt::format("Step interval from validation: {}\n",
-                     interval_text(step_interval(tr.framework, c.gpu.name, s.step_s), tr));
+                     interval_text(step_interval(tr.framework, c.gpu.name, e.step_s), tr));
   if (const std::string w = mfu_warning(e.mfu_check); !w.empty()) out += "warning: " + w + "\n";
   if (e.params_only) {
     out += fmt::format(

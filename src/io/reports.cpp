@@ -22,7 +22,7 @@ std::string training_line(const TrainingSpec& tr) {
 
 std::string plan_line(const char* what, const ParallelPlan& plan, const Estimate& e) {
   return fmt::format("{}: {}: {} per step, {:.0f} tokens/s, MFU {}", what, describe(plan),
-                     format_seconds(e.time.step_s), e.throughput.tokens_per_s,
+                     format_seconds(e.step_s), e.throughput.tokens_per_s,
                      format_percent(e.throughput.mfu));
 }
 

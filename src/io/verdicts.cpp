@@ -110,7 +110,7 @@ Verdict estimate_verdict(const Estimate& e) {
                         format_gib(m.host_bytes_per_node), format_gib(m.host_capacity_bytes))};
   }
   std::string reason = fmt::format("{}; {} per step, MFU {}.", memory,
-                                   format_seconds(e.time.step_s), format_percent(e.throughput.mfu));
+                                   format_seconds(e.step_s), format_percent(e.throughput.mfu));
   if (m.worst().offloaded_bytes > 0) {
     reason += fmt::format(" Offload keeps {} per device in host memory ({} of {} per node).",
                           format_gib(m.worst().offloaded_bytes), format_gib(m.host_bytes_per_node),

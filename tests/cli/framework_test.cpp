@@ -193,7 +193,9 @@ TEST_CASE("estimate --json: the step with its validation interval and the class 
       "--recompute full --framework deepspeed --json");
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
-  const double step = j.at("time").at("step_s");
+  const double step = j.at("step").at("step_s");  // the simulated step
+  CHECK(j.at("step").at("source") == "simulated");
+  CHECK(j.at("step").at("closed_form_s") == j.at("time").at("step_s"));
   // The interval is the deepspeed profile's A100 class, which tools/update_accuracy.py writes from
   // `validate --cross-validate` (the corpus's size changes it, so it is read, not restated).
   const auto profile = nlohmann::json::parse(shardplan::test::read_file(
@@ -203,8 +205,8 @@ TEST_CASE("estimate --json: the step with its validation interval and the class 
   const double low = a100.at("step_error_low"), high = a100.at("step_error_high");
   CHECK(low < 0);
   CHECK(high > 0);
-  CHECK(j.at("time").at("step_s_low").get<double>() == doctest::Approx(step * (1 + low)));
-  CHECK(j.at("time").at("step_s_high").get<double>() == doctest::Approx(step * (1 + high)));
+  CHECK(j.at("step").at("step_s_low").get<double>() == doctest::Approx(step * (1 + low)));
+  CHECK(j.at("step").at("step_s_high").get<double>() == doctest::Approx(step * (1 + high)));
   CHECK(j.at("accuracy").at("class") == "deepspeed x A100");
   CHECK(j.at("accuracy").at("cases") == a100.at("cases"));
   CHECK(j.at("accuracy").at("split") == "held-out");

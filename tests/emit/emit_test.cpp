@@ -43,7 +43,7 @@ EmitInputs gpt3(int zero) {
 }
 
 long expected_interval_steps(const EmitInputs& in) {
-  return std::lround(kDefaultCheckpointIntervalS / in.estimate.time.step_s);
+  return std::lround(kDefaultCheckpointIntervalS / in.estimate.step_s);
 }
 
 bool has_field(const std::vector<PlanProblem>& problems, const std::string& field) {
@@ -267,7 +267,7 @@ TEST_CASE("--checkpoint-interval auto: the runbook's Young interval in whole ste
   CHECK(r.checkpoint.interval_s ==
         doctest::Approx(std::sqrt(2 * r.checkpoint.write_s * r.failures.mtbf_s)));
   CHECK(in.settings.checkpoint_interval_steps ==
-        std::lround(r.checkpoint.interval_s / in.estimate.time.step_s));
+        std::lround(r.checkpoint.interval_s / in.estimate.step_s));
   const auto args = megatron_args(emit_text(LauncherFormat::megatron, in));
   CHECK(num(args, "--save-interval") == in.settings.checkpoint_interval_steps);
 }
@@ -359,7 +359,7 @@ TEST_CASE(
 TEST_CASE("golden files") {
   auto pinned = [](EmitInputs in) {
     const double step = 26.0;
-    in.estimate.time.step_s = step;
+    in.estimate.time.step_s = in.estimate.step_s = step;
     in.estimate.throughput.tokens_per_s =
         in.training.global_batch * static_cast<double>(in.training.seq_len) / step;
     in.estimate.throughput.mfu = 0.4;

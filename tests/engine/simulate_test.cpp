@@ -34,7 +34,23 @@ SimInput even(SimOrder o, int p, int v, int m, double f, double b, double w) {
     st.weight_grad_s = w / chunks;
     in.stages.push_back(st);
   }
+  // DeepSeek's schedules as their papers time them: F&B chunks overlapped.
+  in.pair_passes = o == SimOrder::dualpipe_v || o == SimOrder::dualpipe;
   return in;
+}
+
+// Every stage's forward and backward carry `f_a2a` and `b_a2a` of all-to-all.
+void with_all_to_alls(SimInput& in, double f_a2a, double b_a2a) {
+  for (SimStage& s : in.stages) {
+    s.forward_comm.ep_s = f_a2a;
+    s.backward_comm.ep_s = b_a2a;
+  }
+}
+
+int overlapped_passes(const SimResult& r) {
+  int pairs = 0;
+  for (const SimEvent& e : r.events) pairs += e.kind == SimTaskKind::overlapped ? 1 : 0;
+  return pairs;
 }
 
 // The simulated bubble: the step less one device's work, m (F + B + W).
@@ -268,6 +284,70 @@ TEST_CASE("An overlapped all-to-all: a DualPipeV F&B pair takes the longer of co
   int pairs = 0;
   for (const SimEvent& e : r.events) pairs += e.kind == SimTaskKind::overlapped ? 1 : 0;
   CHECK(pairs == 1);
+}
+
+TEST_CASE("DualPipeV without the overlap: each F&B chunk a forward, then a backward") {
+  // The pair above unpaired (dualpipev.py _forward_backward_chunk without the module's
+  // overlapped_forward_backward): F1.1 (1) then BW0.0 (2), all-to-alls in line, 3 + 2 + 3 + 2
+  // + 1.2 + 0.8 = 12 whatever the all-to-alls take; the old simulator paired it anyway (11.4).
+  SimInput in = even(SimOrder::dualpipe_v, 1, 2, 2, 2, 2.4, 1.6);
+  with_all_to_alls(in, 0.3, 0.3);
+  in.pair_passes = false;
+  SimResult r = simulate(in);
+  CHECK(r.step_s == doctest::Approx(12.0));
+  CHECK(overlapped_passes(r) == 0);
+  CHECK(r.devices[0].ep_in_passes_s == doctest::Approx(8 * 0.3));  // 4 forwards, 4 backwards
+  with_all_to_alls(in, 0.9, 1.0);
+  r = simulate(in);
+  CHECK(r.step_s == doctest::Approx(12.0));
+  CHECK(r.devices[0].ep_in_passes_s == doctest::Approx(4 * 0.9 + 4 * 1.0));
+}
+
+TEST_CASE("Megatron-Core's combined 1F1B without a pipeline: F0, then F(i+1) with BW(i), by hand") {
+  // combined_1f1b_schedule_for_no_pipelining, 3 micro-batches, F 1 (all-to-all 0.3 of it),
+  // B 1.2 (0.3), W 0.8: F0 1, [F1 & BW0] max(0.7 + 1.7, 0.6) = 2.4, [F2 & BW1] 2.4, BW2 2:
+  // 7.8 against 9 in 1F1B's own order.
+  SimInput in = even(SimOrder::one_f_one_b, 1, 1, 3, 1, 1.2, 0.8);
+  with_all_to_alls(in, 0.3, 0.3);
+  CHECK(simulate(in).step_s == doctest::Approx(9.0));
+  in.pair_passes = true;
+  const SimResult r = simulate(in);
+  REQUIRE_FALSE(r.deadlocked);
+  CHECK(r.step_s == doctest::Approx(1 + 2.4 + 2.4 + 2));
+  CHECK(overlapped_passes(r) == 2);
+  CHECK(r.devices[0].ep_in_passes_s == doctest::Approx(0.3 + 0.3));  // F0's and BW2's
+  const auto order = issue_order(in);
+  REQUIRE(order[0].size() == 4);
+  CHECK(order[0][1].kind == SimTaskKind::overlapped);
+  CHECK(order[0][1].micro_batch == 1);
+  CHECK(order[0][1].micro_batch2 == 0);
+}
+
+TEST_CASE("Megatron-Core's combined 1F1B, interleaved 2 x 2 x 2: one more warm-up forward, by hand") {
+  // Virtual stages 0 (device 0, chunk 0), 1 (device 1), 2 (device 0, chunk 1), 3 (device 1);
+  // each F 1 (all-to-all 0.3), BW 2 (B 1.2 with 0.3, W 0.8). Device 1's warm-up is (v - 1) g
+  // + 1 = 3 forwards (get_pp_rank_microbatches' += 1: without it the pair would be micro-batch
+  // 0's forward and backward on the last stage), then [F3.1 & BW3.0], then its backwards;
+  // device 0's warm-up holds all four forwards. Device 1: F1.0 [1,2] F1.1 [2,3] F3.0 [3,4]
+  // pair [4, 6.4] BW3.1 [6.4, 8.4] BW1.0 [8.4, 10.4] BW1.1 [10.4, 12.4]; device 0: F0.0 F0.1
+  // F2.0 F2.1 to 4, BW2.0 [6.4, 8.4] BW2.1 [8.4, 10.4] BW0.0 [10.4, 12.4] BW0.1 [12.4, 14.4].
+  // Unpaired (Megatron-Core's interleaved order): 15.
+  SimInput in = even(SimOrder::interleaved, 2, 2, 2, 2, 2.4, 1.6);
+  with_all_to_alls(in, 0.3, 0.3);
+  CHECK(simulate(in).step_s == doctest::Approx(15.0));
+  in.pair_passes = true;
+  const SimResult r = simulate(in);
+  REQUIRE_FALSE(r.deadlocked);
+  CHECK(r.step_s == doctest::Approx(14.4));
+  CHECK(overlapped_passes(r) == 1);
+  const auto order = issue_order(in);
+  REQUIRE(order[1].size() == 7);
+  CHECK(order[1][3].kind == SimTaskKind::overlapped);
+  CHECK(order[1][3].stage == 3);
+  CHECK(order[1][3].micro_batch == 1);
+  CHECK(order[1][3].stage2 == 3);
+  CHECK(order[1][3].micro_batch2 == 0);
+  CHECK(order[0].size() == 8);  // nothing of device 0's pairs: every forward is warm-up
 }
 
 TEST_CASE("Compute beside communication slows by the profile's overlap slowdown") {

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "shardplan/plan.hpp"
 #include "shardplan/planning.hpp"
 #include "shardplan/profiles.hpp"
@@ -85,4 +87,93 @@ TEST_CASE("plan_cluster: the fastest plan is the simulated best of those it simu
   CHECK(r.fastest()->step_s == doctest::Approx(best_s));
   for (int i = 1; i < std::min(r.rerank.simulated, 5); ++i)
     CHECK(r.found.ranked[static_cast<size_t>(i)].step_s >= best_s);
+}
+
+namespace {
+
+// Mixtral 8x7B on 8 H100s, experts over 8 (or 4 under a pipeline of 2), 16 micro-batches.
+struct MoeSetup {
+  ModelSpec m = load_model("mixtral-8x7b");
+  TrainingSpec t = test::training(4096, 64);
+  ClusterSpec c = test::cluster(8, "dgx-h100");
+
+  static int pairs(const SimulatedStep& s) {
+    int n = 0;
+    for (const SimEvent& e : s.result.events) n += e.kind == SimTaskKind::overlapped ? 1 : 0;
+    return n;
+  }
+  SimulatedStep simulated(const ParallelPlan& p) const { return estimate(m, t, p, c).simulated; }
+};
+
+}  // namespace
+
+TEST_CASE("DualPipe-V pairs its F&B chunks only when the plan overlaps the all-to-alls") {
+  MoeSetup s;
+  s.t.framework = load_framework(Framework::torchtitan);
+  ParallelPlan p = test::plan(4, 1, 2);
+  p.ep = 4;
+  p.interleave = 2;
+  p.schedule = Schedule::dualpipe_v;
+  const SimulatedStep off = s.simulated(p);
+  REQUIRE(off.ran);
+  // Off (torchtitan's pipeline_parallel_expert_parallel_overlap false): a forward, then a
+  // backward, every all-to-all in its pass, as the closed form prices them.
+  CHECK(MoeSetup::pairs(off) == 0);
+  CHECK(off.exposed_s[static_cast<int>(SimStream::ep)] ==
+        doctest::Approx(estimate(s.m, s.t, p, s.c).comm.ep.exposed_s));
+  p.moe_a2a_overlap = true;
+  const SimulatedStep on = s.simulated(p);
+  CHECK(MoeSetup::pairs(on) > 0);
+  CHECK(on.step_s < off.step_s);
+  CHECK(on.exposed_s[static_cast<int>(SimStream::ep)] <
+        off.exposed_s[static_cast<int>(SimStream::ep)]);
+}
+
+TEST_CASE("Megatron-Core's combined 1F1B: paired passes with the overlap, no pipeline or interleaved") {
+  MoeSetup s;
+  s.t.framework = load_framework(Framework::megatron);
+  ParallelPlan flat = test::plan(8, 1, 1);
+  flat.ep = 8;
+  CHECK(MoeSetup::pairs(s.simulated(flat)) == 0);
+  const double alone_s = s.simulated(flat).step_s;
+  flat.moe_a2a_overlap = true;
+  // 8 micro-batches per replica: F0 alone, then 7 pairs, then the last backward.
+  const SimulatedStep paired = s.simulated(flat);
+  CHECK(MoeSetup::pairs(paired) == 7);
+  CHECK(paired.step_s < alone_s);
+  ParallelPlan vpp = test::plan(4, 1, 2);
+  vpp.ep = 4;
+  vpp.interleave = 2;
+  vpp.moe_a2a_overlap = true;
+  CHECK(MoeSetup::pairs(s.simulated(vpp)) > 0);
+  // A framework that runs the overlap under DualPipeV only does not pair 1F1B.
+  s.t.framework = load_framework(Framework::torchtitan);
+  CHECK(MoeSetup::pairs(s.simulated(vpp)) == 0);
+}
+
+TEST_CASE("estimate's step, throughput and time to train are the simulated step's") {
+  Setup s;
+  s.t.tokens = 1e9;
+  ParallelPlan p = test::plan(8, 1, 2, 2);
+  p.zero = 1;
+  p.interleave = 4;
+  const Estimate e = estimate(s.m, s.t, p, s.c);
+  REQUIRE(e.step_simulated);
+  CHECK(e.step_s == e.simulated.step_s);
+  CHECK(e.step_s != doctest::Approx(e.time.step_s));  // the closed form stays in `time`
+  const double tokens_per_step = static_cast<double>(s.t.global_batch) * s.t.seq_len;
+  CHECK(e.throughput.tokens_per_s == doctest::Approx(tokens_per_step / e.simulated.step_s));
+  CHECK(e.throughput.mfu == doctest::Approx(e.throughput.model_flops /
+                                            (e.simulated.step_s * s.c.gpus * e.throughput.peak_flops)));
+  CHECK(e.train_s == doctest::Approx(std::ceil(s.t.tokens / tokens_per_step) * e.simulated.step_s));
+  // Without the simulation the closed form is the step.
+  const Estimate closed = estimate(s.m, s.t, p, s.c, Simulation::skip);
+  CHECK_FALSE(closed.step_simulated);
+  CHECK(closed.step_s == closed.time.step_s);
+  CHECK(closed.time.step_s == doctest::Approx(e.time.step_s));
+  // Validation's figures-only run gives the same step without the events.
+  const Estimate figures = estimate(s.m, s.t, p, s.c, Simulation::figures);
+  CHECK(figures.step_s == doctest::Approx(e.step_s));
+  CHECK(figures.simulated.result.events.empty());
+  CHECK_FALSE(e.simulated.result.events.empty());
 }

@@ -57,7 +57,7 @@ struct ProvisionOption {
   bool pareto = false;        // no other option is both faster and cheaper
   bool meets_deadline = true;
   bool within_budget = true;
-  double step_s() const { return estimate.time.step_s; }
+  double step_s() const { return estimate.step_s; }
   double time_to_train_s() const { return estimate.train_s; }
   double cost() const { return estimate.train_cost; }
 };

@@ -20,7 +20,8 @@ namespace shardplan {
 ///   zb_h1        1F1B with the backward split into B and W (Qi et al. 2024 Sec. 3.1), each W
 ///                deferred behind later B passes so that the W passes fill the drain
 ///   zb_v         PyTorch's ScheduleZBVZeroBubble order (Qi et al. 2024 Sec. 6), two chunks in a V
-///   dualpipe_v   DeepSeek's DualPipeV (dualpipev.py: its eight steps, F&B pairs overlapped)
+///   dualpipe_v   DeepSeek's DualPipeV (dualpipev.py: its eight steps, F&B chunks paired when
+///                pair_passes)
 ///   dualpipe     DeepSeek's DualPipe (dualpipe.py): two pipelines in opposite directions, half
 ///                the micro-batches each; every rank holds one stage of each
 enum class SimOrder { gpipe, one_f_one_b, interleaved, zb_h1, zb_v, dualpipe_v, dualpipe };
@@ -102,6 +103,15 @@ struct SimInput {
   /// the up pipeline's (device devices - 1 - j holds its stage j).
   std::vector<SimStage> stages;
   std::vector<double> optimizer_s;  // per device, after its gradients are reduced
+  /// One micro-batch's forward issued with another's backward as one pass, each one's EP
+  /// all-to-alls beside the other's compute (the plan's moe_a2a_overlap where the schedule runs
+  /// it): DualPipe / DualPipe-V's F&B chunks (dualpipev.py _forward_backward_chunk with the
+  /// module's overlapped_forward_backward); Megatron-Core's combined 1F1B, which pairs the
+  /// steady state's forward and backward after one more warm-up forward (schedules.py
+  /// get_pp_rank_microbatches: num_warmup_microbatches += 1 with overlap_moe_expert_parallel_comm;
+  /// combined_1f1b.py combined_1f1b_schedule_for_no_pipelining and _for_interleaved_pipelining).
+  /// Off: DualPipe's F&B chunks run as a forward, then a backward.
+  bool pair_passes = false;
   /// Compute lost per second of communication it overlaps (the GPU profile's overlap_slowdown:
   /// NCCL kernels take SMs and HBM bandwidth from the compute beside them).
   double overlap_slowdown = 0;

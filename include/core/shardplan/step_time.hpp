@@ -107,14 +107,17 @@ inline constexpr double kRedFlagMfu = 0.60;
 struct Estimate {
   MemoryBreakdown memory;
   CommBreakdown comm;
-  StepTime time;
+  StepTime time;  // the closed forms: the search's fast bound
+  /// The plan's step: the simulated one (`simulated`) where the step was simulated, the closed
+  /// form's otherwise. Throughput, MFU and time and cost to train are taken from it.
+  double step_s = 0;
+  bool step_simulated = false;
   Throughput throughput;
   double train_s = 0;     // time to train --tokens (0 when not asked)
   double train_cost = 0;  // GPU-hours x --gpu-hour-cost
   double train_gpu_hours = 0;
   bool params_only = false;  // compute from 6 N tokens at an assumed MFU (no architecture)
-  /// The step simulated event by event (step_simulation.hpp); `time` holds the closed forms,
-  /// the search's fast bound.
+  /// The step simulated event by event (step_simulation.hpp).
   SimulatedStep simulated;
   MfuPlausibility mfu_check;  // against the framework x GPU generation's highest published
 };
@@ -127,9 +130,10 @@ inline constexpr double kParamsOnlyMfu = 0.40;
 MfuPlausibility mfu_plausibility(double mfu, const TrainingSpec& training,
                                  const ClusterSpec& cluster);
 
-/// Whether estimate() also simulates the step event by event (Estimate::simulated): callers that
-/// read only the closed forms (validation's fitting loops) skip it.
-enum class Simulation { run, skip };
+/// Whether estimate() also simulates the step event by event (Estimate::simulated): `run` keeps
+/// the event list (the trace), `figures` only the step and its parts (validation), `skip` reads
+/// the closed forms alone (the step is then the closed form's).
+enum class Simulation { run, figures, skip };
 
 Estimate estimate(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,
                   const ClusterSpec& cluster, Simulation simulation = Simulation::run);
