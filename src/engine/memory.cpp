@@ -124,6 +124,26 @@ double layers_in_flight(int layers, const ParallelPlan& p, int micro_batches, in
   return microbatches_in_flight(p, micro_batches, stage) * stage_layers(layers, p, stage);
 }
 
+bool defers_grad_sync(const TrainingSpec& tr, const ParallelPlan& p) {
+  if (p.zero < 2) return false;  // ZeRO-0/1 gradients are unsharded anyway
+  switch (tr.grad_sync) {
+    case GradSync::every_micro_batch:
+      return false;
+    case GradSync::deferred:
+      return true;
+    case GradSync::framework:
+      break;
+  }
+  return p.pp > 1 && tr.framework.pricing.fsdp_defer_grad_sync_with_pp;
+}
+
+bool keeps_params_gathered(const TrainingSpec& tr, const ParallelPlan& p) {
+  // torchtitan parallelize.py apply_fsdp: reshard_after_forward_policy "default" is
+  // `not pp_enabled`, to avoid an all-gather per micro-batch under pipeline schedules.
+  return p.zero >= 3 && p.pp > 1 &&
+         tr.framework.pricing.fsdp_reshard == FrameworkPricing::Reshard::not_with_pp;
+}
+
 MemoryInputs memory_inputs(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p) {
   MemoryInputs in;
   in.per_param = state_bytes_per_param(m, tr);
@@ -179,9 +199,22 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
   }
   if (p.zero >= 3) {
     // ZeRO-3/FSDP gather one layer at a time and prefetch the next; the gathered layer's
-    // gradient exists in full until it is reduce-scattered.
-    s.gathered_layers_bytes = 2.0 * dev.largest_layer * (per.weights + per.weight_copies);
+    // gradient exists in full until it is reduce-scattered. Without reshard after forward,
+    // every unit of the stage stays gathered from its forward to its backward.
+    s.params_kept_gathered = keeps_params_gathered(tr, p);
+    const double gathered = s.params_kept_gathered ? dev.total() : 2.0 * dev.largest_layer;
+    s.gathered_layers_bytes = gathered * (per.weights + per.weight_copies);
     s.unsharded_grad_bytes = dev.largest_layer * per.gradients;
+  }
+  if (defers_grad_sync(tr, p) && micro_batches_per_step(tr, p) > 1) {
+    // FSDP2 accumulates the unsharded gradients of every unit across the micro-batches, in
+    // MixedPrecisionPolicy.reduce_dtype (_fsdp_param.py to_accumulated_grad_if_needed), and
+    // reduce-scatters them after the last; the per-layer transient is part of them.
+    const double bytes = tr.framework.pricing.fsdp_accumulated_grad_bytes > 0
+                             ? tr.framework.pricing.fsdp_accumulated_grad_bytes
+                             : per.gradients;
+    s.accumulated_grad_bytes = dev.total() * bytes;
+    s.unsharded_grad_bytes = 0;
   }
   offload_stage_memory(s, p, per, tr.framework.caps.offload,
                        m.has_architecture() ? stage_layers(m.layers, p, stage) : 0);

@@ -137,9 +137,12 @@ Prediction predict(const PublishedRun& run) {
       have = true;
     }
   }
-  if (have)
+  if (have) {
+    const StageMemory& worst =
+        estimate_memory(run.model, run.training, best.plan, run.cluster).worst();
     best.predicted_peak_gib =
-        estimate_memory(run.model, run.training, best.plan, run.cluster).total_bytes() / kGiB;
+        (run.peak_is_reserved ? worst.total_bytes() : worst.allocated_bytes()) / kGiB;
+  }
   best.error = run.measured != 0 ? (best.predicted - run.measured) / run.measured : 0;
   return best;
 }

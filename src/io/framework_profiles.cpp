@@ -138,10 +138,27 @@ void read_collectives(StrictObject o, FrameworkPricing& p) {
   o.finish();
 }
 
-// Sections the planner documents but prices through the rules and the memory model elsewhere:
-// every key is a sentence with its own figures.
-void read_words(StrictObject o) {
-  for (const std::string& key : o.keys()) o.string(key);
+// memory: sentences with their own figures, and the ZeRO-3 / FSDP conventions under gradient accumulation.
+void read_memory(StrictObject o, FrameworkPricing& p) {
+  for (const std::string& key : o.keys()) {
+    if (key == "fsdp_reshard_after_forward") {
+      const std::string words = o.string(key);
+      if (words == "not-with-pp")
+        p.fsdp_reshard = FrameworkPricing::Reshard::not_with_pp;
+      else if (words != "always")
+        throw InputError(o.field(key), "'" + words + "' is not always or not-with-pp");
+    } else if (key == "fsdp_grad_sync_with_pp") {
+      const std::string words = o.string(key);
+      if (words == "deferred")
+        p.fsdp_defer_grad_sync_with_pp = true;
+      else if (words != "every-micro-batch")
+        throw InputError(o.field(key), "'" + words + "' is not every-micro-batch or deferred");
+    } else if (key == "fsdp_accumulated_grad_bytes") {
+      p.fsdp_accumulated_grad_bytes = o.positive(key);
+    } else {
+      o.string(key);
+    }
+  }
   o.finish();
 }
 
@@ -243,7 +260,7 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
                        "'" + words + "' is not attention-core or every-other-matmul");
   }
   recompute.finish();
-  read_words(o.object("memory"));
+  read_memory(o.object("memory"), f.pricing);
   StrictObject loss = o.object("loss");
   for (const std::string& key : loss.keys()) {
     if (key == "peak_bytes_per_logit")

@@ -238,7 +238,18 @@ PublishedRun read_run(const nlohmann::json& r, size_t i, const std::string& wher
   // Peak device memory as the source reports it (torchtitan: the maximum over GPUs of the peak
   // reserved memory), compared beside the step figure.
   const auto& me = r.at("measured");
-  if (me.contains("peak_memory_gib")) run.measured_peak_gib = me.at("peak_memory_gib");
+  if (me.contains("peak_memory_gib")) {
+    run.measured_peak_gib = me.at("peak_memory_gib");
+    // Which peak the source publishes: "reserved" (the caching allocator's, what torchtitan
+    // logs) or "allocated" (the tensors'); a case must say.
+    const std::string field = where + ": measured.peak_memory_kind";
+    if (!me.contains("peak_memory_kind") || !me.at("peak_memory_kind").is_string())
+      throw InputError(field, "missing: say \"reserved\" or \"allocated\" for peak_memory_gib");
+    const std::string kind = me.at("peak_memory_kind");
+    if (kind != "reserved" && kind != "allocated")
+      throw InputError(field, "'" + kind + "' is not reserved or allocated");
+    run.peak_is_reserved = kind == "reserved";
+  }
   return run;
 }
 

@@ -34,9 +34,19 @@ std::vector<MemoryLine> transient_lines(const StageMemory& s) {
   }
   if (s.gathered_layers_bytes > 0) {
     out.push_back({"gathered layers", s.gathered_layers_bytes,
-                   "ZeRO-3 / FSDP: the current and the prefetched layer, unsharded"});
+                   s.params_kept_gathered
+                       ? "ZeRO-3 / FSDP without reshard after forward (pipeline stages): every "
+                         "layer of the stage, unsharded, from its forward to its backward"
+                       : "ZeRO-3 / FSDP: the current and the prefetched layer, unsharded"});
+  }
+  if (s.unsharded_grad_bytes > 0) {
     out.push_back({"unsharded layer gradient", s.unsharded_grad_bytes,
                    "ZeRO-3 / FSDP: a layer's gradient until its reduce-scatter"});
+  }
+  if (s.accumulated_grad_bytes > 0) {
+    out.push_back({"unsharded accumulated gradients", s.accumulated_grad_bytes,
+                   "gradient sync deferred to the last micro-batch: the stage's gradients, "
+                   "unsharded, held across micro-batches"});
   }
   return out;
 }
@@ -113,8 +123,10 @@ Table device_table(const MemoryBreakdown& mem, const ParallelPlan& plan) {
     t.add_row({x.label, gib(x.bytes), "", share(x.bytes), x.assumption});
   }
   t.add_rule();
-  t.add_row(
-      {"total", gib(w.total_bytes()), per_param(w.total_bytes()), share(w.total_bytes()), ""});
+  t.add_row({"allocated", gib(w.allocated_bytes()), per_param(w.allocated_bytes()),
+             share(w.allocated_bytes()), "tensors, context and NCCL buffers at the peak"});
+  t.add_row({"total", gib(w.total_bytes()), per_param(w.total_bytes()),
+             share(w.total_bytes()), "what the caching allocator reserves: allocated + fragmentation"});
   return t;
 }
 
@@ -172,6 +184,8 @@ nlohmann::json stage_json(const StageMemory& s, bool activations_known, double f
           {"transient_bytes", s.transient_bytes()},
           {"overhead_bytes", s.overhead_bytes()},
           {"total_bytes", s.total_bytes()},
+          {"allocated_bytes", s.allocated_bytes()},
+          {"reserved_bytes", s.total_bytes()},
           {"layers_in_flight", s.layers_in_flight},
           {"transients", lines_json(transient_lines(s))},
           {"overheads", lines_json(overhead_lines(s, fragmentation))}};

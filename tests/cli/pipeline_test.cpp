@@ -21,7 +21,10 @@ const std::string kLlama3Layout =
     "--sequence-parallel";
 // Meta's stack shards weights, gradients and optimizer state under pipelines (FSDP with PP),
 // which torchtitan runs and Megatron-LM does not.
-const std::string kLlama3 = kLlama3Layout + " --framework torchtitan";
+// Selective recompute: under torchtitan's FSDP with PP the unsharded fp32 gradients are held
+// across micro-batches (pipelining defers their sync), and 128 layer-micro-batches of full
+// activations beside them overflow 80 GB.
+const std::string kLlama3 = kLlama3Layout + " --framework torchtitan --recompute selective";
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;

@@ -244,3 +244,58 @@ TEST_CASE("torchtitan's loss under TP: loss_parallel holds 16 B per vocabulary-s
   const StageMemory tp4 = estimate_memory(m, t, p, test::cluster(8)).stages.front();
   CHECK(tp4.logits_bytes == doctest::Approx(8192.0 * 128256.0 / 4 * 16.0));
 }
+
+TEST_CASE("FSDP2 under pipeline stages: parameters stay gathered, gradients held unsharded") {
+  // Llama 3.1 8B on dp 4 x pp 2 with ZeRO-3 under torchtitan, 16 sequences of one: 4
+  // micro-batches. Stage 0 holds the embedding, 128256 x 4096 = 525,336,576, and 16 layers of
+  // 2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096 = 218,112,000: 4,015,128,576.
+  // torchtitan's default reshard policy (not pp_enabled) keeps them all gathered in bf16 (2 B);
+  // torch.distributed.pipelining syncs gradients only on the last backward, so FSDP2 holds
+  // them unsharded in its fp32 reduce dtype (4 B) across micro-batches.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(8192, 16);
+  t.framework = load_framework(Framework::torchtitan);
+  ParallelPlan p = test::plan(4, 1, 2);
+  p.zero = 3;
+  const ClusterSpec c = test::cluster(8);
+  const double stage0 = 525336576.0 + 16.0 * 218112000.0;
+  const StageMemory s = estimate_memory(m, t, p, c).stages.front();
+  CHECK(s.params == doctest::Approx(stage0));
+  CHECK(s.params_kept_gathered);
+  CHECK(s.gathered_layers_bytes == doctest::Approx(2.0 * stage0));
+  CHECK(s.accumulated_grad_bytes == doctest::Approx(4.0 * stage0));
+  CHECK(s.unsharded_grad_bytes == 0.0);
+  // Reduce-scattered every micro-batch instead: one layer's gradient at a time, in bf16.
+  t.grad_sync = GradSync::every_micro_batch;
+  const StageMemory every = estimate_memory(m, t, p, c).stages.front();
+  CHECK(every.accumulated_grad_bytes == 0.0);
+  CHECK(every.unsharded_grad_bytes == doctest::Approx(2.0 * 218112000.0));
+  // Megatron's ZeRO-3 pricing (no such convention): the current and the prefetched layer.
+  t.grad_sync = GradSync::framework;
+  t.framework = load_framework(Framework::megatron);
+  const StageMemory meg = estimate_memory(m, t, p, c).stages.front();
+  CHECK_FALSE(meg.params_kept_gathered);
+  CHECK(meg.gathered_layers_bytes == doctest::Approx(2.0 * 2.0 * 218112000.0));
+  CHECK(meg.accumulated_grad_bytes == 0.0);
+  // Without pipeline stages torchtitan reshards after forward and syncs every micro-batch.
+  t.framework = load_framework(Framework::torchtitan);
+  const StageMemory flat = estimate_memory(m, t, test::plan(8, 1, 1), c).stages.front();
+  CHECK_FALSE(flat.params_kept_gathered);
+  CHECK(flat.accumulated_grad_bytes == 0.0);
+  // Asked for, deferral holds the whole model's gradients: 8,030,261,248 params x 4 B.
+  t.grad_sync = GradSync::deferred;
+  ParallelPlan accum = test::plan(4, 1, 1);
+  accum.zero = 3;
+  const StageMemory held = estimate_memory(m, t, accum, c).stages.front();
+  CHECK(held.accumulated_grad_bytes == doctest::Approx(4.0 * 8030261248.0));
+}
+
+TEST_CASE("allocated and reserved: the reserve is the fragmentation share") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(8192, 8);
+  t.fragmentation = 0.10;
+  const StageMemory s = estimate_memory(m, t, test::plan(8, 1, 1), test::cluster(8)).worst();
+  CHECK(s.allocated_bytes() == doctest::Approx(s.total_bytes() - s.fragmentation_bytes));
+  CHECK(s.fragmentation_bytes ==
+        doctest::Approx(0.10 * (s.activations_bytes + s.transient_bytes())));
+}

@@ -155,6 +155,18 @@ struct FrameworkPricing {
   /// cool-down and the other schedules block).
   enum class PipelineSend { async, blocking, steady_gradients_async };
   PipelineSend pp_send = PipelineSend::async;
+  /// ZeRO-3 / FSDP under gradient accumulation (profile memory.fsdp_*). Whether a unit's
+  /// gathered parameters are freed after its forward (FSDP2 reshard_after_forward) always, or
+  /// kept until its backward when the plan has pipeline stages (torchtitan's "default" policy).
+  enum class Reshard { always, not_with_pp };
+  Reshard fsdp_reshard = Reshard::always;
+  /// Whether gradients are reduce-scattered every micro-batch, or held unsharded across the
+  /// micro-batches when the plan has pipeline stages (torch.distributed.pipelining's
+  /// set_requires_gradient_sync(last_backward)).
+  bool fsdp_defer_grad_sync_with_pp = false;
+  /// Bytes per element of the unsharded gradients held across micro-batches (FSDP2 accumulates
+  /// them in MixedPrecisionPolicy.reduce_dtype); 0 = the recipe's gradient bytes.
+  double fsdp_accumulated_grad_bytes = 0;
 
   /// The speed compute is divided by on `gpu_name` for a plan of `pp` stages.
   double compute_speed(const std::string& gpu_name, int pp) const;

@@ -56,6 +56,10 @@ struct StageMemory {
   double logits_bytes = 0;             // last stage
   double gathered_layers_bytes = 0;    // ZeRO-3: current + prefetched layer, unsharded
   double unsharded_grad_bytes = 0;     // ZeRO-3: a layer's gradient before its reduce-scatter
+  bool params_kept_gathered = false;   // ZeRO-3 without reshard after forward: the whole stage
+  // ZeRO-2/3 with the gradient sync deferred to the last micro-batch: the stage's unsharded
+  // gradients, held across micro-batches
+  double accumulated_grad_bytes = 0;
   // overheads
   double context_bytes = 0;  // CUDA context and workspaces (GPU profile)
   int nccl_communicators = 0;
@@ -70,13 +74,29 @@ struct StageMemory {
     return weights_bytes + weight_copies_bytes + gradients_bytes + optimizer_bytes;
   }
   double transient_bytes() const {
-    return recompute_working_bytes + logits_bytes + gathered_layers_bytes + unsharded_grad_bytes;
+    return recompute_working_bytes + logits_bytes + gathered_layers_bytes + unsharded_grad_bytes +
+           accumulated_grad_bytes;
   }
   double overhead_bytes() const { return context_bytes + nccl_bytes + fragmentation_bytes; }
+  /// What the caching allocator reserves at the peak (torch.cuda.max_memory_reserved, what
+  /// torchtitan logs as "memory"): tensors plus the fragmentation reserve.
   double total_bytes() const {
     return model_states_bytes() + activations_bytes + transient_bytes() + overhead_bytes();
   }
+  /// What tensors and the context hold at the peak, without the allocator's reserve of free
+  /// blocks (torch.cuda.max_memory_allocated plus the CUDA context and NCCL buffers, which the
+  /// allocator does not see but nvidia-smi does).
+  double allocated_bytes() const { return total_bytes() - fragmentation_bytes; }
 };
+
+/// Whether a ZeRO-2/3 plan holds its unsharded gradients across micro-batches: the training's
+/// choice, or the framework's default (torch.distributed.pipelining's stage.py
+/// backward_maybe_with_nosync calls set_requires_gradient_sync(last_backward) on an FSDP2
+/// stage, so a plan with pipeline stages defers the reduce-scatter to the last micro-batch).
+bool defers_grad_sync(const TrainingSpec& training, const ParallelPlan& plan);
+/// Whether ZeRO-3 keeps each unit's gathered parameters from its forward to its backward
+/// (FSDP2 reshard_after_forward=False; torchtitan's "default" policy under pipeline stages).
+bool keeps_params_gathered(const TrainingSpec& training, const ParallelPlan& plan);
 
 struct MemoryBreakdown {
   std::vector<StageMemory> stages;  // one per pipeline stage

@@ -270,6 +270,8 @@ struct ClusterSpec {
   bool rack_scale() const { return domain_gpus() > gpus_per_node; }
 };
 
+enum class GradSync { framework, every_micro_batch, deferred };
+
 struct TrainingSpec {
   Precision precision = Precision::bf16;  // as the user named it (fp8: the framework's default)
   // The recipe row that prices it (profiles/precisions/*.json, loaded with the precision by
@@ -284,6 +286,11 @@ struct TrainingSpec {
   bool overlap_param_gather = true;  // ZeRO-3/FSDP prefetch of the next layer's weights
   bool tp_comm_overlap = false;      // Transformer Engine userbuffer overlap of TP comm
   double fragmentation = 0.05;       // allocator reserve beyond what tensors hold
+  // ZeRO-2/3 (FSDP) under gradient accumulation: reduce-scatter every micro-batch (sharded
+  // gradients only), or defer it to the last (FSDP1 no_sync / FSDP2
+  // set_requires_gradient_sync(False): unsharded gradients held across micro-batches);
+  // framework: the framework profile's default for the plan.
+  GradSync grad_sync = GradSync::framework;
   // Mixture of experts: 0 = dropless (Megatron-Core's default) with routing assumed balanced;
   // c > 0 = each expert takes at most c x its even share of tokens, padded to that capacity
   // (--moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity), so GEMM rows and

@@ -37,6 +37,10 @@ struct PublishedRun {
   double measured = 0;
   bool held_out = false;         // "split": "held-out": no profile figure was fitted on it
   double measured_peak_gib = 0;  // the peak device memory the source publishes; 0 = none
+  // What that peak counts: the caching allocator's reserved memory (torch.cuda.
+  // max_memory_reserved, torchtitan's logged "memory") or the tensors allocated
+  // (max_memory_allocated); validation compares the matching prediction.
+  bool peak_is_reserved = true;
 };
 
 struct Prediction {
