@@ -185,7 +185,8 @@ struct AccuracyClass {
   std::string source;  // the validation case ids
 };
 
-/// The GPU generation of a preset name ("H200" and "H100-SXM" -> "H100"), empty if unknown.
+/// The accuracy and kernel-speed class of a preset name ("H200" and "H100-SXM" -> "H100"; the
+/// Blackwell parts, each its own class as the validation corpus has them), empty if unknown.
 std::string gpu_class(const std::string& gpu_name);
 
 /// The highest MFU published for a framework on one GPU generation, and where.
