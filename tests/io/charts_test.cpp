@@ -156,6 +156,21 @@ TEST_CASE("the step chart lists only the parts the plan has, offload among them"
   CHECK(sum == doctest::Approx(12));  // 8 + 2 + 1.5 + 0.5: the parts add up to the step
 }
 
+TEST_CASE("the step chart's label names the simulated step beside the closed form's bars") {
+  Estimate e;
+  e.time.compute_s = 10;
+  e.time.step_s = 10;
+  e.throughput.mfu = 0.4;
+  const auto label = [](const Estimate& x) {
+    const json spec = step_chart({{"this plan", x}}).spec;
+    return spec["layer"][1]["data"]["values"][0]["label"].get<std::string>();
+  };
+  CHECK(label(e) == "10.00 s, MFU 40%");  // no simulation: the closed form is the step
+  e.step_simulated = true;
+  e.step_s = 12.5;  // the MFU was taken from this step
+  CHECK(label(e) == "10.00 s closed form; simulated 12.50 s, MFU 40%");
+}
+
 TEST_CASE("the communication chart: hidden and exposed per collective, the link named") {
   ClusterOptions o;
   o.gpu = "H100-SXM";
