@@ -138,8 +138,8 @@ Prediction predict(const PublishedRun& run) {
     }
   }
   if (have) {
-    const StageMemory& worst =
-        estimate_memory(run.model, run.training, best.plan, run.cluster).worst();
+    const MemoryBreakdown mem = estimate_memory(run.model, run.training, best.plan, run.cluster);
+    const StageMemory& worst = mem.worst();  // a reference into mem, which must outlive it
     best.predicted_peak_gib =
         (run.peak_is_reserved ? worst.total_bytes() : worst.allocated_bytes()) / kGiB;
   }
