@@ -27,13 +27,13 @@ void estimate_shown(PlanningResult& r, const ModelSpec& model, const TrainingSpe
     report_estimate(r.ladder.rungs[static_cast<size_t>(r.ladder.stop)].plan,
                     *r.recommended_estimate);
   }
-  if (fastest) {
-    r.fastest_estimate = estimate(model, training, fastest->plan, cluster);
-    report_estimate(r.found.ranked.front(), *r.fastest_estimate);
-  }
   r.ranked_estimates.clear();
   for (const Candidate& c : r.found.ranked)
     r.ranked_estimates.push_back(estimate(model, training, c.plan, cluster));
+  if (fastest) {  // the first ranked plan: its estimate is already in ranked_estimates
+    r.fastest_estimate = r.ranked_estimates.front();
+    report_estimate(r.found.ranked.front(), *r.fastest_estimate);
+  }
   r.advantage_inside_interval = false;
   if (rec && fastest) {
     // The interval validation gives the recommended plan's step (validation.hpp).
