@@ -87,10 +87,9 @@ const std::vector<LauncherRow>& launcher_rows() {
 }
 
 const LauncherRow& launcher_row(LauncherFormat f) {
-  for (const LauncherRow& r : launcher_rows()) {
-    if (r.format == f) return r;
-  }
-  SHARDPLAN_CHECK(false, "launcher format missing from its table");
+  const LauncherRow* r = find_row(launcher_rows(), &LauncherRow::format, f);
+  SHARDPLAN_CHECK(r != nullptr, "launcher format missing from its table");
+  return *r;
 }
 
 const char* to_string(LauncherFormat f) {
@@ -117,9 +116,7 @@ std::string launcher_format_help() {
 }
 
 LauncherFormat parse_launcher_format(const std::string& text, const std::string& field) {
-  for (const LauncherRow& r : launcher_rows()) {
-    if (text == r.name) return r.format;
-  }
+  if (const LauncherRow* r = find_row(launcher_rows(), &LauncherRow::name, text)) return r->format;
   throw InputError(field,
                    "'" + text + "' is not a launcher format; use " + or_last(launcher_names(", ")));
 }

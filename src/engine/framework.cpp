@@ -11,10 +11,8 @@
 namespace shardplan {
 
 const char* to_string(Framework f) {
-  for (const FrameworkRow& r : kFrameworkRows) {
-    if (r.id == f) return r.name;
-  }
-  return "";
+  const FrameworkRow* r = find_row(kFrameworkRows, &FrameworkRow::id, f);
+  return r ? r->name : "";
 }
 
 std::string framework_names(const std::string& separator) {
@@ -22,9 +20,7 @@ std::string framework_names(const std::string& separator) {
 }
 
 Framework parse_framework(const std::string& text, const std::string& field) {
-  for (const FrameworkRow& r : kFrameworkRows) {
-    if (text == r.name) return r.id;
-  }
+  if (const FrameworkRow* r = find_row(kFrameworkRows, &FrameworkRow::name, text)) return r->id;
   throw InputError(field, "'" + text + "' is not a framework; use " + or_last(framework_names(", ")));
 }
 

@@ -84,10 +84,9 @@ const std::vector<ScheduleRow>& schedule_rows() {
 }
 
 const ScheduleRow& schedule_row(Schedule s) {
-  for (const ScheduleRow& r : schedule_rows()) {
-    if (r.id == s) return r;
-  }
-  SHARDPLAN_CHECK(false, "schedule missing from its table");
+  const ScheduleRow* r = find_row(schedule_rows(), &ScheduleRow::id, s);
+  SHARDPLAN_CHECK(r != nullptr, "schedule missing from its table");
+  return *r;
 }
 
 std::vector<Schedule> all_schedules() {
@@ -105,10 +104,8 @@ const char* to_string(Schedule s) {
 }
 
 Schedule parse_schedule(const std::string& text, const std::string& field) {
-  const std::string key = lowered(text);
-  for (const ScheduleRow& r : schedule_rows()) {
-    if (key == r.name) return r.id;
-  }
+  if (const ScheduleRow* r = find_row(schedule_rows(), &ScheduleRow::name, lowered(text)))
+    return r->id;
   throw InputError(field, "'" + text + "' is not one of: " + schedule_names(", "));
 }
 

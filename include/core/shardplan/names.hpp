@@ -2,6 +2,7 @@
 // flags, and the comma lists of names that flags take.
 #pragma once
 
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,16 @@ std::string join_field(const Rows& rows, Field field, std::string_view separator
     out += row.*field;
   }
   return out;
+}
+
+/// The row of a descriptor table whose `key` equals `value`, or nullptr: the one lookup behind
+/// every table's by-id and by-name search.
+template <typename Rows, typename Key, typename Value>
+auto find_row(const Rows& rows, Key key, const Value& value) -> decltype(&*std::begin(rows)) {
+  for (const auto& row : rows) {
+    if (row.*key == value) return &row;
+  }
+  return nullptr;
 }
 
 /// "a, b or c" from "a, b, c": the last comma of a list as "or", for "use ..." messages.
