@@ -38,7 +38,8 @@ bool FrameworkCaps::has_zero(int stage) const {
 }
 
 std::string gpu_class(const std::string& name) {
-  for (const char* g : {"A100", "H100", "B200", "B300", "GB200", "GB300", "L40S", "MI300X"}) {
+  for (const char* g : {"V100", "A100", "H100", "B200", "B300", "GB200", "GB300", "L40S", "MI300X",
+                        "MI325X", "MI355X"}) {
     if (name.rfind(g, 0) == 0) return g;
   }
   if (name.rfind("H200", 0) == 0) return "H100";  // Hopper, the same kernels

@@ -175,7 +175,8 @@ void read_kernels(StrictObject o, FrameworkPricing& p) {
       const std::string cls = g.string("gpu_class");
       if (gpu_class(cls) != cls)
         throw InputError(g.field("gpu_class"),
-                         "'" + cls + "' is not A100, H100, B200, L40S or MI300X");
+                         "'" + cls + "' is not V100, A100, H100, B200, B300, GB200, GB300, L40S, " +
+                             "MI300X, MI325X or MI355X");
       p.kernel_speed_by_gpu.emplace_back(cls, g.positive("speed"));
       g.string("fitted_on");
       g.finish();
