@@ -55,7 +55,27 @@ struct Shape {
   double r = 1;       // share of a sequence-region tensor this device holds (1/t with SP)
   double e = 2;       // bytes per activation element
   double mask = 1;    // bytes per dropout-mask element
+  // Bytes per element of a linear layer's input saved for its weight gradient: e, or the
+  // recipe's quantized copy where the framework saves one (averaged over the layers that run
+  // the recipe and those kept in bf16), and what the attention output projection keeps beside
+  // the attention kernel's own 16-bit output (a quantized copy under delayed scaling).
+  double q = 2;
+  double proj_copy = 0;
 };
+
+// Transformer Engine's linears save their quantized input (the column-wise copy wgrad reads);
+// torchao's save the 16-bit one (framework.hpp saves_quantized_inputs).
+void set_saved_input_bytes(Shape& x, const ModelSpec& m, const TrainingSpec& tr) {
+  const PrecisionRecipe& r = tr.recipe;
+  x.q = x.e;
+  x.proj_copy = 0;
+  if (!r.low_precision() || r.saved_input_bytes <= 0 ||
+      !tr.framework.pricing.saves_quantized_inputs)
+    return;
+  const double share = r.low_precision_layer_share(m.layers);
+  x.q = x.e + share * (r.saved_input_bytes - x.e);
+  if (r.attention_output_copy) x.proj_copy = share * r.saved_input_bytes;
+}
 
 Shape make_shape(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p) {
   Shape x;
@@ -78,6 +98,7 @@ Shape make_shape(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan&
   x.visits = tr.moe_capacity_factor > 0 ? tr.moe_capacity_factor : moe_max_load(tr);
   x.r = p.sequence_parallel ? 1.0 / p.tp : 1.0;
   x.e = tr.recipe.activation_bytes;
+  set_saved_input_bytes(x, m, tr);
   return x;
 }
 
@@ -96,13 +117,13 @@ Op residual_op(const char* name, const Shape& x, bool dropout) {
 // MLA's projections (DeepSeek-V2 Sec. 2.1): replicated down projections to the latent ranks,
 // split up projections per head. Each GEMM saves its input for the weight gradient.
 void add_mla_projections(Block& blk, const ModelSpec& m, const Shape& x) {
-  const double in = x.tokens * x.h * x.r * x.e;
+  const double in = x.tokens * x.h * x.r * x.q;
   const double kv_rank = m.kv_lora_rank;
   if (m.q_lora_rank > 0) {
     const double q_rank = m.q_lora_rank;
     blk.ops.push_back(gemm("q down projection", x.tokens, q_rank, x.h, 1, x.e, in));
     blk.ops.push_back(gemm("q up projection", x.tokens, x.heads * x.dqk, q_rank, 1, x.e,
-                           x.tokens * q_rank * x.e));
+                           x.tokens * q_rank * x.q));
   } else {
     blk.ops.push_back(gemm("q projection", x.tokens, x.heads * x.dqk, x.h, 1, x.e, in));
   }
@@ -110,7 +131,7 @@ void add_mla_projections(Block& blk, const ModelSpec& m, const Shape& x) {
   blk.ops.push_back(
       gemm("kv down projection", x.tokens, kv_rank + m.qk_rope_head_dim, x.h, 1, x.e, 0));
   blk.ops.push_back(gemm("kv up projection", x.tokens, x.heads * (m.qk_nope_head_dim + x.dv),
-                         kv_rank, 1, x.e, x.tokens * kv_rank * x.e));
+                         kv_rank, 1, x.e, x.tokens * kv_rank * x.q));
 }
 
 void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const Shape& x) {
@@ -124,7 +145,7 @@ void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const
     // Qwen3-Next's q_proj also yields the output gate: one more heads x head_dim block.
     const double q_blocks = m.attention_output_gate ? 2.0 : 1.0;
     blk.ops.push_back(gemm("qkv projection", x.tokens, (q_blocks * x.heads + 2.0 * x.kv) * x.d,
-                           x.h, 1, x.e, x.tokens * x.h * x.r * x.e));
+                           x.h, 1, x.e, x.tokens * x.h * x.r * x.q));
   }
   if (m.qk_norm) {
     blk.ops.push_back(
@@ -164,8 +185,13 @@ void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const
     blk.ops.push_back(
         elementwise("attention output gate", 3.0 * out_elems * x.e, 2.0 * out_elems * x.e));
   }
+  // With flash attention the projection's 16-bit input is the output the kernel saved; without
+  // it the projection alone keeps it, quantized where the recipe keeps a copy.
+  const double proj_saved = tr.attention == AttentionKind::flash
+                                ? out_elems * (x.e + x.proj_copy)
+                                : out_elems * (x.proj_copy > 0 ? x.q : x.e);
   blk.ops.push_back(
-      gemm("output projection", x.tokens, x.h, x.heads * x.dv, 1, x.e, out_elems * x.e));
+      gemm("output projection", x.tokens, x.h, x.heads * x.dv, 1, x.e, proj_saved));
 }
 
 // Chunk length of the chunked gated delta rule (flash-linear-attention's chunk_gated_delta_rule,
@@ -183,7 +209,7 @@ void add_gated_deltanet(Block& blk, const ModelSpec& m, const ParallelPlan& p, c
   const double conv_dim = 2.0 * key_dim + value_dim;
   const double dk = m.linear_key_head_dim, dv = m.linear_value_head_dim;
   blk.ops.push_back(gemm("qkvz projection", x.tokens, 2.0 * key_dim + 2.0 * value_dim, x.h, 1,
-                         x.e, x.tokens * x.h * x.r * x.e));
+                         x.e, x.tokens * x.h * x.r * x.q));
   blk.ops.push_back(gemm("beta/decay projection", x.tokens, 2.0 * hv, x.h, 1, x.e, 0));
   // Depthwise conv of `kernel` taps, then SiLU: keeps its input and its output.
   const double conv_elems = x.tokens * conv_dim;
@@ -205,7 +231,7 @@ void add_gated_deltanet(Block& blk, const ModelSpec& m, const ParallelPlan& p, c
   blk.ops.push_back(
       elementwise("gated norm", 3.0 * out_elems * x.e, 2.0 * out_elems * x.e));
   blk.ops.push_back(
-      gemm("linear attention out projection", x.tokens, x.h, value_dim, 1, x.e, out_elems * x.e));
+      gemm("linear attention out projection", x.tokens, x.h, value_dim, 1, x.e, out_elems * x.q));
 }
 
 // Scales ops [from, end) to `share` of the layers: a hybrid's one layer description is the
@@ -253,12 +279,12 @@ void add_mlp_gemms(Block& blk, const ModelSpec& m, const Shape& x, double rows, 
     const char* name = m.mlp == MlpKind::squared_relu ? "squared relu" : "gelu";
     blk.ops.push_back(elementwise(name, 2.0 * act * x.e, act * x.e));
   }
-  blk.ops.push_back(gemm("mlp down projection", rows, x.h, f, groups, x.e, act * x.e));
+  blk.ops.push_back(gemm("mlp down projection", rows, x.h, f, groups, x.e, act * x.q));
 }
 
 void add_mlp(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape& x, bool moe) {
   blk.ops.push_back(norm_op("post-attention norm", x));
-  const double layer_input = x.tokens * x.h * x.r * x.e;
+  const double layer_input = x.tokens * x.h * x.r * x.q;  // the normed input the up GEMM saves
   if (!moe) {
     add_mlp_gemms(blk, m, x, x.tokens, 1, x.f, layer_input);
     blk.ops.push_back(residual_op("mlp residual", x, m.dropout));
@@ -269,9 +295,14 @@ void add_mlp(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape&
   // (balanced routing, or the capacity each expert is padded to).
   const double local_experts = static_cast<double>(m.experts) / p.ep;
   const double visits = x.tokens * m.experts_per_token * x.visits;
-  blk.ops.push_back(gemm("router", x.tokens, m.experts, x.h, 1, x.e, x.tokens * m.experts * 4.0));
+  // The router (a 16-bit GEMM under every recipe) keeps the normed input for its weight
+  // gradient, and its fp32 probabilities.
+  const double normed = x.tokens * x.h * x.r * x.e;
+  blk.ops.push_back(
+      gemm("router", x.tokens, m.experts, x.h, 1, x.e, normed + x.tokens * m.experts * 4.0));
   // Permuted copy of the tokens for the experts, and the unpermute that weights and sums them.
-  blk.ops.push_back(elementwise("token dispatch", 2.0 * visits * x.h * x.e, visits * x.h * x.e));
+  // The experts' up projection saves the permuted tokens (as its quantized copy, if any).
+  blk.ops.push_back(elementwise("token dispatch", 2.0 * visits * x.h * x.e, visits * x.h * x.q));
   blk.ops.push_back(elementwise("token combine", 3.0 * visits * x.h * x.e, visits * x.h * x.e));
   blk.expert_visits = visits;
   const size_t experts_from = blk.ops.size();
@@ -279,7 +310,9 @@ void add_mlp(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape&
   for (size_t i = experts_from; i < blk.ops.size(); ++i)
     blk.ops[i].grouped = blk.ops[i].kind == OpKind::gemm;
   // Shared experts (DeepSeekMoE) see every token, as a dense MLP split by tensor parallelism.
-  if (m.shared_ffn_hidden > 0) add_mlp_gemms(blk, m, x, x.tokens, 1, x.fs, layer_input);
+  // Their up projection reads the router's input: a copy of its own only when quantized.
+  const double shared_input = x.q != x.e ? layer_input : 0;
+  if (m.shared_ffn_hidden > 0) add_mlp_gemms(blk, m, x, x.tokens, 1, x.fs, shared_input);
   blk.ops.push_back(residual_op("mlp residual", x, m.dropout));
 }
 

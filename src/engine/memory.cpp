@@ -7,6 +7,7 @@
 
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
+#include "shardplan/moe.hpp"
 #include "shardplan/offload.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/schedule.hpp"
@@ -221,6 +222,7 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
   s.context_bytes = c.gpu.context_bytes;
   s.nccl_communicators = communicators(p);
   s.nccl_bytes = s.nccl_communicators * kNcclBytesPerCommunicator;
+  s.ep_buffer_bytes = ep_buffer_bytes(m, tr, p);
   s.fragmentation_bytes = tr.fragmentation * (s.activations_bytes + s.transient_bytes());
   return s;
 }

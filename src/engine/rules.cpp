@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "shardplan/moe.hpp"
 #include "shardplan/offload.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/schedule.hpp"
@@ -219,6 +220,14 @@ bool framework_offload_layers(P p, C c) {
              ActivationLayersProblem::none;
 }
 
+// DeepEP's Buffer asserts on an EP group it has no config for (deep_ep/buffer.py
+// get_dispatch_config: "Unsupported number of EP ranks"); Megatron-Core's flex dispatcher sizes
+// its buffer from those configs for the expert-TP x EP group (moe/fused_a2a.py get_buffer).
+bool deepep_group_size(P p, C c) {
+  return c.training.moe_dispatcher == MoeDispatcher::deepep && c.model.is_moe() && p.ep > 1 &&
+         !deepep_runs_group(p.ep * p.expert_tp());
+}
+
 }  // namespace
 
 const std::vector<Rule>& plan_rules() {
@@ -266,6 +275,7 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::framework_replicate_1d, framework_replicate_1d},
       {RuleId::framework_offload_shards, framework_offload_shards},
       {RuleId::framework_offload_layers, framework_offload_layers},
+      {RuleId::deepep_group_size, deepep_group_size},
   };
   return rules;
 }
@@ -393,6 +403,8 @@ const char* to_string(RuleId r) {
       return "framework_offload_shards";
     case RuleId::framework_offload_layers:
       return "framework_offload_layers";
+    case RuleId::deepep_group_size:
+      return "deepep_group_size";
   }
   return "";
 }

@@ -155,6 +155,12 @@ void read_memory(StrictObject o, FrameworkPricing& p) {
         throw InputError(o.field(key), "'" + words + "' is not every-micro-batch or deferred");
     } else if (key == "fsdp_accumulated_grad_bytes") {
       p.fsdp_accumulated_grad_bytes = o.positive(key);
+    } else if (key == "low_precision_saved_inputs") {
+      const std::string words = o.string(key);
+      if (words == "quantized")
+        p.saves_quantized_inputs = true;
+      else if (words != "high-precision")
+        throw InputError(o.field(key), "'" + words + "' is not quantized or high-precision");
     } else {
       o.string(key);
     }

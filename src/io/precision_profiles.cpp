@@ -46,6 +46,7 @@ void read_bytes(StrictObject b, PrecisionRecipe& r) {
   r.weight_bytes = b.positive("weight");
   r.weight_copy_bytes = b.number("weight_copies");
   r.activation_bytes = b.positive("activation");
+  if (b.has("saved_input")) r.saved_input_bytes = b.positive("saved_input");
   r.gradient_bytes = b.positive("gradient");
   r.master_bytes = b.number("master");
   r.moment_bytes = b.positive("moment");
@@ -65,6 +66,7 @@ PrecisionRecipe recipe_from_json(const nlohmann::json& j, const std::string& whe
   r.bf16_first_layers = o.integer_or("bf16_first_layers", 0);
   r.bf16_last_layers = o.integer_or("bf16_last_layers", 0);
   r.quantize_bytes_per_element = o.number("quantize_bytes_per_element");
+  r.attention_output_copy = o.boolean_or("attention_output_copy", false);
   read_bytes(o.object("bytes"), r);
   r.gpu_generations = o.strings_or_empty("gpu_generations");
   for (const std::string& f : o.strings_or_empty("frameworks"))
@@ -74,10 +76,12 @@ PrecisionRecipe recipe_from_json(const nlohmann::json& j, const std::string& whe
                           "gpu_generations", "frameworks"})
     sources.string(key);
   if (r.bf16_first_layers + r.bf16_last_layers > 0) sources.string("bf16_layers");
+  if (o.has("attention_output_copy")) sources.string("attention_output_copy");
   StrictObject byte_sources = sources.object("bytes");
   for (const char* key :
        {"weight", "weight_copies", "activation", "gradient", "master", "moment", "all_gather"})
     byte_sources.string(key);
+  if (r.saved_input_bytes > 0) byte_sources.string("saved_input");
   byte_sources.finish();
   sources.finish();
   o.finish();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "shardplan/describe.hpp"
+#include "shardplan/moe.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/table.hpp"
 #include "shardplan/units.hpp"
@@ -60,6 +61,12 @@ std::vector<MemoryLine> overhead_lines(const StageMemory& s, double fragmentatio
         {"NCCL buffers", s.nccl_bytes,
          fmt::format("{} communicator{} x 128 MiB (16 channels x 2 peers x NCCL_BUFFSIZE 4 MiB)",
                      s.nccl_communicators, s.nccl_communicators == 1 ? "" : "s")});
+  }
+  if (s.ep_buffer_bytes > 0) {
+    out.push_back({"EP communication buffers", s.ep_buffer_bytes,
+                   fmt::format("DeepEP's NVLink and RDMA buffers as Megatron-Core's get_buffer "
+                               "sizes them (DeepEP's Config size hints, {} SMs)",
+                               kDeepEpDefaultSms)});
   }
   out.push_back(
       {"allocator fragmentation", s.fragmentation_bytes,
@@ -183,6 +190,7 @@ nlohmann::json stage_json(const StageMemory& s, bool activations_known, double f
           {"layer_activations_bytes", known(s.layer_activations_bytes)},
           {"transient_bytes", s.transient_bytes()},
           {"overhead_bytes", s.overhead_bytes()},
+          {"ep_buffer_bytes", s.ep_buffer_bytes},
           {"total_bytes", s.total_bytes()},
           {"allocated_bytes", s.allocated_bytes()},
           {"reserved_bytes", s.total_bytes()},

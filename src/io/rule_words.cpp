@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "shardplan/error.hpp"
+#include "shardplan/moe.hpp"
 #include "shardplan/offload.hpp"
 #include "precision_words.hpp"
 #include "shardplan/plan.hpp"
@@ -334,6 +335,16 @@ PlanProblem shape_words(const RuleProblem& r, const RuleContext& c) {
                   : std::string("a step of one micro-batch has no other pass to hide the "
                                 "all-to-alls behind: raise --global-batch or lower "
                                 "--micro-batch")};
+    case RuleId::deepep_group_size: {
+      std::string sizes;
+      for (int n : deepep_group_sizes()) sizes += (sizes.empty() ? "" : ", ") + std::to_string(n);
+      return {"--ep",
+              fmt::format("DeepEP has dispatch and combine configs for expert groups of {} GPUs "
+                          "only (deep_ep/buffer.py get_dispatch_config); ep {} x expert tp {} = "
+                          "{} is not one of them: choose another --ep or --moe-dispatcher "
+                          "alltoall",
+                          sizes, p.ep, p.expert_tp(), p.ep * p.expert_tp())};
+    }
     default:
       return framework_words(r, c);
   }
@@ -429,6 +440,8 @@ std::string rule_gist(RuleId rule) {
       return "the framework offloads only with the weights sharded over enough ranks";
     case RuleId::framework_offload_layers:
       return "the framework offloads no layers' activations, or not under this plan";
+    case RuleId::deepep_group_size:
+      return "DeepEP has no config for this expert-parallel group size";
   }
   return to_string(rule);
 }

@@ -167,6 +167,11 @@ struct FrameworkPricing {
   /// Bytes per element of the unsharded gradients held across micro-batches (FSDP2 accumulates
   /// them in MixedPrecisionPolicy.reduce_dtype); 0 = the recipe's gradient bytes.
   double fsdp_accumulated_grad_bytes = 0;
+  /// Whether a low-precision linear saves its quantized input for the weight gradient
+  /// (Transformer Engine's Linear / LayerNormLinear / GroupedLinear: the recipe's
+  /// saved_input_bytes) or the 16-bit input it was given (torchao's Float8Linear and MXLinear
+  /// save input_hp and cast again in backward). Profile memory.low_precision_saved_inputs.
+  bool saves_quantized_inputs = false;
 
   /// The speed compute is divided by on `gpu_name` for a plan of `pp` stages.
   double compute_speed(const std::string& gpu_name, int pp) const;

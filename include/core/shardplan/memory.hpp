@@ -64,6 +64,7 @@ struct StageMemory {
   double context_bytes = 0;  // CUDA context and workspaces (GPU profile)
   int nccl_communicators = 0;
   double nccl_bytes = 0;           // communicators x kNcclBytesPerCommunicator
+  double ep_buffer_bytes = 0;      // DeepEP's NVLink + RDMA buffers (moe.hpp ep_buffer_bytes)
   double fragmentation_bytes = 0;  // share of activations and transients
   // offload (offload.hpp): off the device, not in total_bytes()
   double offloaded_bytes = 0;  // what the plan's offload took off this device
@@ -77,7 +78,9 @@ struct StageMemory {
     return recompute_working_bytes + logits_bytes + gathered_layers_bytes + unsharded_grad_bytes +
            accumulated_grad_bytes;
   }
-  double overhead_bytes() const { return context_bytes + nccl_bytes + fragmentation_bytes; }
+  double overhead_bytes() const {
+    return context_bytes + nccl_bytes + ep_buffer_bytes + fragmentation_bytes;
+  }
   /// What the caching allocator reserves at the peak (torch.cuda.max_memory_reserved, what
   /// torchtitan logs as "memory"): tensors plus the fragmentation reserve.
   double total_bytes() const {

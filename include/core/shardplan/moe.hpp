@@ -3,6 +3,8 @@
 // take with the dispatcher, the dispatch dtype and node-limited routing the run uses, and what
 // of them an overlapped schedule hides.
 
+#include <vector>
+
 #include "shardplan/collectives.hpp"
 #include "shardplan/specs.hpp"
 
@@ -31,6 +33,35 @@ double dispatch_element_bytes(const TrainingSpec& training);
 ExpertTraffic expert_traffic(const ModelSpec& model, const TrainingSpec& training,
                              const Placement& expert_group, const ClusterSpec& cluster,
                              double tokens, double visits);
+
+/// The two buffers DeepEP's normal (high-throughput) kernels allocate per rank: NVLink (IPC)
+/// memory for the intranode forwarding and, when the group spans more than one 8-GPU NVLink
+/// group, NVSHMEM (RDMA) memory for the internode hop.
+struct DeepEpBuffers {
+  double nvl_bytes = 0;
+  double rdma_bytes = 0;
+  double total() const { return nvl_bytes + rdma_bytes; }
+};
+
+/// The EP group sizes DeepEP has dispatch and combine configs for (its Buffer asserts on the
+/// others), ascending.
+const std::vector<int>& deepep_group_sizes();
+bool deepep_runs_group(int ranks);
+
+/// SMs Megatron-Core gives DeepEP's kernels when --moe-flex-dispatcher-num-sms is not set.
+inline constexpr int kDeepEpDefaultSms = 20;
+
+/// DeepEP's buffers for a group of `ranks` (one of deepep_group_sizes()), tokens `hidden_bytes`
+/// wide, its kernels on `num_sms` SMs: Megatron-Core's get_buffer sizes them as the larger of
+/// the dispatch and the combine config's hints (Config::get_nvl_buffer_size_hint /
+/// get_rdma_buffer_size_hint). Zero for a size DeepEP has no config for.
+DeepEpBuffers deepep_buffers(int ranks, double hidden_bytes, int num_sms = kDeepEpDefaultSms);
+
+/// The EP communication buffers one GPU holds for the training's dispatcher: DeepEP's under
+/// --moe-dispatcher deepep with an expert group of 2 or more, else none (the plain all-to-all
+/// dispatcher allocates its outputs per call, counted with the activations).
+double ep_buffer_bytes(const ModelSpec& model, const TrainingSpec& training,
+                       const ParallelPlan& plan);
 
 /// Whether the plan hides all-to-alls behind paired passes (DualPipe-V's F&B chunks under
 /// torchtitan's pipeline_parallel_expert_parallel_overlap, Megatron-Core's combined 1F1B).

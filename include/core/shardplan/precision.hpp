@@ -53,7 +53,15 @@ struct PrecisionRecipe {
   double quantize_bytes_per_element = 0;
   double weight_bytes = 2;       // the weights as the model holds them
   double weight_copy_bytes = 0;  // extra low-precision copies per weight (TE's fp8 cache)
-  double activation_bytes = 2;   // per saved activation element
+  double activation_bytes = 2;   // per activation element (what flows between the ops)
+  // Per element of a low-precision linear's input that a framework saving quantized inputs
+  // (Transformer Engine) keeps for the weight-gradient GEMM: the one copy wgrad reads with its
+  // scales. 0: the input is kept as it came (activation_bytes).
+  double saved_input_bytes = 0;
+  // Whether the attention output projection keeps a quantized copy of its input beside the
+  // 16-bit output the attention kernel saves (Megatron-Core sets save_original_input on
+  // linear_proj for every low-precision recipe but delayed scaling).
+  bool attention_output_copy = false;
   double gradient_bytes = 2;     // per gradient element (Megatron's fp32 main grads: 4)
   double master_bytes = 4;       // the fp32 master copy the optimizer updates (0: none)
   double moment_bytes = 4;       // per optimizer moment

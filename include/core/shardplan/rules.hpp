@@ -57,8 +57,9 @@ enum class RuleId {
   framework_replicate_1d,
   framework_offload_shards,  // offload applies only with weights sharded over enough ranks
   framework_offload_layers,  // the framework offloads N layers' activations, under its limits
+  deepep_group_size,  // DeepEP has a dispatch/combine config for the EP x expert-TP group size
 };
-inline constexpr int kRules = 43;
+inline constexpr int kRules = 44;
 /// A short snake_case name for JSON and counts ("tp_divides_heads").
 const char* to_string(RuleId r);
 
