@@ -208,7 +208,7 @@ bool framework_replicate_1d(P p, C c) {
 
 // Shard ranks: the data-parallel ranks FSDP shards over (ZeRO 2-3); ZeRO 0-1 shards no weights.
 bool framework_offload_shards(P p, C c) {
-  const int shard_ranks = p.zero >= 2 ? p.dp : 1;
+  const int shard_ranks = p.zero >= 2 ? p.shard_degree() : 1;
   return p.offload.any() && shard_ranks < c.caps().offload.min_shard_ranks;
 }
 
@@ -217,6 +217,19 @@ bool framework_offload_layers(P p, C c) {
   return p.offload.activation_layers > 0 &&
          activation_layers_problem(p, fewest_stage_layers(c.model, p), c.caps().offload) !=
              ActivationLayersProblem::none;
+}
+
+// Hybrid sharding (ParallelPlan::dp_shard): a shard group that divides dp into 2 or more
+// replicas and holds 2 or more ranks, over ZeRO-sharded state. A mixture-of-experts model
+// shards its experts over their own expert-data-parallel group (torchtitan's dp_shard_mod_ep),
+// which this model does not split into replicas.
+bool dp_shard_divides(P p, C c) {
+  if (p.dp_shard == 0) return false;
+  return p.dp_shard < 2 || p.dp_shard >= p.dp || p.dp % p.dp_shard != 0 || p.zero < 1 ||
+         c.model.is_moe();
+}
+bool framework_hsdp(P p, C c) {
+  return p.hybrid_shard() && !c.caps().has_hsdp(p.zero);
 }
 
 }  // namespace
@@ -266,6 +279,8 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::framework_replicate_1d, framework_replicate_1d},
       {RuleId::framework_offload_shards, framework_offload_shards},
       {RuleId::framework_offload_layers, framework_offload_layers},
+      {RuleId::dp_shard_divides, dp_shard_divides},
+      {RuleId::framework_hsdp, framework_hsdp},
   };
   return rules;
 }
@@ -393,6 +408,10 @@ const char* to_string(RuleId r) {
       return "framework_offload_shards";
     case RuleId::framework_offload_layers:
       return "framework_offload_layers";
+    case RuleId::dp_shard_divides:
+      return "dp_shard_divides";
+    case RuleId::framework_hsdp:
+      return "framework_hsdp";
   }
   return "";
 }
