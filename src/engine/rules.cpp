@@ -228,8 +228,9 @@ bool dp_shard_divides(P p, C c) {
   return p.dp_shard < 2 || p.dp_shard >= p.dp || p.dp % p.dp_shard != 0 || p.zero < 1 ||
          c.model.is_moe();
 }
+// ZeRO-0 under a shard degree is dp_shard_divides' (nothing is sharded), not the framework's.
 bool framework_hsdp(P p, C c) {
-  return p.hybrid_shard() && !c.caps().has_hsdp(p.zero);
+  return p.hybrid_shard() && p.zero >= 1 && !c.caps().has_hsdp(p.zero);
 }
 
 }  // namespace
