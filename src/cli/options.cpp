@@ -300,6 +300,7 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
                        "'" + o.fragmentation + "' must be a share between 0 and 1");
     }
   }
+  if (!o.grad_sync.empty()) t.grad_sync = parse_grad_sync(o.grad_sync, "--grad-sync");
   if (!o.tokens.empty()) t.tokens = parse_count(o.tokens, "--tokens");
   if (!o.gpu_hour_cost.empty()) {
     t.gpu_hour_cost = parse_number(o.gpu_hour_cost, "--gpu-hour-cost");
@@ -319,6 +320,7 @@ ParallelPlan plan_from_flags(const PlanningOptions& o) {
       .ep = parse_int_or(o.ep, "--ep", 1),
       .etp = parse_int_or(o.expert_tp, "--expert-tp", 0),
       .zero = parse_zero(o.zero),
+      .dp_shard = parse_int_or(o.dp_shard, "--dp-shard", 0),
       .micro_batch = parse_int_or(o.micro_batch, "--micro-batch", 1),
       .recompute =
           o.recompute.empty() ? Recompute::none : parse_recompute(o.recompute, "--recompute"),

@@ -35,6 +35,8 @@ struct PlanningOptions {
   std::string dp, tp, pp, cp, ep, zero, recompute, interleave;
   std::string schedule, first_stage_layers, last_stage_layers;
   std::string expert_tp;
+  std::string dp_shard;   // --dp-shard N: hybrid sharding (HSDP)
+  std::string grad_sync;  // --grad-sync framework | every-micro-batch | deferred
   std::string offload, offload_to;
   std::string offload_activation_layers;  // --offload-activation-layers N
   bool sequence_parallel = false;

@@ -60,6 +60,12 @@ const std::vector<PlanningFlag> kTable = {
      nullptr, &O::no_overlap},
     {"Training", "--tp-comm-overlap",
      "Overlap tensor-parallel comm with GEMMs (Transformer Engine)", nullptr, &O::tp_comm_overlap},
+    {"Training", "--grad-sync",
+     "ZeRO-2/3 gradient reduction under accumulation: framework (its default: deferred under "
+     "torchtitan's pipeline schedules, else every micro-batch) | every-micro-batch | deferred "
+     "(once after the last micro-batch, unsharded gradients held meanwhile: FSDP no_sync / "
+     "FSDP2 set_requires_gradient_sync(False))",
+     &O::grad_sync},
     {"Training", "--framework", framework_help(), &O::framework},
     {"Training", "--fragmentation", "Allocator reserve as a share of activations (default 0.05)",
      &O::fragmentation},
@@ -112,6 +118,11 @@ const std::vector<PlanningFlag> kTable = {
      "Ranks splitting each expert (Megatron-Core --expert-tensor-parallel-size); default: --tp",
      &O::expert_tp, nullptr, true},
     {"Plan", "--zero", "ZeRO stage 0-3 (3 = FSDP full shard)", &O::zero, nullptr, true},
+    {"Plan", "--dp-shard",
+     "Hybrid sharding (HSDP): ZeRO shards over groups of N data-parallel ranks and replicates "
+     "across dp / N (FSDP HYBRID_SHARD, torchtitan data_parallel_shard_degree; default: shard "
+     "over all of dp)",
+     &O::dp_shard, nullptr, true},
     {"Plan", "--micro-batch", "Sequences per micro-batch (default 1)", &O::micro_batch, nullptr,
      true},
     {"Plan", "--recompute", "Activation recompute: none | selective | full", &O::recompute, nullptr,

@@ -140,16 +140,23 @@ AccelerateConfig emit_accelerate(const EmitInputs& in) {
     why.push_back({"fsdp_config.fsdp_state_dict_type", "SHARDED_STATE_DICT",
                    "each rank saves its shard, as the runbook sized the write"});
   }
-  if (p.tp > 1 || p.cp > 1) {
+  if (p.tp > 1 || p.cp > 1 || p.hybrid_shard()) {
+    // HSDP: FSDP2 over accelerate's (dp_replicate, dp_shard) mesh (ParallelismConfig).
     YAML::Node pc;
-    pc["parallelism_config_dp_replicate_size"] = 1;
-    pc["parallelism_config_dp_shard_size"] = p.dp;
+    pc["parallelism_config_dp_replicate_size"] = p.dp_replicate();
+    pc["parallelism_config_dp_shard_size"] = p.shard_degree();
     pc["parallelism_config_tp_size"] = p.tp;
     pc["parallelism_config_cp_size"] = p.cp;
     y["parallelism_config"] = pc;
-    why.push_back({"parallelism_config",
-                   fmt::format("dp_shard {} x tp {} x cp {}", p.dp, p.tp, p.cp),
-                   "the plan's degrees; accelerate checks their product is num_processes"});
+    why.push_back(
+        {"parallelism_config",
+         p.hybrid_shard()
+             ? fmt::format("dp_replicate {} x dp_shard {} x tp {} x cp {}", p.dp_replicate(),
+                           p.shard_degree(), p.tp, p.cp)
+             : fmt::format("dp_shard {} x tp {} x cp {}", p.dp, p.tp, p.cp),
+         p.hybrid_shard() ? "HSDP: FSDP2 shards inside groups of dp_shard ranks and replicates "
+                            "across dp_replicate; accelerate checks the product is num_processes"
+                          : "the plan's degrees; accelerate checks their product is num_processes"});
   }
   c.meta.notes = script_duties(in);
   const std::string env =

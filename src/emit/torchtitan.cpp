@@ -85,8 +85,10 @@ void pipeline_keys(const EmitInputs& in, toml::table& t, std::vector<Provenance>
 toml::table parallelism(const EmitInputs& in, std::vector<Provenance>& why) {
   const ParallelPlan& p = in.plan;
   const bool shard = p.zero >= 2;
-  toml::table t{{"data_parallel_replicate_degree", shard ? 1 : p.dp},
-                {"data_parallel_shard_degree", shard ? p.dp : 1},
+  // HSDP: FSDP2 on the (replicate, shard) mesh (llama3/infra/parallelize.py, dp_mode
+  // "hybrid_shard"); otherwise one of the two is 1.
+  toml::table t{{"data_parallel_replicate_degree", shard ? p.dp_replicate() : p.dp},
+                {"data_parallel_shard_degree", shard ? p.shard_degree() : 1},
                 {"tensor_parallel_degree", p.tp},
                 {"pipeline_parallel_degree", p.pp},
                 {"context_parallel_degree", p.cp},
@@ -98,10 +100,16 @@ toml::table parallelism(const EmitInputs& in, std::vector<Provenance>& why) {
     why.push_back(
         {"parallelism.fsdp_reshard_after_forward", p.zero == 3 ? "always" : "never",
          fmt::format("ZeRO-{}: FSDP2 shards weights, gradients and optimizer state over dp {}; {}",
-                     p.zero, p.dp,
+                     p.zero, p.shard_degree(),
                      p.zero == 3 ? "weights are re-gathered for backward"
                                  : "weights stay gathered from "
                                    "forward to backward")});
+    if (p.hybrid_shard()) {
+      why.push_back({"parallelism.data_parallel_shard_degree", std::to_string(p.shard_degree()),
+                     fmt::format("HSDP: shard groups of {}, replicated {} times; each gradient "
+                                 "shard is all-reduced across the replicas",
+                                 p.shard_degree(), p.dp_replicate())});
+    }
   } else {
     why.push_back({"parallelism.data_parallel_replicate_degree", std::to_string(p.dp),
                    "ZeRO-0: plain DDP replicas"});
@@ -123,6 +131,20 @@ std::vector<PlanProblem> torchtitan_problems(const EmitInputs& in) {
   if (in.training.optimizer != OptimizerKind::adamw) {
     out.push_back(
         {"--optimizer", "torchtitan v0.2.2 builds Adam and AdamW only (components/optimizer.py)"});
+  }
+  // torchtitan's job config has no gradient-sync switch: under a pipeline schedule
+  // torch.distributed.pipelining defers the sync to the last micro-batch, otherwise train.py
+  // reduces every micro-batch (the profile's memory.fsdp_grad_sync_with_pp).
+  const GradSync sync = in.training.grad_sync;
+  const bool pipelined = in.plan.pp > 1;
+  if (in.plan.zero >= 2 && ((sync == GradSync::deferred && !pipelined) ||
+                            (sync == GradSync::every_micro_batch && pipelined))) {
+    out.push_back({"--grad-sync",
+                   fmt::format("torchtitan {} under {}; its config has no switch for {}: leave "
+                               "--grad-sync out",
+                               pipelined ? "defers the gradient sync" : "syncs every micro-batch",
+                               pipelined ? "pipeline schedules" : "plain FSDP",
+                               to_string(sync))});
   }
   // Offload inside FSDP only (data_parallel_shard_degree > 1): the profile's offload rules.
   emit::titan_moe_problems(in, out);

@@ -76,10 +76,21 @@ Placement placement_of(Parallelism which, const ParallelPlan& p, const ClusterSp
   return place(size, stride, c);
 }
 
+// Under hybrid sharding the data-parallel rank index is replicate-major, shard-minor
+// (torchtitan's mesh ["dp_replicate", "dp_shard", "cp", "tp"], parallel_dims.py): a shard group
+// is dp_shard consecutive data-parallel ranks, its replicas dp_shard ranks apart.
+Placement shard_placement(const ParallelPlan& p, const ClusterSpec& c) {
+  return place(p.shard_degree(), p.tp * p.cp, c);
+}
+Placement replicate_placement(const ParallelPlan& p, const ClusterSpec& c) {
+  return place(p.dp_replicate(), p.tp * p.cp * p.shard_degree(), c);
+}
+
 Placements placements_of(const ParallelPlan& p, const ClusterSpec& c) {
-  return {placement_of(Parallelism::data, p, c), placement_of(Parallelism::tensor, p, c),
+  return {placement_of(Parallelism::data, p, c),     placement_of(Parallelism::tensor, p, c),
           placement_of(Parallelism::pipeline, p, c), placement_of(Parallelism::context, p, c),
-          placement_of(Parallelism::expert, p, c)};
+          placement_of(Parallelism::expert, p, c),   shard_placement(p, c),
+          replicate_placement(p, c)};
 }
 
 void set_traffic(Traffic& t, Collective c, double bytes, double calls, const Placement& g,
@@ -107,7 +118,7 @@ Traffic CommBreakdown::total(Parallelism p) const {
   };
   switch (p) {
     case Parallelism::data:
-      return add(dp_grads, dp_params);
+      return add(add(dp_grads, dp_params), dp_replicate);
     case Parallelism::tensor:
       return tp;
     case Parallelism::pipeline:

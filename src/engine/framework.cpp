@@ -33,6 +33,11 @@ bool FrameworkCaps::has_dispatcher(MoeDispatcher d) const {
   return std::find(moe_dispatchers.begin(), moe_dispatchers.end(), d) != moe_dispatchers.end();
 }
 
+bool FrameworkCaps::has_hsdp(int stage) const {
+  return std::find(hsdp_zero_stages.begin(), hsdp_zero_stages.end(), stage) !=
+         hsdp_zero_stages.end();
+}
+
 bool FrameworkCaps::has_zero(int stage) const {
   return std::find(zero_stages.begin(), zero_stages.end(), stage) != zero_stages.end();
 }

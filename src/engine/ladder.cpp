@@ -197,7 +197,8 @@ void price_offload(RungVerdict& v, const Estimate& e, const ModelSpec& m, const 
 
 // Traffic that leaves the scale-up domain runs on the NIC whether or not compute hides it.
 bool leaves_domain(const CommBreakdown& cb) {
-  for (const Traffic* t : {&cb.dp_grads, &cb.dp_params, &cb.tp, &cb.pp, &cb.cp, &cb.ep}) {
+  for (const Traffic* t :
+       {&cb.dp_grads, &cb.dp_params, &cb.dp_replicate, &cb.tp, &cb.pp, &cb.cp, &cb.ep}) {
     if (t->present() && t->placement.domains() > 1) return true;
   }
   return false;

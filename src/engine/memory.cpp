@@ -34,6 +34,7 @@ double adafactor_bytes_per_param(const ModelSpec& m) {
 int communicators(const ParallelPlan& p) {
   int n = 0;
   if (p.dp * p.cp > 1) ++n;
+  if (p.hybrid_shard()) ++n;  // the replicate group beside the shard group
   if (p.tp > 1) ++n;
   if (p.pp > 1) n += 2;  // send to the next stage, receive from the previous
   if (p.cp > 1) ++n;
@@ -163,8 +164,10 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
   s.params = dev.total();
 
   // ZeRO shards over every rank that holds the same weights: dp x cp for dense weights, and
-  // dp x cp / ep for experts (Megatron-LM's expert-data-parallel group).
-  const double replicas = static_cast<double>(p.dp) * p.cp;
+  // dp x cp / ep for experts (Megatron-LM's expert-data-parallel group). Hybrid sharding shards
+  // over its shard group only (dp_shard x cp: torchtitan's "dp_shard_cp" mesh dimension) and
+  // holds the same shard on each of the dp / dp_shard replicas.
+  const double replicas = static_cast<double>(p.shard_degree()) * p.cp;
   // Experts: tp x dp x cp ranks hold ep x etp distinct shards (Megatron-Core MoE folding).
   const double expert_replicas = replicas * p.tp / (static_cast<double>(p.ep) * p.expert_tp());
   auto states = [&](double bytes, bool sharded) {

@@ -95,8 +95,10 @@ std::string describe(const ParallelPlan& p) {
   if (p.ep > 1) s += fmt::format(", ep {}", p.ep);
   if (p.etp > 0) s += fmt::format(", expert tp {}", p.etp);
   if (p.moe_a2a_overlap) s += " (all-to-alls overlapped)";
-  s += fmt::format(", ZeRO-{}, micro-batch {}, recompute {}", p.zero, p.micro_batch,
-                   to_string(p.recompute));
+  s += fmt::format(", ZeRO-{}", p.zero);
+  if (p.dp_shard > 0)
+    s += fmt::format(" (HSDP: shard {} x replicate {})", p.dp_shard, p.dp / std::max(1, p.dp_shard));
+  s += fmt::format(", micro-batch {}, recompute {}", p.micro_batch, to_string(p.recompute));
   if (p.sequence_parallel) s += ", sequence parallel";
   if (p.interleave > 1) s += fmt::format(", interleave {}", p.interleave);
   if (p.pp > 1) s += fmt::format(", schedule {}", schedule_name(p));

@@ -209,7 +209,7 @@ bool framework_replicate_1d(P p, C c) {
 
 // Shard ranks: the data-parallel ranks FSDP shards over (ZeRO 2-3); ZeRO 0-1 shards no weights.
 bool framework_offload_shards(P p, C c) {
-  const int shard_ranks = p.zero >= 2 ? p.dp : 1;
+  const int shard_ranks = p.zero >= 2 ? p.shard_degree() : 1;
   return p.offload.any() && shard_ranks < c.caps().offload.min_shard_ranks;
 }
 
@@ -226,6 +226,19 @@ bool framework_offload_layers(P p, C c) {
 bool deepep_group_size(P p, C c) {
   return c.training.moe_dispatcher == MoeDispatcher::deepep && c.model.is_moe() && p.ep > 1 &&
          !deepep_runs_group(p.ep * p.expert_tp());
+}
+// Hybrid sharding (ParallelPlan::dp_shard): a shard group that divides dp into 2 or more
+// replicas and holds 2 or more ranks, over ZeRO-sharded state. A mixture-of-experts model
+// shards its experts over their own expert-data-parallel group (torchtitan's dp_shard_mod_ep),
+// which this model does not split into replicas.
+bool dp_shard_divides(P p, C c) {
+  if (p.dp_shard == 0) return false;
+  return p.dp_shard < 2 || p.dp_shard >= p.dp || p.dp % p.dp_shard != 0 || p.zero < 1 ||
+         c.model.is_moe();
+}
+// ZeRO-0 under a shard degree is dp_shard_divides' (nothing is sharded), not the framework's.
+bool framework_hsdp(P p, C c) {
+  return p.hybrid_shard() && p.zero >= 1 && !c.caps().has_hsdp(p.zero);
 }
 
 }  // namespace
@@ -276,6 +289,8 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::framework_offload_shards, framework_offload_shards},
       {RuleId::framework_offload_layers, framework_offload_layers},
       {RuleId::deepep_group_size, deepep_group_size},
+      {RuleId::dp_shard_divides, dp_shard_divides},
+      {RuleId::framework_hsdp, framework_hsdp},
   };
   return rules;
 }
@@ -405,6 +420,10 @@ const char* to_string(RuleId r) {
       return "framework_offload_layers";
     case RuleId::deepep_group_size:
       return "deepep_group_size";
+    case RuleId::dp_shard_divides:
+      return "dp_shard_divides";
+    case RuleId::framework_hsdp:
+      return "framework_hsdp";
   }
   return "";
 }

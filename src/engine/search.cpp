@@ -49,7 +49,7 @@ long long SearchSpace::size() const {
   for (int t : tp) tp_pairs -= std::count(expert_tp.begin(), expert_tp.end(), t);
   return tp_pairs * pp.size() * cp.size() * ep.size() * zero.size() * micro_batch.size() *
          interleave.size() * recompute.size() * sequence_parallel.size() * schedule.size() *
-         lighter_ends.size() * offload.size() * moe_a2a_overlap.size();
+         lighter_ends.size() * offload.size() * moe_a2a_overlap.size() * shard_gpus.size();
 }
 
 long long SearchSpace::refused_points() const {
@@ -97,6 +97,8 @@ void restrict_to(SearchSpace& s, const FrameworkCaps& caps) {
   drop(s, s.expert_tp, R::framework_ep, [&](int etp) { return etp > 0 && !caps.expert_parallel; });
   drop(s, s.moe_a2a_overlap, R::framework_moe_overlap,
        [&](bool overlap) { return overlap && !caps.moe_a2a_overlap; });
+  drop(s, s.shard_gpus, R::framework_hsdp,
+       [&](int g) { return g > 0 && caps.hsdp_zero_stages.empty(); });
   const OffloadSupport allowed = offload_support(caps);
   drop(s, s.offload, R::offload_supported,
        [&](const Offload& o) { return offload_kind_problem(o, allowed) != OffloadProblem::none; });
@@ -135,6 +137,13 @@ SearchSpace all_axes(const ModelSpec& m, const TrainingSpec& tr, const ClusterSp
     if (r.searched) s.schedule.push_back(r.id);
   }
   s.lighter_ends = m.has_architecture() ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  // Shard groups the size of the NVLink domain and of the host, where they are smaller than the
+  // cluster: FSDP's HYBRID_SHARD default (shard inside a node, PyTorch ShardingStrategy docs).
+  for (int g : {cluster.domain_gpus(), cluster.gpus_per_node}) {
+    if (g > 1 && g < gpus && std::find(s.shard_gpus.begin(), s.shard_gpus.end(), g) ==
+                                 s.shard_gpus.end())
+      s.shard_gpus.push_back(g);
+  }
   return s;
 }
 
@@ -148,7 +157,7 @@ SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const Cluster
 namespace {
 
 using Key =
-    std::tuple<double, int, int, int, int, int, int, int, int, int, int, int, int, int, int>;
+    std::tuple<double, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int>;
 
 int offload_code(const Offload& o) {
   return (o.optimizer ? 1 : 0) | (o.params ? 2 : 0) | (o.activations ? 4 : 0) |
@@ -171,7 +180,8 @@ Key key_of(const Candidate& cand) {
           static_cast<int>(p.schedule),
           p.first_stage_layers,
           offload_code(p.offload),
-          p.moe_a2a_overlap ? 1 : 0};
+          p.moe_a2a_overlap ? 1 : 0,
+          p.dp_shard};
 }
 
 struct Worse {
@@ -278,12 +288,20 @@ void visit(const ParallelPlan& p, const Walk& w, GroupCost& shared, Partial& out
   record(cand, ev.peak_bytes > w.cluster.gpu.memory_bytes || !ev.host_fits, w.opt, out);
 }
 
+// The shard degree of a shard group spanning `gpus` GPUs (0: the whole data-parallel group);
+// -1 when tp x cp does not divide them, which the rules refuse.
+int shard_degree_over(int gpus, const ParallelPlan& p) {
+  if (gpus == 0) return 0;
+  const int inner = p.tp * p.cp;
+  return gpus % inner == 0 ? gpus / inner : -1;
+}
+
 void run_group(const Group& g, const Walk& w, Partial& out) {
   const SearchSpace& space = w.space;
   const long long inner = static_cast<long long>(space.pp.size()) * space.interleave.size() *
                           space.zero.size() * space.recompute.size() * space.schedule.size() *
                           space.lighter_ends.size() * space.offload.size() *
-                          space.moe_a2a_overlap.size();
+                          space.moe_a2a_overlap.size() * space.shard_gpus.size();
   GroupCost shared;
   const auto axes = pipeline_axes(space);
   for (int pp : space.pp) {
@@ -315,7 +333,10 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
               if (lighter) set_lighter_ends(w.m.layers, pp * v, p);
               for (bool overlap : space.moe_a2a_overlap) {
                 p.moe_a2a_overlap = overlap;
-                visit(p, w, shared, out);
+                for (int g : space.shard_gpus) {
+                  p.dp_shard = shard_degree_over(g, p);
+                  visit(p, w, shared, out);
+                }
               }
             }
           }

@@ -167,7 +167,7 @@ std::pair<int, int> Builder::overlapped_pass(int d, const SimPass& x, bool last)
   at(x.stage, x.micro_batch).f_first = at(x.stage, x.micro_batch).f_last = id;
   at(x.stage2, x.micro_batch2).b_first = at(x.stage2, x.micro_batch2).b_last = id;
   const DataParallelWork& bdp = bs.dp;
-  if (bdp.units > 0) {
+  if (bdp.units > 0 && (!bdp.unit_reduce_last_only || last)) {
     bucket_reduces(d, x.stage2, x.micro_batch2, id, id, bdp.units * bdp.unit_reduce_s,
                    bdp.units * bdp.unit_reduce_bytes);
   } else if (bdp.reduce_s > 0 && (bdp.every_micro_batch || last)) {
@@ -207,8 +207,9 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
     const SimStage& st = in.stages[x.stage];
     const DataParallelWork& dp = st.dp;
     const bool zero3 = dp.units > 0;
-    const bool reduce_here =
-        dp.reduce_s > 0 && (dp.every_micro_batch || last_w[x.stage] == static_cast<int>(i));
+    const bool last = last_w[x.stage] == static_cast<int>(i);
+    const bool reduce_here = dp.reduce_s > 0 && (dp.every_micro_batch || last);
+    const bool zero3_reduces = !dp.unit_reduce_last_only || last;  // ZeRO-3's per-unit reductions
     const int buckets = reduce_here ? std::max(1, dp.buckets) : 1;
     std::pair<int, int> ids_of{-1, -1};
     switch (x.kind) {
@@ -233,7 +234,8 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
         attach_comm(ids_of.first, st.backward_comm, x.stage, x.micro_batch);
         ep_exposed_s[d] += st.backward_comm.ep_s;
         if (zero3)
-          zero3_pass(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, whole, before);
+          zero3_pass(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, whole && zero3_reduces,
+                     before);
         if (!zero3 && whole && reduce_here)
           bucket_reduces(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, dp.reduce_s,
                          dp.reduce_bytes);
@@ -244,7 +246,7 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
       case SimTaskKind::weight_grad:
         ids_of = pass(x.kind, d, x.stage, x.micro_batch, st.weight_grad_s, zero3 ? 1 : buckets, 0);
         g.depend(at(x.stage, x.micro_batch).b_last, ids_of.first);
-        if (zero3) {
+        if (zero3 && zero3_reduces) {
           bucket_reduces(d, x.stage, x.micro_batch, ids_of.first, ids_of.second,
                          dp.units * dp.unit_reduce_s, dp.units * dp.unit_reduce_bytes);
         } else if (reduce_here) {

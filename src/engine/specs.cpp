@@ -56,6 +56,9 @@ constexpr Name<AttentionKind> kAttentionNames[] = {{AttentionKind::flash, "flash
                                                    {AttentionKind::standard, "standard"}};
 constexpr Name<OffloadTarget> kOffloadTargetNames[] = {{OffloadTarget::cpu, "cpu"},
                                                        {OffloadTarget::nvme, "nvme"}};
+constexpr Name<GradSync> kGradSyncNames[] = {{GradSync::framework, "framework"},
+                                             {GradSync::every_micro_batch, "every-micro-batch"},
+                                             {GradSync::deferred, "deferred"}};
 constexpr Name<MathDtype> kDtypeNames[] = {{MathDtype::fp64, "fp64"}, {MathDtype::fp32, "fp32"},
                                            {MathDtype::tf32, "tf32"}, {MathDtype::bf16, "bf16"},
                                            {MathDtype::fp16, "fp16"}, {MathDtype::fp8, "fp8"},
@@ -122,6 +125,9 @@ const char* to_string(AttentionKind v) {
 const char* to_string(OffloadTarget v) {
   return name_of(kOffloadTargetNames, v);
 }
+const char* to_string(GradSync v) {
+  return name_of(kGradSyncNames, v);
+}
 const char* to_string(MathDtype v) {
   return name_of(kDtypeNames, v);
 }
@@ -164,6 +170,9 @@ AttentionKind parse_attention(const std::string& text, const std::string& field)
 }
 OffloadTarget parse_offload_target(const std::string& text, const std::string& field) {
   return parse_name(kOffloadTargetNames, text, field);
+}
+GradSync parse_grad_sync(const std::string& text, const std::string& field) {
+  return parse_name(kGradSyncNames, text, field);
 }
 
 void share_nics(ClusterSpec& c) {

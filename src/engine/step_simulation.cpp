@@ -7,6 +7,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "shardplan/memory.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/schedule.hpp"
@@ -57,18 +58,25 @@ DataParallelWork chunk_dp(const ParallelPlan& p, const TrainingSpec& tr, const C
   DataParallelWork dp;
   dp.link = tier_of(comm.dp_grads.placement);
   dp.prefetch = tr.overlap_param_gather;
+  // Deferred sync (memory.hpp defers_grad_sync): only the last micro-batch reduces.
+  const bool deferred = defers_grad_sync(tr, p);
+  // Hybrid sharding: each reduce-scatter is followed by its shard's all-reduce across the
+  // replicas, priced with it on the reduce stream.
+  const double replicate_bytes = comm.dp_replicate.present() ? comm.dp_replicate.bytes : 0.0;
+  const double replicate_s = comm.dp_replicate.present() ? comm.dp_replicate.call_s : 0.0;
   if (p.zero >= 3) {
     dp.units = std::max(1, static_cast<int>(std::lround(w.zero3_units * share)));
     dp.unit_gather_s = w.zero3_gather_s;
     dp.unit_reduce_s = w.zero3_reduce_s;
     dp.unit_gather_bytes = comm.dp_params.bytes;
-    dp.unit_reduce_bytes = comm.dp_grads.bytes;
+    dp.unit_reduce_bytes = comm.dp_grads.bytes + replicate_bytes;
+    dp.unit_reduce_last_only = deferred;
     return dp;
   }
   if (comm.dp_grads.present()) {
-    dp.reduce_s = share * comm.dp_grads.call_s;
-    dp.reduce_bytes = share * comm.dp_grads.bytes;
-    dp.every_micro_batch = p.zero == 2;
+    dp.reduce_s = share * (comm.dp_grads.call_s + replicate_s);
+    dp.reduce_bytes = share * (comm.dp_grads.bytes + replicate_bytes);
+    dp.every_micro_batch = p.zero == 2 && !deferred;
     dp.buckets = tr.overlap_grad_reduce ? bucket_count(share * params, p.dp) : 1;
   }
   if (comm.dp_params.present()) {
@@ -200,7 +208,8 @@ namespace {
 
 bool same_plan(const ParallelPlan& a, const ParallelPlan& b) {
   auto fields = [](const ParallelPlan& p) {
-    return std::tie(p.dp, p.tp, p.pp, p.cp, p.ep, p.etp, p.zero, p.micro_batch, p.recompute,
+    return std::tie(p.dp, p.tp, p.pp, p.cp, p.ep, p.etp, p.zero, p.dp_shard, p.micro_batch,
+                    p.recompute,
                     p.sequence_parallel, p.interleave, p.schedule, p.first_stage_layers,
                     p.last_stage_layers, p.offload.optimizer, p.offload.params,
                     p.offload.activations, p.offload.to, p.offload.activation_layers,

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "shardplan/error.hpp"
+#include "shardplan/memory.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/moe.hpp"
 #include "shardplan/plan.hpp"
@@ -106,7 +107,9 @@ struct StageCost {
   double pp_s = 0;
   double zero3_s = 0, zero3_exposed_s = 0;
   double zero3_units = 0, zero3_ag_s = 0, zero3_rs_s = 0;  // per call
-  double zero3_fwd_exposed_s = 0, zero3_bwd_exposed_s = 0;
+  double zero3_ar_s = 0;  // hybrid sharding: a unit's gradient shard all-reduced across replicas
+  // Exposed per pass: forward, a backward that reduces its gradients, one that defers them.
+  double zero3_fwd_exposed_s = 0, zero3_bwd_exposed_s = 0, zero3_bwd_deferred_exposed_s = 0;
   double params = 0;
   double layers = 0;
   double weight_grad_s = 0;  // of backward_s, the W pass
@@ -178,7 +181,7 @@ StageWork stage_work(const StageCost& s) {
   w.layers = s.layers;
   w.zero3_units = s.zero3_units;
   w.zero3_gather_s = s.zero3_ag_s;
-  w.zero3_reduce_s = s.zero3_rs_s;
+  w.zero3_reduce_s = s.zero3_rs_s + s.zero3_ar_s;
   return w;
 }
 
@@ -322,13 +325,29 @@ void stage_model_parallel(const Context& x, int stage, const BlockTime& l, Stage
   s.ep_exposed_s = exposed_all_to_all_s(x.p, x.micro_batches, s.ep_s, s.compute_s);
 }
 
+// Whether the step's gradients are reduced once, after the last micro-batch (memory.hpp).
+bool deferred_sync(const Context& x) {
+  return x.micro_batches > 1 && defers_grad_sync(x.tr, x.p);
+}
+
+// Hybrid sharding: after each reduce-scatter inside the shard group, the reduced shard is
+// all-reduced across the replicas (FSDP2 _fsdp_collectives.py foreach_reduce: reduce-scatter
+// over the shard mesh dimension, then all_reduce over the replicate one; FSDP1 HYBRID_SHARD
+// likewise). Seconds for the all-reduce of `shard_bytes`, 0 without replicas.
+double replicate_all_reduce_s(const Context& x, double shard_bytes) {
+  const Placement& rep = x.at.replicate;
+  if (rep.ranks <= 1) return 0;
+  return collective_time(Collective::all_reduce, shard_bytes, rep, x.c) /
+         x.tr.framework.pricing.zero3_busbw.at(rep);
+}
+
 // ZeRO-3 / FSDP gather one unit at a time (a transformer layer; the embedding and the LM head
 // are units of their own), for forward and again for backward, and reduce-scatter its
 // gradient: per-call latency adds up on large groups. With prefetching each gather hides
 // behind the previous unit's compute; the first one of each pass cannot.
 void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost& s) {
   const ModelSpec& m = x.m;
-  const Placement& dp = x.at.data;
+  const Placement& dp = x.at.shard;
   const StateBytes& per = x.mem.per_param;
   const double layers = m.has_architecture() ? stage_layers(m.layers, x.p, stage) : 1.0;
   s.zero3_units = layers + (m.has_architecture() && stage == 0 ? 1 : 0) +
@@ -347,21 +366,31 @@ void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost
   s.zero3_rs_s = collective_time(Collective::reduce_scatter, unit * per.gradients, dp, x.c) / share +
                  collective_time(Collective::reduce_scatter, expert_unit * per.gradients, edp, x.c) /
                      expert_share;
+  s.zero3_ar_s = replicate_all_reduce_s(x, unit * per.gradients / x.p.shard_degree());
   const double n = s.zero3_units;
-  s.zero3_s = n * (2.0 * s.zero3_ag_s + s.zero3_rs_s);
+  const double ag = s.zero3_ag_s, rs = s.zero3_rs_s, ar = s.zero3_ar_s;
+  s.zero3_s = n * (2.0 * ag + rs + ar);
   if (x.tr.overlap_param_gather) {
     // Prefetch depth one: unit i+1's gather runs beside unit i's compute, so a pass takes
     // g + (n-1) max(g, c) + c, of which g + (n-1) max(0, g - c) waits on the wire (never
     // more than the n gathers themselves). Backward ends with the last unit's
-    // reduce-scatter, which nothing hides.
-    const double ag = s.zero3_ag_s, rs = s.zero3_rs_s;
+    // reduce-scatter (and all-reduce), which nothing hides. The all-reduce runs on its own
+    // stream: on another link than the shard group's (NVLink inside, the network across) it
+    // runs beside the next unit's gather and reduce-scatter, on the same link after them.
+    const bool own_link = dp.domains() <= 1 && x.at.replicate.domains() > 1;
+    const double chain = own_link ? std::max(ag + rs, ar) : ag + rs + ar;
     s.zero3_fwd_exposed_s = ag + (n - 1) * std::max(0.0, ag - s.forward_s / n);
-    s.zero3_bwd_exposed_s = ag + rs + (n - 1) * std::max(0.0, ag + rs - s.backward_s / n);
+    s.zero3_bwd_exposed_s = ag + rs + ar + (n - 1) * std::max(0.0, chain - s.backward_s / n);
+    s.zero3_bwd_deferred_exposed_s = ag + (n - 1) * std::max(0.0, ag - s.backward_s / n);
   } else {
-    s.zero3_fwd_exposed_s = n * s.zero3_ag_s;
-    s.zero3_bwd_exposed_s = n * (s.zero3_ag_s + s.zero3_rs_s);
+    s.zero3_fwd_exposed_s = n * ag;
+    s.zero3_bwd_exposed_s = n * (ag + rs + ar);
+    s.zero3_bwd_deferred_exposed_s = n * ag;
   }
-  s.zero3_exposed_s = s.zero3_fwd_exposed_s + s.zero3_bwd_exposed_s;
+  // Per micro-batch on average: with deferred sync only the last backward reduces.
+  const double reducing = deferred_sync(x) ? 1.0 / x.micro_batches : 1.0;
+  s.zero3_exposed_s = s.zero3_fwd_exposed_s + reducing * s.zero3_bwd_exposed_s +
+                      (1.0 - reducing) * s.zero3_bwd_deferred_exposed_s;
 }
 
 // One micro-batch on pipeline stage `stage`.
@@ -422,26 +451,42 @@ void pipeline_time(const Context& x, const Stages& st, StepTime& t) {
   t.schedule = schedule_name(p);
 }
 
-// ZeRO-0/1/2: the gradient all-reduce (or reduce-scatter, per micro-batch with ZeRO-2) and the
-// updated weights' all-gather, bucketed under the backward and the next forward.
+// ZeRO-0/1/2: the gradient all-reduce (or reduce-scatter, per micro-batch with ZeRO-2 unless
+// deferred) and the updated weights' all-gather, bucketed under the backward and the next
+// forward; under hybrid sharding in the shard group, each reduced shard then all-reduced across
+// the replicas.
 void zero12_traffic(const Context& x, const StageCost& crit, double stage_params, int mb,
                     CommBreakdown& comm) {
   const ParallelPlan& p = x.p;
   const TrainingSpec& tr = x.tr;
-  const Placement& dp = x.at.data;
+  const Placement& dp = x.at.shard;
   const double grad_bytes = stage_params * x.mem.per_param.gradients;
   const double weight_bytes = stage_params * x.mem.per_param.gather;  // the recipe's element
-  const double calls = p.zero == 2 ? mb : 1;  // ZeRO-2 reduce-scatters each micro-batch
+  // ZeRO-2 reduce-scatters each micro-batch, unless the sync is deferred to the last.
+  const double calls = p.zero == 2 && !deferred_sync(x) ? mb : 1;
   const Collective grads = p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
   set_traffic(comm.dp_grads, grads, grad_bytes, calls, dp, x.c);
   const double dp_share = tr.framework.pricing.dp_busbw.at(dp.ranks);
   comm.dp_grads.call_s /= dp_share;
   comm.dp_grads.time_s /= dp_share;
-  // Bucketed reduction overlaps the backward of the micro-batch that produced the gradients.
+  Traffic& rep = comm.dp_replicate;
+  if (x.at.replicate.ranks > 1) {
+    set_traffic(rep, Collective::all_reduce, grad_bytes / p.shard_degree(), calls,
+                x.at.replicate, x.c);
+    const double rep_share = tr.framework.pricing.dp_busbw.at(x.at.replicate.ranks);
+    rep.call_s /= rep_share;
+    rep.time_s /= rep_share;
+  }
+  // Bucketed reduction overlaps the backward of the micro-batch that produced the gradients;
+  // the all-reduce follows its reduce-scatter bucket by bucket. What the window leaves is split
+  // between them by their times.
   const double window = crit.backward_s;
-  comm.dp_grads.exposed_s = !tr.overlap_grad_reduce ? comm.dp_grads.time_s
-                            : p.zero == 2 ? calls * std::max(0.0, comm.dp_grads.call_s - window)
-                                          : std::max(0.0, comm.dp_grads.call_s - window);
+  const double call = comm.dp_grads.call_s + rep.call_s;
+  const double exposed = !tr.overlap_grad_reduce ? calls * call
+                                                 : calls * std::max(0.0, call - window);
+  const double rs_part = call > 0 ? comm.dp_grads.call_s / call : 1.0;
+  comm.dp_grads.exposed_s = exposed * rs_part;
+  rep.exposed_s = exposed * (1.0 - rs_part);
   if (p.zero >= 1) {
     set_traffic(comm.dp_params, Collective::all_gather, weight_bytes, 1, dp, x.c);
     // Megatron-LM's --overlap-param-gather hides it behind the next step's forward.
@@ -460,25 +505,37 @@ void price_calls(Traffic& t, double call_s, double share) {
   t.link_s = t.time_s * share;
 }
 
-// ZeRO-3: the critical stage's per-unit gathers and reduce-scatters over the step.
+// ZeRO-3: the critical stage's per-unit gathers and reduce-scatters over the step (the
+// reduce-scatters, and under hybrid sharding the all-reduces, once per step when deferred).
 void zero3_traffic(const Context& x, const StageCost& crit, int mb, CommBreakdown& comm) {
   const StateBytes& per = x.mem.per_param;
-  const Placement& dp = x.at.data;
+  const Placement& dp = x.at.shard;
   const double units = crit.zero3_units;
+  const double reducing = deferred_sync(x) ? 1 : mb;  // backwards that reduce their gradients
+  const double unit_grads = crit.params / units * per.gradients;
   set_traffic(comm.dp_params, Collective::all_gather, crit.params / units * per.gather,
               2.0 * units * mb, dp, x.c);
-  set_traffic(comm.dp_grads, Collective::reduce_scatter, crit.params / units * per.gradients,
-              units * mb, dp, x.c);
+  set_traffic(comm.dp_grads, Collective::reduce_scatter, unit_grads, units * reducing, dp, x.c);
   // Each call as stage_zero3 priced it (the framework's share of busbw included), so that a
   // row's time is what its exposure was taken from.
   const double share = x.tr.framework.pricing.zero3_busbw.at(dp);
   price_calls(comm.dp_params, crit.zero3_ag_s, share);
   price_calls(comm.dp_grads, crit.zero3_rs_s, share);
-  // Backward waits on gathers and reduce-scatters alike: split its exposure by their times.
-  const double bwd_gather = crit.zero3_ag_s / std::max(1e-30, crit.zero3_ag_s + crit.zero3_rs_s);
-  comm.dp_params.exposed_s =
-      mb * (crit.zero3_fwd_exposed_s + bwd_gather * crit.zero3_bwd_exposed_s);
-  comm.dp_grads.exposed_s = mb * (1.0 - bwd_gather) * crit.zero3_bwd_exposed_s;
+  if (x.at.replicate.ranks > 1) {
+    set_traffic(comm.dp_replicate, Collective::all_reduce, unit_grads / x.p.shard_degree(),
+                units * reducing, x.at.replicate, x.c);
+    price_calls(comm.dp_replicate, crit.zero3_ar_s,
+                x.tr.framework.pricing.zero3_busbw.at(x.at.replicate));
+  }
+  // A reducing backward waits on gathers, reduce-scatters and all-reduces alike: its exposure
+  // is split by their times; a deferring backward waits on gathers only.
+  const double sum = std::max(1e-30, crit.zero3_ag_s + crit.zero3_rs_s + crit.zero3_ar_s);
+  const double reduce_exposed = reducing * crit.zero3_bwd_exposed_s;
+  comm.dp_params.exposed_s = mb * crit.zero3_fwd_exposed_s +
+                             (mb - reducing) * crit.zero3_bwd_deferred_exposed_s +
+                             reduce_exposed * crit.zero3_ag_s / sum;
+  comm.dp_grads.exposed_s = reduce_exposed * crit.zero3_rs_s / sum;
+  comm.dp_replicate.exposed_s = reduce_exposed * crit.zero3_ar_s / sum;
 }
 
 // Data-parallel gradient sync and ZeRO parameter gathers on the most loaded stage.
@@ -563,8 +620,9 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
   pipeline_time(x, stages, t);
   data_parallel_traffic(x, stages, mb, ev.comm);
   model_parallel_traffic(x, stages.crit(), mb, ev.comm);
-  const double replicas = static_cast<double>(p.dp) * p.cp;
-  const double local = p.zero >= 1 ? stages.params() / replicas : stages.params();
+  // ZeRO-1+ updates the rank's shard: 1 / (shard group x cp) of the stage's parameters.
+  const double shards = static_cast<double>(p.shard_degree()) * p.cp;
+  const double local = p.zero >= 1 ? stages.params() / shards : stages.params();
   optimizer_time(x, local, t);
 
   t.exposed_comm_s = ev.comm.exposed_s();

@@ -44,7 +44,7 @@ std::array<double, kStepParts.size()> step_parts(const Estimate& e) {
           t.recompute_s,
           t.contention_s,
           t.bubble_s,
-          c.dp_grads.exposed_s + c.dp_params.exposed_s,
+          c.dp_grads.exposed_s + c.dp_params.exposed_s + c.dp_replicate.exposed_s,
           c.tp.exposed_s,
           c.pp.exposed_s,
           c.cp.exposed_s,
@@ -161,9 +161,13 @@ struct CommRow {
 std::vector<CommRow> comm_rows(const Estimate& e, const ClusterSpec& cluster) {
   const CommBreakdown& c = e.comm;
   const std::pair<const char*, const Traffic*> kinds[] = {
-      {"DP gradients", &c.dp_grads}, {"DP weights", &c.dp_params},
-      {"TP activations", &c.tp},     {"PP activations", &c.pp},
-      {"CP K/V ring", &c.cp},        {"EP dispatch + combine", &c.ep}};
+      {"DP gradients", &c.dp_grads},
+      {"DP weights", &c.dp_params},
+      {"DP replica all-reduce", &c.dp_replicate},
+      {"TP activations", &c.tp},
+      {"PP activations", &c.pp},
+      {"CP K/V ring", &c.cp},
+      {"EP dispatch + combine", &c.ep}};
   std::vector<CommRow> rows;
   for (const auto& [what, t] : kinds) {
     if (!t->present()) continue;

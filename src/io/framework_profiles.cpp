@@ -25,14 +25,17 @@ std::vector<OffloadTarget> targets(StrictObject& o, const std::string& key) {
   return out;
 }
 
-std::vector<int> zero_stages(StrictObject& o) {
+// A list of ZeRO stages 0-3 under `key`; `optional`: absent or empty is none.
+std::vector<int> zero_stages(StrictObject& o, const char* key = "zero_stages",
+                             bool optional = false) {
   std::vector<int> out;
-  const auto& raw = o.raw("zero_stages");
-  if (!raw.is_array() || raw.empty())
-    throw InputError(o.field("zero_stages"), "expected a list of ZeRO stages 0-3");
+  if (optional && !o.has(key)) return out;
+  const auto& raw = o.raw(key);
+  if (!raw.is_array() || (raw.empty() && !optional))
+    throw InputError(o.field(key), "expected a list of ZeRO stages 0-3");
   for (const auto& z : raw) {
     if (!z.is_number_integer() || z.get<int>() < 0 || z.get<int>() > 3)
-      throw InputError(o.field("zero_stages"), "expected a list of ZeRO stages 0-3");
+      throw InputError(o.field(key), "expected a list of ZeRO stages 0-3");
     out.push_back(z.get<int>());
   }
   return out;
@@ -77,6 +80,8 @@ FrameworkCaps read_caps(StrictObject o) {
     if (!c.has_dispatcher(d)) c.moe_dispatchers.push_back(d);
   }
   c.replicate_only_1d = o.boolean("replicate_only_1d");
+  // HSDP: the ZeRO stages it shards inside a group and replicates across (sources.hsdp).
+  c.hsdp_zero_stages = zero_stages(o, "hsdp_zero_stages", true);
   StrictObject off = o.object("offload");
   c.offload.optimizer = targets(off, "optimizer");
   c.offload.params = targets(off, "params");
@@ -300,7 +305,7 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
   // moe_a2a_overlap: the MoE capabilities (the overlap switch and its schedules, the dispatchers).
   for (const char* key : {"capabilities", "collectives", "overlap", "kernels", "recompute",
                           "memory", "loss", "max_published_mfu", "fp8_default_recipe",
-                          "moe_a2a_overlap", "offload_layers"})
+                          "moe_a2a_overlap", "offload_layers", "hsdp"})
     sources.string(key);
   f.max_published_mfu_source = j.at("sources").at("max_published_mfu").get<std::string>();
   sources.finish();

@@ -106,6 +106,7 @@ nlohmann::json to_json(const TrainingSpec& t) {
   if (t.moe_max_load > 0) j["moe_max_load"] = t.moe_max_load;
   if (t.moe_fp8_dispatch) j["moe_fp8_dispatch"] = true;
   if (t.moe_dispatcher != MoeDispatcher::alltoall) j["moe_dispatcher"] = to_string(t.moe_dispatcher);
+  if (t.grad_sync != GradSync::framework) j["grad_sync"] = to_string(t.grad_sync);
   return j;
 }
 
@@ -130,6 +131,11 @@ nlohmann::json to_json(const ParallelPlan& p) {
       {"summary", describe(p)}};
   // Only a plan that sets expert tensor parallelism apart from tp (Megatron-Core's default).
   if (p.etp > 0) j["expert_tp"] = p.etp;
+  // Only a hybrid-sharded plan (HSDP): ZeRO's shard group, and the replicas of each shard.
+  if (p.dp_shard > 0) {
+    j["dp_shard"] = p.dp_shard;
+    j["dp_replicate"] = p.dp_replicate();
+  }
   // Only a plan that hides its expert all-to-alls behind paired passes.
   if (p.moe_a2a_overlap) j["moe_a2a_overlap"] = true;
   // Only a plan that offloads.

@@ -81,8 +81,13 @@ void fsdp(const YAML::Node& f, Builder& b) {
     b.note_default("no fsdp_reshard_after_forward / fsdp_sharding_strategy: full sharding "
                    "(ZeRO-3), accelerate's default");
   } else if (how == "HYBRID_SHARD" || how == "_HYBRID_SHARD_ZERO2" || how == "4" || how == "5") {
-    b.refuse(key, "'" + how + "' is hybrid sharding; shardplan prices ZeRO over the whole "
-                              "data-parallel group and cannot price it");
+    // FSDP1 hybrid sharding: shard inside a node, replicate across nodes (PyTorch
+    // ShardingStrategy.HYBRID_SHARD / _HYBRID_SHARD_ZERO2; FSDP1 takes no tp or cp here).
+    const std::string node = b.value_of("--gpus-per-node");
+    if (node.empty())
+      b.refuse(key, "'" + how + "' shards inside a node: give num_processes and num_machines");
+    b.set("--zero", how == "HYBRID_SHARD" || how == "4" ? "3" : "2", key);
+    b.set("--dp-shard", node, key + " (one node: num_processes / num_machines)");
   } else if (stage.count(how) == 0) {
     b.refuse(key, "'" + how + "' is not true/false or FULL_SHARD, SHARD_GRAD_OP, NO_SHARD");
   } else {
@@ -93,6 +98,22 @@ void fsdp(const YAML::Node& f, Builder& b) {
     b.set("--offload", "optimizer,params", "fsdp_config.fsdp_offload_params");
   if (yes(f["fsdp_activation_checkpointing"]))
     b.set("--recompute", "full", "fsdp_config.fsdp_activation_checkpointing");
+}
+
+// FSDP2 over accelerate's ParallelismConfig mesh: dp_replicate_size > 1 with dp_shard_size > 1 is
+// HSDP (FSDP2 shards over dp_shard and replicates over dp_replicate).
+void parallelism_config(const YAML::Node& pc, Builder& b) {
+  const std::string k = "parallelism_config.";
+  const std::string replicate = scalar(pc["parallelism_config_dp_replicate_size"]);
+  const std::string shard = scalar(pc["parallelism_config_dp_shard_size"]);
+  const long long r =
+      replicate.empty() ? 1 : integer(b, k + "parallelism_config_dp_replicate_size", replicate, 1);
+  const long long n =
+      shard.empty() ? 1 : integer(b, k + "parallelism_config_dp_shard_size", shard, 1);
+  if (r > 1 && n > 1) {
+    b.set("--dp", std::to_string(r * n), k + "dp_replicate_size x dp_shard_size");
+    b.set("--dp-shard", std::to_string(n), k + "parallelism_config_dp_shard_size");
+  }
 }
 
 void deepspeed(const YAML::Node& d, Builder& b) {
@@ -189,6 +210,8 @@ LauncherConfig read_yaml(const YAML::Node& root, const std::string& path) {
     return n && n.IsMap() ? n : YAML::Node(YAML::NodeType::Map);
   };
   if (type == "FSDP") fsdp(section("fsdp_config"), b);
+  if (type == "FSDP" && root["parallelism_config"])
+    parallelism_config(section("parallelism_config"), b);
   if (type == "DEEPSPEED") deepspeed(section("deepspeed_config"), b);
   if (type == "MEGATRON_LM") megatron(section("megatron_lm_config"), b);
   if (type == "MULTI_GPU" || type == "NO") b.set("--zero", "0", "distributed_type");

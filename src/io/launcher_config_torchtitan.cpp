@@ -107,13 +107,15 @@ void parallelism(const toml::table& p, Builder& b) {
     b.set("--expert-tp", std::to_string(number(b, p, s, "expert_tensor_parallel_degree", 1)),
           s + ".expert_tensor_parallel_degree");
   }
-  if (replicate > 1 && shard != 1) {
-    b.refuse(s + ".data_parallel_replicate_degree",
-             fmt::format("replicate {} x shard {} is HSDP; shardplan prices ZeRO over the whole "
-                         "data-parallel group, so it cannot price this plan (set one of them to 1)",
-                         replicate, shard));
+  // replicate > 1 with shard > 1: HSDP, FSDP2 on the (dp_replicate, dp_shard_cp) mesh.
+  const bool hybrid = replicate > 1 && shard != 1;
+  if (hybrid && shard < 1) {
+    b.refuse(s + ".data_parallel_shard_degree",
+             fmt::format("{} with data_parallel_replicate_degree {} (HSDP): give the shard degree "
+                         "itself; shardplan prices hybrid sharding from it",
+                         shard, replicate));
   }
-  if (shard == 1 || replicate > 1) {
+  if (shard == 1) {
     b.set("--zero", "0", s + ".data_parallel_replicate_degree");
     if (replicate > 1) b.set("--dp", std::to_string(replicate), s + ".data_parallel_replicate_degree");
   } else {
@@ -124,7 +126,11 @@ void parallelism(const toml::table& p, Builder& b) {
       b.note_default(fmt::format("no fsdp_reshard_after_forward: \"default\", which {}",
                                  pp > 1 ? "keeps parameters gathered under a pipeline (ZeRO-2)"
                                         : "reshards after forward (ZeRO-3)"));
-    if (shard > 1) {
+    if (hybrid) {
+      b.set("--dp", std::to_string(replicate * shard),
+            s + ".data_parallel_replicate_degree x data_parallel_shard_degree");
+      b.set("--dp-shard", std::to_string(shard), s + ".data_parallel_shard_degree");
+    } else if (shard > 1) {
       b.set("--dp", std::to_string(shard), s + ".data_parallel_shard_degree");
     } else {
       b.note_default("data_parallel_shard_degree -1: the GPUs left after tp x pp x cp (--gpus "

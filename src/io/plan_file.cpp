@@ -178,6 +178,7 @@ TrainingSpec read_training(StrictObject o) {
   if (o.has("tokens")) t.tokens = o.positive("tokens");
   if (o.has("gpu_hour_cost")) t.gpu_hour_cost = o.positive("gpu_hour_cost");
   if (o.has("moe_capacity_factor")) t.moe_capacity_factor = o.positive("moe_capacity_factor");
+  if (o.has("grad_sync")) t.grad_sync = parse_grad_sync(o.string("grad_sync"), o.field("grad_sync"));
   o.finish();
   return t;
 }
@@ -191,6 +192,9 @@ ParallelPlan read_plan(StrictObject o) {
   p.ep = o.integer("ep");
   // Written only when the plan sets expert tensor parallelism apart from tp.
   if (o.has("expert_tp")) p.etp = o.integer("expert_tp");
+  // Written only for a hybrid-sharded plan; dp_replicate follows from dp and dp_shard.
+  if (o.has("dp_shard")) p.dp_shard = o.integer("dp_shard");
+  if (o.has("dp_replicate")) (void)o.integer("dp_replicate");
   // Written only when the plan hides its expert all-to-alls.
   if (o.has("moe_a2a_overlap")) p.moe_a2a_overlap = o.boolean("moe_a2a_overlap");
   p.zero = o.integer("zero");

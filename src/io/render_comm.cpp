@@ -9,7 +9,9 @@
 #include "shardplan/collectives.hpp"
 #include "shardplan/comm.hpp"
 #include "shardplan/consistency.hpp"
+#include "shardplan/memory.hpp"
 #include "shardplan/moe.hpp"
+#include "shardplan/plan.hpp"
 #include "shardplan/table.hpp"
 
 namespace shardplan {
@@ -69,14 +71,22 @@ std::string expert_what(const ParallelPlan& p, const TrainingSpec& tr) {
 std::vector<Row> rows_of(const CommBreakdown& comm, const ParallelPlan& p, const TrainingSpec& tr) {
   const char* grad_dtype = tr.fp32_grads || tr.precision == Precision::fp32 ? "fp32" : "16-bit";
   std::vector<Row> rows;
+  // ZeRO-2/3 reduce every micro-batch unless the sync is deferred to the last (--grad-sync).
+  const bool deferred = micro_batches_per_step(tr, p) > 1 && defers_grad_sync(tr, p);
+  const char* when = deferred ? "once per step (deferred)" : "every micro-batch";
   if (comm.dp_grads.present()) {
     std::string what =
         p.zero == 0   ? fmt::format("{} gradient all-reduce, once per step", grad_dtype)
-        : p.zero == 3 ? fmt::format("{} gradient reduce-scatter, every micro-batch", grad_dtype)
-        : p.zero == 2
-            ? fmt::format("{} gradient reduce-scatter, every micro-batch (ZeRO-2)", grad_dtype)
-            : fmt::format("{} gradient reduce-scatter, once per step (ZeRO-1)", grad_dtype);
+        : p.zero == 3 ? fmt::format("{} gradient reduce-scatter, {}", grad_dtype, when)
+        : p.zero == 2 ? fmt::format("{} gradient reduce-scatter, {} (ZeRO-2)", grad_dtype, when)
+                      : fmt::format("{} gradient reduce-scatter, once per step (ZeRO-1)", grad_dtype);
+    if (p.hybrid_shard()) what += fmt::format(", inside shard groups of {}", p.shard_degree());
     rows.push_back({Parallelism::data, &comm.dp_grads, what});
+  }
+  if (comm.dp_replicate.present()) {
+    rows.push_back({Parallelism::data, &comm.dp_replicate,
+                    fmt::format("{} gradient-shard all-reduce across the {} replicas (HSDP), {}",
+                                grad_dtype, p.dp_replicate(), p.zero >= 2 ? when : "once per step")});
   }
   if (comm.dp_params.present()) {
     rows.push_back({Parallelism::data, &comm.dp_params,

@@ -96,10 +96,12 @@ Table device_table(const MemoryBreakdown& mem, const ParallelPlan& plan) {
     return params > 0 ? fmt::format("{:.2f}", bytes / params) : std::string("-");
   };
   auto share = [&](double bytes) { return format_percent(bytes / capacity); };
-  const double replicas = static_cast<double>(plan.dp) * plan.cp;
+  // ZeRO shards over the shard group (all of dp unless hybrid-sharded) x cp.
+  const double replicas = static_cast<double>(plan.shard_degree()) * plan.cp;
   auto sharding = [&](int stage) {
     return plan.zero >= stage && replicas > 1
-               ? fmt::format(", sharded 1/{:g} (ZeRO-{})", replicas, plan.zero)
+               ? fmt::format(", sharded 1/{:g} (ZeRO-{}{})", replicas, plan.zero,
+                             plan.hybrid_shard() ? ", HSDP" : "")
                : std::string();
   };
   t.add_row({"weights", gib(w.weights_bytes), per_param(w.weights_bytes), share(w.weights_bytes),

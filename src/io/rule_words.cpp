@@ -2,6 +2,7 @@
 #include "shardplan/rule_words.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -259,10 +260,20 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
               fmt::format("{} offloads only inside FSDP, which it applies with the weights "
                           "sharded over at least {} ranks{}; the plan shards them over {}: give "
                           "--zero 2 or 3 with at least {} data-parallel ranks",
-                          f, caps.offload.min_shard_ranks, why, p.zero >= 2 ? p.dp : 1,
+                          f, caps.offload.min_shard_ranks, why, p.zero >= 2 ? p.shard_degree() : 1,
                           caps.offload.min_shard_ranks)};
     case RuleId::framework_offload_layers:
       return {"--offload-activation-layers", offload_layers_words(p, c, why)};
+    case RuleId::framework_hsdp:
+      return {"--dp-shard",
+              caps.hsdp_zero_stages.empty()
+                  ? fmt::format("{} has no hybrid sharding (shard inside a group, replicate "
+                                "across){}; leave --dp-shard out",
+                                f, why)
+                  : fmt::format("{} runs hybrid sharding at ZeRO stages {} only{}; use --zero "
+                                "{}",
+                                f, fmt::join(caps.hsdp_zero_stages, ", "), why,
+                                caps.hsdp_zero_stages.back())};
     default:
       break;
   }
@@ -348,6 +359,31 @@ PlanProblem shape_words(const RuleProblem& r, const RuleContext& c) {
     default:
       return framework_words(r, c);
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Why a hybrid shard degree cannot run.
+std::string dp_shard_words(const ParallelPlan& p, const ModelSpec& m) {
+  if (p.zero < 1) {
+    return fmt::format("hybrid sharding shards ZeRO state; ZeRO-0 shards none: use --zero 1-3 "
+                       "with --dp-shard {}, or leave --dp-shard out",
+                       p.dp_shard);
+  }
+  if (m.is_moe()) {
+    return "hybrid sharding of a mixture-of-experts model is not modelled (its experts shard over "
+           "their own expert-data-parallel group); leave --dp-shard out";
+  }
+  if (p.dp_shard >= p.dp) {
+    return fmt::format("a shard group of {} is the whole data-parallel group (dp {}): that is "
+                       "full sharding; leave --dp-shard out, or give a divisor of {} below it",
+                       p.dp_shard, p.dp, p.dp);
+  }
+  return fmt::format("{} does not split dp {} into replicas of 2 or more ranks; use a divisor "
+                     "of {} from 2 to {}",
+                     p.dp_shard, p.dp, p.dp, p.dp / 2);
 }
 
 }  // namespace
@@ -442,6 +478,11 @@ std::string rule_gist(RuleId rule) {
       return "the framework offloads no layers' activations, or not under this plan";
     case RuleId::deepep_group_size:
       return "DeepEP has no config for this expert-parallel group size";
+    case RuleId::dp_shard_divides:
+      return "hybrid sharding needs ZeRO 1-3, a dense model and a shard group dividing dp into "
+             "2 or more replicas of 2 or more ranks";
+    case RuleId::framework_hsdp:
+      return "the framework has no hybrid sharding at this ZeRO stage";
   }
   return to_string(rule);
 }
@@ -489,6 +530,8 @@ PlanProblem words(const RuleProblem& r, const RuleContext& c) {
     case RuleId::cp_divides_sequence:
       return {"--cp", fmt::format("context parallel {} does not divide the sequence length {}",
                                   p.cp, tr.seq_len)};
+    case RuleId::dp_shard_divides:
+      return {"--dp-shard", dp_shard_words(p, c.model)};
     default:
       return shape_words(r, c);
   }

@@ -193,7 +193,8 @@ Timeline build_timeline(const ParallelPlan& p, const Estimate& e) {
                  {"CP", c.cp, false},
                  {"EP", c.ep, false},
                  {"DP/ZeRO gradients", c.dp_grads, true},
-                 {"DP/ZeRO weights", c.dp_params, true}};
+                 {"DP/ZeRO weights", c.dp_params, true},
+                 {"DP replica all-reduce", c.dp_replicate, true}};
   int track = 0;
   double dp_exposed_start = sync_start;
   for (const auto& st : streams) {

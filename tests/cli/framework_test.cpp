@@ -102,6 +102,35 @@ TEST_CASE("a framework refuses what it cannot run: DeepSpeed has no interleaved 
   CHECK(contains(r.err, "deepspeed"));
 }
 
+TEST_CASE("--dp-shard and --grad-sync: HSDP where the framework runs it, bad values named") {
+  const std::string base =
+      "estimate --model llama-3.1-8b --cluster dgx-h100 --gpus 16 --inter 25gbe --zero 3 "
+      "--global-batch 64 --json ";
+  const auto titan = run_cli(base + "--framework torchtitan --dp-shard 8");
+  REQUIRE(titan.status == 0);
+  const auto j = nlohmann::json::parse(titan.out);
+  CHECK(j.at("plan").at("dp_shard") == 8);
+  CHECK(j.at("plan").at("dp_replicate") == 2);
+  // Megatron-Core and DeepSpeed have no HSDP in their profiles: refused, naming the flag.
+  for (const char* f : {"megatron", "deepspeed"}) {
+    const auto r = run_cli(base + "--framework " + f + " --dp-shard 8");
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "--dp-shard"));
+    CHECK(contains(r.err, "hybrid sharding"));
+  }
+  const auto whole = run_cli(base + "--framework torchtitan --dp-shard 16");
+  CHECK(whole.status == 2);
+  CHECK(contains(whole.err, "full sharding"));
+  const auto bad = run_cli(base + "--framework torchtitan --grad-sync sometimes");
+  CHECK(bad.status == 2);
+  CHECK(contains(bad.err, "--grad-sync"));
+  CHECK(contains(bad.err, "every-micro-batch"));
+  // Deferred: the reduce-scatter runs once per step, and the JSON says so.
+  const auto deferred = run_cli(base + "--framework torchtitan --dp-shard 8 --grad-sync deferred");
+  REQUIRE(deferred.status == 0);
+  CHECK(nlohmann::json::parse(deferred.out).at("training").at("grad_sync") == "deferred");
+}
+
 TEST_CASE("emit accepts every plan its framework's planner returns, recommended and fastest") {
   struct Case {
     std::string flags;

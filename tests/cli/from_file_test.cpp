@@ -96,6 +96,36 @@ TEST_CASE("emit then estimate --from: a torchtitan TOML gives back its plan") {
              "--gpus 16", "toml");
 }
 
+TEST_CASE("emit then estimate --from: HSDP as torchtitan's and accelerate's two degrees") {
+  // torchtitan: data_parallel_replicate_degree 2 x data_parallel_shard_degree 8.
+  round_trip("torchtitan",
+             "--model llama-3.1-8b --cluster dgx-h100 --gpus 16 --zero 3 --dp-shard 8 "
+             "--global-batch 64 --framework torchtitan",
+             "--cluster dgx-h100 --gpus 16", "toml");
+  // accelerate FSDP2: parallelism_config_dp_replicate_size 2 x _dp_shard_size 8, at ZeRO-2 too.
+  round_trip("accelerate",
+             "--model llama-3.1-8b --cluster dgx-h100 --gpus 16 --zero 2 --dp-shard 8 "
+             "--global-batch 256 --framework fsdp",
+             "--model llama-3.1-8b --cluster dgx-h100 --global-batch 256", "yaml");
+  const std::string path = make_temp_dir() + "/titan.toml";
+  REQUIRE(run_cli("emit --format torchtitan --model llama-3.1-8b --cluster dgx-h100 --gpus 16 "
+                  "--zero 3 --dp-shard 8 --global-batch 64 --framework torchtitan -o " + path)
+              .status == 0);
+  const std::string toml = shardplan::test::read_file(path);
+  CHECK(contains(toml, "data_parallel_replicate_degree = 2"));
+  CHECK(contains(toml, "data_parallel_shard_degree = 8"));
+  // FSDP1's HYBRID_SHARD shards inside a node: one node's GPUs per shard group.
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/hybrid.yaml", "distributed_type: FSDP\nnum_machines: 2\nnum_processes: 16\n"
+                                   "mixed_precision: bf16\nfsdp_config:\n  fsdp_version: 1\n"
+                                   "  fsdp_sharding_strategy: HYBRID_SHARD\n");
+  const auto j = json_of("estimate --from " + dir + "/hybrid.yaml --model llama-3.1-8b "
+                         "--global-batch 32");
+  CHECK(j.at("plan").at("dp_shard") == 8);
+  CHECK(j.at("plan").at("dp_replicate") == 2);
+  CHECK(j.at("plan").at("zero") == 3);
+}
+
 TEST_CASE("emit then estimate --from: an accelerate YAML gives back its plan") {
   // The batch is the script's (DataLoader batch_size, accumulation on the launch line): given
   // beside the file, as the emitted header says.
@@ -183,11 +213,11 @@ TEST_CASE("--from refuses what it cannot read or price, naming the file's key") 
                                    "zero_optimization": {"stage": 2, "overlap_com": true}})");
   check_refused("estimate --from " + dir + "/ds.json --model llama-2-7b",
                 "zero_optimization.overlap_com");
-  // HSDP cannot be priced as one ZeRO group.
+  // HSDP is priced from its shard degree: -1 ("the rest") beside a replicate degree is not one.
   write_file(dir + "/hsdp.toml", "[parallelism]\ndata_parallel_replicate_degree = 2\n"
-                                 "data_parallel_shard_degree = 8\n[model]\nname = 'llama3'\n"
+                                 "data_parallel_shard_degree = -1\n[model]\nname = 'llama3'\n"
                                  "flavor = '8B'\n");
-  check_refused("estimate --from " + dir + "/hsdp.toml", "HSDP");
+  check_refused("estimate --from " + dir + "/hsdp.toml", "data_parallel_shard_degree");
   write_file(dir + "/plan.cfg", "hello");
   check_refused("estimate --from " + dir + "/plan.cfg", "not a launcher config");
 }

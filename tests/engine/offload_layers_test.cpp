@@ -90,6 +90,7 @@ TEST_CASE("the rule table refuses layer offload as framework_offload_layers") {
   ParallelPlan none = recipe_plan(0);
   CHECK_FALSE(breaks(none, recipe_training("torchtitan"), RuleId::framework_offload_layers));
   const std::vector<Rule>& rules = plan_rules();
+  // In the table at its enum's place (rules appended after it keep RuleId and plan_rules() in step).
   CHECK(rules[static_cast<size_t>(RuleId::framework_offload_layers)].id ==
         RuleId::framework_offload_layers);
   CHECK(std::string(to_string(RuleId::framework_offload_layers)) == "framework_offload_layers");

@@ -29,7 +29,8 @@ std::vector<ParallelPlan> points_of(const SearchSpace& space, int gpus, int laye
                 for (Recompute r : space.recompute)
                   for (bool sp : space.sequence_parallel)
                     for (Schedule schedule : space.schedule)
-                      for (bool lighter : space.lighter_ends) {
+                      for (bool lighter : space.lighter_ends)
+                        for (int shard_gpus : space.shard_gpus) {
                         ParallelPlan p;
                         p.schedule = schedule;
                         p.tp = tp;
@@ -43,6 +44,11 @@ std::vector<ParallelPlan> points_of(const SearchSpace& space, int gpus, int laye
                         p.recompute = r;
                         p.sequence_parallel = sp;
                         if (lighter) set_lighter_ends(layers, pp * v, p);
+                        // A shard group of shard_gpus GPUs: that many over tp x cp ranks
+                        // (-1 where they do not divide, which the rules refuse).
+                        p.dp_shard = shard_gpus == 0             ? 0
+                                     : shard_gpus % (tp * cp) == 0 ? shard_gpus / (tp * cp)
+                                                                   : -1;
                         out.push_back(p);
                       }
   return out;

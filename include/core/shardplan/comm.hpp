@@ -35,22 +35,27 @@ struct Traffic {
 struct CommBreakdown {
   Traffic dp_grads;   // DDP all-reduce, ZeRO reduce-scatter of gradients
   Traffic dp_params;  // ZeRO-1/2 all-gather of updated weights; ZeRO-3 all-gathers of weights
+  // Hybrid sharding: the all-reduce of each reduced gradient shard across the dp / dp_shard
+  // replicas (after the reduce-scatter inside the shard group, which dp_grads prices).
+  Traffic dp_replicate;
   Traffic tp;         // Megatron's per-layer all-reduces (all-gather + reduce-scatter with SP)
   Traffic pp;         // activations and their gradients at stage boundaries
   Traffic cp;         // ring attention: K/V chunks around the context-parallel group
   Traffic ep;         // expert dispatch and combine all-to-alls
   double exposed_s() const {
-    return dp_grads.exposed_s + dp_params.exposed_s + tp.exposed_s + pp.exposed_s + cp.exposed_s +
-           ep.exposed_s;
+    return dp_grads.exposed_s + dp_params.exposed_s + dp_replicate.exposed_s + tp.exposed_s +
+           pp.exposed_s + cp.exposed_s + ep.exposed_s;
   }
   double time_s() const {
-    return dp_grads.time_s + dp_params.time_s + tp.time_s + pp.time_s + cp.time_s + ep.time_s;
+    return dp_grads.time_s + dp_params.time_s + dp_replicate.time_s + tp.time_s + pp.time_s +
+           cp.time_s + ep.time_s;
   }
   double hidden_link_s() const {
-    return dp_grads.hidden_link_s() + dp_params.hidden_link_s() + tp.hidden_link_s() +
+    return dp_grads.hidden_link_s() + dp_params.hidden_link_s() + dp_replicate.hidden_link_s() +
+           tp.hidden_link_s() +
            pp.hidden_link_s() + cp.hidden_link_s() + ep.hidden_link_s();
   }
-  /// Sums of the traffic that belongs to one parallelism (data = grads + params).
+  /// Sums of the traffic that belongs to one parallelism (data = grads + params + replicate).
   Traffic total(Parallelism p) const;
 };
 
@@ -62,7 +67,14 @@ Placement placement_of(Parallelism p, const ParallelPlan& plan, const ClusterSpe
 /// Every group of one plan placed at once, for a step model that prices them all.
 struct Placements {
   Placement data, tensor, pipeline, context, expert;
+  // ZeRO's groups: the ranks it shards over (the data-parallel group, or under hybrid sharding
+  // its first dp_shard members) and the replicas of one shard (one rank per shard group).
+  Placement shard, replicate;
 };
+/// The shard group of hybrid sharding: dp_shard data-parallel neighbours (the whole data-parallel
+/// group without it); and the dp / dp_shard ranks, dp_shard apart, that hold the same shard.
+Placement shard_placement(const ParallelPlan& plan, const ClusterSpec& cluster);
+Placement replicate_placement(const ParallelPlan& plan, const ClusterSpec& cluster);
 Placements placements_of(const ParallelPlan& plan, const ClusterSpec& cluster);
 /// The expert-data-parallel group of a MoE plan: the ranks that hold the same experts, over which
 /// ZeRO shards, gathers and reduces the expert weights.

@@ -102,11 +102,15 @@ struct FrameworkCaps {
   std::vector<Schedule> moe_a2a_overlap_schedules;  // the schedules it runs the overlap on; empty: any
   std::vector<MoeDispatcher> moe_dispatchers = {MoeDispatcher::alltoall, MoeDispatcher::deepep};
   bool replicate_only_1d = false;  // plain data parallel (ZeRO-0) refuses any other parallelism
+  /// The ZeRO stages it runs as hybrid sharding (ParallelPlan::dp_shard: shard inside a group of
+  /// data-parallel ranks, replicate across groups); empty: none.
+  std::vector<int> hsdp_zero_stages = {1, 2, 3};
   OffloadCaps offload;
 
   bool has_schedule(Schedule s) const;
   bool has_zero(int stage) const;
   bool has_dispatcher(MoeDispatcher d) const;
+  bool has_hsdp(int stage) const;
 };
 
 struct Placement;  // collectives.hpp

@@ -58,8 +58,11 @@ enum class RuleId {
   framework_offload_shards,  // offload applies only with weights sharded over enough ranks
   framework_offload_layers,  // the framework offloads N layers' activations, under its limits
   deepep_group_size,  // DeepEP has a dispatch/combine config for the EP x expert-TP group size
+  // hybrid sharding: a shard group of 2 .. dp-1 ranks dividing dp, ZeRO 1-3, a dense model
+  dp_shard_divides,
+  framework_hsdp,  // the framework runs hybrid sharding at this ZeRO stage
 };
-inline constexpr int kRules = 44;
+inline constexpr int kRules = 46;
 /// A short snake_case name for JSON and counts ("tp_divides_heads").
 const char* to_string(RuleId r);
 

@@ -31,6 +31,10 @@ struct SearchSpace {
   std::vector<Offload> offload = {Offload{}};  // none unless a rung or the user asks
   // EP all-to-alls hidden behind paired passes (ParallelPlan::moe_a2a_overlap): MoE only.
   std::vector<bool> moe_a2a_overlap = {false};
+  // Hybrid sharding (ParallelPlan::dp_shard) as the GPUs one shard group spans: 0 shards over
+  // all of dp; a scale-up domain or a host makes dp_shard = those GPUs / (tp x cp), so that the
+  // gathers and reduce-scatters stay inside it and only the replicas' all-reduce crosses.
+  std::vector<int> shard_gpus = {0};
   /// Points of the declared product that restrict_to() took out because the framework cannot
   /// run them, by the rule that refuses them: the search reports them with its own rejections.
   std::array<long long, kRules> refused{};

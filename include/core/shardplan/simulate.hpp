@@ -64,6 +64,7 @@ struct DataParallelWork {
   int units = 0;
   double unit_gather_s = 0, unit_gather_bytes = 0;
   double unit_reduce_s = 0, unit_reduce_bytes = 0;
+  bool unit_reduce_last_only = false;  // deferred sync: only the last micro-batch reduces
   bool prefetch = true;
   SimLink link = SimLink::none;
 };

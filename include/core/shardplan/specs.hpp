@@ -2,6 +2,7 @@
 // Plain structs in base units (bytes, seconds, FLOP/s); loaders fill them, the engine reads them.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <utility>
@@ -270,6 +271,9 @@ struct ClusterSpec {
   bool rack_scale() const { return domain_gpus() > gpus_per_node; }
 };
 
+/// When ZeRO-2/3 (FSDP) reduces gradients under accumulation (--grad-sync): as the framework
+/// does for the plan, after every micro-batch's backward, or once after the last (FSDP1
+/// no_sync(), FSDP2 set_requires_gradient_sync(False) on all but the last micro-batch).
 enum class GradSync { framework, every_micro_batch, deferred };
 
 struct TrainingSpec {
@@ -330,6 +334,14 @@ struct ParallelPlan {
   int etp = 0;
   int expert_tp() const { return etp > 0 ? etp : tp; }
   int zero = 0;
+  // Hybrid sharding (HSDP): ZeRO shards over groups of this many data-parallel ranks and
+  // replicates across dp / dp_shard of them (PyTorch FSDP HYBRID_SHARD; FSDP2 on a 2-D
+  // (replicate, shard) mesh, torchtitan's data_parallel_replicate_degree x
+  // data_parallel_shard_degree). 0: shard over the whole data-parallel group.
+  int dp_shard = 0;
+  int shard_degree() const { return dp_shard > 0 ? dp_shard : dp; }
+  int dp_replicate() const { return dp / std::max(1, shard_degree()); }
+  bool hybrid_shard() const { return dp_shard > 0 && dp_shard < dp; }
   int micro_batch = 1;
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
@@ -364,6 +376,7 @@ const char* to_string(AttentionKind v);
 const char* to_string(MathDtype v);
 const char* to_string(Schedule v);
 const char* to_string(OffloadTarget v);
+const char* to_string(GradSync v);
 MlpKind parse_mlp(const std::string& text, const std::string& field);
 NormKind parse_norm(const std::string& text, const std::string& field);
 PositionKind parse_positions(const std::string& text, const std::string& field);
@@ -376,6 +389,7 @@ Recompute parse_recompute(const std::string& text, const std::string& field);
 AttentionKind parse_attention(const std::string& text, const std::string& field);
 Schedule parse_schedule(const std::string& text, const std::string& field);
 OffloadTarget parse_offload_target(const std::string& text, const std::string& field);
+GradSync parse_grad_sync(const std::string& text, const std::string& field);
 
 /// The busiest expert rank's tokens over its even share: the training's factor, 1 (balanced)
 /// when it names none.
