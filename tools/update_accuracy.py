@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the step-time intervals that `shardplan validate --cross-validate` derives into the
-framework profiles (accuracy, accuracy_beyond_corpus) and the README's accuracy paragraph.
+framework profiles (accuracy, accuracy_beyond_corpus), the README's accuracy paragraph and the
+held-out tables of docs/validation-corpus.md (closed form against simulated step).
 
 Run after any change that moves a prediction:  tools/update_accuracy.py [build/shardplan]
 The engine test "shipped intervals are the cross-validation's" fails until this is rerun.
@@ -14,6 +15,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 BINARY = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "build" / "shardplan")
 FRAMEWORKS = ["megatron", "deepspeed", "torchtitan", "fsdp"]
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
+GROUPS_BEGIN, GROUPS_END = "<!-- held-out-groups:begin -->", "<!-- held-out-groups:end -->"
 
 
 def run(*args):
@@ -48,12 +50,17 @@ def main():
         ordered = {k: v for k, v in profile.items() if k != "sources"}
         ordered["sources"] = profile["sources"]
         path.write_text(json.dumps(ordered, indent=2, ensure_ascii=False) + "\n")
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        readme.write_text(head + BEGIN + "\n" + run("--markdown") + END + tail)
+    replace_between(ROOT / "README.md", BEGIN, END, run("--markdown"))
+    replace_between(ROOT / "docs" / "validation-corpus.md", GROUPS_BEGIN, GROUPS_END,
+                    run("--markdown-groups"))
+
+
+def replace_between(path, begin, end, body):
+    text = path.read_text()
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        path.write_text(head + begin + "\n" + body + end + tail)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ struct ValidateFlags {
   bool json = false;
   bool cross_validate = false;
   bool markdown = false;
+  bool markdown_groups = false;
 };
 
 // The file's runs; by default the fitted runs, then the held-out ones marked as such.
@@ -77,16 +78,24 @@ int run_validate(const ValidateFlags& f) {
   const std::vector<PublishedRun> runs = load_runs(f);  // the predictions point into it
   if (f.markdown && !f.cross_validate)
     throw InputError("--markdown", "goes with --cross-validate (the accuracy paragraph it prints)");
+  if (f.markdown_groups && !f.cross_validate)
+    throw InputError("--markdown-groups",
+                     "goes with --cross-validate (the validation doc's tables it prints)");
   if (f.cross_validate) {
     std::vector<PublishedRun> picked;
     for (const PublishedRun& r : runs)
       if (f.only.empty() || r.id.rfind(f.only, 0) == 0) picked.push_back(r);
     if (picked.empty()) throw InputError("--only", "no run id starts with '" + f.only + "'");
-    const CrossValidation cv = cross_validate(picked);
+    // The simulated step, and the closed forms alone beside it (fitted the same way).
+    const CrossValidation cv = cross_validate(picked, StepModel::simulated);
+    const CrossValidation closed = cross_validate(picked, StepModel::closed_form);
     if (f.json)
-      print_json(to_json(cv));
+      print_json(to_json(cv, closed));
+    else if (f.markdown_groups)
+      std::cout << group_table_markdown(cv, closed);
     else
-      std::cout << (f.markdown ? accuracy_paragraph(cv) : render_cross_validation(cv));
+      std::cout << (f.markdown ? accuracy_paragraph(cv, closed)
+                               : render_cross_validation(cv, closed));
     return 0;
   }
   const ValidationReport report = predict_runs(runs, f.only);
@@ -115,6 +124,9 @@ Runner setup_validate(CLI::App& sub) {
                "leave-one-source-group-out errors, the 80% intervals and their coverage");
   sub.add_flag("--markdown", f->markdown,
                "With --cross-validate: the README's accuracy paragraph, generated");
+  sub.add_flag("--markdown-groups", f->markdown_groups,
+               "With --cross-validate: the validation doc's held-out errors, closed form against "
+               "simulated step, per source group and for the pipeline-heavy and MoE cases");
   return [f]() { return run_validate(*f); };
 }
 

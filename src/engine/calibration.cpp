@@ -191,8 +191,17 @@ PublishedRun with_knobs(PublishedRun run, const std::vector<KnobFit>& fit) {
   return run;
 }
 
-std::vector<KnobFit> fit_knobs(const std::vector<PublishedRun>& runs,
+std::vector<PublishedRun> with_step_ratios(std::vector<PublishedRun> runs, StepModel step) {
+  for (PublishedRun& r : runs) {
+    if (r.simulated_step_ratio > 0) continue;
+    r.simulated_step_ratio = step == StepModel::simulated ? predict(r).step_ratio : 1.0;
+  }
+  return runs;
+}
+
+std::vector<KnobFit> fit_knobs(const std::vector<PublishedRun>& given,
                                const std::vector<bool>& use) {
+  const std::vector<PublishedRun> runs = with_step_ratios(given, StepModel::simulated);
   const std::vector<Knob>& ks = knobs();
   std::vector<KnobFit> fit(ks.size());
   std::vector<std::vector<const PublishedRun*>> training(ks.size());
@@ -379,9 +388,12 @@ bool extrapolated_in_fold(const PublishedRun& run, const std::vector<KnobFit>& f
 
 }  // namespace
 
-CrossValidation cross_validate(const std::vector<PublishedRun>& runs) {
+CrossValidation cross_validate(const std::vector<PublishedRun>& given, StepModel step) {
   CrossValidation cv;
+  cv.step = step;
   const std::vector<Knob>& ks = knobs();
+  // The predictions point into `given`; the refits read each run's ratio fixed here, once.
+  const std::vector<PublishedRun> runs = with_step_ratios(given, step);
   cv.fit = fit_knobs(runs, std::vector<bool>(runs.size(), true));
   for (const PublishedRun& r : runs) {
     if (std::find(cv.groups.begin(), cv.groups.end(), r.source_group) == cv.groups.end())
@@ -402,7 +414,7 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& runs) {
     for (size_t i = 0; i < runs.size(); ++i) {
       if (use[i]) continue;
       CvCase c;
-      c.run = &runs[i];
+      c.run = &given[i];
       c.group = g;
       c.cls = accuracy_class_of(runs[i]);
       PublishedRun in_sample = with_knobs(runs[i], cv.fit);
@@ -410,7 +422,7 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& runs) {
       PublishedRun held = with_knobs(runs[i], fold);
       Prediction p = predict(held);
       c.cv_error = p.error;
-      p.run = &runs[i];
+      p.run = &given[i];
       c.step = step_residual(p, &c.residual);
       c.extrapolated = extrapolated_in_fold(runs[i], fold, seen);
       cv.cases.push_back(c);

@@ -57,10 +57,8 @@ double predicted_value(const PublishedRun& run, const ParallelPlan& p, bool* fit
     case Metric::tflops_per_gpu:
     case Metric::tokens_per_s_per_gpu:
     case Metric::model_tflops_per_gpu: {
-      // The closed forms are what validation compares: the cross-validation refits its constants
-      // with every case predicted again per held-out group, and simulating each prediction
-      // (Simulation::figures) takes it from 0.6 s to about 110 s of CPU (measured), so the
-      // simulated step is not yet what the intervals are fitted on.
+      // The closed forms choose among the candidate plans (the search's bound); predict()
+      // simulates the chosen one (step_ratio_of).
       const Estimate e = estimate(m, tr, p, c, Simulation::skip);
       *fits = e.memory.fits;
       if (run.metric == Metric::iteration_time_s) return e.time.step_s;
@@ -70,6 +68,26 @@ double predicted_value(const PublishedRun& run, const ParallelPlan& p, bool* fit
     }
   }
   return 0;
+}
+
+bool is_step_figure(Metric m) {
+  return m == Metric::iteration_time_s || m == Metric::tflops_per_gpu ||
+         m == Metric::tokens_per_s_per_gpu || m == Metric::model_tflops_per_gpu;
+}
+
+// The chosen plan's simulated step over its closed-form one: the run's fixed ratio where a refit
+// set one, else the plan simulated (its parts only, no event list).
+double step_ratio_of(const PublishedRun& run, const ParallelPlan& p) {
+  if (!is_step_figure(run.metric)) return 1;
+  if (run.simulated_step_ratio > 0) return run.simulated_step_ratio;
+  const Estimate e = estimate(run.model, run.training, p, run.cluster, Simulation::figures);
+  return e.step_simulated && e.time.step_s > 0 ? e.step_s / e.time.step_s : 1;
+}
+
+// A figure of the closed-form step read from the simulated step: a time scales with the step,
+// a throughput with its inverse.
+double from_simulated_step(Metric m, double closed_form, double ratio) {
+  return m == Metric::iteration_time_s ? closed_form * ratio : closed_form / ratio;
 }
 
 std::vector<int> divisors(int n, int max) {
@@ -143,7 +161,16 @@ Prediction predict(const PublishedRun& run) {
     best.predicted_peak_gib =
         (run.peak_is_reserved ? worst.total_bytes() : worst.allocated_bytes()) / kGiB;
   }
-  best.error = run.measured != 0 ? (best.predicted - run.measured) / run.measured : 0;
+  best.closed_form = best.predicted;
+  if (have) {
+    best.step_ratio = step_ratio_of(run, best.plan);
+    best.predicted = from_simulated_step(run.metric, best.closed_form, best.step_ratio);
+  }
+  const auto error_of = [&run](double v) {
+    return run.measured != 0 ? (v - run.measured) / run.measured : 0;
+  };
+  best.error = error_of(best.predicted);
+  best.closed_form_error = error_of(best.closed_form);
   return best;
 }
 

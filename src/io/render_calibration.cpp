@@ -55,6 +55,14 @@ std::vector<std::pair<std::string, std::vector<const CvCase*>>> step_cases_by(
   return out;
 }
 
+// The stats of the cases keyed `key` in `cv` (the closed-form cross-validation's row beside the
+// simulated one's).
+ErrorStats stats_for(const CrossValidation& cv, const std::string& key, bool by_group) {
+  for (const auto& [name, cases] : step_cases_by(cv, by_group))
+    if (name == key) return stats_of(cases);
+  return {};
+}
+
 int groups_in(const std::vector<const CvCase*>& cases) {
   std::set<std::string> g;
   for (const CvCase* c : cases) g.insert(c->group);
@@ -92,10 +100,11 @@ std::vector<const CvCase*> all_steps(const CrossValidation& cv) {
 
 }  // namespace
 
-std::string render_cross_validation(const CrossValidation& cv) {
+std::string render_cross_validation(const CrossValidation& cv, const CrossValidation& closed) {
   std::string out = fmt::format(
       "# cross-validation: each source group predicted by constants fitted without it\n"
-      "corpus: {} runs in {} source groups, {} with a step-time figure\n\n",
+      "corpus: {} runs in {} source groups, {} with a step-time figure; the step is the simulated "
+      "one (closed form: the closed forms alone, fitted and cross-validated the same way)\n\n",
       cv.cases.size(), cv.groups.size(), cv.step_cases);
   Table k({{"fitted constant", Table::Align::left},
            {"fit / shipped"},
@@ -112,11 +121,12 @@ std::string render_cross_validation(const CrossValidation& cv) {
            {"in-sample mean"},
            {"held-out mean"},
            {"median"},
-           {"max"}});
+           {"max"},
+           {"closed form"}});
   for (const auto& [name, cases] : step_cases_by(cv, true)) {
     const ErrorStats s = stats_of(cases);
     g.add_row({name, std::to_string(s.cases), pct(s.in_sample_mean), pct(s.mean), pct(s.median),
-               pct(s.max)});
+               pct(s.max), pct(stats_for(closed, name, true).mean)});
   }
   out += "## step-time |error| per source group (held out: refit without the group)\n" +
          g.render("") + "\n";
@@ -126,19 +136,20 @@ std::string render_cross_validation(const CrossValidation& cv) {
            {"held-out mean"},
            {"median"},
            {"max"},
+           {"closed form"},
            {"80% interval", Table::Align::left}});
   for (const auto& [name, cases] : step_cases_by(cv, false)) {
     const ErrorStats s = stats_of(cases);
     const ClassInterval* ci = interval_of(cv, name);
     c.add_row({name, std::to_string(s.cases), std::to_string(groups_in(cases)), pct(s.mean),
-               pct(s.median), pct(s.max),
+               pct(s.median), pct(s.max), pct(stats_for(closed, name, false).mean),
                fmt::format("{:+.1f}% to {:+.1f}%{}", ci->low * 100, ci->high * 100,
                            ci == &cv.pooled ? " (pooled: one group)" : "")});
   }
   const ErrorStats all = stats_of(all_steps(cv));
   c.add_rule();
   c.add_row({"all", std::to_string(all.cases), std::to_string(cv.groups.size()), pct(all.mean),
-             pct(all.median), pct(all.max),
+             pct(all.median), pct(all.max), pct(stats_of(all_steps(closed)).mean),
              fmt::format("{:+.1f}% to {:+.1f}% (beyond the corpus)", cv.extrapolation.low * 100,
                          cv.extrapolation.high * 100)});
   out += "## step-time |error| per framework x GPU generation (interval: measured step against "
@@ -146,12 +157,13 @@ std::string render_cross_validation(const CrossValidation& cv) {
          c.render("") + "\n";
   out += fmt::format(
       "coverage of the 80% interval: {} of {} step-time cases ({}) fall inside the interval built "
-      "from the other groups' residuals\n",
-      covered_count(cv), cv.step_cases, pct(cv.coverage));
+      "from the other groups' residuals (closed form: {} of {}, {})\n",
+      covered_count(cv), cv.step_cases, pct(cv.coverage), covered_count(closed),
+      closed.step_cases, pct(closed.coverage));
   return out;
 }
 
-nlohmann::json to_json(const CrossValidation& cv) {
+nlohmann::json to_json(const CrossValidation& cv, const CrossValidation& closed) {
   nlohmann::json fit = nlohmann::json::array();
   const std::vector<Knob>& ks = knobs();
   for (size_t j = 0; j < cv.fit.size(); ++j)
@@ -161,24 +173,35 @@ nlohmann::json to_json(const CrossValidation& cv) {
                    {"figure", ks[j].figure}});
   nlohmann::json groups = nlohmann::json::array(), classes = nlohmann::json::array();
   for (const auto& [name, cases] : step_cases_by(cv, true))
-    groups.push_back({{"group", name}, {"errors", stats_json(stats_of(cases))}});
+    groups.push_back({{"group", name},
+                      {"errors", stats_json(stats_of(cases))},
+                      {"closed_form_errors", stats_json(stats_for(closed, name, true))}});
   for (const auto& [name, cases] : step_cases_by(cv, false)) {
-    nlohmann::json row = {{"class", name}, {"errors", stats_json(stats_of(cases))}};
+    nlohmann::json row = {{"class", name},
+                          {"errors", stats_json(stats_of(cases))},
+                          {"closed_form_errors", stats_json(stats_for(closed, name, false))}};
     const ClassInterval* ci = interval_of(cv, name);
     row["groups"] = groups_in(cases);
     row["interval"] = {{"low", ci->low}, {"high", ci->high}, {"basis", ci->basis}};
     classes.push_back(row);
   }
   nlohmann::json cases = nlohmann::json::array();
-  for (const CvCase& c : cv.cases)
+  for (size_t i = 0; i < cv.cases.size(); ++i) {
+    const CvCase& c = cv.cases[i];
+    // The two cross-validations predict the same runs in the same order.
+    const CvCase* k = i < closed.cases.size() && closed.cases[i].run == c.run ? &closed.cases[i]
+                                                                              : nullptr;
     cases.push_back({{"id", c.run->id},
                      {"group", c.group},
                      {"class", c.cls},
                      {"in_sample_error", c.in_sample_error},
                      {"cross_validated_error", c.cv_error},
+                     {"closed_form_cross_validated_error",
+                      k ? nlohmann::json(k->cv_error) : nlohmann::json()},
                      {"step_residual", c.step ? nlohmann::json(c.residual) : nlohmann::json()},
                      {"extrapolated", c.extrapolated},
                      {"covered", c.covered}});
+  }
   return {{"runs", cv.cases.size()},
           {"groups", cv.groups.size()},
           {"step_cases", cv.step_cases},
@@ -194,18 +217,24 @@ nlohmann::json to_json(const CrossValidation& cv) {
           {"interval_level", kIntervalLevel},
           {"coverage", cv.coverage},
           {"errors", stats_json(stats_of(all_steps(cv)))},
+          {"closed_form",
+           {{"coverage", closed.coverage}, {"errors", stats_json(stats_of(all_steps(closed)))}}},
           {"cases", cases}};
 }
 
-std::string accuracy_paragraph(const CrossValidation& cv) {
+std::string accuracy_paragraph(const CrossValidation& cv, const CrossValidation& closed) {
   const ErrorStats all = stats_of(all_steps(cv));
+  const ErrorStats before = stats_of(all_steps(closed));
   std::string out = fmt::format(
-      "Over {} published runs in {} source groups ({} with a step-time figure), the step time "
-      "is off by {} on average in sample and by **{} (median {}, max {})** when each group is "
-      "predicted by constants fitted without it (`shardplan validate --cross-validate`). The "
-      "80% intervals every planning command prints hold {} of those {} held-out cases ({}).\n\n",
+      "Over {} published runs in {} source groups ({} with a step-time figure), the simulated "
+      "step (the one every command reports) is off by {} on average in sample and by **{} "
+      "(median {}, max {})** when each group is predicted by constants fitted without it "
+      "(`shardplan validate --cross-validate`; the closed forms alone, fitted the same way: {}, "
+      "median {}, max {}). The 80% intervals every planning command prints around the simulated "
+      "step hold {} of those {} held-out cases ({}).\n\n",
       cv.cases.size(), cv.groups.size(), cv.step_cases, pct(all.in_sample_mean), pct(all.mean),
-      pct(all.median), pct(all.max), covered_count(cv), cv.step_cases, pct(cv.coverage));
+      pct(all.median), pct(all.max), pct(before.mean), pct(before.median), pct(before.max),
+      covered_count(cv), cv.step_cases, pct(cv.coverage));
   out += "| framework x GPU | cases | groups | held-out mean | max | 80% interval |\n";
   out += "|---|---|---|---|---|---|\n";
   for (const auto& [name, cases] : step_cases_by(cv, false)) {
@@ -220,6 +249,70 @@ std::string accuracy_paragraph(const CrossValidation& cv) {
       "fold was fitted on. The intervals are symmetric in log(measured / predicted step), "
       "split-conformal over source groups.\n",
       cv.extrapolation.low * 100, cv.extrapolation.high * 100);
+  return out;
+}
+
+namespace {
+
+// Pipeline-heavy as the issue names it: 8 stages or more, or an interleaved schedule.
+bool pipeline_heavy(const PublishedRun& r) {
+  return r.plan.pp >= 8 || r.plan.interleave > 1 || r.interleaved;
+}
+
+struct Subset {
+  const char* name;
+  bool (*in)(const PublishedRun&);
+};
+
+// One row of the subsets table: held-out mean, median, max and coverage, closed form then
+// simulated, over the step cases `in` selects.
+std::string subset_row(const CrossValidation& cv, const CrossValidation& closed, const Subset& s) {
+  std::vector<const CvCase*> sim, cf;
+  int covered = 0, covered_cf = 0;
+  for (size_t i = 0; i < cv.cases.size() && i < closed.cases.size(); ++i) {
+    const CvCase& c = cv.cases[i];
+    if (!c.step || !s.in(*c.run)) continue;
+    sim.push_back(&c);
+    cf.push_back(&closed.cases[i]);
+    covered += c.covered ? 1 : 0;
+    covered_cf += closed.cases[i].covered ? 1 : 0;
+  }
+  const ErrorStats a = stats_of(cf), b = stats_of(sim);
+  const double n = std::max<double>(1, static_cast<double>(sim.size()));
+  return fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", s.name, sim.size(),
+                     pct(a.mean), pct(b.mean), pct(a.median), pct(b.median), pct(a.max),
+                     pct(b.max), pct(covered_cf / n), pct(covered / n));
+}
+
+}  // namespace
+
+std::string group_table_markdown(const CrossValidation& cv, const CrossValidation& closed) {
+  std::string out =
+      "| cases | step cases | held-out mean, closed form | simulated | median, closed form | "
+      "simulated | max, closed form | simulated | 80% coverage, closed form | simulated |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
+  const Subset subsets[] = {
+      {"all", [](const PublishedRun&) { return true; }},
+      {"pipeline-heavy (PP >= 8 or interleaved)", pipeline_heavy},
+      {"MoE", [](const PublishedRun& r) { return r.model.is_moe(); }},
+      {"neither", [](const PublishedRun& r) { return !pipeline_heavy(r) && !r.model.is_moe(); }}};
+  for (const Subset& s : subsets) out += subset_row(cv, closed, s);
+  out +=
+      "\n| source group | step cases | pipeline-heavy | MoE | held-out mean, closed form | "
+      "simulated | change | max, closed form | simulated |\n"
+      "|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& [name, cases] : step_cases_by(cv, true)) {
+    const ErrorStats b = stats_of(cases), a = stats_for(closed, name, true);
+    int pipeline = 0, moe = 0;
+    for (const CvCase* c : cases) {
+      pipeline += pipeline_heavy(*c->run) ? 1 : 0;
+      moe += c->run->model.is_moe() ? 1 : 0;
+    }
+    const auto count = [](int n) { return n ? std::to_string(n) : std::string(); };
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {:+.1f} pt | {} | {} |\n", name, b.cases,
+                       count(pipeline), count(moe), pct(a.mean), pct(b.mean),
+                       (b.mean - a.mean) * 100, pct(a.max), pct(b.max));
+  }
   return out;
 }
 

@@ -39,6 +39,8 @@ nlohmann::json group_json(const std::string& g, const ValidationSummary& sum) {
                      {"measured", c.run->measured},
                      {"predicted", c.predicted},
                      {"error", c.error},
+                     {"closed_form_predicted", c.closed_form},
+                     {"closed_form_error", c.closed_form_error},
                      {"plan", to_json(c.plan)},
                      {"fits", c.fits},
                      {"source", c.run->source}});
@@ -55,10 +57,12 @@ std::string group_text(const std::string& g, const ValidationSummary& sum) {
            {"measured"},
            {"predicted"},
            {"error"},
+           {"closed form"},
            {"plan as predicted", Table::Align::left}});
   for (const auto& c : sum.cases) {
     t.add_row({c.run->id, to_string(c.run->metric), fmt::format("{:.4g}", c.run->measured),
                fmt::format("{:.4g}", c.predicted), fmt::format("{:+.1f}%", c.error * 100),
+               fmt::format("{:.4g} ({:+.1f}%)", c.closed_form, c.closed_form_error * 100),
                describe(c.plan) + (c.fits ? "" : " (does not fit)")});
   }
   return "# " + g + "\n" + t.render("") +
@@ -135,7 +139,9 @@ std::string profile_of(const PublishedRun& run) {
 }
 
 std::string render_validation(const ValidationReport& r) {
-  std::string out;
+  std::string out =
+      "predicted: from the plan's simulated step, as estimate reports it; closed form: the same "
+      "figure from the closed forms' step (the search's bound)\n\n";
   for (const std::string& g : r.order) out += group_text(g, summarize(r.groups.at(g)));
   return out + frameworks_text(r.by_framework) + memory_text(memory_cases(r));
 }

@@ -35,9 +35,18 @@ struct KnobFit {
   int cases = 0;          // training runs it was fitted on (0: the prior)
 };
 
+/// What the predictions read: the simulated step (what `estimate` reports and the intervals
+/// are taken around), or the closed forms alone (the search's bound).
+enum class StepModel { simulated, closed_form };
+
+/// `runs` with each simulated_step_ratio still 0 fixed: the chosen plan simulated at the run's
+/// own constants (simulated), or 1 (closed_form). A refit then scales the closed form by it.
+std::vector<PublishedRun> with_step_ratios(std::vector<PublishedRun> runs, StepModel step);
+
 /// Fits every knob on the fitted runs among `runs` with use[i] set: each minimises the mean
 /// squared log error of its training runs (golden-section search on log k, coordinate descent
-/// over the knobs, two sweeps).
+/// over the knobs, two sweeps). Runs without a simulated_step_ratio get theirs first
+/// (with_step_ratios, simulated).
 std::vector<KnobFit> fit_knobs(const std::vector<PublishedRun>& runs, const std::vector<bool>& use);
 
 /// The run with every knob of `fit` applied.
@@ -91,6 +100,7 @@ inline constexpr double kIntervalLevel = 0.8;
 inline constexpr double kPooledWeight = 4;  // pooled residuals count as this many class cases
 
 struct CrossValidation {
+  StepModel step = StepModel::simulated;
   std::vector<KnobFit> fit;  // every run fitted (the constants as shipped should be these)
   std::vector<CvCase> cases;
   std::vector<std::string> groups;
@@ -101,7 +111,9 @@ struct CrossValidation {
   int step_cases = 0;
 };
 
-/// Leave-one-source-group-out cross-validation of the knobs over `runs`.
-CrossValidation cross_validate(const std::vector<PublishedRun>& runs);
+/// Leave-one-source-group-out cross-validation of the knobs over `runs`, each prediction's step
+/// as `step` reads it (the simulated one: each run's ratio fixed once, with_step_ratios).
+CrossValidation cross_validate(const std::vector<PublishedRun>& runs,
+                               StepModel step = StepModel::simulated);
 
 }  // namespace shardplan

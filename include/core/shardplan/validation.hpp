@@ -41,13 +41,23 @@ struct PublishedRun {
   // max_memory_reserved, torchtitan's logged "memory") or the tensors allocated
   // (max_memory_allocated); validation compares the matching prediction.
   bool peak_is_reserved = true;
+  /// The chosen plan's simulated step over its closed-form step, fixed before a refit
+  /// (with_step_ratios, calibration.hpp): the knobs scale compute and communication speeds,
+  /// which move the ratio little (bench/simulate_accuracy measures how little), so a fit reads
+  /// the closed form times this instead of simulating every trial. 0: predict() simulates.
+  double simulated_step_ratio = 0;
 };
 
 struct Prediction {
   const PublishedRun* run = nullptr;
   ParallelPlan plan;  // as predicted, with unknown fields chosen
+  /// From the simulated step (Estimate::step_s), as `estimate` reports it; figures that are
+  /// not step times (activations, one layer's passes) are the closed forms'.
   double predicted = 0;
   double error = 0;               // (predicted - measured) / measured
+  double closed_form = 0;         // the same figure from the closed-form step (StepTime::step_s)
+  double closed_form_error = 0;   // (closed_form - measured) / measured
+  double step_ratio = 1;          // simulated / closed-form step of the plan (1: not simulated)
   bool fits = true;               // the chosen plan fits memory
   double predicted_peak_gib = 0;  // the chosen plan's peak device memory (worst stage)
 };
@@ -56,6 +66,9 @@ struct Prediction {
 /// predictor takes the fastest that fits memory, as the authors would have tuned it (recompute
 /// none, then selective, then full); an omitted interleaving is none,
 /// Megatron-LM's default schedule, and "interleaved" without a degree takes the fastest degree.
+/// The plan is chosen by the closed forms (the search's bound); the chosen plan's step is then
+/// simulated (Simulation::figures), or read as its closed form times the run's
+/// simulated_step_ratio where one is set.
 Prediction predict(const PublishedRun& run);
 
 struct ValidationSummary {

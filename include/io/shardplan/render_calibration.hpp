@@ -9,9 +9,15 @@
 
 namespace shardplan {
 
-std::string render_cross_validation(const CrossValidation& cv);
-nlohmann::json to_json(const CrossValidation& cv);
+/// `cv` cross-validates the simulated step, `closed` the closed forms alone over the same runs
+/// (StepModel::closed_form): the closed form is printed beside each figure.
+std::string render_cross_validation(const CrossValidation& cv, const CrossValidation& closed);
+nlohmann::json to_json(const CrossValidation& cv, const CrossValidation& closed);
 /// The README's accuracy paragraph, generated from the same figures (Markdown).
-std::string accuracy_paragraph(const CrossValidation& cv);
+std::string accuracy_paragraph(const CrossValidation& cv, const CrossValidation& closed);
+/// The validation doc's tables (Markdown): held-out errors and coverage, closed form against
+/// simulated step, for every case, the pipeline-heavy (PP >= 8 or interleaved) and the MoE
+/// ones, then per source group.
+std::string group_table_markdown(const CrossValidation& cv, const CrossValidation& closed);
 
 }  // namespace shardplan
