@@ -177,12 +177,14 @@ TEST_CASE("every field of a non-default plan and training survives write and rea
   CHECK(to_json(q) == pj);
   CHECK(pj.at("gpus") == 48);  // 3 x 2 x 4 x 2
 
-  TrainingSpec t{.optimizer = OptimizerKind::adam_8bit, .attention = AttentionKind::standard,
+  TrainingSpec t{.recipe = {}, .optimizer = OptimizerKind::adam_8bit,
+                 .attention = AttentionKind::standard,
                  .seq_len = 4096, .global_batch = 96, .fp32_grads = true,
                  .overlap_grad_reduce = false, .overlap_param_gather = false,
                  .tp_comm_overlap = true, .fragmentation = 0.125, .moe_capacity_factor = 1.25,
                  .moe_max_load = 1.5, .moe_fp8_dispatch = true,
-                 .moe_dispatcher = MoeDispatcher::deepep, .tokens = 1e12, .gpu_hour_cost = 2.5};
+                 .moe_dispatcher = MoeDispatcher::deepep, .tokens = 1e12, .gpu_hour_cost = 2.5,
+                 .framework = {}};
   t.framework = load_framework(Framework::megatron);
   set_precision(t, Precision::fp8);
   const nlohmann::json tj = to_json(t);
