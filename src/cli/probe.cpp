@@ -266,7 +266,7 @@ void apply_hardware_defaults(const ProbeOptions& o, const probe::Session& sessio
   for (const auto& g : sweep_shapes(sizes, dtypes)) p.plan.gemms.push_back(g);
   if (p.inputs.gpu.empty() && p.inputs.cluster.empty()) {
     const std::string device = session.device();
-    p.inputs.gpu = gpu ? probe::gpu_preset_for_device(device) : "H100-SXM";
+    p.inputs.gpu = gpu ? gpu_preset_for_device(device) : "H100-SXM";
     if (p.inputs.gpu.empty()) {
       throw InputError("--gpu",
                        fmt::format("the device '{}' matches no GPU preset; pass --gpu NAME "

@@ -18,7 +18,7 @@ bool is_step_metric(Metric m) { return m != Metric::activations_gib; }
 
 bool fitted_on(const PublishedRun& r, const char* framework, const char* gpu_class_name) {
   return !r.held_out && is_step_metric(r.metric) && r.training.framework.name == framework &&
-         gpu_class(r.cluster.gpu.name) == gpu_class_name;
+         r.cluster.gpu.accuracy_class == gpu_class_name;
 }
 
 void scale_gemm(GpuSpec& g, double k) {
@@ -59,7 +59,7 @@ std::vector<Knob> make_knobs() {
                [](const PublishedRun& r) { return fitted_on(r, "fsdp", "A100"); },
                [](const PublishedRun& r) {
                  return r.training.framework.name == "fsdp" &&
-                        gpu_class(r.cluster.gpu.name) == "A100";
+                        r.cluster.gpu.accuracy_class == "A100";
                },
                [](PublishedRun& r, double m) {
                  if (double* s = kernel_speed_of(r.training.framework.pricing, "A100")) *s *= m;
@@ -235,7 +235,7 @@ bool step_residual(const Prediction& p, double* residual) {
 
 std::string accuracy_class_of(const PublishedRun& run) {
   const std::string fw = run.training.framework.name.empty() ? "none" : run.training.framework.name;
-  const std::string g = gpu_class(run.cluster.gpu.name);
+  const std::string& g = run.cluster.gpu.accuracy_class;
   return fw + " " + (g.empty() ? run.cluster.gpu.name : g);
 }
 

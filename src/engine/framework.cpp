@@ -7,6 +7,7 @@
 #include "shardplan/collectives.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/names.hpp"
+#include "shardplan/specs.hpp"
 
 namespace shardplan {
 
@@ -42,43 +43,31 @@ bool FrameworkCaps::has_zero(int stage) const {
   return std::find(zero_stages.begin(), zero_stages.end(), stage) != zero_stages.end();
 }
 
-std::string gpu_class(const std::string& name) {
-  for (const char* g : {"V100", "A100", "H100", "B200", "B300", "GB200", "GB300", "L40S", "MI300X",
-                        "MI325X", "MI355X"}) {
-    if (name.rfind(g, 0) == 0) return g;
-  }
-  if (name.rfind("H200", 0) == 0) return "H100";  // Hopper, the same kernels
-  return "";
-}
-
-const AccuracyClass* FrameworkProfile::accuracy_for(const std::string& gpu_name) const {
-  const std::string g = gpu_class(gpu_name);
+const AccuracyClass* FrameworkProfile::accuracy_for(const GpuSpec& gpu) const {
   for (const AccuracyClass& a : accuracy) {
-    if (a.gpu_class == g) return &a;
+    if (a.gpu_class == gpu.accuracy_class) return &a;
   }
   return beyond_corpus.cases > 0 ? &beyond_corpus : nullptr;
 }
 
-PublishedMfu FrameworkProfile::published_mfu_for(const std::string& gpu_name) const {
-  const std::string g = gpu_class(gpu_name);
+PublishedMfu FrameworkProfile::published_mfu_for(const GpuSpec& gpu) const {
   for (const PublishedMfu& p : max_published_mfu_by_gpu) {
-    if (p.gpu_class == g) return p;
+    if (p.gpu_class == gpu.accuracy_class) return p;
   }
   return {"", max_published_mfu, max_published_mfu_source};
 }
 
-double FrameworkPricing::compute_speed(const std::string& gpu_name, int pp) const {
+double FrameworkPricing::compute_speed(const GpuSpec& gpu, int pp) const {
   double speed = kernel_speed;
-  const std::string g = gpu_class(gpu_name);
   for (const auto& [cls, s] : kernel_speed_by_gpu) {
-    if (cls == g) speed = s;
+    if (cls == gpu.accuracy_class) speed = s;
   }
   return pp > 1 ? speed * pipeline_engine_speed : speed;
 }
 
-StepInterval step_interval(const FrameworkProfile& f, const std::string& gpu_name, double step_s) {
+StepInterval step_interval(const FrameworkProfile& f, const GpuSpec& gpu, double step_s) {
   StepInterval i;
-  i.accuracy = f.accuracy_for(gpu_name);
+  i.accuracy = f.accuracy_for(gpu);
   i.low_s = step_s * (1 + (i.accuracy ? i.accuracy->step_error_low : 0));
   i.high_s = step_s * (1 + (i.accuracy ? i.accuracy->step_error_high : 0));
   return i;

@@ -292,7 +292,7 @@ BlockTime stage_compute(const Context& x, int stage, StageCost& s) {
     s.weight_grad_s += edge->weight_grad_s;
   }
   // Kernels slower or faster than the fused ones the GPU profile was fitted on.
-  const double speed = x.tr.framework.pricing.compute_speed(x.c.gpu.name, x.p.pp);
+  const double speed = x.tr.framework.pricing.compute_speed(x.c.gpu, x.p.pp);
   s.forward_s /= speed;
   s.backward_s /= speed;
   s.recompute_s /= speed;

@@ -2,10 +2,12 @@
 // unknown, and every section carries its source.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "json_reader.hpp"
 #include "shardplan/error.hpp"
+#include "shardplan/names.hpp"
 #include "shardplan/profiles.hpp"
 
 namespace shardplan {
@@ -173,6 +175,17 @@ void read_memory(StrictObject o, FrameworkPricing& p) {
   o.finish();
 }
 
+// A class some GPU profile declares (accuracy_class), or an error that lists them.
+void require_gpu_class(const std::string& cls, const std::string& field) {
+  const std::vector<std::string> classes = gpu_accuracy_classes();
+  if (std::find(classes.begin(), classes.end(), cls) != classes.end()) return;
+  std::string all;
+  for (const auto& c : classes) all += (all.empty() ? "" : ", ") + c;
+  throw InputError(field, fmt::format("'{}' is not a GPU accuracy class; the GPU profiles "
+                                      "declare {} (a GPU profile's accuracy_class)",
+                                      cls, or_last(all)));
+}
+
 // kernels: the class in words, the speed, and optionally the speed per GPU generation and of
 // the pipeline engine, each with the validation cases it was fitted on.
 void read_kernels(StrictObject o, FrameworkPricing& p) {
@@ -184,10 +197,7 @@ void read_kernels(StrictObject o, FrameworkPricing& p) {
     for (size_t i = 0; i < raw.size(); ++i) {
       StrictObject g(raw[i], o.field("speed_by_gpu") + fmt::format("[{}]", i));
       const std::string cls = g.string("gpu_class");
-      if (gpu_class(cls) != cls)
-        throw InputError(g.field("gpu_class"),
-                         "'" + cls + "' is not V100, A100, H100, B200, B300, GB200, GB300, L40S, " +
-                             "MI300X, MI325X or MI355X");
+      require_gpu_class(cls, g.field("gpu_class"));
       p.kernel_speed_by_gpu.emplace_back(cls, g.positive("speed"));
       g.string("fitted_on");
       g.finish();
@@ -206,6 +216,7 @@ void read_kernels(StrictObject o, FrameworkPricing& p) {
 AccuracyClass read_accuracy_class(StrictObject& a, bool with_class) {
   AccuracyClass c;
   c.gpu_class = with_class ? a.string("gpu_class") : "beyond the validation corpus";
+  if (with_class) require_gpu_class(c.gpu_class, a.field("gpu_class"));
   c.cases = a.integer("cases");
   if (a.has("groups")) c.groups = a.integer("groups");
   const std::string split = a.string("split");
@@ -288,6 +299,7 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
   if (o.has("max_published_mfu_by_gpu")) {
     StrictObject by = o.object("max_published_mfu_by_gpu");
     for (const std::string& cls : by.keys()) {
+      require_gpu_class(cls, by.field(cls));
       StrictObject one = by.object(cls);
       const double mfu = one.positive("mfu");
       if (mfu > 1) throw InputError(one.field("mfu"), "must be a share between 0 and 1");
@@ -315,6 +327,10 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
 
 }  // namespace
 
+FrameworkProfile framework_from_text(const std::string& json_text, const std::string& where) {
+  return framework_from_json(parse_json(json_text, where), where);
+}
+
 FrameworkProfile load_framework(Framework id) {
   static std::map<Framework, FrameworkProfile> cache;
   if (auto it = cache.find(id); it != cache.end()) return it->second;
@@ -322,7 +338,7 @@ FrameworkProfile load_framework(Framework id) {
   const EmbeddedFile* f = find_embedded(path);
   if (!f) throw InputError("--framework", "no profile " + path + " in this build");
   const std::string where = "profiles/" + path;
-  return cache.emplace(id, framework_from_json(parse_json(f->text, where), where)).first->second;
+  return cache.emplace(id, framework_from_text(f->text, where)).first->second;
 }
 
 }  // namespace shardplan

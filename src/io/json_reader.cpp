@@ -87,6 +87,11 @@ bool StrictObject::has(const std::string& key) const {
   return object_.contains(key) && !object_.at(key).is_null();
 }
 
+bool StrictObject::present(const std::string& key) {
+  read_.insert(key);
+  return has(key);
+}
+
 const nlohmann::json& StrictObject::get(const std::string& key) {
   read_.insert(key);
   if (!object_.contains(key)) throw InputError(field(key), "missing");

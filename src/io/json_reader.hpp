@@ -20,6 +20,8 @@ class StrictObject {
   StrictObject(const nlohmann::json& object, std::string where);
 
   bool has(const std::string& key) const;
+  /// Whether `key` holds a value (neither absent nor null); either way it counts as read.
+  bool present(const std::string& key);
   double number(const std::string& key);    // required, finite
   double positive(const std::string& key);  // required, > 0
   double number_or(const std::string& key, double fallback);

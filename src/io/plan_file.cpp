@@ -1,5 +1,6 @@
 // Strict reconstruction of ModelSpec, ClusterSpec, TrainingSpec and ParallelPlan from the JSON
-// the renderers write (json_out.cpp): every key of those objects is read or is an error.
+// the renderers write (json_out.cpp): every key of those objects is read or is an error. The
+// plan, training, link and host objects are read by the rows that write them (spec_fields.cpp).
 #include "shardplan/plan_file.hpp"
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 
 #include "json_reader.hpp"
 #include "model_json.hpp"
+#include "spec_fields.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
@@ -68,13 +70,7 @@ ModelSpec read_model(StrictObject o) {
 
 LinkSpec read_link(StrictObject o) {
   LinkSpec l;
-  l.name = o.string("name");
-  l.bytes_per_s = o.positive("bytes_per_s");
-  l.busbw_bytes_per_s = o.positive("busbw_bytes_per_s");
-  l.latency_s = o.number("latency_s");
-  l.measured = o.boolean("measured");
-  l.user_given = o.boolean("user_given");
-  l.source = o.string("source");
+  read_fields(link_fields(), o, l);
   o.finish();
   return l;
 }
@@ -124,16 +120,7 @@ ClusterSpec read_cluster(StrictObject o) {
   // Written only when the cluster's profile gives its host side (offload).
   if (o.has("host")) {
     StrictObject h = o.object("host");
-    c.host.memory_bytes = h.positive("memory_bytes");
-    c.host.link_name = h.string_or("link", "");
-    c.host.link_bytes_per_s = h.positive("link_bytes_per_s");
-    c.host.dram_bytes_per_s = h.positive("dram_bytes_per_s");
-    c.host.dram_efficiency = h.positive("dram_efficiency");
-    c.host.nvme_bytes_per_s = h.number("nvme_bytes_per_s");
-    c.host.source = h.string("source");
-    c.host.measured_h2d_bytes_per_s = h.number_or("measured_h2d_bytes_per_s", 0);
-    c.host.measured_d2h_bytes_per_s = h.number_or("measured_d2h_bytes_per_s", 0);
-    c.host.measured_dram_bytes_per_s = h.number_or("measured_dram_bytes_per_s", 0);
+    read_fields(host_fields(), h, c.host);
     h.finish();
   }
   if (c.nics_per_node < 1) throw InputError(o.field("nics_per_node"), "must be at least 1");
@@ -147,94 +134,25 @@ ClusterSpec read_cluster(StrictObject o) {
   return c;
 }
 
-TrainingSpec read_training(StrictObject o) {
+}  // namespace
+
+TrainingSpec training_from_json(const nlohmann::json& j, const std::string& where) {
+  StrictObject o(j, where);
   TrainingSpec t;
-  const Precision precision = parse_precision(o.string("precision"), o.field("precision"));
-  t.optimizer = parse_optimizer(o.string("optimizer"), o.field("optimizer"));
-  t.attention = parse_attention(o.string("attention"), o.field("attention"));
-  t.seq_len = o.integer("seq_len");
-  t.global_batch = o.integer("global_batch");
-  if (t.seq_len < 1 || t.global_batch < 1)
-    throw InputError(o.field("global_batch"), "seq_len and global_batch must be >= 1");
-  t.fp32_grads = o.boolean("fp32_grads");
-  t.overlap_grad_reduce = o.boolean("overlap_grad_reduce");
-  t.overlap_param_gather = o.boolean("overlap_param_gather");
-  t.tp_comm_overlap = o.boolean("tp_comm_overlap");
-  t.fragmentation = o.number("fragmentation");
-  if (!(t.fragmentation >= 0 && t.fragmentation <= 1))
-    throw InputError(o.field("fragmentation"), "must be between 0 and 1");
-  // Files written before --framework existed carry none: the ideal stack priced them.
-  const std::string framework = o.string_or("framework", "none");
-  if (framework != "none")
-    t.framework = load_framework(parse_framework(framework, o.field("framework")));
-  set_precision(t, precision);
-  // The recipe the file was priced with: the same one, unless the framework's default moved.
-  const std::string recipe = o.string_or("precision_recipe", t.recipe.name);
-  if (recipe != t.recipe.name) {
-    throw InputError(o.field("precision_recipe"),
-                     fmt::format("'{}' was priced, but {} resolves to {} now; give --precision {}",
-                                 recipe, to_string(precision), t.recipe.name, recipe));
-  }
-  if (o.has("tokens")) t.tokens = o.positive("tokens");
-  if (o.has("gpu_hour_cost")) t.gpu_hour_cost = o.positive("gpu_hour_cost");
-  if (o.has("moe_capacity_factor")) t.moe_capacity_factor = o.positive("moe_capacity_factor");
-  if (o.has("grad_sync")) t.grad_sync = parse_grad_sync(o.string("grad_sync"), o.field("grad_sync"));
+  read_fields(training_fields(), o, t);
   o.finish();
   return t;
 }
 
-ParallelPlan read_plan(StrictObject o) {
+ParallelPlan plan_from_json(const nlohmann::json& j, const std::string& where) {
+  StrictObject o(j, where);
   ParallelPlan p;
-  p.dp = o.integer("dp");
-  p.tp = o.integer("tp");
-  p.pp = o.integer("pp");
-  p.cp = o.integer("cp");
-  p.ep = o.integer("ep");
-  // Written only when the plan sets expert tensor parallelism apart from tp.
-  if (o.has("expert_tp")) p.etp = o.integer("expert_tp");
-  // Written only for a hybrid-sharded plan; dp_replicate follows from dp and dp_shard.
-  if (o.has("dp_shard")) p.dp_shard = o.integer("dp_shard");
-  if (o.has("dp_replicate")) (void)o.integer("dp_replicate");
-  // Written only when the plan hides its expert all-to-alls.
-  if (o.has("moe_a2a_overlap")) p.moe_a2a_overlap = o.boolean("moe_a2a_overlap");
-  p.zero = o.integer("zero");
-  p.micro_batch = o.integer("micro_batch");
-  p.recompute = parse_recompute(o.string("recompute"), o.field("recompute"));
-  p.sequence_parallel = o.boolean("sequence_parallel");
-  p.interleave = o.integer("interleave");
-  // Plans written before schedules and layouts were planned carry neither.
-  if (o.has("schedule")) {
-    p.schedule = parse_schedule(o.string("schedule"), o.field("schedule"));
-  } else {
-    p.schedule = schedule_of(p);
-  }
-  // Absent or null: an even split.
-  p.first_stage_layers = o.integer_or("first_stage_layers", -1);
-  p.last_stage_layers = o.integer_or("last_stage_layers", -1);
-  // Written only when the plan offloads.
-  if (o.has("offload")) {
-    StrictObject off = o.object("offload");
-    p.offload.optimizer = off.boolean("optimizer");
-    p.offload.params = off.boolean("params");
-    p.offload.activations = off.boolean("activations");
-    p.offload.to = parse_offload_target(off.string("to"), off.field("to"));
-    // Written only when the plan offloads layers' activations.
-    p.offload.activation_layers = off.integer_or("activation_layers", 0);
-    if (p.offload.activation_layers < 0) {
-      throw InputError(off.field("activation_layers"),
-                       fmt::format("{} is not a layer count; give 1 or more layers (or leave "
-                                   "it out: none)",
-                                   p.offload.activation_layers));
-    }
-    off.finish();
-  }
-  if (o.integer("gpus") != p.gpus()) {
-    throw InputError(o.field("gpus"), fmt::format("should be dp x tp x pp x cp = {}", p.gpus()));
-  }
-  o.string("summary");
+  read_fields(plan_fields(), o, p);
   o.finish();
   return p;
 }
+
+namespace {
 
 double step_time(const nlohmann::json& parent, const std::string& where) {
   if (!parent.contains("time")) return 0;
@@ -286,9 +204,9 @@ PlanFile read_plan_file(const std::string& text, const std::string& origin, Plan
   }
   f.model = read_model(StrictObject(j.at("model"), origin + ": model"));
   f.cluster = read_cluster(StrictObject(j.at("cluster"), origin + ": cluster"));
-  f.training = read_training(StrictObject(j.at("training"), origin + ": training"));
+  f.training = training_from_json(j.at("training"), origin + ": training");
   const std::string plan_where = chosen == &j ? origin + ": plan" : f.where + ".plan";
-  f.plan = read_plan(StrictObject(chosen->at("plan"), plan_where));
+  f.plan = plan_from_json(chosen->at("plan"), plan_where);
   f.step_s = step_time(*chosen, f.where);
   if (f.plan.gpus() != f.cluster.gpus) {
     throw InputError(

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "json_reader.hpp"
 #include "model_json.hpp"
@@ -161,6 +162,7 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   g.inter_link = o.string_or("inter_link", "");
   g.system = o.string_or("system", "");
   g.generation = o.string_or("generation", "");
+  g.accuracy_class = o.string_or("accuracy_class", "");
   g.memory_bytes = o.positive("memory_gib") * kGiB;
   StrictObject peaks = o.object("peak_tflops");
   for (int i = 0; i < kMathDtypes; ++i) {
@@ -189,7 +191,8 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   require_sources(
       o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency", "attention_efficiency",
           "memory_efficiency", "kernel_overhead_us", "overlap_slowdown", "context_gib",
-          "intra_link", "inter_link", "system", "list_price_usd_per_gpu_hour", "generation"});
+          "intra_link", "inter_link", "system", "list_price_usd_per_gpu_hour", "generation",
+          "accuracy_class"});
   if (g.list_price_usd_per_gpu_hour > 0) {
     g.list_price_source = j.at("sources").at("list_price_usd_per_gpu_hour").get<std::string>();
   }
@@ -293,6 +296,46 @@ HostSpec host_from_json(StrictObject& parent) {
   require_sources(o, {"memory_gib", "link", "dram_gb_per_s", "dram_efficiency", "nvme_gb_per_s"});
   o.finish();
   return h;
+}
+
+std::vector<std::string> gpu_accuracy_classes() {
+  std::set<std::string> classes;
+  for (const Preset& p : presets(ProfileKind::gpu)) {
+    const std::string c = p.json.value("accuracy_class", std::string());
+    if (!c.empty()) classes.insert(c);
+  }
+  return {classes.begin(), classes.end()};
+}
+
+namespace {
+
+// " nvidia h100 80gb hbm3 ": lower case, every run of other characters one space, padded.
+std::string device_words(const std::string& name) {
+  std::string out = " ";
+  for (const char ch : lowered(name)) {
+    const bool word = std::isalnum(static_cast<unsigned char>(ch)) != 0;
+    if (word) out += ch;
+    else if (out.back() != ' ') out += ' ';
+  }
+  return out.back() == ' ' ? out : out + ' ';
+}
+
+}  // namespace
+
+std::string gpu_preset_for_device(const std::string& device) {
+  const std::string words = device_words(device);
+  std::string best;
+  size_t best_size = 1;  // a name of no word matches nothing
+  for (const Preset& p : presets(ProfileKind::gpu)) {
+    for (const auto& n : names_of(p.json)) {
+      const std::string w = device_words(n);
+      if (w.size() > best_size && words.find(w) != std::string::npos) {
+        best = p.json.value("name", std::string());
+        best_size = w.size();
+      }
+    }
+  }
+  return best;
 }
 
 GpuSpec load_gpu(const std::string& name_or_path, const std::string& field) {

@@ -120,7 +120,7 @@ nlohmann::json to_json(const Throughput& t) {
 nlohmann::json accuracy_json(const StepInterval& si, const TrainingSpec& tr, const ClusterSpec& c) {
   const std::string fw = tr.framework.name.empty() ? "none" : tr.framework.name;
   if (!si.accuracy) {
-    return {{"class", fw + " x " + gpu_class(c.gpu.name)},
+    return {{"class", fw + " x " + c.gpu.accuracy_class},
             {"cases", 0},
             {"split", "none"},
             {"note", "no validation case for this framework on this GPU generation"}};
@@ -172,7 +172,7 @@ nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingS
   if (const std::string w = mfu_warning(e.mfu_check); !w.empty()) notes.push_back(w);
   j["notes"] = notes;
   // The plan's step (simulated where it ran) with its interval; `time` keeps the closed forms.
-  const StepInterval si = step_interval(tr.framework, c.gpu.name, e.step_s);
+  const StepInterval si = step_interval(tr.framework, c.gpu, e.step_s);
   j["step"] = {{"step_s", e.step_s},
                {"source", e.step_simulated ? "simulated" : "closed_form"},
                {"closed_form_s", e.time.step_s},
@@ -247,7 +247,7 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
       th.tokens_per_s, th.tflops_per_gpu, format_percent(th.mfu), format_percent(th.hfu),
       th.peak_flops / kTera, to_string(tr.recipe.gemm_dtype));
   out += fmt::format("Step interval from validation: {}\n",
-                     interval_text(step_interval(tr.framework, c.gpu.name, e.step_s), tr));
+                     interval_text(step_interval(tr.framework, c.gpu, e.step_s), tr));
   if (const std::string w = mfu_warning(e.mfu_check); !w.empty()) out += "warning: " + w + "\n";
   if (e.params_only) {
     out += fmt::format(

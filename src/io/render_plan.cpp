@@ -53,7 +53,7 @@ std::string mfu_warning_of(const std::optional<Estimate>& e) {
 }
 
 std::string interval_of(double step_s, const PlanOutcome& o) {
-  return interval_text(step_interval(o.training.framework, o.cluster.gpu.name, step_s), o.training);
+  return interval_text(step_interval(o.training.framework, o.cluster.gpu, step_s), o.training);
 }
 
 std::string schedule_gain(const Candidate& fastest, const Candidate& plain) {

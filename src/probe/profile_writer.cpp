@@ -368,21 +368,6 @@ GpuSpec profile_gpu(const ProfileInputs& in) {
   return load_gpu("H100-SXM", "--gpu");
 }
 
-std::string gpu_preset_for_device(const std::string& device) {
-  const std::string d = lowered(device);
-  auto has = [&](const char* part) { return d.find(part) != std::string::npos; };
-  // Most specific first: the board names NVIDIA's and AMD's drivers report.
-  if (has("h100") && has("pcie")) return "H100-PCIe";
-  if (has("h100")) return "H100-SXM";
-  if (has("h200")) return "H200";
-  if (has("b200")) return "B200";
-  if (has("a100") && has("40gb")) return "A100-40GB";
-  if (has("a100")) return "A100-80GB";
-  if (has("l40s")) return "L40S";
-  if (has("mi300x")) return "MI300X";
-  return "";
-}
-
 namespace {
 
 std::string host_list_of(const Results& r) {

@@ -153,10 +153,12 @@ TEST_CASE("shipped intervals are the cross-validation's (rerun tools/update_accu
       CHECK(a.step_error_high == doctest::Approx(ci->high).epsilon(0.002));
       // An estimate on a preset of that class reads the class's interval, not the fallback
       // (GB200, GB300 and B300 fell through to "beyond the corpus" before).
-      CHECK(f.accuracy_for(a.gpu_class) == &a);
+      GpuSpec of_class;
+      of_class.accuracy_class = a.gpu_class;
+      CHECK(f.accuracy_for(of_class) == &a);
     }
     CHECK(f.beyond_corpus.step_error_high == doctest::Approx(cv().extrapolation.high).epsilon(0.002));
-    CHECK(f.accuracy_for("L40S") == &f.beyond_corpus);  // no validation case on Ada
+    CHECK(f.accuracy_for(load_gpu("L40S")) == &f.beyond_corpus);  // no validation case on Ada
   }
 }
 

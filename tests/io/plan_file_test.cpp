@@ -142,3 +142,104 @@ TEST_CASE("bad plan files are errors naming the field") {
   CHECK_THROWS_AS(read_plan_file("{not json", "plan.json", PlanPick::recommended), InputError);
   CHECK_THROWS_AS(read_plan_file("[1, 2]", "plan.json", PlanPick::recommended), InputError);
 }
+
+// The plan and training objects are written and read by one table of rows (spec_fields.cpp):
+// every field set away from its default comes back from to_json -> *_from_json.
+TEST_CASE("every field of a non-default plan and training survives write and read") {
+  const ParallelPlan p{.dp = 3, .tp = 2, .pp = 4, .cp = 2, .ep = 3, .etp = 1, .zero = 2,
+                       .micro_batch = 2, .recompute = Recompute::selective,
+                       .sequence_parallel = true, .interleave = 2, .schedule = Schedule::zb_v,
+                       .first_stage_layers = 3, .last_stage_layers = 5,
+                       .offload = {true, true, true, OffloadTarget::nvme, 2},
+                       .moe_a2a_overlap = true};
+  const nlohmann::json pj = to_json(p);
+  const ParallelPlan q = plan_from_json(pj, "plan");
+  CHECK(q.dp == 3);
+  CHECK(q.tp == 2);
+  CHECK(q.pp == 4);
+  CHECK(q.cp == 2);
+  CHECK(q.ep == 3);
+  CHECK(q.etp == 1);
+  CHECK(q.zero == 2);
+  CHECK(q.micro_batch == 2);
+  CHECK(q.recompute == Recompute::selective);
+  CHECK(q.sequence_parallel);
+  CHECK(q.interleave == 2);
+  CHECK(q.schedule == Schedule::zb_v);
+  CHECK(q.first_stage_layers == 3);
+  CHECK(q.last_stage_layers == 5);
+  CHECK(q.offload.optimizer);
+  CHECK(q.offload.params);
+  CHECK(q.offload.activations);
+  CHECK(q.offload.to == OffloadTarget::nvme);
+  CHECK(q.offload.activation_layers == 2);
+  CHECK(q.moe_a2a_overlap);
+  CHECK(to_json(q) == pj);
+  CHECK(pj.at("gpus") == 48);  // 3 x 2 x 4 x 2
+
+  TrainingSpec t{.recipe = {}, .optimizer = OptimizerKind::adam_8bit,
+                 .attention = AttentionKind::standard,
+                 .seq_len = 4096, .global_batch = 96, .fp32_grads = true,
+                 .overlap_grad_reduce = false, .overlap_param_gather = false,
+                 .tp_comm_overlap = true, .fragmentation = 0.125, .moe_capacity_factor = 1.25,
+                 .moe_max_load = 1.5, .moe_fp8_dispatch = true,
+                 .moe_dispatcher = MoeDispatcher::deepep, .tokens = 1e12, .gpu_hour_cost = 2.5,
+                 .framework = {}};
+  t.framework = load_framework(Framework::megatron);
+  set_precision(t, Precision::fp8);
+  const nlohmann::json tj = to_json(t);
+  const TrainingSpec u = training_from_json(tj, "training");
+  CHECK(u.framework.name == "megatron");
+  CHECK(u.precision == Precision::fp8);
+  CHECK(u.recipe.name == t.recipe.name);
+  CHECK(u.optimizer == OptimizerKind::adam_8bit);
+  CHECK(u.attention == AttentionKind::standard);
+  CHECK(u.seq_len == 4096);
+  CHECK(u.global_batch == 96);
+  CHECK(u.fp32_grads);
+  CHECK_FALSE(u.overlap_grad_reduce);
+  CHECK_FALSE(u.overlap_param_gather);
+  CHECK(u.tp_comm_overlap);
+  CHECK(u.fragmentation == 0.125);
+  CHECK(u.tokens == 1e12);
+  CHECK(u.gpu_hour_cost == 2.5);
+  CHECK(u.moe_capacity_factor == 1.25);
+  // Written before the table and refused on reading as unknown keys (a MoE plan's file could
+  // not be emitted from): moe_max_load, moe_fp8_dispatch, moe_dispatcher.
+  CHECK(u.moe_max_load == 1.5);
+  CHECK(u.moe_fp8_dispatch);
+  CHECK(u.moe_dispatcher == MoeDispatcher::deepep);
+  CHECK(to_json(u) == tj);
+}
+
+TEST_CASE("plan rows check what they read") {
+  nlohmann::json j = to_json(test::plan(2, 2, 2));
+  auto refused = [](const nlohmann::json& plan, const std::string& field) {
+    try {
+      plan_from_json(plan, "plan");
+      FAIL("expected an InputError");
+    } catch (const InputError& e) {
+      CHECK(e.field() == field);
+    }
+  };
+  nlohmann::json bad = j;
+  bad["gpus"] = 16;
+  refused(bad, "plan: gpus");
+  bad = j;
+  bad["offload"] = {{"optimizer", true}, {"params", false}, {"activations", false}, {"to", "tape"}};
+  refused(bad, "plan: offload: to");
+  bad = j;
+  bad.erase("micro_batch");
+  refused(bad, "plan: micro_batch");
+  bad = j;
+  bad.erase("schedule");  // files from before schedules: 1F1B, interleaved when v > 1
+  CHECK(plan_from_json(bad, "plan").schedule == Schedule::one_f_one_b);
+  nlohmann::json t = to_json(test::training(2048, 64));
+  t["fragmentation"] = 1.5;
+  try {
+    training_from_json(t, "training");
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(e.field() == "training: fragmentation");
+  }
+}

@@ -5,10 +5,12 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "shardplan/error.hpp"
+#include "shardplan/validation.hpp"
 #include "shardplan/units.hpp"
 #include "support.hpp"
 
@@ -141,13 +143,69 @@ TEST_CASE("framework compute speed per GPU generation and for pipeline engines")
   // in the H100-96GB-500W GPU preset);
   // DeepSpeed's pipeline engine 0.78 (MT-NLG 530B), only with pipeline stages.
   const FrameworkPricing fsdp = load_framework(Framework::fsdp).pricing;
-  CHECK(fsdp.compute_speed("A100-80GB", 1) == doctest::Approx(0.933));
-  CHECK(fsdp.compute_speed("A100-40GB", 1) == doctest::Approx(0.933));
-  CHECK(fsdp.compute_speed("H100-SXM", 1) == doctest::Approx(0.864));
+  CHECK(fsdp.compute_speed(load_gpu("A100-80GB"), 1) == doctest::Approx(0.933));
+  CHECK(fsdp.compute_speed(load_gpu("A100-40GB"), 1) == doctest::Approx(0.933));
+  CHECK(fsdp.compute_speed(load_gpu("H100-SXM"), 1) == doctest::Approx(0.864));
   const FrameworkPricing titan = load_framework(Framework::torchtitan).pricing;
-  CHECK(titan.compute_speed("H100-SXM", 1) == doctest::Approx(1.0));
+  CHECK(titan.compute_speed(load_gpu("H100-SXM"), 1) == doctest::Approx(1.0));
   const FrameworkPricing ds = load_framework(Framework::deepspeed).pricing;
-  CHECK(ds.compute_speed("A100-80GB", 1) == doctest::Approx(1.0));
-  CHECK(ds.compute_speed("A100-80GB", 8) == doctest::Approx(0.78));
-  CHECK(load_framework(Framework::megatron).pricing.compute_speed("A100-80GB", 8) == 1.0);
+  CHECK(ds.compute_speed(load_gpu("A100-80GB"), 1) == doctest::Approx(1.0));
+  CHECK(ds.compute_speed(load_gpu("A100-80GB"), 8) == doctest::Approx(0.78));
+  CHECK(load_framework(Framework::megatron).pricing.compute_speed(load_gpu("A100-80GB"), 8) == 1.0);
+}
+
+// The accuracy classes are data, each GPU profile's accuracy_class with its source: the parts
+// that run the same kernels share one (H200 is Hopper GH100 with more HBM, NVIDIA H200
+// datasheet: the H100 class); a GPU the corpus has no class for declares none.
+TEST_CASE("GPU accuracy classes come from the GPU profiles") {
+  const std::pair<const char*, const char*> expected[] = {
+      {"A100-40GB", "A100"}, {"A100-80GB", "A100"}, {"H100-SXM", "H100"},
+      {"H100-PCIe", "H100"}, {"H100-96GB-500W", "H100"}, {"H200", "H100"},
+      {"B200", "B200"},      {"B300", "B300"},      {"GB200", "GB200"},
+      {"GB300", "GB300"},    {"L40S", "L40S"},      {"MI300X", "MI300X"},
+      {"H800", ""},          {"MI325X", ""},        {"MI355X", ""},
+      {"V100", ""}};
+  for (const auto& [gpu, cls] : expected) {
+    CAPTURE(gpu);
+    CHECK(load_gpu(gpu).accuracy_class == cls);
+  }
+  CHECK(gpu_accuracy_classes() == std::vector<std::string>{"A100", "B200", "B300", "GB200",
+                                                           "GB300", "H100", "L40S", "MI300X"});
+  // The validation cases reach their GPUs by preset and carry the preset's class. Their GPUs
+  // (profiles/validation/*.json "gpu"): A100-40GB, A100-80GB, B200, B300, GB200, GB300,
+  // H100-96GB-500W, H100-SXM, H200, H800 (no class), MI300X.
+  std::set<std::string> seen;
+  for (const std::string& text : {default_published_runs(), default_holdout_runs()}) {
+    for (const PublishedRun& r : load_published_runs(text, "runs")) {
+      CAPTURE(r.id);
+      CHECK(r.cluster.gpu.accuracy_class == load_gpu(r.cluster.gpu.name).accuracy_class);
+      seen.insert(r.cluster.gpu.accuracy_class);
+    }
+  }
+  CHECK(seen == std::set<std::string>{"", "A100", "B200", "B300", "GB200", "GB300", "H100",
+                                      "MI300X"});
+}
+
+TEST_CASE("framework profiles name only the accuracy classes the GPU profiles declare") {
+  const nlohmann::json fsdp = nlohmann::json::parse(find_embedded("frameworks/fsdp.json")->text);
+  auto refused = [](const nlohmann::json& j, const std::string& field) {
+    try {
+      framework_from_text(j.dump(), "fsdp.json");
+      FAIL("expected an InputError");
+    } catch (const InputError& e) {
+      CHECK(e.field() == field);
+      CHECK(contains(e.what(), "'H200' is not a GPU accuracy class; the GPU profiles declare "
+                               "A100, B200, B300, GB200, GB300, H100, L40S or MI300X"));
+    }
+  };
+  nlohmann::json j = fsdp;
+  j["kernels"]["speed_by_gpu"][0]["gpu_class"] = "H200";
+  refused(j, "fsdp.json: kernels: speed_by_gpu[0]: gpu_class");
+  j = fsdp;
+  j["accuracy"][0]["gpu_class"] = "H200";
+  refused(j, "fsdp.json: accuracy[0]: gpu_class");
+  j = fsdp;
+  j["max_published_mfu_by_gpu"]["H200"] = j["max_published_mfu_by_gpu"]["H100"];
+  refused(j, "fsdp.json: max_published_mfu_by_gpu: H200");
+  CHECK(framework_from_text(fsdp.dump(), "fsdp.json").pricing.kernel_speed_by_gpu.size() == 1);
 }

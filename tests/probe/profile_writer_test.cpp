@@ -276,6 +276,8 @@ TEST_CASE("the profile is written atomically: all or nothing, no temporary left"
   }
 }
 
+// Device names as nvidia-smi --query-gpu=name and rocm-smi print them; the preset is the one
+// whose name or alias the device name holds as whole words (the profiles' aliases), the longest.
 TEST_CASE("device names map to GPU presets") {
   CHECK(gpu_preset_for_device("NVIDIA H100 80GB HBM3") == "H100-SXM");
   CHECK(gpu_preset_for_device("NVIDIA H100 PCIe") == "H100-PCIe");
@@ -284,6 +286,11 @@ TEST_CASE("device names map to GPU presets") {
   CHECK(gpu_preset_for_device("NVIDIA A100-SXM4-80GB") == "A100-80GB");
   CHECK(gpu_preset_for_device("NVIDIA B200") == "B200");
   CHECK(gpu_preset_for_device("NVIDIA GeForce RTX 4090").empty());
+  // Whole words: GB200's name holds "B200" inside a word, not as one.
+  CHECK(gpu_preset_for_device("NVIDIA GB200") == "GB200");
+  CHECK(gpu_preset_for_device("NVIDIA A100-PCIE-40GB") == "A100-40GB");
+  CHECK(gpu_preset_for_device("AMD Instinct MI300X") == "MI300X");
+  CHECK(gpu_preset_for_device("Tesla V100-SXM2-32GB") == "V100");
   for (const char* name : {"NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", "NVIDIA L40S"}) {
     CHECK(load_gpu(gpu_preset_for_device(name)).memory_bytes > 0);
   }

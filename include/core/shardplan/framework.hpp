@@ -10,6 +10,8 @@
 
 namespace shardplan {
 
+struct GpuSpec;  // specs.hpp
+
 enum class Framework { megatron, deepspeed, torchtitan, fsdp };
 
 /// One row per framework. What it can run and how fast lives in its profile,
@@ -177,15 +179,15 @@ struct FrameworkPricing {
   /// save input_hp and cast again in backward). Profile memory.low_precision_saved_inputs.
   bool saves_quantized_inputs = false;
 
-  /// The speed compute is divided by on `gpu_name` for a plan of `pp` stages.
-  double compute_speed(const std::string& gpu_name, int pp) const;
+  /// The speed compute is divided by on `gpu` (its accuracy class) for a plan of `pp` stages.
+  double compute_speed(const GpuSpec& gpu, int pp) const;
 };
 
 /// How far measured steps fall from predicted ones for one GPU generation: the 80% interval of
 /// measured step / predicted step - 1 that `shardplan validate --cross-validate` derives from
 /// leave-one-source-group-out residuals (tools/update_accuracy.py writes it into the profile).
 struct AccuracyClass {
-  std::string gpu_class;  // "A100", "H100": the generation a GPU preset's name starts with
+  std::string gpu_class;  // "A100", "H100": a GpuSpec::accuracy_class its profile declares
   int cases = 0;
   int groups = 0;        // source groups among the cases
   bool held_out = true;  // false: only fitted cases exist for this class
@@ -193,10 +195,6 @@ struct AccuracyClass {
   double step_error_high = 0;
   std::string source;  // the validation case ids
 };
-
-/// The accuracy and kernel-speed class of a preset name ("H200" and "H100-SXM" -> "H100"; the
-/// Blackwell parts, each its own class as the validation corpus has them), empty if unknown.
-std::string gpu_class(const std::string& gpu_name);
 
 /// The highest MFU published for a framework on one GPU generation, and where.
 struct PublishedMfu {
@@ -225,12 +223,12 @@ struct FrameworkProfile {
   /// (cases == 0: none in the profile).
   AccuracyClass beyond_corpus;
 
-  /// The highest published MFU that a plan on `gpu_name` is checked against.
-  PublishedMfu published_mfu_for(const std::string& gpu_name) const;
+  /// The highest published MFU that a plan on `gpu` (its accuracy class) is checked against.
+  PublishedMfu published_mfu_for(const GpuSpec& gpu) const;
 
-  /// The accuracy class of a GPU; beyond_corpus when validation has no case on its generation,
-  /// nullptr when the profile has neither.
-  const AccuracyClass* accuracy_for(const std::string& gpu_name) const;
+  /// The accuracy class of a GPU (GpuSpec::accuracy_class); beyond_corpus when validation has
+  /// no case on its class, nullptr when the profile has neither.
+  const AccuracyClass* accuracy_for(const GpuSpec& gpu) const;
 };
 
 /// A predicted step with the range validation says the measured one falls in.
@@ -240,7 +238,6 @@ struct StepInterval {
   /// True when a plan `faster_s` is faster by less than this interval can tell apart.
   bool within(double faster_s) const { return faster_s >= low_s; }
 };
-StepInterval step_interval(const FrameworkProfile& framework, const std::string& gpu_name,
-                           double step_s);
+StepInterval step_interval(const FrameworkProfile& framework, const GpuSpec& gpu, double step_s);
 
 }  // namespace shardplan

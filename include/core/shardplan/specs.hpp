@@ -207,6 +207,11 @@ struct GpuSpec {
   // The architecture ("hopper", "blackwell", "cdna3"): what a precision recipe's
   // gpu_generations name (precision.hpp); empty = not given.
   std::string generation;
+  // The GPUs that share kernels and so the validation corpus's accuracy ("H100" for H100-SXM,
+  // H100-PCIe and H200): what a framework profile's accuracy, kernels.speed_by_gpu and
+  // max_published_mfu_by_gpu are keyed by (profile accuracy_class); empty = none declared, the
+  // framework's figures beyond the corpus.
+  std::string accuracy_class;
   double hbm_bytes_per_s = 0;
   std::vector<EfficiencyPoint> gemm_efficiency;  // ascending flops; interpolated in log(flops)
   double attention_efficiency = 0;               // fused (flash) attention kernels, share of peak

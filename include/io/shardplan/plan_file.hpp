@@ -2,6 +2,7 @@
 // made before provisioning can become a launcher config without retyping its flags.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "shardplan/specs.hpp"
@@ -27,5 +28,10 @@ struct PlanFile {
 /// "plan.json: cluster.gpu: name"); the plan must pass check_plan. Other top-level sections
 /// (memory, comm, ladder ...) are outputs and are not read.
 PlanFile read_plan_file(const std::string& text, const std::string& origin, PlanPick pick);
+
+/// The "plan" and "training" objects as to_json (json_out.hpp) writes them, read by the same
+/// field rows strictly (`where` prefixes errors). The plan is not checked against a cluster.
+ParallelPlan plan_from_json(const nlohmann::json& plan, const std::string& where);
+TrainingSpec training_from_json(const nlohmann::json& training, const std::string& where);
 
 }  // namespace shardplan

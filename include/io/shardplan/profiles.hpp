@@ -31,6 +31,15 @@ struct PresetSummary {
 };
 std::vector<PresetSummary> list_presets(ProfileKind kind);
 
+/// The accuracy classes the GPU presets declare (their accuracy_class), sorted: the names a
+/// framework profile's accuracy, kernels.speed_by_gpu and max_published_mfu_by_gpu may use.
+std::vector<std::string> gpu_accuracy_classes();
+
+/// The GPU preset whose name or alias a device name (as nvidia-smi or rocm-smi reports it,
+/// "NVIDIA H100 80GB HBM3") contains as whole words, the longest such name winning (case,
+/// '-', '_' and spaces ignored); empty when none does.
+std::string gpu_preset_for_device(const std::string& device);
+
 /// A GPU by preset name or profile file.
 GpuSpec load_gpu(const std::string& name_or_path, const std::string& field = "--gpu");
 
@@ -69,6 +78,9 @@ ClusterSpec build_cluster(const ClusterOptions& options);
 /// A framework's profile (profiles/frameworks/NAME.json, compiled in): its capabilities, which
 /// extend the plan rules, and how it runs a plan.
 FrameworkProfile load_framework(Framework framework);
+/// A framework profile from the text of its JSON, read strictly (`where` names it in errors):
+/// what load_framework reads from the compiled-in file.
+FrameworkProfile framework_from_text(const std::string& json_text, const std::string& where);
 
 /// A precision recipe row (profiles/precisions/NAME.json, compiled in). Not the fp8 alias.
 PrecisionRecipe load_recipe(Precision precision);

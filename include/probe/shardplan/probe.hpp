@@ -65,10 +65,6 @@ struct ProfileInputs {
 /// The GPU the profile starts from: --gpu, else the --cluster preset's, else H100-SXM.
 GpuSpec profile_gpu(const ProfileInputs& inputs);
 
-/// The GPU preset whose name matches a device name ("NVIDIA H100 80GB HBM3" -> "H100-SXM"),
-/// or "" when none does.
-std::string gpu_preset_for_device(const std::string& device);
-
 /// The back-ends compiled into this binary ("nccl", "mpi").
 std::vector<std::string> built_backends();
 
