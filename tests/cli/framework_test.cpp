@@ -125,9 +125,11 @@ TEST_CASE("--dp-shard and --grad-sync: HSDP where the framework runs it, bad val
   CHECK(bad.status == 2);
   CHECK(contains(bad.err, "--grad-sync"));
   CHECK(contains(bad.err, "every-micro-batch"));
-  // Deferred: the reduce-scatter runs once per step, and the JSON says so.
+  // Deferred: the reduce-scatter runs once per step, and the JSON says so. Holding the stage's
+  // gradients unsharded across the 4 micro-batches (8.03e9 params x 4 B fp32 = 29.9 GiB) takes
+  // the 8B model past the H100's 79.65 GiB: a plan that does not fit (status 1), still reported.
   const auto deferred = run_cli(base + "--framework torchtitan --dp-shard 8 --grad-sync deferred");
-  REQUIRE(deferred.status == 0);
+  REQUIRE(deferred.status == 1);
   CHECK(nlohmann::json::parse(deferred.out).at("training").at("grad_sync") == "deferred");
 }
 

@@ -163,17 +163,18 @@ TEST_CASE("GPU accuracy classes come from the GPU profiles") {
       {"H100-PCIe", "H100"}, {"H100-96GB-500W", "H100"}, {"H200", "H100"},
       {"B200", "B200"},      {"B300", "B300"},      {"GB200", "GB200"},
       {"GB300", "GB300"},    {"L40S", "L40S"},      {"MI300X", "MI300X"},
-      {"H800", ""},          {"MI325X", ""},        {"MI355X", ""},
-      {"V100", ""}};
+      {"H800", ""},          {"MI325X", "MI325X"},  {"MI355X", "MI355X"},
+      {"V100", "V100"}};
   for (const auto& [gpu, cls] : expected) {
     CAPTURE(gpu);
     CHECK(load_gpu(gpu).accuracy_class == cls);
   }
-  CHECK(gpu_accuracy_classes() == std::vector<std::string>{"A100", "B200", "B300", "GB200",
-                                                           "GB300", "H100", "L40S", "MI300X"});
+  CHECK(gpu_accuracy_classes() ==
+        std::vector<std::string>{"A100", "B200", "B300", "GB200", "GB300", "H100", "L40S",
+                                 "MI300X", "MI325X", "MI355X", "V100"});
   // The validation cases reach their GPUs by preset and carry the preset's class. Their GPUs
   // (profiles/validation/*.json "gpu"): A100-40GB, A100-80GB, B200, B300, GB200, GB300,
-  // H100-96GB-500W, H100-SXM, H200, H800 (no class), MI300X.
+  // H100-96GB-500W, H100-SXM, H200, H800 (no class), MI300X, MI325X, MI355X, V100.
   std::set<std::string> seen;
   for (const std::string& text : {default_published_runs(), default_holdout_runs()}) {
     for (const PublishedRun& r : load_published_runs(text, "runs")) {
@@ -183,7 +184,7 @@ TEST_CASE("GPU accuracy classes come from the GPU profiles") {
     }
   }
   CHECK(seen == std::set<std::string>{"", "A100", "B200", "B300", "GB200", "GB300", "H100",
-                                      "MI300X"});
+                                      "MI300X", "MI325X", "MI355X", "V100"});
 }
 
 TEST_CASE("framework profiles name only the accuracy classes the GPU profiles declare") {
@@ -195,7 +196,7 @@ TEST_CASE("framework profiles name only the accuracy classes the GPU profiles de
     } catch (const InputError& e) {
       CHECK(e.field() == field);
       CHECK(contains(e.what(), "'H200' is not a GPU accuracy class; the GPU profiles declare "
-                               "A100, B200, B300, GB200, GB300, H100, L40S or MI300X"));
+                               "A100, B200, B300, GB200, GB300, H100, L40S, MI300X, MI325X, MI355X or V100"));
     }
   };
   nlohmann::json j = fsdp;

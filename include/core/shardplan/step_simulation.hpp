@@ -43,8 +43,8 @@ int rerank_by_simulation(const ModelSpec& model, const TrainingSpec& training,
 
 /// Which of the search's best plans are simulated: those whose closed-form step is within
 /// `within` of the best one's, at most `at_most`. Simulation and closed form differ by a few
-/// percent where pipelines, sends and overlap matter (bench/simulate_accuracy: mean |closed -
-/// simulated| under 5% per source group, 12% at most on one case), so a plan further behind
+/// percent where pipelines, sends and overlap matter (`shardplan validate` prints both for each
+/// published run, `--cross-validate` both per source group), so a plan further behind
 /// than 10% in closed form is not one the simulation lifts to first; 16 bounds the time
 /// (about 1 ms a simulation on the largest plans, bench/plan_bench).
 struct RerankRule {
