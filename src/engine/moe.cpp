@@ -120,7 +120,7 @@ double align_up(double bytes, double to) {
 // csrc/config.hpp Config::get_nvl_buffer_size_hint: per channel (num_sms / 2) and NVLink peer,
 // the channel's head/tail counters and num_max_nvl_chunked_recv_tokens token slots.
 double nvl_hint(const DeepEpConfig& c, double hidden_bytes, int ranks, int num_sms) {
-  const double channels = num_sms / 2;
+  const int channels = num_sms / 2;  // DeepEP's num_channels, an int division
   const double rdma_ranks = std::max(1.0, ranks / kNvlPeers);
   const double nvl_ranks = std::min<double>(ranks, kNvlPeers);
   double bytes = channels * nvl_ranks * (2.0 * rdma_ranks + 3.0) * 4.0;
@@ -133,7 +133,7 @@ double nvl_hint(const DeepEpConfig& c, double hidden_bytes, int ranks, int num_s
 // a multiple of the send chunk by Config's constructor, each slot also holding an int4.
 double rdma_hint(const DeepEpConfig& c, double hidden_bytes, int ranks, int num_sms) {
   if (ranks <= kNvlPeers) return 0;
-  const double channels = num_sms / 2;
+  const int channels = num_sms / 2;  // DeepEP's num_channels, an int division
   const double rdma_ranks = ranks / kNvlPeers;
   const double slots = align_up(c.rdma_recv_tokens, c.rdma_send_tokens);
   double bytes = channels * rdma_ranks * (kNvlPeers * 2 + 2) * 2 * 4.0;
@@ -153,6 +153,7 @@ const DeepEpConfig* find_config(const std::array<DeepEpConfig, N>& table, int ra
 const std::vector<int>& deepep_group_sizes() {
   static const std::vector<int> sizes = [] {
     std::vector<int> out;
+    out.reserve(kDeepEpDispatch.size());
     for (const DeepEpConfig& c : kDeepEpDispatch) out.push_back(c.ranks);
     return out;
   }();
