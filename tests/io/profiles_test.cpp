@@ -165,9 +165,10 @@ TEST_CASE("GPU accuracy classes come from the GPU profiles") {
       {"GB300", "GB300"},    {"L40S", "L40S"},      {"MI300X", "MI300X"},
       {"H800", ""},          {"MI325X", "MI325X"},  {"MI355X", "MI355X"},
       {"V100", "V100"}};
-  for (const auto& [gpu, cls] : expected) {
-    CAPTURE(gpu);
-    CHECK(load_gpu(gpu).accuracy_class == cls);
+  // A pair, not a structured binding: clang 14 (Debian 12) rejects CAPTURE of a binding.
+  for (const auto& gpu_class : expected) {
+    CAPTURE(gpu_class.first);
+    CHECK(load_gpu(gpu_class.first).accuracy_class == gpu_class.second);
   }
   CHECK(gpu_accuracy_classes() ==
         std::vector<std::string>{"A100", "B200", "B300", "GB200", "GB300", "H100", "L40S",
