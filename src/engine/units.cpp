@@ -64,11 +64,11 @@ double decimal_prefix(char c) {
   }
 }
 
-}  // namespace
-
-double parse_count(std::string_view text, const std::string& field) {
+// A count with an optional k/M/B/T suffix; `example` is what a malformed one is told to look like.
+double count_with_example(std::string_view text, const std::string& field,
+                          std::string_view example) {
   const std::string s = lower_without_spaces(text);
-  auto [value, rest] = split_number(s, field, "7e9, 7B, 70M, 1.5T");
+  auto [value, rest] = split_number(s, field, example);
   double scale = 1;
   if (rest == "k") {
     scale = 1e3;
@@ -83,6 +83,12 @@ double parse_count(std::string_view text, const std::string& field) {
                                 "'; valid suffixes are k, M, B (billion) and T");
   }
   return require_positive(value * scale, text, field);
+}
+
+}  // namespace
+
+double parse_count(std::string_view text, const std::string& field) {
+  return count_with_example(text, field, "7e9, 7B, 70M, 1.5T");
 }
 
 double parse_bandwidth(std::string_view text, const std::string& field) {
@@ -165,7 +171,8 @@ namespace {
 // large" with the limit (99999999999999999999 is whole, just beyond any count), a fraction is
 // not a whole number.
 long long whole_count(std::string_view text, const std::string& field, long long max) {
-  const double value = parse_count(text, field);
+  // A degree, a batch or a GPU count: told to look like one, not like a parameter count.
+  const double value = count_with_example(text, field, "8, 64, 1k");
   if (value > static_cast<double>(max)) {
     throw InputError(field, "'" + std::string(text) + "' is too large; at most " +
                                 std::to_string(max));

@@ -31,6 +31,25 @@ TEST_CASE("errors name the field") {
   }
 }
 
+// A degree or a batch that is not a number is shown a degree's form, not a parameter count's
+// ("--dp-shard abc" was told "expected e.g. 7e9, 7B").
+TEST_CASE("a malformed whole count is shown whole counts as the example") {
+  try {
+    (void)parse_int("abc", "--dp-shard", 1'000'000);
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(e.field() == "--dp-shard");
+    CHECK(std::string(e.what()).find("expected e.g. 8, 64, 1k") != std::string::npos);
+    CHECK(std::string(e.what()).find("7B") == std::string::npos);
+  }
+  try {
+    (void)parse_count("abc", "--params");
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("expected e.g. 7e9, 7B") != std::string::npos);
+  }
+}
+
 TEST_CASE("bandwidths: bytes with B, bits with b or bit") {
   CHECK(parse_bandwidth("900GB/s", "--link") == 900e9);
   CHECK(parse_bandwidth("900 GB/s", "--link") == 900e9);
