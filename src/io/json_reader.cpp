@@ -47,6 +47,21 @@ class DuplicateKeys {
   std::string duplicate_;
 };
 
+// The key in the other unit convention: profiles give datasheet units (_gb_per_s, _gib, _us),
+// plan files and --json base units (_bytes_per_s, _bytes, _s); "" when the key has no unit.
+std::string in_other_units(const std::string& key) {
+  static const std::pair<std::string, std::string> kUnits[] = {
+      {"gb_per_s", "bytes_per_s"}, {"gib", "bytes"}, {"us", "s"}};
+  for (const auto& [datasheet, base] : kUnits) {
+    for (const auto& [from, to] : {std::pair{datasheet, base}, std::pair{base, datasheet}}) {
+      if (key == from) return to;
+      if (key.size() > from.size() + 1 && key.ends_with("_" + from))
+        return key.substr(0, key.size() - from.size()) + to;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 nlohmann::json parse_json(const std::string& text, const std::string& origin) {
@@ -94,7 +109,16 @@ bool StrictObject::present(const std::string& key) {
 
 const nlohmann::json& StrictObject::get(const std::string& key) {
   read_.insert(key);
-  if (!object_.contains(key)) throw InputError(field(key), "missing");
+  if (!object_.contains(key)) {
+    const std::string other = in_other_units(key);
+    if (!other.empty() && object_.contains(other)) {
+      throw InputError(field(key), "missing; '" + other +
+                                       "' is given instead, in the other units: profiles take "
+                                       "datasheet units (_gb_per_s, _gib, _us), plan files and "
+                                       "--json base units (_bytes_per_s, _bytes, _s)");
+    }
+    throw InputError(field(key), "missing");
+  }
   return object_.at(key);
 }
 

@@ -98,6 +98,29 @@ TEST_CASE("a typed bandwidth is used exactly as given") {
   CHECK(l.user_given);
 }
 
+// --intra / --inter / --link take a profile file as the unknown-link message says they do
+// (they took only presets and bandwidths); a file in the plan files' base units is refused by
+// the key it should have used.
+TEST_CASE("a link profile file is read from its path, in the profiles' units") {
+  const nlohmann::json link = nlohmann::json::parse(R"({
+    "name": "lab-fabric", "gb_per_s": 200, "busbw_gb_per_s": 160, "latency_us": 3,
+    "sources": {"gb_per_s": "a", "busbw_gb_per_s": "b", "latency_us": "c"}})");
+  const LinkSpec l = load_link(write_temp(link.dump()), "--inter");
+  CHECK(l.name == "lab-fabric");
+  CHECK(l.bytes_per_s == doctest::Approx(200e9));
+  CHECK(l.busbw_bytes_per_s == doctest::Approx(160e9));
+  CHECK(l.latency_s == doctest::Approx(3e-6));
+  CHECK(load_link("400Gb/s", "--inter").bytes_per_s == doctest::Approx(50e9));  // still a rate
+  const nlohmann::json base_units = nlohmann::json::parse(R"({
+    "name": "lab-fabric", "bytes_per_s": 2e11, "busbw_gb_per_s": 160, "latency_us": 3,
+    "sources": {}})");
+  const std::string e = error_of([&] { load_link(write_temp(base_units.dump()), "--inter"); });
+  CHECK(contains(e, "bytes_per_s"));
+  CHECK(contains(e, "gb_per_s"));
+  CHECK(contains(error_of([&] { load_link("./no-such-link.json", "--inter"); }),
+                 "no-such-link.json"));
+}
+
 TEST_CASE("profile files are strict: unknown keys and missing sources are errors") {
   nlohmann::json g = nlohmann::json::parse(R"({
     "name": "X1", "memory_gib": 10, "peak_tflops": {"bf16": 100}, "hbm_gb_per_s": 1000,
