@@ -198,20 +198,23 @@ bool run(Graph& g, double overlap_slowdown) {
 
 namespace {
 
-// A gap before a compute task is the wait on whatever finished last before it: another device's
-// pass (bubble) or a transfer, whose own wait on its producer counts as bubble again.
-void charge_gap(const Graph& g, const Task& t, double prev_end_s, SimDevice& dev) {
-  const double gap = t.start_s - prev_end_s;
-  if (gap <= 1e-15) return;
-  const int by = t.released_by;
-  if (by < 0 || g.tasks[by].event.stream == SimStream::compute) {
-    dev.bubble_s += gap;
-    return;
+// The idle span [from_s, to_s] of a device's compute stream, charged to what it waited on: a
+// transfer's time on its link is exposed communication of that transfer's stream, and the part
+// before the transfer was released is the wait on its own producer, charged the same way in
+// turn; a wait on a compute pass (another device's, or none) is bubble.
+void charge_wait(const Graph& g, int by, double from_s, double to_s, SimDevice& dev) {
+  // Release times only go back along a chain, which ends; the count guards a malformed graph.
+  for (size_t hops = 0; to_s - from_s > 1e-15 && hops < g.tasks.size(); ++hops) {
+    if (by < 0 || g.tasks[by].event.stream == SimStream::compute) break;
+    const Task& c = g.tasks[by];
+    const double wire_from = std::clamp(c.ready_s, from_s, to_s);
+    const double wire_to = std::clamp(c.end_s, from_s, to_s);
+    dev.exposed_s[static_cast<int>(c.event.stream)] += wire_to - wire_from;
+    dev.bubble_s += to_s - wire_to;  // the transfer ended before the pass began: another wait
+    to_s = wire_from;
+    by = c.released_by;
   }
-  const Task& c = g.tasks[by];
-  const double wire = std::clamp(c.end_s - std::max(c.ready_s, prev_end_s), 0.0, gap);
-  dev.exposed_s[static_cast<int>(c.event.stream)] += wire;
-  dev.bubble_s += gap - wire;
+  dev.bubble_s += std::max(0.0, to_s - from_s);
 }
 
 }  // namespace
@@ -219,11 +222,18 @@ void charge_gap(const Graph& g, const Task& t, double prev_end_s, SimDevice& dev
 void account(const Graph& g, bool keep_events, SimResult& r) {
   r.devices.assign(g.devices, SimDevice{});
   std::vector<double> prev_end(g.devices, 0.0);
-  for (const Task& t : g.tasks) r.step_s = std::max(r.step_s, t.end_s);
+  std::vector<int> last_comm(g.devices, -1);  // each device's transfer that ends last
+  for (size_t i = 0; i < g.tasks.size(); ++i) {
+    const Task& t = g.tasks[i];
+    r.step_s = std::max(r.step_s, t.end_s);
+    int& last = last_comm[t.event.device];
+    if (t.event.stream != SimStream::compute && (last < 0 || t.end_s > g.tasks[last].end_s))
+      last = static_cast<int>(i);
+  }
   for (const Task& t : g.tasks) {
     if (t.event.stream != SimStream::compute) continue;
     SimDevice& dev = r.devices[t.event.device];
-    charge_gap(g, t, prev_end[t.event.device], dev);
+    charge_wait(g, t.released_by, prev_end[t.event.device], t.start_s, dev);
     prev_end[t.event.device] = t.end_s;
     if (t.event.kind == SimTaskKind::optimizer) {
       dev.optimizer_s += t.end_s - t.start_s;
@@ -232,8 +242,10 @@ void account(const Graph& g, bool keep_events, SimResult& r) {
       dev.contention_s += t.contention_s;
     }
   }
+  // After a device's last pass: its transfers still on the wire (a gradient sync or parameter
+  // gather the step ends on) are exposed, and the rest is the wait for the slowest device.
   for (int d = 0; d < g.devices; ++d) {
-    r.devices[d].bubble_s += r.step_s - prev_end[d];
+    charge_wait(g, last_comm[d], prev_end[d], r.step_s, r.devices[d]);
     if (r.devices[d].compute_s > r.devices[r.critical_device].compute_s + 1e-12)
       r.critical_device = d;
   }

@@ -177,3 +177,31 @@ TEST_CASE("estimate's step, throughput and time to train are the simulated step'
   CHECK(figures.simulated.result.events.empty());
   CHECK_FALSE(e.simulated.result.events.empty());
 }
+
+// A step that ends on the gradient sync: Llama 3.1 8B under ZeRO-3 on two DGX H100 nodes joined
+// by 25 GbE, one stage. After the last backward the reduce-scatters still queued on the reduce
+// stream are exposed communication, not pipeline bubble (a single stage has none): the breakdown
+// reported 19.38 s of "bubble" here when the tail after the last pass went uncharged, and ~9 s
+// when a wait along a chain of transfers was followed only 64 links back.
+TEST_CASE("a step that ends on its gradient sync charges the tail to the sync, not the bubble") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(8192, 64);
+  t.framework = load_framework(Framework::torchtitan);
+  ClusterOptions o;
+  o.cluster = "dgx-h100";
+  o.gpus = 16;
+  o.inter = "25gbe";
+  const ClusterSpec c = build_cluster(o);
+  ParallelPlan p = test::plan(16, 1, 1, 1);
+  p.zero = 3;
+  p.dp_shard = 8;  // HSDP: shard inside a node, replicate across the two
+  const SimulatedStep s = estimate(m, t, p, c).simulated;
+  REQUIRE(s.ran);
+  const double reduce = s.exposed_s[static_cast<int>(SimStream::dp_reduce)];
+  CHECK(s.bubble_s == doctest::Approx(0).epsilon(1e-9));
+  CHECK(reduce > 0.5 * s.step_s);
+  // The parts add up to the step: compute, optimizer, every stream's exposed time, the bubble.
+  double parts = s.compute_s + s.optimizer_s + s.bubble_s;
+  for (double e : s.exposed_s) parts += e;
+  CHECK(parts == doctest::Approx(s.step_s).epsilon(1e-6));
+}
