@@ -23,12 +23,14 @@ def run(*args):
                           capture_output=True, text=True).stdout
 
 
-def row(gpu_class, cases, groups, interval):
+def row(gpu_class, cases, groups, interval, reach=None):
     out = {"gpu_class": gpu_class} if gpu_class else {}
     out.update({"cases": cases, "groups": groups, "split": "cross-validated",
                 "step_error_low": round(interval["low"], 4),
                 "step_error_high": round(interval["high"], 4),
                 "source": "shardplan validate --cross-validate: " + interval["basis"]})
+    if reach is not None:  # what the class's cases span; a plan beyond it widens
+        out["reach"] = reach
     return out
 
 
@@ -39,7 +41,7 @@ def main():
         framework, gpu_class = c["class"].split(" ", 1)
         if framework in by_framework:
             by_framework[framework].append(
-                row(gpu_class, c["errors"]["cases"], c["groups"], c["interval"]))
+                row(gpu_class, c["errors"]["cases"], c["groups"], c["interval"], c["reach"]))
     beyond = cv["extrapolation_interval"]
     for framework, rows in by_framework.items():
         path = ROOT / "profiles" / "frameworks" / f"{framework}.json"

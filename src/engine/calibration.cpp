@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -255,6 +254,11 @@ std::vector<const CvCase*> pool_of(const std::vector<CvCase>& cases, bool extrap
   return pool;
 }
 
+// The plan a run states, as validation's reach reads it.
+PlanScope scope_of(const PublishedRun& run) {
+  return plan_scope(run.model, run.training, run.plan, run.cluster);
+}
+
 double magnitude(const CvCase& c) { return std::fabs(std::log1p(c.residual)); }
 
 // The split-conformal radius: the weighted quantile of |log(measured / predicted step)| at
@@ -338,6 +342,8 @@ std::vector<ClassInterval> class_intervals(const std::vector<CvCase>& cases, dou
     }
     ClassInterval ci;
     ci.cls = cls;
+    for (const CvCase* c : members)
+      if (c->run) ci.reach.add(scope_of(*c->run));  // a case without its run spans nothing
     ci.cases = static_cast<int>(members.size());
     ci.groups = static_cast<int>(all_groups.size());
     // Never narrower than the class's own held-out spread: `level` of all its cross-validated
@@ -375,11 +381,13 @@ bool covered_without_group(const std::vector<CvCase>& cases, const CvCase& c) {
   return c.residual >= ci.low && c.residual <= ci.high;
 }
 
-// Whether a held-out run was predicted beyond its fold: a class no other group has, or a
-// constant pricing it that fell to its prior.
+// Whether a held-out run was predicted beyond its fold: a class no other group has, a plan
+// outside what the class's other groups span (CorpusReach), or a constant pricing it that fell
+// to its prior.
 bool extrapolated_in_fold(const PublishedRun& run, const std::vector<KnobFit>& fold,
-                          const std::set<std::string>& seen_classes) {
-  if (!seen_classes.count(accuracy_class_of(run))) return true;
+                          const std::map<std::string, CorpusReach>& seen_classes) {
+  const auto seen = seen_classes.find(accuracy_class_of(run));
+  if (seen == seen_classes.end() || !seen->second.outside(scope_of(run)).empty()) return true;
   const std::vector<Knob>& ks = knobs();
   for (size_t j = 0; j < ks.size(); ++j)
     if (fold[j].cases == 0 && ks[j].applies(run)) return true;
@@ -408,9 +416,10 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& given, StepModel
     }
     // Constants none of the group's runs trained are the same without it: no refit needed.
     const std::vector<KnobFit> fold = refit ? fit_knobs(runs, use) : cv.fit;
-    std::set<std::string> seen;
+    std::map<std::string, CorpusReach> seen;
     for (size_t i = 0; i < runs.size(); ++i)
-      if (use[i] && is_step_metric(runs[i].metric)) seen.insert(accuracy_class_of(runs[i]));
+      if (use[i] && is_step_metric(runs[i].metric))
+        seen[accuracy_class_of(runs[i])].add(scope_of(runs[i]));
     for (size_t i = 0; i < runs.size(); ++i) {
       if (use[i]) continue;
       CvCase c;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 
 #include "shardplan/collectives.hpp"
 #include "shardplan/error.hpp"
@@ -65,11 +66,59 @@ double FrameworkPricing::compute_speed(const GpuSpec& gpu, int pp) const {
   return pp > 1 ? speed * pipeline_engine_speed : speed;
 }
 
-StepInterval step_interval(const FrameworkProfile& f, const GpuSpec& gpu, double step_s) {
+void CorpusReach::add(const PlanScope& s) {
+  (s.moe ? moe : dense) = true;
+  if (std::find(gemm_dtypes.begin(), gemm_dtypes.end(), s.gemm_dtype) == gemm_dtypes.end()) {
+    gemm_dtypes.push_back(s.gemm_dtype);
+    std::sort(gemm_dtypes.begin(), gemm_dtypes.end());
+  }
+  max_cp = std::max(max_cp, s.cp);
+  max_gpus = std::max(max_gpus, s.gpus);
+}
+
+std::string CorpusReach::outside(const PlanScope& s) const {
+  std::vector<std::string> out;
+  if (s.moe && !moe) out.emplace_back("a mixture of experts (they are dense)");
+  if (!s.moe && !dense) out.emplace_back("a dense model (they are mixtures of experts)");
+  if (std::find(gemm_dtypes.begin(), gemm_dtypes.end(), s.gemm_dtype) == gemm_dtypes.end()) {
+    std::string seen;
+    for (const std::string& d : gemm_dtypes) seen += (seen.empty() ? "" : ", ") + d;
+    out.push_back(s.gemm_dtype + " GEMMs (they run " + seen + ")");
+  }
+  if (s.cp > max_cp)
+    out.push_back(fmt::format("context parallel {} (they reach {})", s.cp, max_cp));
+  if (s.gpus > max_gpus)
+    out.push_back(fmt::format("{} GPUs (they reach {})", s.gpus, max_gpus));
+  std::string text;
+  for (const std::string& o : out) text += (text.empty() ? "" : "; ") + o;
+  return text;
+}
+
+StepInterval step_interval(const FrameworkProfile& f, const GpuSpec& gpu, double step_s,
+                           const PlanScope& scope) {
   StepInterval i;
   i.accuracy = f.accuracy_for(gpu);
-  i.low_s = step_s * (1 + (i.accuracy ? i.accuracy->step_error_low : 0));
-  i.high_s = step_s * (1 + (i.accuracy ? i.accuracy->step_error_high : 0));
+  double low = i.accuracy ? i.accuracy->step_error_low : 0;
+  double high = i.accuracy ? i.accuracy->step_error_high : 0;
+  if (i.accuracy == &f.beyond_corpus) {
+    const std::string fw = f.name.empty() ? "this framework" : f.name;
+    i.beyond = "no validation case of " + fw + " on " +
+               (gpu.accuracy_class.empty() ? gpu.name : gpu.accuracy_class);
+  } else if (i.accuracy && f.beyond_corpus.cases > 0) {
+    const std::string outside = i.accuracy->reach.outside(scope);
+    if (!outside.empty()) {
+      i.beyond = "the " + (f.name.empty() ? std::string("none") : f.name) + " x " +
+                 i.accuracy->gpu_class + " cases do not span " + outside;
+      // Beyond what the class's cases span: the wider of its own and the beyond-corpus one.
+      low = std::min(low, f.beyond_corpus.step_error_low);
+      high = std::max(high, f.beyond_corpus.step_error_high);
+      i.accuracy = &f.beyond_corpus;
+    }
+  }
+  i.error_low = low;
+  i.error_high = high;
+  i.low_s = step_s * (1 + low);
+  i.high_s = step_s * (1 + high);
   return i;
 }
 

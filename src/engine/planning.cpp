@@ -37,7 +37,8 @@ void estimate_shown(PlanningResult& r, const ModelSpec& model, const TrainingSpe
   r.advantage_inside_interval = false;
   if (rec && fastest) {
     // The interval validation gives the recommended plan's step (validation.hpp).
-    const StepInterval si = step_interval(training.framework, cluster.gpu, rec->plan.step_s);
+    const StepInterval si = step_interval(training.framework, cluster.gpu, rec->plan.step_s,
+                                          plan_scope(model, training, rec->plan.plan, cluster));
     r.advantage_inside_interval =
         si.accuracy && fastest->step_s < rec->plan.step_s && si.within(fastest->step_s);
   }

@@ -214,6 +214,12 @@ bool recipe_matches(const TrainingSpec& tr) {
   return recipe_serves(tr.precision, tr.recipe.id);
 }
 
+PlanScope plan_scope(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,
+                     const ClusterSpec& cluster) {
+  return {model.experts > 0, to_string(training.recipe.gemm_dtype), std::max(1, plan.cp),
+          cluster.gpus};
+}
+
 int default_global_batch(int seq_len, int multiple_of) {
   SHARDPLAN_CHECK(seq_len > 0 && multiple_of > 0, "a sequence length and a batch multiple");
   const long long sequences =

@@ -675,6 +675,7 @@ Estimate estimate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan
   th.mfu = ev.model_flops / (step * c.gpus * th.peak_flops);
   th.hfu = ev.hardware_flops / (step * c.gpus * th.peak_flops);
   est.mfu_check = mfu_plausibility(th.mfu, tr, c);
+  est.scope = plan_scope(m, tr, p, c);
   if (tr.tokens > 0) {
     const double steps = std::ceil(tr.tokens / (static_cast<double>(tr.global_batch) * tr.seq_len));
     est.train_s = steps * step;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "json_reader.hpp"
+#include "spec_fields.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/names.hpp"
 #include "shardplan/profiles.hpp"
@@ -228,6 +229,12 @@ AccuracyClass read_accuracy_class(StrictObject& a, bool with_class) {
   if (c.cases < 1 || c.step_error_low > 0 || c.step_error_high < 0 || c.step_error_low <= -1)
     throw InputError(a.field("cases"), "needs cases >= 1 and -1 < low <= 0 <= high");
   c.source = a.string("source");
+  // What the class's cases span; a plan beyond it takes the beyond-corpus interval.
+  if (with_class) {
+    StrictObject reach = a.object("reach");
+    read_fields(reach_fields(), reach, c.reach);
+    reach.finish();
+  }
   a.finish();
   return c;
 }

@@ -2,6 +2,7 @@
 #include "shardplan/render_calibration.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <set>
 
 #include "shardplan/table.hpp"
+#include "spec_fields.hpp"
 
 namespace shardplan {
 namespace {
@@ -98,6 +100,14 @@ std::vector<const CvCase*> all_steps(const CrossValidation& cv) {
   return out;
 }
 
+// What a class's runs span, as the README table prints it: "dense, MoE; bf16, fp8; CP <= 8;
+// <= 16384 GPUs".
+std::string reach_text(const CorpusReach& r) {
+  const std::string kinds = r.dense && r.moe ? "dense, MoE" : r.moe ? "MoE" : "dense";
+  return fmt::format("{}; {}; CP <= {}; <= {} GPUs", kinds, fmt::join(r.gemm_dtypes, ", "),
+                     r.max_cp, r.max_gpus);
+}
+
 }  // namespace
 
 std::string render_cross_validation(const CrossValidation& cv, const CrossValidation& closed) {
@@ -183,6 +193,7 @@ nlohmann::json to_json(const CrossValidation& cv, const CrossValidation& closed)
     const ClassInterval* ci = interval_of(cv, name);
     row["groups"] = groups_in(cases);
     row["interval"] = {{"low", ci->low}, {"high", ci->high}, {"basis", ci->basis}};
+    row["reach"] = write_fields(reach_fields(), ci->reach);
     classes.push_back(row);
   }
   nlohmann::json cases = nlohmann::json::array();
@@ -235,19 +246,25 @@ std::string accuracy_paragraph(const CrossValidation& cv, const CrossValidation&
       cv.cases.size(), cv.groups.size(), cv.step_cases, pct(all.in_sample_mean), pct(all.mean),
       pct(all.median), pct(all.max), pct(before.mean), pct(before.median), pct(before.max),
       covered_count(cv), cv.step_cases, pct(cv.coverage));
-  out += "| framework x GPU | cases | groups | held-out mean | max | 80% interval |\n";
-  out += "|---|---|---|---|---|---|\n";
+  out += "| framework x GPU | cases | groups | held-out mean | max | 80% interval | "
+         "its runs span |\n";
+  out += "|---|---|---|---|---|---|---|\n";
   for (const auto& [name, cases] : step_cases_by(cv, false)) {
     const ErrorStats s = stats_of(cases);
     const ClassInterval* ci = interval_of(cv, name);
-    out += fmt::format("| {} | {} | {} | {} | {} | {:+.1f}% to {:+.1f}% |\n", name, s.cases,
-                       groups_in(cases), pct(s.mean), pct(s.max), ci->low * 100, ci->high * 100);
+    out += fmt::format("| {} | {} | {} | {} | {} | {:+.1f}% to {:+.1f}% | {} |\n", name, s.cases,
+                       groups_in(cases), pct(s.mean), pct(s.max), ci->low * 100, ci->high * 100,
+                       reach_text(ci->reach));
   }
   out += fmt::format(
-      "\nA plan on a framework x GPU generation no group covers gets the interval beyond the "
-      "corpus, {:+.1f}% to {:+.1f}%: the held-out residuals of runs predicted beyond what their "
-      "fold was fitted on. The intervals are symmetric in log(measured / predicted step), "
-      "split-conformal over source groups.\n",
+      "\nA plan on a framework x GPU generation no group covers, or beyond what its class's runs "
+      "span (a mixture of experts where they are dense, a GEMM type none ran, a context-parallel "
+      "degree or GPU count past theirs), gets the interval beyond the corpus, {:+.1f}% to "
+      "{:+.1f}% (or its class's, where that is wider), and says what lay outside: the held-out "
+      "residuals of runs predicted beyond what their fold was fitted on, cross-validation "
+      "judging each held-out run against the reach of the other groups the same way. The "
+      "intervals are symmetric in log(measured / predicted step), split-conformal over source "
+      "groups.\n",
       cv.extrapolation.low * 100, cv.extrapolation.high * 100);
   return out;
 }

@@ -126,14 +126,24 @@ nlohmann::json accuracy_json(const StepInterval& si, const TrainingSpec& tr, con
             {"note", "no validation case for this framework on this GPU generation"}};
   }
   const AccuracyClass& a = *si.accuracy;
-  return {{"class", fw + " x " + a.gpu_class},           {"cases", a.cases},
-          {"split", a.held_out ? "held-out" : "fitted"}, {"step_error_low", a.step_error_low},
-          {"step_error_high", a.step_error_high},        {"source", a.source}};
+  nlohmann::json j = {{"class", fw + " x " + a.gpu_class},
+                      {"cases", a.cases},
+                      {"split", a.held_out ? "held-out" : "fitted"},
+                      {"step_error_low", si.error_low},
+                      {"step_error_high", si.error_high},
+                      {"source", a.source}};
+  // What of the plan lies beyond its class's validation cases, and so took the wider interval.
+  if (!si.beyond.empty()) j["beyond_corpus"] = si.beyond;
+  return j;
 }
 
 std::string interval_text(const StepInterval& si, const TrainingSpec& tr) {
   if (!si.accuracy) return "no validation case for this framework and GPU generation";
   const AccuracyClass& a = *si.accuracy;
+  if (!si.beyond.empty()) {
+    return fmt::format("{} to {} (beyond the validation corpus, {} held-out cases: {})",
+                       format_seconds(si.low_s), format_seconds(si.high_s), a.cases, si.beyond);
+  }
   return fmt::format("{} to {} ({} x {}, {} {} case{})", format_seconds(si.low_s),
                      format_seconds(si.high_s), tr.framework.name, a.gpu_class, a.cases,
                      a.held_out ? "held-out" : "fitted", a.cases == 1 ? "" : "s");
@@ -172,7 +182,7 @@ nlohmann::json to_json(const Estimate& e, const ParallelPlan& p, const TrainingS
   if (const std::string w = mfu_warning(e.mfu_check); !w.empty()) notes.push_back(w);
   j["notes"] = notes;
   // The plan's step (simulated where it ran) with its interval; `time` keeps the closed forms.
-  const StepInterval si = step_interval(tr.framework, c.gpu, e.step_s);
+  const StepInterval si = step_interval(tr.framework, c.gpu, e.step_s, e.scope);
   j["step"] = {{"step_s", e.step_s},
                {"source", e.step_simulated ? "simulated" : "closed_form"},
                {"closed_form_s", e.time.step_s},
@@ -247,7 +257,7 @@ std::string render_time(const Estimate& e, const TrainingSpec& tr, const Cluster
       th.tokens_per_s, th.tflops_per_gpu, format_percent(th.mfu), format_percent(th.hfu),
       th.peak_flops / kTera, to_string(tr.recipe.gemm_dtype));
   out += fmt::format("Step interval from validation: {}\n",
-                     interval_text(step_interval(tr.framework, c.gpu, e.step_s), tr));
+                     interval_text(step_interval(tr.framework, c.gpu, e.step_s, e.scope), tr));
   if (const std::string w = mfu_warning(e.mfu_check); !w.empty()) out += "warning: " + w + "\n";
   if (e.params_only) {
     out += fmt::format(

@@ -52,8 +52,10 @@ std::string mfu_warning_of(const std::optional<Estimate>& e) {
   return e ? mfu_warning(e->mfu_check) : "";
 }
 
-std::string interval_of(double step_s, const PlanOutcome& o) {
-  return interval_text(step_interval(o.training.framework, o.cluster.gpu, step_s), o.training);
+std::string interval_of(const Candidate& c, const PlanOutcome& o) {
+  return interval_text(step_interval(o.training.framework, o.cluster.gpu, c.step_s,
+                                     plan_scope(o.model, o.training, c.plan, o.cluster)),
+                       o.training);
 }
 
 std::string schedule_gain(const Candidate& fastest, const Candidate& plain) {
@@ -142,7 +144,7 @@ std::string recommended_text(const RungVerdict& rec, const PlanOutcome& o) {
                   l.first_pass == l.stop ? "the simplest rung that works"
                                          : "much faster than the simplest rung that works",
                   describe(rec.plan.plan), format_seconds(rec.plan.step_s), rec.plan.tokens_per_s);
-  out += "  interval " + interval_of(rec.plan.step_s, o) + "\n";
+  out += "  interval " + interval_of(rec.plan, o) + "\n";
   const std::string w = mfu_warning_of(o.planned.recommended_estimate);
   if (!w.empty()) out += "  warning: " + w + "\n";
   if (o.planned.recommended_estimate) {
@@ -160,7 +162,7 @@ std::string fastest_text(const Candidate& fastest, const RungVerdict* rec, const
     const double gap = rec->plan.step_s / fastest.step_s - 1;
     out += fmt::format("; the recommended plan is {} slower", format_percent(gap));
   }
-  out += "\n  interval " + interval_of(fastest.step_s, o);
+  out += "\n  interval " + interval_of(fastest, o);
   if (rec && o.planned.advantage_inside_interval) {
     out +=
         "\n  the fastest plan's advantage lies inside the recommended plan's interval: "

@@ -53,7 +53,8 @@ std::string marks(const ProvisionOption& o, const ProvisionResult& r, size_t i) 
 
 // The step's validation interval, or "-" when the framework has no case on this GPU generation.
 std::string step_interval_cell(const ProvisionOption& o) {
-  const StepInterval si = step_interval(o.training.framework, o.cluster.gpu, o.step_s());
+  const StepInterval si = step_interval(o.training.framework, o.cluster.gpu, o.step_s(),
+                                        o.estimate.scope);
   if (!si.accuracy) return "-";
   return format_seconds(si.low_s) + " - " + format_seconds(si.high_s);
 }
@@ -138,7 +139,8 @@ nlohmann::json to_json(const ProvisionOption& o) {
     j["plan"] = to_json(o.plan);
     // The step as an interval from the framework's validation errors on this GPU generation;
     // time to train and cost scale with it.
-    const StepInterval si = step_interval(o.training.framework, o.cluster.gpu, o.step_s());
+    const StepInterval si = step_interval(o.training.framework, o.cluster.gpu, o.step_s(),
+                                          o.estimate.scope);
     j["step_s"] = o.step_s();
     j["step_s_low"] = si.low_s;
     j["step_s_high"] = si.high_s;

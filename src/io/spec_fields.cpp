@@ -2,7 +2,9 @@
 // files: what is written, how it is read back and checked, what an absent key means.
 #include "spec_fields.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "shardplan/plan.hpp"
 #include "shardplan/profiles.hpp"
@@ -204,6 +206,44 @@ const JsonFields<HostSpec>& host_fields() {
                 [](const H& h) { return h.measured_d2h_bytes_per_s > 0; }),
       only_when(member("measured_dram_bytes_per_s", &H::measured_dram_bytes_per_s),
                 [](const H& h) { return h.measured_dram_bytes_per_s > 0; }),
+  };
+  return rows;
+}
+
+namespace {
+
+// The GEMM element types a class's cases run, each a name to_string(MathDtype) gives.
+JsonField<CorpusReach> gemm_dtypes_field() {
+  return {"gemm_dtypes", [](const CorpusReach& r) { return json(r.gemm_dtypes); },
+          [](StrictObject& o, const std::string& k, CorpusReach& r) {
+            const json& raw = o.raw(k);
+            std::vector<std::string> names;
+            for (int d = 0; d < kMathDtypes; ++d) names.emplace_back(to_string(MathDtype(d)));
+            if (!raw.is_array() || raw.empty())
+              throw InputError(o.field(k), "expected a list of GEMM element types");
+            for (const json& v : raw) {
+              if (!v.is_string() ||
+                  std::find(names.begin(), names.end(), v.get<std::string>()) == names.end())
+                throw InputError(o.field(k), fmt::format("'{}' is not one of: {}", v.dump(),
+                                                         fmt::join(names, ", ")));
+              r.gemm_dtypes.push_back(v.get<std::string>());
+            }
+          },
+          {}};
+}
+
+}  // namespace
+
+const JsonFields<CorpusReach>& reach_fields() {
+  using R = CorpusReach;
+  static const JsonFields<R> rows = {
+      member("dense", &R::dense),
+      member("moe", &R::moe),
+      gemm_dtypes_field(),
+      checked(member("max_cp", &R::max_cp), [](const R& r) { return r.max_cp >= 1; },
+              "must be >= 1"),
+      checked(member("max_gpus", &R::max_gpus), [](const R& r) { return r.max_gpus >= 1; },
+              "must be >= 1"),
   };
   return rows;
 }

@@ -243,6 +243,34 @@ TEST_CASE("estimate --json: the step with its validation interval and the class 
   CHECK(j.at("accuracy").at("split") == "held-out");
 }
 
+// A plan past what its class's validation runs span takes the interval beyond the corpus and
+// says why, in the table and in --json: here twice the GPUs of the largest megatron x H100 case
+// (the profile's reach, which tools/update_accuracy.py writes from the corpus).
+TEST_CASE("a plan beyond its class's validation reach says so and takes the wider interval") {
+  const auto profile = nlohmann::json::parse(shardplan::test::read_file(
+      SHARDPLAN_SOURCE_DIR "/profiles/frameworks/megatron.json"));
+  int max_gpus = 0;
+  for (const auto& a : profile.at("accuracy"))
+    if (a.at("gpu_class") == "H100") max_gpus = a.at("reach").at("max_gpus");
+  REQUIRE(max_gpus >= 512);
+  const int gpus = 2 * max_gpus;
+  const std::string flags = "--model llama-3.1-70b --cluster dgx-h100 --gpus " +
+                            std::to_string(gpus) + " --tp 8 --pp 4 --global-batch " +
+                            std::to_string(gpus / 2) +
+                            " --framework megatron --zero 1 --recompute full";
+  const auto r = run_cli("estimate " + flags);
+  REQUIRE(r.status == 0);
+  const std::string why = "the megatron x H100 cases do not span " + std::to_string(gpus) +
+                          " GPUs (they reach " + std::to_string(max_gpus) + ")";
+  CHECK(contains(r.out, "beyond the validation corpus"));
+  CHECK(contains(r.out, why));
+  const auto j = nlohmann::json::parse(run_cli("estimate " + flags + " --json").out);
+  CHECK(j.at("accuracy").at("beyond_corpus") == why);
+  const auto& beyond = profile.at("accuracy_beyond_corpus");
+  CHECK(j.at("accuracy").at("step_error_high").get<double>() >=
+        beyond.at("step_error_high").get<double>());
+}
+
 TEST_CASE("a plan above the framework's highest published MFU carries a warning in every command") {
   // GPT-3 175B on 512 A100s, interleaved 3D parallelism: the model says 65% MFU; Megatron's best
   // published at scale is 56.3% (Korthikanti et al. 2022 Table 5).

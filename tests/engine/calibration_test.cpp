@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -151,6 +152,12 @@ TEST_CASE("shipped intervals are the cross-validation's (rerun tools/update_accu
         if (k.cls == f.name + " " + a.gpu_class) ci = &k;
       CHECK(a.step_error_low == doctest::Approx(ci->low).epsilon(0.002));
       CHECK(a.step_error_high == doctest::Approx(ci->high).epsilon(0.002));
+      // The reach the profile ships is what the class's cases span.
+      CHECK(a.reach.dense == ci->reach.dense);
+      CHECK(a.reach.moe == ci->reach.moe);
+      CHECK(a.reach.gemm_dtypes == ci->reach.gemm_dtypes);
+      CHECK(a.reach.max_cp == ci->reach.max_cp);
+      CHECK(a.reach.max_gpus == ci->reach.max_gpus);
       // An estimate on a preset of that class reads the class's interval, not the fallback
       // (GB200, GB300 and B300 fell through to "beyond the corpus" before).
       GpuSpec of_class;
@@ -160,6 +167,45 @@ TEST_CASE("shipped intervals are the cross-validation's (rerun tools/update_accu
     CHECK(f.beyond_corpus.step_error_high == doctest::Approx(cv().extrapolation.high).epsilon(0.002));
     CHECK(f.accuracy_for(load_gpu("L40S")) == &f.beyond_corpus);  // no validation case on Ada
   }
+}
+
+// A plan its class's cases do not span (more GPUs than any of them, context parallelism past
+// theirs, a GEMM type none ran, MoE where all are dense) takes the beyond-corpus interval, never
+// narrower than its class's, and says what lay outside; inside, the class's own.
+TEST_CASE("a plan beyond its class's validation reach takes the wider interval") {
+  const FrameworkProfile f = load_framework(Framework::megatron);
+  GpuSpec h100;
+  h100.accuracy_class = "H100";
+  const AccuracyClass* cls = f.accuracy_for(h100);
+  REQUIRE(cls != nullptr);
+  REQUIRE(cls != &f.beyond_corpus);
+  const CorpusReach& r = cls->reach;
+  REQUIRE(!r.gemm_dtypes.empty());
+  const PlanScope inside{!r.dense, r.gemm_dtypes.front(), 1, std::min(8, r.max_gpus)};
+  const StepInterval in = step_interval(f, h100, 10.0, inside);
+  CHECK(in.accuracy == cls);
+  CHECK(in.beyond.empty());
+  CHECK(in.high_s == doctest::Approx(10.0 * (1 + cls->step_error_high)));
+
+  PlanScope bigger = inside;
+  bigger.gpus = r.max_gpus * 2;
+  const StepInterval out = step_interval(f, h100, 10.0, bigger);
+  CHECK(out.accuracy == &f.beyond_corpus);
+  CHECK(out.beyond == "the megatron x H100 cases do not span " +
+                         std::to_string(r.max_gpus * 2) + " GPUs (they reach " +
+                         std::to_string(r.max_gpus) + ")");
+  CHECK(out.error_high >= cls->step_error_high);
+  CHECK(out.error_high >= f.beyond_corpus.step_error_high);
+  CHECK(out.error_low <= cls->step_error_low);
+
+  PlanScope more_cp = inside;
+  more_cp.cp = r.max_cp * 2;
+  CHECK(step_interval(f, h100, 10.0, more_cp).beyond.find("context parallel") !=
+        std::string::npos);
+  PlanScope unseen_dtype = inside;
+  unseen_dtype.gemm_dtype = "fp64";
+  CHECK(step_interval(f, h100, 10.0, unseen_dtype).beyond.find("fp64 GEMMs") !=
+        std::string::npos);
 }
 
 namespace {

@@ -81,6 +81,7 @@ struct ClassInterval {
   double low = 0;         // measured / predicted - 1, the interval's ends (0 inside)
   double high = 0;
   std::string basis;      // what it is based on, in words
+  CorpusReach reach;      // what the class's cases span; a plan outside takes the extrapolation's
 };
 
 /// Intervals at `level` (0.8) from the cross-validated residuals of cases that were not

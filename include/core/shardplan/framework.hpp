@@ -183,6 +183,31 @@ struct FrameworkPricing {
   double compute_speed(const GpuSpec& gpu, int pp) const;
 };
 
+/// What a plan is, for the question whether validation saw plans like it: a mixture of experts
+/// or dense, the element type of its GEMMs, its context-parallel degree and its GPU count.
+struct PlanScope {
+  bool moe = false;
+  std::string gemm_dtype = "bf16";  // to_string(MathDtype): bf16, fp16, fp8, fp4
+  int cp = 1;
+  int gpus = 1;
+};
+
+/// What one class's validation cases span. A plan outside it extrapolates (a MoE plan where the
+/// class has dense runs only, FP4 where it has BF16 and FP8, CP 16 where its runs reach 8, 8192
+/// GPUs where they reach 1024), and its step takes the interval for plans beyond the corpus.
+struct CorpusReach {
+  bool dense = false;                    // some case trains a dense model
+  bool moe = false;                      // some case trains a mixture of experts
+  std::vector<std::string> gemm_dtypes;  // the GEMM element types its cases train in, sorted
+  int max_cp = 1;
+  int max_gpus = 0;
+  /// Widens the reach to hold `s`.
+  void add(const PlanScope& s);
+  /// "" when `s` lies inside; else what lies outside and how far the cases reach, e.g.
+  /// "context parallel 16 (they reach 8)".
+  std::string outside(const PlanScope& s) const;
+};
+
 /// How far measured steps fall from predicted ones for one GPU generation: the 80% interval of
 /// measured step / predicted step - 1 that `shardplan validate --cross-validate` derives from
 /// leave-one-source-group-out residuals (tools/update_accuracy.py writes it into the profile).
@@ -194,6 +219,7 @@ struct AccuracyClass {
   double step_error_low = 0;
   double step_error_high = 0;
   std::string source;  // the validation case ids
+  CorpusReach reach;   // what its cases span (the beyond-corpus row: none, every plan is)
 };
 
 /// The highest MFU published for a framework on one GPU generation, and where.
@@ -234,10 +260,17 @@ struct FrameworkProfile {
 /// A predicted step with the range validation says the measured one falls in.
 struct StepInterval {
   double low_s = 0, high_s = 0;
+  double error_low = 0, error_high = 0;     // the ends applied: measured / predicted - 1
   const AccuracyClass* accuracy = nullptr;  // nullptr: no validation case for this class
+  /// Why the plan took the interval beyond the corpus ("no validation case of megatron on L40S",
+  /// "the megatron x H100 cases do not span 8192 GPUs (they reach 6144)"); "" when it did not.
+  std::string beyond;
   /// True when a plan `faster_s` is faster by less than this interval can tell apart.
   bool within(double faster_s) const { return faster_s >= low_s; }
 };
-StepInterval step_interval(const FrameworkProfile& framework, const GpuSpec& gpu, double step_s);
+/// The interval of a plan's step: its framework x GPU generation's, or the one beyond the
+/// corpus (never narrower) when the plan lies outside what that class's cases span.
+StepInterval step_interval(const FrameworkProfile& framework, const GpuSpec& gpu, double step_s,
+                           const PlanScope& scope);
 
 }  // namespace shardplan

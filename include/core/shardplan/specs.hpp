@@ -403,4 +403,9 @@ double moe_max_load(const TrainingSpec& training);
 /// recipe, the framework's default); the engine checks it before pricing.
 bool recipe_matches(const TrainingSpec& tr);
 
+/// The plan as validation's reach reads it (framework.hpp): MoE or dense, the GEMM element type,
+/// the context-parallel degree and the cluster's GPU count.
+PlanScope plan_scope(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,
+                     const ClusterSpec& cluster);
+
 }  // namespace shardplan

@@ -120,6 +120,7 @@ struct Estimate {
   /// The step simulated event by event (step_simulation.hpp).
   SimulatedStep simulated;
   MfuPlausibility mfu_check;  // against the framework x GPU generation's highest published
+  PlanScope scope;            // what the step interval's validation reach is checked against
 };
 
 /// Assumed MFU when only the parameter count is known: the low end of the 40-56% that dense
