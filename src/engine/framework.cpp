@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+
 #include <fmt/format.h>
 
 #include "shardplan/collectives.hpp"

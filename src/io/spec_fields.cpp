@@ -94,6 +94,27 @@ JsonField<T> positive_when_given(const char* key, double T::*m) {
   return only_when(positive(key, m), [m](const T& v) { return v.*m > 0; });
 }
 
+// The GEMM element types a class's cases run, each a name to_string(MathDtype) gives.
+JsonField<CorpusReach> gemm_dtypes_field() {
+  return {"gemm_dtypes", [](const CorpusReach& r) { return json(r.gemm_dtypes); },
+          [](StrictObject& o, const std::string& k, CorpusReach& r) {
+            const json& raw = o.raw(k);
+            std::vector<std::string> names;
+            for (int d = 0; d < kMathDtypes; ++d)
+              names.emplace_back(to_string(static_cast<MathDtype>(d)));
+            if (!raw.is_array() || raw.empty())
+              throw InputError(o.field(k), "expected a list of GEMM element types");
+            for (const json& v : raw) {
+              if (!v.is_string() ||
+                  std::find(names.begin(), names.end(), v.get<std::string>()) == names.end())
+                throw InputError(o.field(k), fmt::format("'{}' is not one of: {}", v.dump(),
+                                                         fmt::join(names, ", ")));
+              r.gemm_dtypes.push_back(v.get<std::string>());
+            }
+          },
+          {}};
+}
+
 }  // namespace
 
 const JsonFields<Offload>& offload_fields() {
@@ -209,30 +230,6 @@ const JsonFields<HostSpec>& host_fields() {
   };
   return rows;
 }
-
-namespace {
-
-// The GEMM element types a class's cases run, each a name to_string(MathDtype) gives.
-JsonField<CorpusReach> gemm_dtypes_field() {
-  return {"gemm_dtypes", [](const CorpusReach& r) { return json(r.gemm_dtypes); },
-          [](StrictObject& o, const std::string& k, CorpusReach& r) {
-            const json& raw = o.raw(k);
-            std::vector<std::string> names;
-            for (int d = 0; d < kMathDtypes; ++d) names.emplace_back(to_string(MathDtype(d)));
-            if (!raw.is_array() || raw.empty())
-              throw InputError(o.field(k), "expected a list of GEMM element types");
-            for (const json& v : raw) {
-              if (!v.is_string() ||
-                  std::find(names.begin(), names.end(), v.get<std::string>()) == names.end())
-                throw InputError(o.field(k), fmt::format("'{}' is not one of: {}", v.dump(),
-                                                         fmt::join(names, ", ")));
-              r.gemm_dtypes.push_back(v.get<std::string>());
-            }
-          },
-          {}};
-}
-
-}  // namespace
 
 const JsonFields<CorpusReach>& reach_fields() {
   using R = CorpusReach;
