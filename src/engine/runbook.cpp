@@ -45,7 +45,10 @@ RankState rank_state(const StageMemory& s, const StateBytes& per, double weight_
 
 // Walks every rank in Megatron-LM's order (tp fastest, then cp, dp, pp; see placement_of) and
 // adds what it writes and reads to its node: replicated state is written by data-parallel rank 0
-// only, sharded state by every rank; every rank reads all it holds.
+// only, sharded state by every rank; every rank reads all it holds. Under HSDP each shard is held
+// alike by the dp_replicate ranks of its position, and torch.distributed.checkpoint keeps each
+// duplicate on the replica with the smallest plan so far (dedup_save_plans, save_to_lowest_rank
+// False by default), which spreads the writing: each replica writes 1/dp_replicate of its shard.
 void account_ranks(CheckpointPlan& k, const MemoryBreakdown& mem, const ParallelPlan& p,
                    const ClusterSpec& c) {
   std::vector<RankState> stages;
@@ -53,13 +56,22 @@ void account_ranks(CheckpointPlan& k, const MemoryBreakdown& mem, const Parallel
     stages.push_back(rank_state(s, mem.bytes_per_param, k.weight_bytes_per_param));
   }
   const long long inner = static_cast<long long>(p.tp) * p.cp;
+  const double replicas = p.dp_replicate();  // 1 unless HSDP replicates the shards
   double node_write = 0, node_read = 0;
   for (long long rank = 0; rank < c.gpus; ++rank) {
     const bool replica_writer = (rank / inner) % p.dp == 0;
     const RankState& st = stages[static_cast<size_t>(rank / (inner * p.dp))];
     double write = kSmallStateBytesPerRank;
-    if (p.zero >= 3 || replica_writer) write += st.weights;
-    if (p.zero >= 1 || replica_writer) write += st.optimizer;
+    if (p.zero >= 3) {
+      write += st.weights / replicas;
+    } else if (replica_writer) {
+      write += st.weights;
+    }
+    if (p.zero >= 1) {
+      write += st.optimizer / replicas;
+    } else if (replica_writer) {
+      write += st.optimizer;
+    }
     const double read = st.weights + st.optimizer + kSmallStateBytesPerRank;
     k.bytes_per_rank = std::max(k.bytes_per_rank, write);
     k.read_bytes_per_rank = std::max(k.read_bytes_per_rank, read);

@@ -83,6 +83,25 @@ TEST_CASE("tensor and pipeline parallel shard the checkpoint; the total counts i
   CHECK(r.checkpoint.read_total_bytes == doctest::Approx(params * (16 * 2 + 12)).epsilon(0.01));
 }
 
+// HSDP (shard 8, replicate 2 on 16 GPUs): each rank holds 1/8 of the 14 B, twice over the two
+// replicas; torch.distributed.checkpoint's dedup_save_plans leaves each duplicate to the replica
+// with the smaller plan, so each rank writes 1/16, as under full sharding, and the nodes together
+// write the checkpoint once. Each rank still reads back its whole 1/8.
+TEST_CASE("HSDP writes each replicated shard once, the replicas sharing the writing") {
+  const ModelSpec m = test::params_only(7e9);
+  const TrainingSpec t = test::training(4096, 64);
+  const ClusterSpec c = test::cluster(16, "dgx-h100");
+  ParallelPlan hsdp = zero_plan(16, 3);
+  hsdp.dp_shard = 8;
+  const CheckpointPlan k = runbook_of(m, t, hsdp, c).checkpoint;
+  CHECK(k.bytes_per_rank == doctest::Approx(7e9 * 14 / 16 + kSmallStateBytesPerRank));
+  CHECK(k.bytes_per_rank ==
+        doctest::Approx(runbook_of(m, t, zero_plan(16, 3), c).checkpoint.bytes_per_rank));
+  CHECK(k.node_write_bytes == doctest::Approx(k.total_bytes / 2));  // 2 nodes, each half
+  CHECK(k.read_bytes_per_rank == doctest::Approx(7e9 * 14 / 8 + kSmallStateBytesPerRank));
+  CHECK(k.writing_ranks == 16);
+}
+
 TEST_CASE("write time: the busiest node or the aggregate bandwidth, whichever is slower") {
   const ModelSpec m = test::params_only(7e9);
   const TrainingSpec t = test::training(4096, 64);
