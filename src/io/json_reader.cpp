@@ -50,13 +50,14 @@ class DuplicateKeys {
 // The key in the other unit convention: profiles give datasheet units (_gb_per_s, _gib, _us),
 // plan files and --json base units (_bytes_per_s, _bytes, _s); "" when the key has no unit.
 std::string in_other_units(const std::string& key) {
-  static const std::pair<std::string, std::string> kUnits[] = {
+  static constexpr std::pair<const char*, const char*> kUnits[] = {
       {"gb_per_s", "bytes_per_s"}, {"gib", "bytes"}, {"us", "s"}};
   for (const auto& [datasheet, base] : kUnits) {
     for (const auto& [from, to] : {std::pair{datasheet, base}, std::pair{base, datasheet}}) {
+      const std::string suffix = std::string("_") + from;
       if (key == from) return to;
-      if (key.size() > from.size() + 1 && key.ends_with("_" + from))
-        return key.substr(0, key.size() - from.size()) + to;
+      if (key.size() > suffix.size() && key.ends_with(suffix))
+        return key.substr(0, key.size() - suffix.size() + 1) + to;
     }
   }
   return "";
