@@ -100,6 +100,7 @@ JsonField<CorpusReach> gemm_dtypes_field() {
           [](StrictObject& o, const std::string& k, CorpusReach& r) {
             const json& raw = o.raw(k);
             std::vector<std::string> names;
+            names.reserve(kMathDtypes);
             for (int d = 0; d < kMathDtypes; ++d)
               names.emplace_back(to_string(static_cast<MathDtype>(d)));
             if (!raw.is_array() || raw.empty())
