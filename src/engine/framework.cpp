@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "shardplan/collectives.hpp"
 #include "shardplan/error.hpp"
@@ -81,18 +82,14 @@ std::string CorpusReach::outside(const PlanScope& s) const {
   std::vector<std::string> out;
   if (s.moe && !moe) out.emplace_back("a mixture of experts (they are dense)");
   if (!s.moe && !dense) out.emplace_back("a dense model (they are mixtures of experts)");
-  if (std::find(gemm_dtypes.begin(), gemm_dtypes.end(), s.gemm_dtype) == gemm_dtypes.end()) {
-    std::string seen;
-    for (const std::string& d : gemm_dtypes) seen += (seen.empty() ? "" : ", ") + d;
-    out.push_back(s.gemm_dtype + " GEMMs (they run " + seen + ")");
-  }
+  if (std::find(gemm_dtypes.begin(), gemm_dtypes.end(), s.gemm_dtype) == gemm_dtypes.end())
+    out.push_back(
+        fmt::format("{} GEMMs (they run {})", s.gemm_dtype, fmt::join(gemm_dtypes, ", ")));
   if (s.cp > max_cp)
     out.push_back(fmt::format("context parallel {} (they reach {})", s.cp, max_cp));
   if (s.gpus > max_gpus)
     out.push_back(fmt::format("{} GPUs (they reach {})", s.gpus, max_gpus));
-  std::string text;
-  for (const std::string& o : out) text += (text.empty() ? "" : "; ") + o;
-  return text;
+  return fmt::format("{}", fmt::join(out, "; "));
 }
 
 StepInterval step_interval(const FrameworkProfile& f, const GpuSpec& gpu, double step_s,

@@ -9,6 +9,7 @@
 
 #include "support.hpp"
 
+using shardplan::test::check_refused;
 using shardplan::test::make_temp_dir;
 using shardplan::test::run_cli;
 using shardplan::test::run_command;
@@ -112,19 +113,13 @@ TEST_CASE("--dp-shard and --grad-sync: HSDP where the framework runs it, bad val
   CHECK(j.at("plan").at("dp_shard") == 8);
   CHECK(j.at("plan").at("dp_replicate") == 2);
   // Megatron-Core and DeepSpeed have no HSDP in their profiles: refused, naming the flag.
-  for (const char* f : {"megatron", "deepspeed"}) {
-    const auto r = run_cli(base + "--framework " + f + " --dp-shard 8");
-    CHECK(r.status == 2);
-    CHECK(contains(r.err, "--dp-shard"));
-    CHECK(contains(r.err, "hybrid sharding"));
+  for (const std::string f : {"megatron", "deepspeed"}) {
+    check_refused(base + "--framework " + f + " --dp-shard 8", "--dp-shard");
+    check_refused(base + "--framework " + f + " --dp-shard 8", "hybrid sharding");
   }
-  const auto whole = run_cli(base + "--framework torchtitan --dp-shard 16");
-  CHECK(whole.status == 2);
-  CHECK(contains(whole.err, "full sharding"));
-  const auto bad = run_cli(base + "--framework torchtitan --grad-sync sometimes");
-  CHECK(bad.status == 2);
-  CHECK(contains(bad.err, "--grad-sync"));
-  CHECK(contains(bad.err, "every-micro-batch"));
+  check_refused(base + "--framework torchtitan --dp-shard 16", "full sharding");
+  check_refused(base + "--framework torchtitan --grad-sync sometimes", "--grad-sync");
+  check_refused(base + "--framework torchtitan --grad-sync sometimes", "every-micro-batch");
   // Deferred: the reduce-scatter runs once per step, and the JSON says so. Holding the stage's
   // gradients unsharded across the 4 micro-batches (8.03e9 params x 4 B fp32 = 29.9 GiB) takes
   // the 8B model past the H100's 79.65 GiB: a plan that does not fit (status 1), still reported.
