@@ -380,6 +380,22 @@ MicroBatchWork describe_micro_batch(const ModelSpec& m, const TrainingSpec& tr,
     head.tp.bytes = x.tokens * x.h * x.e;
     head.tp.gathers = 1;
   }
+
+  // DeepSeek-V3 Sec. 2.2 (Eq. 21-22): each MTP module normalises the previous depth's hidden
+  // state and the next token's embedding (the shared table: a lookup, no GEMM), projects their
+  // concatenation 2h -> h, runs one transformer layer (described as `layer`) and the shared
+  // output head and loss. Megatron-Core's projection is column-parallel (multi_token_prediction.py
+  // eh_proj) and the module sits on the LM head's stage (its layout's "m" before "L").
+  w.mtp_layers = m.mtp_layers;
+  if (m.mtp_layers > 0) {
+    Block& mtp = w.mtp;
+    mtp.ops.push_back(norm_op("mtp hidden norm", x));
+    mtp.ops.push_back(norm_op("mtp embedding norm", x));
+    mtp.ops.push_back(gemm("mtp projection", x.tokens, x.h / p.tp, 2.0 * x.h, 1, x.e,
+                           2.0 * x.tokens * x.h * x.e));
+    for (const Op& op : head.ops) mtp.ops.push_back(op);
+    mtp.tp = head.tp;
+  }
   return w;
 }
 

@@ -115,7 +115,11 @@ ActivationProfile activation_profile(const MicroBatchWork& w, const ModelSpec& m
   const double framework_bytes =
       p.tp > 1 && f.logit_bytes_vocab_parallel > 0 ? f.logit_bytes_vocab_parallel : f.logit_bytes;
   const bool loss_peak_given = framework_bytes > 0;
-  if (loss_peak_given) a.head_saved -= w.loss_saved_bytes;
+  if (w.mtp_layers > 0) a.mtp_saved = saved_activation_bytes(w.mtp, Recompute::none);
+  if (loss_peak_given) {
+    a.head_saved -= w.loss_saved_bytes;
+    if (w.mtp_layers > 0) a.mtp_saved -= w.loss_saved_bytes;
+  }
   const double logit_bytes = loss_peak_given ? framework_bytes : tr.recipe.activation_bytes;
   a.logits = w.tokens * m.vocab / p.tp * logit_bytes;
   return a;
@@ -144,6 +148,14 @@ bool keeps_params_gathered(const TrainingSpec& tr, const ParallelPlan& p) {
   // `not pp_enabled`, to avoid an all-gather per micro-batch under pipeline schedules.
   return p.zero >= 3 && p.pp > 1 &&
          tr.framework.pricing.fsdp_reshard == FrameworkPricing::Reshard::not_with_pp;
+}
+
+Zero3Gathers zero3_gathers(const TrainingSpec& tr, const ParallelPlan& p) {
+  Zero3Gathers g;
+  if (!keeps_params_gathered(tr, p)) return g;
+  g.backward = false;
+  g.once_per_step = defers_grad_sync(tr, p);
+  return g;
 }
 
 MemoryInputs memory_inputs(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p) {
@@ -198,6 +210,13 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
     if (last) {
       s.activations_bytes += a.head_saved;
       s.logits_bytes = a.logits;
+      // The MTP modules (layer.hpp MicroBatchWork::mtp) beside the LM head: each one's layer
+      // for every micro-batch in flight, like the stage's own, and its head like the main one.
+      if (m.mtp_layers > 0) {
+        const double in_flight =
+            p.pp == 1 ? 1.0 : microbatches_in_flight(p, micro_batches, stage);
+        s.activations_bytes += m.mtp_layers * (in_flight * a.layer_saved[r] + a.mtp_saved);
+      }
     }
     if (p.recompute == Recompute::full) s.recompute_working_bytes = a.layer_working;
   }

@@ -270,6 +270,14 @@ DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int sta
   if (last) {
     d.dense += norm_params(m);
     if (!m.tied_embeddings || !first) d.dense += table;  // a tied table elsewhere is a copy
+    // The MTP modules beside the LM head they share (count_params: a `layer`-kind layer, the
+    // column-parallel 2h x h projection and three norms each).
+    if (m.mtp_layers > 0) {
+      const bool moe = m.is_moe();
+      d.dense += m.mtp_layers * ((moe ? moe_dense : dense_layer) + 2.0 * h * h / t +
+                                 3.0 * norm_params(m));
+      if (moe) d.experts += m.mtp_layers * moe_experts;
+    }
   }
   return d;
 }

@@ -94,7 +94,10 @@ CheckpointPlan size_checkpoint(const ModelSpec& m, const TrainingSpec& tr, const
   // cache); the optimizer state is what StateBytes holds (no master under pure bf16).
   k.weight_bytes_per_param = tr.recipe.weight_bytes;  // the recipe row's weight dtype
   k.optimizer_bytes_per_param = mem.bytes_per_param.optimizer;
-  k.params = count_params(m).total;
+  // The MTP modules train beside the model and are saved with it (DeepSeek-V3's released
+  // checkpoint: 671B main weights and 14B MTP, its Hugging Face README).
+  const ParamCounts counts = count_params(m);
+  k.params = counts.total + counts.mtp;
   k.small_state_bytes = kSmallStateBytesPerRank * c.gpus;
   k.total_bytes = k.params * k.bytes_per_param() + k.small_state_bytes;
   // ZeRO-0 leaves nothing sharded over data parallel: one writer per model-parallel rank.

@@ -330,7 +330,7 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
                                                           .interleave = v,
                                                           .schedule = schedule,
                                                           .offload = off});
-              if (lighter) set_lighter_ends(w.m.layers, pp * v, p);
+              if (lighter) set_lighter_ends(w.m.layers, pp * v, p, w.m.mtp_layers);
               for (bool overlap : space.moe_a2a_overlap) {
                 p.moe_a2a_overlap = overlap;
                 for (int g : space.shard_gpus) {
@@ -348,7 +348,18 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
 
 }  // namespace
 
-void set_lighter_ends(int layers, int chunks, ParallelPlan& p) {
+void set_lighter_ends(int layers, int chunks, ParallelPlan& p, int mtp_layers) {
+  if (mtp_layers > 0 && chunks >= 2) {
+    // Each MTP module weighs two layers on the last chunk (its layer, and its own head and
+    // loss), the loss one; the middle chunks take k layers each and the first the rest.
+    // DeepSeek-V3's 61 layers on 16 chunks: 4 | 14 x 4 | 1 + MTP + loss, the layout
+    // Megatron-Bridge's deepseek_v3.py sets for (PP, VP) = (16, 1) and (4, 4).
+    const int k = (layers + 2 + 2 * mtp_layers) / chunks;
+    p.last_stage_layers = std::max(0, k - 1 - 2 * mtp_layers);
+    p.first_stage_layers = layers - p.last_stage_layers - (chunks - 2) * k;
+    if (p.first_stage_layers < 0 || p.first_stage_layers > k + 1) p.first_stage_layers = layers + 1;
+    return;
+  }
   const int per_chunk = (layers + 2) / chunks;
   p.first_stage_layers = std::max(0, per_chunk - 1);
   p.last_stage_layers = std::max(0, per_chunk - 1);

@@ -103,29 +103,34 @@ struct Builder {
 
   void build_device(int d, const std::vector<SimPass>& order);
   std::pair<int, int> overlapped_pass(int d, const SimPass& x, bool last);
-  void zero3_pass(int d, int stage, int mb, int first, int last, bool backward, int before);
+  void zero3_pass(int d, int stage, int mb, int first, int last, bool gather, bool reduce,
+                  int before);
   void bucket_reduces(int d, int stage, int mb, int first, int last, double seconds, double bytes);
   void links();
   bool send_waits(const Crossing& c, int device) const;
   void step_edges();
 };
 
-// ZeRO-3 / FSDP around one pass split into units: each unit's gather before it, and in
-// backward its reduce-scatter after it. `before` is the device's previous compute task.
-void Builder::zero3_pass(int d, int stage, int mb, int first, int last, bool backward, int before) {
+// ZeRO-3 / FSDP around one pass split into units: with `gather`, each unit's gather before it;
+// with `reduce` (a backward that syncs), its reduce-scatter after it. `before` is the device's
+// previous compute task.
+void Builder::zero3_pass(int d, int stage, int mb, int first, int last, bool gather, bool reduce,
+                         int before) {
   const DataParallelWork& dp = in.stages[stage].dp;
   for (int piece = first, i = 0; piece <= last; ++piece, ++i) {
-    SimEvent e = event(SimTaskKind::param_gather, SimStream::dp_gather, d, stage, mb);
-    e.bytes = dp.unit_gather_bytes;
-    e.link = dp.link;
-    const int gather = g.add(e, dp.unit_gather_s);
-    g.depend(gather, piece);
-    // Prefetch depth one: unit i's gather is issued when unit i - 1 starts, i.e. once unit
-    // i - 2 is done (FSDP's forward/backward_prefetch); without it, when unit i - 1 is done.
-    const int wait = dp.prefetch ? piece - 2 : piece - 1;
-    if (i >= (dp.prefetch ? 2 : 1)) g.depend(wait, gather);
-    if (i < (dp.prefetch ? 2 : 1)) g.depend(before, gather);
-    if (!backward) continue;
+    if (gather) {
+      SimEvent e = event(SimTaskKind::param_gather, SimStream::dp_gather, d, stage, mb);
+      e.bytes = dp.unit_gather_bytes;
+      e.link = dp.link;
+      const int id = g.add(e, dp.unit_gather_s);
+      g.depend(id, piece);
+      // Prefetch depth one: unit i's gather is issued when unit i - 1 starts, i.e. once unit
+      // i - 2 is done (FSDP's forward/backward_prefetch); without it, when unit i - 1 is done.
+      const int wait = dp.prefetch ? piece - 2 : piece - 1;
+      if (i >= (dp.prefetch ? 2 : 1)) g.depend(wait, id);
+      if (i < (dp.prefetch ? 2 : 1)) g.depend(before, id);
+    }
+    if (!reduce) continue;
     SimEvent r = event(SimTaskKind::grad_reduce, SimStream::dp_reduce, d, stage, mb);
     r.bytes = dp.unit_reduce_bytes;
     r.link = dp.link;
@@ -192,8 +197,12 @@ std::pair<int, int> steady_state(const std::vector<SimPass>& order) {
 // One device's passes in its issue order.
 void Builder::build_device(int d, const std::vector<SimPass>& order) {
   std::vector<int> last_w(in.stages.size(), -1);  // the index of each stage's last W pass
+  std::vector<int> first_f(in.stages.size(), -1);  // and of its first forward
   for (size_t i = 0; i < order.size(); ++i) {
     const SimPass& x = order[i];
+    if ((x.kind == SimTaskKind::forward || x.kind == SimTaskKind::overlapped) &&
+        first_f[x.stage] < 0)
+      first_f[x.stage] = static_cast<int>(i);
     if (x.kind == SimTaskKind::weight_grad || x.kind == SimTaskKind::backward) {
       last_w[x.stage] = static_cast<int>(i);
     } else if (x.kind == SimTaskKind::overlapped) {
@@ -217,8 +226,8 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
         ids_of = pass(x.kind, d, x.stage, x.micro_batch, st.forward_s, zero3 ? dp.units : 1, 0);
         attach_comm(ids_of.first, st.forward_comm, x.stage, x.micro_batch);
         ep_exposed_s[d] += st.forward_comm.ep_s;
-        if (zero3)
-          zero3_pass(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, false, before);
+        if (zero3 && (!dp.unit_gather_first_only || first_f[x.stage] == static_cast<int>(i)))
+          zero3_pass(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, true, false, before);
         at(x.stage, x.micro_batch).f_first = ids_of.first;
         at(x.stage, x.micro_batch).f_last = ids_of.second;
         break;
@@ -234,8 +243,8 @@ void Builder::build_device(int d, const std::vector<SimPass>& order) {
         attach_comm(ids_of.first, st.backward_comm, x.stage, x.micro_batch);
         ep_exposed_s[d] += st.backward_comm.ep_s;
         if (zero3)
-          zero3_pass(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, whole && zero3_reduces,
-                     before);
+          zero3_pass(d, x.stage, x.micro_batch, ids_of.first, ids_of.second,
+                     dp.unit_gather_backward, whole && zero3_reduces, before);
         if (!zero3 && whole && reduce_here)
           bucket_reduces(d, x.stage, x.micro_batch, ids_of.first, ids_of.second, dp.reduce_s,
                          dp.reduce_bytes);

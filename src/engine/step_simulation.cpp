@@ -71,6 +71,9 @@ DataParallelWork chunk_dp(const ParallelPlan& p, const TrainingSpec& tr, const C
     dp.unit_gather_bytes = comm.dp_params.bytes;
     dp.unit_reduce_bytes = comm.dp_grads.bytes + replicate_bytes;
     dp.unit_reduce_last_only = deferred;
+    const Zero3Gathers gathers = zero3_gathers(tr, p);
+    dp.unit_gather_backward = gathers.backward;
+    dp.unit_gather_first_only = gathers.once_per_step;
     return dp;
   }
   if (comm.dp_grads.present()) {

@@ -53,6 +53,7 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
                          : cost.layer;
   cost.embedding = time_block(w.embedding, c.gpu, edge_gemms(recipe));
   cost.head = time_block(w.head, c.gpu, edge_gemms(recipe));
+  if (w.mtp_layers > 0) cost.mtp = time_block(w.mtp, c.gpu, edge_gemms(recipe));
   cost.activations = activation_profile(w, m, tr, p);
   const double e = recipe.activation_bytes;
 
@@ -64,7 +65,8 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
   cost.tp_forward_calls = lt.all_reduces + lt.gathers + lt.scatters;
   cost.tp_backward_calls = cost.tp_forward_calls + lt.backward_regathers;
   cost.tp_edges_s = tp_forward_s(w.embedding.tp, tp, c) + tp_backward_s(w.embedding.tp, tp, c) +
-                    tp_forward_s(w.head.tp, tp, c) + tp_backward_s(w.head.tp, tp, c);
+                    tp_forward_s(w.head.tp, tp, c) + tp_backward_s(w.head.tp, tp, c) +
+                    w.mtp_layers * (tp_forward_s(w.mtp.tp, tp, c) + tp_backward_s(w.mtp.tp, tp, c));
   // The framework's TP collectives reach this share of the link's busbw (its profile).
   const double tp_share = tr.framework.pricing.tp_busbw.at(p.tp);
   cost.tp_forward_s /= tp_share;
@@ -105,7 +107,7 @@ struct StageCost {
   double cp_s = 0, cp_exposed_s = 0;
   double ep_s = 0, ep_exposed_s = 0;
   double pp_s = 0;
-  double zero3_s = 0, zero3_exposed_s = 0;
+  double zero3_exposed_s = 0;
   double zero3_units = 0, zero3_ag_s = 0, zero3_rs_s = 0;  // per call
   double zero3_ar_s = 0;  // hybrid sharding: a unit's gradient shard all-reduced across replicas
   // Exposed per pass: forward, a backward that reduces its gradients, one that defers them.
@@ -291,6 +293,22 @@ BlockTime stage_compute(const Context& x, int stage, StageCost& s) {
     s.backward_s += edge->backward_s;
     s.weight_grad_s += edge->weight_grad_s;
   }
+  if (stage == head_stage(p) && m.mtp_layers > 0) {
+    // The MTP modules beside the LM head: each one `layer`-kind layer, recomputed as the
+    // stage's layers are, and its own norms, projection, head and loss (layer.hpp).
+    const BlockTime& ml = x.cost.layer;
+    const BlockTime& mb = x.cost.mtp;
+    const double mrec = p.recompute == Recompute::full        ? ml.forward_s
+                        : p.recompute == Recompute::selective ? ml.selective_s
+                                                              : 0.0;
+    const double n = m.mtp_layers;
+    s.forward_s += n * (ml.forward_s + mb.forward_s);
+    s.backward_s += n * (ml.backward_s + mrec + mb.backward_s);
+    s.recompute_s += n * mrec;
+    s.weight_grad_s += n * (ml.weight_grad_s + mb.weight_grad_s);
+    s.layers += n;
+    if (m.is_moe()) s.moe_layers += n;
+  }
   // Kernels slower or faster than the fused ones the GPU profile was fitted on.
   const double speed = x.tr.framework.pricing.compute_speed(x.c.gpu, x.p.pp);
   s.forward_s /= speed;
@@ -342,7 +360,8 @@ double replicate_all_reduce_s(const Context& x, double shard_bytes) {
 }
 
 // ZeRO-3 / FSDP gather one unit at a time (a transformer layer; the embedding and the LM head
-// are units of their own), for forward and again for backward, and reduce-scatter its
+// are units of their own), for forward and again for backward (less often when the weights are
+// kept gathered: memory.hpp zero3_gathers), and reduce-scatter its
 // gradient: per-call latency adds up on large groups. With prefetching each gather hides
 // behind the previous unit's compute; the first one of each pass cannot.
 void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost& s) {
@@ -350,8 +369,9 @@ void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost
   const Placement& dp = x.at.shard;
   const StateBytes& per = x.mem.per_param;
   const double layers = m.has_architecture() ? stage_layers(m.layers, x.p, stage) : 1.0;
+  const bool head = m.has_architecture() && stage == head_stage(x.p);
   s.zero3_units = layers + (m.has_architecture() && stage == 0 ? 1 : 0) +
-                  (m.has_architecture() && stage == head_stage(x.p) ? 1 : 0);
+                  (head ? 1 + m.mtp_layers : 0);  // an MTP module is a unit of its own
   const double unit = dev.dense / s.zero3_units;
   // A MoE model's experts are sharded over their own expert-data-parallel group: gathered and
   // reduced there, beside the dense weights over the whole data-parallel group.
@@ -369,7 +389,10 @@ void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost
   s.zero3_ar_s = replicate_all_reduce_s(x, unit * per.gradients / x.p.shard_degree());
   const double n = s.zero3_units;
   const double ag = s.zero3_ag_s, rs = s.zero3_rs_s, ar = s.zero3_ar_s;
-  s.zero3_s = n * (2.0 * ag + rs + ar);
+  // Kept-gathered weights (memory.hpp zero3_gathers): the backward gathers nothing, so a
+  // reducing backward waits on its reductions alone and a deferring one on nothing.
+  const Zero3Gathers gathers = zero3_gathers(x.tr, x.p);
+  const double bwd_ag = gathers.backward ? ag : 0.0;
   if (x.tr.overlap_param_gather) {
     // Prefetch depth one: unit i+1's gather runs beside unit i's compute, so a pass takes
     // g + (n-1) max(g, c) + c, of which g + (n-1) max(0, g - c) waits on the wire (never
@@ -378,18 +401,21 @@ void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost
     // stream: on another link than the shard group's (NVLink inside, the network across) it
     // runs beside the next unit's gather and reduce-scatter, on the same link after them.
     const bool own_link = dp.domains() <= 1 && x.at.replicate.domains() > 1;
-    const double chain = own_link ? std::max(ag + rs, ar) : ag + rs + ar;
+    const double chain = own_link ? std::max(bwd_ag + rs, ar) : bwd_ag + rs + ar;
     s.zero3_fwd_exposed_s = ag + (n - 1) * std::max(0.0, ag - s.forward_s / n);
-    s.zero3_bwd_exposed_s = ag + rs + ar + (n - 1) * std::max(0.0, chain - s.backward_s / n);
-    s.zero3_bwd_deferred_exposed_s = ag + (n - 1) * std::max(0.0, ag - s.backward_s / n);
+    s.zero3_bwd_exposed_s = bwd_ag + rs + ar + (n - 1) * std::max(0.0, chain - s.backward_s / n);
+    s.zero3_bwd_deferred_exposed_s =
+        gathers.backward ? ag + (n - 1) * std::max(0.0, ag - s.backward_s / n) : 0.0;
   } else {
     s.zero3_fwd_exposed_s = n * ag;
-    s.zero3_bwd_exposed_s = n * (ag + rs + ar);
-    s.zero3_bwd_deferred_exposed_s = n * ag;
+    s.zero3_bwd_exposed_s = n * (bwd_ag + rs + ar);
+    s.zero3_bwd_deferred_exposed_s = n * bwd_ag;
   }
-  // Per micro-batch on average: with deferred sync only the last backward reduces.
+  // Per micro-batch on average: with deferred sync only the last backward reduces, and with
+  // weights kept gathered for the step only the first forward gathers.
   const double reducing = deferred_sync(x) ? 1.0 / x.micro_batches : 1.0;
-  s.zero3_exposed_s = s.zero3_fwd_exposed_s + reducing * s.zero3_bwd_exposed_s +
+  s.zero3_exposed_s = gathers.forward_share(x.micro_batches) * s.zero3_fwd_exposed_s +
+                      reducing * s.zero3_bwd_exposed_s +
                       (1.0 - reducing) * s.zero3_bwd_deferred_exposed_s;
 }
 
@@ -513,8 +539,11 @@ void zero3_traffic(const Context& x, const StageCost& crit, int mb, CommBreakdow
   const double units = crit.zero3_units;
   const double reducing = deferred_sync(x) ? 1 : mb;  // backwards that reduce their gradients
   const double unit_grads = crit.params / units * per.gradients;
+  // Gathers per step: each forward's (or only the first's) and each backward's unless kept.
+  const Zero3Gathers gathers = zero3_gathers(x.tr, x.p);
+  const double forwards = gathers.forward_share(mb) * mb;
   set_traffic(comm.dp_params, Collective::all_gather, crit.params / units * per.gather,
-              2.0 * units * mb, dp, x.c);
+              units * (forwards + (gathers.backward ? mb : 0)), dp, x.c);
   set_traffic(comm.dp_grads, Collective::reduce_scatter, unit_grads, units * reducing, dp, x.c);
   // Each call as stage_zero3 priced it (the framework's share of busbw included), so that a
   // row's time is what its exposure was taken from.
@@ -529,11 +558,12 @@ void zero3_traffic(const Context& x, const StageCost& crit, int mb, CommBreakdow
   }
   // A reducing backward waits on gathers, reduce-scatters and all-reduces alike: its exposure
   // is split by their times; a deferring backward waits on gathers only.
-  const double sum = std::max(1e-30, crit.zero3_ag_s + crit.zero3_rs_s + crit.zero3_ar_s);
+  const double bwd_ag = gathers.backward ? crit.zero3_ag_s : 0.0;
+  const double sum = std::max(1e-30, bwd_ag + crit.zero3_rs_s + crit.zero3_ar_s);
   const double reduce_exposed = reducing * crit.zero3_bwd_exposed_s;
-  comm.dp_params.exposed_s = mb * crit.zero3_fwd_exposed_s +
+  comm.dp_params.exposed_s = forwards * crit.zero3_fwd_exposed_s +
                              (mb - reducing) * crit.zero3_bwd_deferred_exposed_s +
-                             reduce_exposed * crit.zero3_ag_s / sum;
+                             reduce_exposed * bwd_ag / sum;
   comm.dp_grads.exposed_s = reduce_exposed * crit.zero3_rs_s / sum;
   comm.dp_replicate.exposed_s = reduce_exposed * crit.zero3_ar_s / sum;
 }

@@ -89,10 +89,16 @@ std::vector<Row> rows_of(const CommBreakdown& comm, const ParallelPlan& p, const
                                 grad_dtype, p.dp_replicate(), p.zero >= 2 ? when : "once per step")});
   }
   if (comm.dp_params.present()) {
+    const Zero3Gathers gathers = zero3_gathers(tr, p);
+    const char* zero3 =
+        gathers.once_per_step ? "weight all-gathers, once per step, kept gathered until the last "
+                                "backward (ZeRO-3)"
+        : !gathers.backward   ? "weight all-gathers, every forward, kept gathered for its "
+                                "backward (ZeRO-3)"
+                              : "weight all-gathers, forward and backward of every micro-batch "
+                                "(ZeRO-3)";
     rows.push_back({Parallelism::data, &comm.dp_params,
-                    p.zero == 3
-                        ? "weight all-gathers, forward and backward of every micro-batch (ZeRO-3)"
-                        : "updated-weight all-gather after the optimizer step"});
+                    p.zero == 3 ? zero3 : "updated-weight all-gather after the optimizer step"});
   }
   if (comm.tp.present()) {
     rows.push_back({Parallelism::tensor, &comm.tp,

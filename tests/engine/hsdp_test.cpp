@@ -1,7 +1,8 @@
-// Hybrid sharding (HSDP: ZeRO inside a shard group, replicas across groups) and the deferred
-// gradient sync, against hand computations: the sharded state divided by the shard degree, the
-// collectives on the group each one runs on, the rule table, and the search choosing HSDP where
-// the arithmetic of a slow network says it is faster.
+// Hybrid sharding (HSDP: ZeRO inside a shard group, replicas across groups), the deferred
+// gradient sync and FSDP's kept-gathered weights, against hand computations: the sharded state
+// divided by the shard degree, the collectives on the group each one runs on and how often they
+// run, the rule table, and the search choosing HSDP where the arithmetic of a slow network says
+// it is faster.
 #include <doctest/doctest.h>
 
 #include "shardplan/memory.hpp"
@@ -9,6 +10,7 @@
 #include "shardplan/profiles.hpp"
 #include "shardplan/rules.hpp"
 #include "shardplan/search.hpp"
+#include "shardplan/step_simulation.hpp"
 #include "shardplan/step_time.hpp"
 #include "support.hpp"
 
@@ -133,6 +135,55 @@ TEST_CASE("--grad-sync deferred: one reduce-scatter per step instead of one per 
   REQUIRE(once_sim.step_simulated);
   REQUIRE(every_sim.step_simulated);
   CHECK(once_sim.step_s < every_sim.step_s);
+}
+
+namespace {
+
+// The simulated step's weight gathers on pipeline rank `device`.
+int simulated_gathers(const ModelSpec& m, const TrainingSpec& t, const ParallelPlan& p,
+                      const ClusterSpec& c, const Estimate& e, int device) {
+  const SimulatedStep sim = simulate_step(m, t, p, c, e.time, e.comm, true);
+  int n = 0;
+  for (const SimEvent& ev : sim.result.events)
+    n += ev.kind == SimTaskKind::param_gather && ev.device == device ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("FSDP2 under pipeline stages gathers each unit once per step, not twice per micro-batch") {
+  // torchtitan keeps a stage's weights gathered from forward to backward under pipelining
+  // (parallelize.py apply_fsdp: reshard_after_forward = not pp_enabled), and
+  // torch.distributed.pipelining's backward_maybe_with_nosync sets set_reshard_after_backward(False)
+  // with set_requires_gradient_sync(False) until the last backward: the first forward gathers,
+  // nothing gathers again, the last backward reduce-scatters. Llama 3.1 8B on dp 4 x pp 2, 16
+  // sequences: 4 micro-batches; each stage has 16 layers and the embedding (or the LM head): 17
+  // FSDP units.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(8192, 16);
+  t.framework = load_framework(Framework::torchtitan);
+  ParallelPlan p = test::plan(4, 1, 2);
+  p.zero = 3;
+  const ClusterSpec c = test::cluster(8);
+  const double units = 17, micro_batches = 4;
+  const Estimate once = estimate(m, t, p, c, Simulation::skip);
+  CHECK(once.comm.dp_params.calls == units);
+  CHECK(once.comm.dp_grads.calls == units);
+  CHECK(simulated_gathers(m, t, p, c, once, 0) == units);
+  // Synced every micro-batch, FSDP2 reshards after each backward (its default), so each
+  // forward gathers again; the backward still finds its weights gathered.
+  t.grad_sync = GradSync::every_micro_batch;
+  const Estimate every = estimate(m, t, p, c, Simulation::skip);
+  CHECK(every.comm.dp_params.calls == units * micro_batches);
+  CHECK(every.comm.dp_grads.calls == units * micro_batches);
+  CHECK(simulated_gathers(m, t, p, c, every, 0) == units * micro_batches);
+  CHECK(once.time.step_s < every.time.step_s);
+  // Megatron's ZeRO-3 pricing keeps nothing gathered: forward and backward of every micro-batch.
+  t.grad_sync = GradSync::framework;
+  t.framework = load_framework(Framework::megatron);
+  const Estimate meg = estimate(m, t, p, c, Simulation::skip);
+  CHECK(meg.comm.dp_params.calls == 2 * units * micro_batches);
+  CHECK(simulated_gathers(m, t, p, c, meg, 0) == 2 * units * micro_batches);
 }
 
 TEST_CASE("the rule table: HSDP needs a framework that runs it, ZeRO 1-3 and a divisor of dp") {

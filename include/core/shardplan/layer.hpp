@@ -59,6 +59,11 @@ struct MicroBatchWork {
   Block embedding;              // first pipeline stage only
   Block head;                   // last pipeline stage only: final norm, LM head, loss
   double loss_saved_bytes = 0;  // of head: the fp32 softmax the loss keeps for its backward
+  // One multi-token-prediction module beside its transformer layer (a `layer`-kind layer):
+  // the two input norms, the 2h -> h projection, and the LM head and loss it shares with the
+  // main model (DeepSeek-V3 Sec. 2.2). On the LM head's stage, `mtp_layers` of them.
+  Block mtp;
+  int mtp_layers = 0;
   double tokens = 0;            // tokens of one micro-batch on this device (s/cp * b)
 };
 

@@ -30,6 +30,7 @@ struct ActivationProfile {
   double layer_working = 0;    // one layer's full saved set (rebuilt under full recompute)
   double embedding_saved = 0;  // first stage, per in-flight micro-batch
   double head_saved = 0;       // last stage: final norm, LM head input, fp32 softmax
+  double mtp_saved = 0;        // last stage: one MTP module beside its layer (norms, projection, head)
   double logits = 0;           // last stage: 16-bit logits before the fp32 loss
 };
 ActivationProfile activation_profile(const MicroBatchWork& work, const ModelSpec& model,
@@ -100,6 +101,22 @@ bool defers_grad_sync(const TrainingSpec& training, const ParallelPlan& plan);
 /// Whether ZeRO-3 keeps each unit's gathered parameters from its forward to its backward
 /// (FSDP2 reshard_after_forward=False; torchtitan's "default" policy under pipeline stages).
 bool keeps_params_gathered(const TrainingSpec& training, const ParallelPlan& plan);
+
+/// How often ZeRO-3 gathers each unit's weights. Without kept-gathered weights: before every
+/// forward and again before every backward. Kept gathered (keeps_params_gathered): not again for
+/// the backward; and when the gradient sync is also deferred (torch.distributed.pipelining's
+/// backward_maybe_with_nosync sets set_reshard_after_backward(False) beside
+/// set_requires_gradient_sync(False) until the last backward), not again for later
+/// micro-batches either: one gather per unit per step, before the first forward.
+struct Zero3Gathers {
+  bool backward = true;        // each backward gathers again
+  bool once_per_step = false;  // only the step's first forward gathers
+  /// Forward gathers per micro-batch, on average over a step of `micro_batches`.
+  double forward_share(int micro_batches) const {
+    return once_per_step && micro_batches > 1 ? 1.0 / micro_batches : 1.0;
+  }
+};
+Zero3Gathers zero3_gathers(const TrainingSpec& training, const ParallelPlan& plan);
 
 struct MemoryBreakdown {
   std::vector<StageMemory> stages;  // one per pipeline stage

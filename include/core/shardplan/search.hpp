@@ -63,9 +63,12 @@ SearchSpace full_space(const ModelSpec& model, const TrainingSpec& training,
                        const ClusterSpec& cluster, const PlanRules& rules = {});
 
 /// The search's `lighter_ends` layout for `chunks` = pp x interleave model chunks: the first
-/// and last chunk one layer lighter. A split that does not exist, or that an uneven pp already
-/// gives, is left for check_plan() to refuse, so each layout is visited once.
-void set_lighter_ends(int layers, int chunks, ParallelPlan& p);
+/// and last chunk one layer lighter (the embedding and the loss counted as a layer each:
+/// Megatron-LM's --account-for-embedding/loss-in-pipeline-split). With `mtp_layers` MTP modules
+/// on the last chunk, each counts as two more layers there, and the first chunk takes what the
+/// middle ones leave. A split that does not exist, or that an uneven pp already gives, is left
+/// for check_plan() to refuse, so each layout is visited once.
+void set_lighter_ends(int layers, int chunks, ParallelPlan& p, int mtp_layers = 0);
 
 /// One evaluated plan.
 struct Candidate {

@@ -65,6 +65,10 @@ struct DataParallelWork {
   double unit_gather_s = 0, unit_gather_bytes = 0;
   double unit_reduce_s = 0, unit_reduce_bytes = 0;
   bool unit_reduce_last_only = false;  // deferred sync: only the last micro-batch reduces
+  // Weights kept gathered (memory.hpp zero3_gathers): no gathers before a backward, and with
+  // `unit_gather_first_only` none after the stage's first forward of the step.
+  bool unit_gather_backward = true;
+  bool unit_gather_first_only = false;
   bool prefetch = true;
   SimLink link = SimLink::none;
 };

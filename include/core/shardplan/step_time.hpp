@@ -21,6 +21,7 @@ struct MicroBatchCost {
   double tokens = 0;  // per micro-batch on this device
   BlockTime layer, embedding, head;
   BlockTime dense_layer;  // a MoE model's dense layers (== layer when all layers are alike)
+  BlockTime mtp;          // one MTP module beside its layer (layer.hpp MicroBatchWork::mtp)
   ActivationProfile activations;
   // tensor parallel, per layer per micro-batch
   double tp_layer_bytes = 0;  // one collective's size (s * b * h activations)
@@ -28,7 +29,7 @@ struct MicroBatchCost {
   double tp_backward_s = 0;   // their conjugates, plus SP's re-gather of saved inputs
   int tp_forward_calls = 0;
   int tp_backward_calls = 0;
-  double tp_edges_s = 0;  // embedding (first stage) and LM head (last), fwd + bwd
+  double tp_edges_s = 0;  // embedding (first stage) and LM head with any MTP (last), fwd + bwd
   double cp_layer_s = 0;  // K/V ring traffic of one layer's forward
   double cp_layer_bytes = 0;
   double attention_s = 0;  // what the K/V ring hides behind

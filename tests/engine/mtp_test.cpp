@@ -1,0 +1,112 @@
+// DeepSeek-V3's multi-token-prediction module as a plan carries it: its weights, its compute,
+// its activations and its FSDP unit on the LM head's stage, its weights in the checkpoint, and
+// the search's layout that makes that stage lighter. Hand computations from DeepSeek-V3's
+// config.json (hidden 7168, vocab 129280, 256 routed experts of 3 x 7168 x 2048, one MTP
+// module) and the report's Sec. 2.2.
+#include <doctest/doctest.h>
+
+#include "shardplan/layer.hpp"
+#include "shardplan/memory.hpp"
+#include "shardplan/model.hpp"
+#include "shardplan/plan.hpp"
+#include "shardplan/profiles.hpp"
+#include "shardplan/runbook.hpp"
+#include "shardplan/search.hpp"
+#include "shardplan/step_time.hpp"
+#include "support.hpp"
+
+using namespace shardplan;
+
+namespace {
+
+constexpr double kHidden = 7168, kVocab = 129280, kTokens = 4096;
+// One MoE layer's routed experts: 256 x (gate, up, down) of 7168 x 2048.
+constexpr double kRoutedExperts = 256.0 * 3.0 * 7168.0 * 2048.0;
+
+ModelSpec without_mtp(ModelSpec m) {
+  m.mtp_layers = 0;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("DeepSeek-V3's MTP module: its weights on the LM head's stage, experts split by ep") {
+  const ModelSpec m = load_model("deepseek-v3");
+  REQUIRE(m.mtp_layers == 1);
+  const ModelSpec none = without_mtp(m);
+  const double mtp = count_params(m).mtp;
+  ParallelPlan p = test::plan(8, 1, 2);
+  // No tensor or expert parallelism: the last stage holds the whole module, the first none.
+  CHECK(device_params(m, p, 1).total() - device_params(none, p, 1).total() ==
+        doctest::Approx(mtp));
+  CHECK(device_params(m, p, 0).total() == device_params(none, p, 0).total());
+  // EP 8: each rank holds 32 of the module's 256 routed experts.
+  p.ep = 8;
+  CHECK(device_params(m, p, 1).total() - device_params(none, p, 1).total() ==
+        doctest::Approx(mtp - kRoutedExperts * 7.0 / 8.0));
+}
+
+TEST_CASE("DeepSeek-V3's MTP module: one more MoE layer, a 2h -> h projection and the head again") {
+  const ModelSpec m = load_model("deepseek-v3");
+  const TrainingSpec t = test::training(4096, 16);
+  const ParallelPlan p = test::plan(8, 1, 2);
+  const MicroBatchWork w = describe_micro_batch(m, t, p);
+  REQUIRE(w.mtp_layers == 1);
+  double gemm_flops = 0;
+  for (const Op& op : w.mtp.ops) gemm_flops += op.kind == OpKind::gemm ? op.flops : 0.0;
+  // Projection 2 x T x h x 2h, LM head 2 x T x h x V (DeepSeek-V3 Eq. 21-22).
+  CHECK(gemm_flops == doctest::Approx(2.0 * kTokens * kHidden * 2.0 * kHidden +
+                                      2.0 * kTokens * kHidden * kVocab));
+  // The LM head's stage runs the module's layer and block beside its own work; the other
+  // stage is untouched. No TP, CP or EP traffic here, so the passes are the compute alone.
+  const ClusterSpec c = test::cluster(16, "dgx-h100");
+  const Estimate with = estimate(m, t, p, c, Simulation::skip);
+  const Estimate without = estimate(without_mtp(m), t, p, c, Simulation::skip);
+  const MicroBatchCost cost = micro_batch_cost(m, t, p, c);
+  const double speed = t.framework.pricing.compute_speed(c.gpu, p.pp);
+  CHECK(with.time.last_work.forward_s - without.time.last_work.forward_s ==
+        doctest::Approx((cost.layer.forward_s + cost.mtp.forward_s) / speed));
+  CHECK(with.time.first_work.forward_s == doctest::Approx(without.time.first_work.forward_s));
+  CHECK(cost.mtp.forward_s > cost.head.forward_s);
+}
+
+TEST_CASE("DeepSeek-V3's MTP module: its activations, its FSDP unit and its checkpoint share") {
+  const ModelSpec m = load_model("deepseek-v3");
+  const ModelSpec none = without_mtp(m);
+  const TrainingSpec t = test::training(4096, 16);
+  ParallelPlan p = test::plan(8, 1, 2);
+  const ClusterSpec c = test::cluster(16, "dgx-h100");
+  // 1F1B's last stage holds one micro-batch in flight: one more MoE layer's saved tensors and
+  // the module's own: two norms' inputs (T h each), the projection's 2h input, the head's norm
+  // and input (T h each) in bf16, and the loss's fp32 softmax (T V x 4 B).
+  const MemoryInputs in = memory_inputs(m, t, p);
+  const double own = 2.0 * kTokens * kHidden * (1 + 1 + 2 + 1 + 1) + kTokens * kVocab * 4.0;
+  CHECK(in.activations.mtp_saved == doctest::Approx(own));
+  const double with = estimate_memory(m, t, p, c).stages[1].activations_bytes;
+  const double without = estimate_memory(none, t, p, c).stages[1].activations_bytes;
+  CHECK(with - without == doctest::Approx(in.activations.layer_saved[0] + own));
+  // Under ZeRO-3 the module is one more unit on the last stage: 31 layers, the head, the module.
+  p.zero = 3;
+  const Estimate z3 = estimate(m, t, p, c, Simulation::skip);
+  CHECK(z3.time.last_work.zero3_units == 33);
+  CHECK(z3.time.first_work.zero3_units == 31);  // 30 layers and the embedding
+  // The checkpoint saves the module with the model: 671B + 11.6B parameters.
+  const Runbook r = plan_runbook(m, t, p, c, z3, RunbookOptions{});
+  CHECK(r.checkpoint.params == doctest::Approx(count_params(m).total + count_params(m).mtp));
+}
+
+TEST_CASE("the search's lighter ends weigh an MTP module as two layers on the last chunk") {
+  // 61 layers on 16 chunks: middles of k = (61 + 2 + 2) / 16 = 4, the last 4 - 1 - 2 = 1 layer
+  // beside the module and the loss, the first the other 4 - the layout Megatron-Bridge's
+  // deepseek_v3.py sets for (PP, VP) = (16, 1) and (4, 4): Et*4|(t*4|)*14tmL.
+  ParallelPlan p = test::plan(1, 1, 16);
+  set_lighter_ends(61, 16, p, 1);
+  CHECK(p.first_stage_layers == 4);
+  CHECK(p.last_stage_layers == 1);
+  CHECK(layout_splits(61, p));
+  CHECK(chunk_layers(61, p, 7) == 4);
+  // Without the module, 61 + 2 does not split into 16 equal chunks: no such layout.
+  ParallelPlan q = test::plan(1, 1, 16);
+  set_lighter_ends(61, 16, q);
+  CHECK(q.first_stage_layers == 62);
+}
