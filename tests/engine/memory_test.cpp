@@ -199,6 +199,27 @@ TEST_CASE("pipeline stages differ and the most loaded one is reported") {
   CHECK(mem.stages[0].logits_bytes == 0);
 }
 
+TEST_CASE("a MoE model whose first layers are dense peaks where its experts begin") {
+  // DeepSeek-V3's first three layers are dense (first_k_dense_replace 3). On pp 32 with one
+  // layer on the first stage and two on each middle stage, stage 1 holds layers 1-2 (dense) and
+  // stage 2 the first two MoE layers, each with all 256 experts without EP: ~11.5B parameters
+  // against ~0.6B. The search's fast peak must look there, not only at stages 0, 1 and last.
+  const ModelSpec m = load_model("deepseek-v3");
+  ParallelPlan p = test::plan(32, 2, 32);
+  p.zero = 1;
+  p.sequence_parallel = true;
+  p.first_stage_layers = 1;
+  p.last_stage_layers = 0;
+  const TrainingSpec t = test::training(4096, 15360);
+  const ClusterSpec c = test::cluster(2048, "h800-deepseek");
+  const MemoryBreakdown mem = estimate_memory(m, t, p, c);
+  REQUIRE(mem.stages.size() == 32);
+  CHECK(mem.worst_stage == 2);
+  CHECK(mem.stages[2].params > 10 * mem.stages[1].params);
+  CHECK(peak_memory_bytes(m, t, p, c, memory_inputs(m, t, p)) ==
+        doctest::Approx(mem.total_bytes()));
+}
+
 TEST_CASE("ZeRO-3 gathers a layer at a time") {
   const ModelSpec m = test::gpt(2, 65536, 256);
   ParallelPlan p = test::plan(64, 1, 1);

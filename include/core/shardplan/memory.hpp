@@ -163,8 +163,9 @@ MemoryBreakdown estimate_memory(const ModelSpec& model, const TrainingSpec& trai
 
 /// The most-loaded device's total. Activations fall and the embedding leaves after the first
 /// stage, and only the last holds the LM head and logits, so the peak is on the first or last
-/// stage, or the second when the first is given fewer layers; this checks those (tests compare
-/// it with estimate_memory on many plans).
+/// stage, or the second when the first is given fewer layers, or, for a MoE model whose first
+/// layers are dense, the first middle stage with the most MoE layers; this checks those (tests
+/// compare it with estimate_memory on many plans).
 double peak_memory_bytes(const ModelSpec& model, const TrainingSpec& training,
                          const ParallelPlan& plan, const ClusterSpec& cluster,
                          const MemoryInputs& inputs);
