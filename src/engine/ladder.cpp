@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "shardplan/memory.hpp"
+#include "shardplan/model.hpp"
 #include "shardplan/offload.hpp"
 #include "shardplan/step_time.hpp"
 
@@ -59,6 +60,15 @@ const char* to_string(Blocker b) {
       return "host_memory";
   }
   return "";
+}
+
+std::vector<Rung> ladder_order(const ModelSpec& m, int gpus) {
+  std::vector<Rung> order = {Rung::single_gpu, Rung::gradient_accumulation};
+  if (gpus == 1) order.push_back(Rung::offload);
+  order.insert(order.end(), {Rung::zero_1, Rung::zero_2});
+  if (m.is_moe()) order.push_back(Rung::expert_parallel);
+  order.insert(order.end(), {Rung::zero_3, Rung::tensor_parallel, Rung::pipeline_parallel});
+  return order;
 }
 
 SearchSpace rung_space(Rung rung, const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
@@ -211,8 +221,10 @@ void climb(LadderResult& out, const ModelSpec& m, const TrainingSpec& tr, const 
   out.first_pass = out.stop;
   out.climb_speedup = opt.climb_speedup;
   const RungVerdict first = out.rungs[static_cast<size_t>(out.stop)];
-  for (int i = static_cast<int>(first.rung) + 1; i < kRungs; ++i) {
-    const Rung rung = static_cast<Rung>(i);
+  const std::vector<Rung> order = ladder_order(m, c.gpus);
+  const auto above = std::find(order.begin(), order.end(), first.rung) + 1;
+  for (auto it = above; it < order.end(); ++it) {
+    const Rung rung = *it;
     const SearchSpace space = rung_space(rung, m, tr, c, opt.rules);
     if (space.size() == 0) continue;
     SearchResult r = search(m, tr, c, space, so);
@@ -255,10 +267,12 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
   so.rules = opt.rules;
   so.threads = opt.threads;
   so.top_k = 1 << 30;  // a rung's space is small; keep every feasible plan to judge its traffic
-  for (int i = 0; i < kRungs; ++i) {
-    const Rung rung = static_cast<Rung>(i);
-    if (rung == Rung::offload && c.gpus != 1) continue;
-    if (rung == Rung::expert_parallel && !m.is_moe()) continue;
+  if (m.is_moe()) {
+    const ParamCounts counts = count_params(m);
+    out.moe_total_params = counts.total;
+    out.moe_active_params = counts.active;
+  }
+  for (const Rung rung : ladder_order(m, c.gpus)) {
     RungVerdict v;
     v.rung = rung;
     v.capacity_bytes = c.gpu.memory_bytes;

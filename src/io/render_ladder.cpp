@@ -176,6 +176,16 @@ std::string render_ladder(const LadderResult& l, const ClusterSpec& c) {
       "at "
       "most {} of the step\n",
       format_percent(l.max_comm_share));
+  if (l.moe_total_params > 0) {
+    out += fmt::format(
+        "A mixture of experts: expert parallelism is tried after ZeRO-1/2, before ZeRO-3, tensor "
+        "and pipeline parallelism. ZeRO-3 would gather all {} parameters on every pass, {:.1f}x "
+        "the {} a token uses, and tensor parallelism cuts each expert's GEMMs; EP moves the "
+        "tokens instead and keeps each expert whole (Megatron-Core's MoE guide: prefer EP over "
+        "TP for the expert layers)\n",
+        format_count(l.moe_total_params), l.moe_total_params / l.moe_active_params,
+        format_count(l.moe_active_params));
+  }
   Table t({{"rung", Table::Align::left},
            {"verdict", Table::Align::left},
            {"memory/device"},

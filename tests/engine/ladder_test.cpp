@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "shardplan/memory.hpp"
 #include "shardplan/profiles.hpp"
@@ -204,4 +205,39 @@ TEST_CASE("the ladder keeps the first passing rung when later ones are not much 
   REQUIRE(l.stop >= 0);
   CHECK(l.stop == l.first_pass);
   CHECK(l.rungs[static_cast<size_t>(l.stop)].rung == Rung::zero_3);
+}
+
+TEST_CASE("a mixture of experts tries expert parallelism after ZeRO-1/2, before ZeRO-3") {
+  // Megatron-Core's MoE guide ("Tuning Guide of Parallel Mappings": prefer EP over TP for the
+  // expert layer); a dense model never walks the rung, offload is one GPU's only.
+  const std::vector<Rung> moe = ladder_order(load_model("qwen3-235b-a22b"), 256);
+  const std::vector<Rung> expected = {Rung::single_gpu,      Rung::gradient_accumulation,
+                                      Rung::zero_1,          Rung::zero_2,
+                                      Rung::expert_parallel, Rung::zero_3,
+                                      Rung::tensor_parallel, Rung::pipeline_parallel};
+  CHECK(moe == expected);
+  const std::vector<Rung> dense = ladder_order(load_model("llama-3.1-70b"), 1);
+  CHECK(std::count(dense.begin(), dense.end(), Rung::expert_parallel) == 0);
+  CHECK(std::count(dense.begin(), dense.end(), Rung::offload) == 1);
+}
+
+TEST_CASE("Qwen3-235B-A22B and DeepSeek-V3 on 256 GPUs stop at expert parallelism") {
+  // Neither fits under ZeRO-1/2 (their weights alone: 438 and 1272 GiB); the first passing plan
+  // splits the experts, as the published recipes do (EP 8-64).
+  struct Case {
+    const char* model;
+    const char* cluster;
+  };
+  for (const Case& k : {Case{"qwen3-235b-a22b", "dgx-h100"}, Case{"deepseek-v3", "h800-deepseek"}}) {
+    CAPTURE(k.model);
+    const ModelSpec m = load_model(k.model);
+    const TrainingSpec t = test::training(4096, 1024);
+    const LadderResult l = walk_ladder(m, t, test::cluster(256, k.cluster));
+    REQUIRE(l.stop >= 0);
+    const RungVerdict& stop = l.rungs[static_cast<size_t>(l.stop)];
+    CHECK(stop.rung == Rung::expert_parallel);
+    CHECK(stop.plan.plan.ep > 1);
+    CHECK(l.rungs[static_cast<size_t>(l.stop) - 1].rung == Rung::zero_2);
+    CHECK(l.moe_total_params / l.moe_active_params > 10);
+  }
 }

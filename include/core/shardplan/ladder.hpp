@@ -1,8 +1,8 @@
 // The decision ladder, walked in order: one GPU, gradient accumulation, offload (one GPU), ZeRO-1,
-// ZeRO-2, ZeRO-3, tensor parallel (inside a node), pipeline parallel (across nodes). Each rung
-// is a restricted search; the walk stops at the first rung whose best plan fits in memory and
-// whose exposed communication the interconnect can carry, unless a later rung's passing plan is
-// much faster (LadderOptions::climb_speedup).
+// ZeRO-2, [expert parallel: mixture of experts only], ZeRO-3, tensor parallel (inside a node),
+// pipeline parallel (across nodes). Each rung is a restricted search; the walk stops at the first
+// rung whose best plan fits in memory and whose exposed communication the interconnect can carry,
+// unless a later rung's passing plan is much faster (LadderOptions::climb_speedup).
 #pragma once
 
 #include <optional>
@@ -28,10 +28,21 @@ enum class Rung {
   pipeline_parallel,
   // Mixture of experts only: experts spread over ep ranks, tokens sent to them by all-to-all,
   // with any tensor, pipeline and ZeRO degree beside (every published MoE recipe runs EP 8-64).
+  // Walked after ZeRO-2 (ladder_order): last in this enum only so that the names keep their
+  // numbers.
   expert_parallel,
 };
 inline constexpr int kRungs = 9;
 const char* to_string(Rung r);
+
+/// The rungs in the order the walk climbs them for this model on `gpus` GPUs. A mixture of
+/// experts tries expert parallelism right after ZeRO-1/2, before ZeRO-3, tensor and pipeline
+/// parallelism: ZeRO-3 gathers every expert on every pass (traffic that grows with all the
+/// parameters, many times the ones a token uses), and tensor parallelism cuts each expert's
+/// GEMMs, where EP moves only the tokens and keeps each expert's GEMM whole (Megatron-Core's
+/// MoE guide, "Tuning Guide of Parallel Mappings": prefer EP over TP for the expert layer).
+/// Offload is a rung on one GPU only.
+std::vector<Rung> ladder_order(const ModelSpec& model, int gpus);
 
 /// What stops a rung, most specific first.
 enum class Blocker {
@@ -88,6 +99,10 @@ struct LadderResult {
   int first_pass = -1;  // the first rung that passes; differs from stop when the walk climbed
   double climb_speedup = 0;
   double max_comm_share = 0;
+  // A mixture of experts (the walk tried expert parallelism before ZeRO-3): its parameter counts,
+  // for the reason the ladder gives. 0 for a dense model.
+  double moe_total_params = 0;
+  double moe_active_params = 0;
 };
 
 LadderResult walk_ladder(const ModelSpec& model, const TrainingSpec& training,
