@@ -14,10 +14,13 @@ bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 // DeepSeek-V3 report (arXiv:2412.19437) Sec. 3.1-3.2 and 4.2: 2,048 H800s, PP 16, EP 64 over 8
-// nodes, ZeRO-1, no TP; 4K sequences, batch 15,360 sequences.
+// nodes, ZeRO-1, no TP; 4K sequences, batch 15,360 sequences. The report does not give its
+// stage split; Megatron-Bridge's deepseek_v3.py sets, for PP 16: the embedding and 4 layers,
+// 14 stages of 4, and 1 layer beside the MTP module and the loss.
 const std::string kLayout =
     " --model deepseek-v3 --cluster h800-deepseek --gpus 2048 --pp 16 --ep 64 --zero 1"
-    " --global-batch 15360 --precision fp8 --recompute full";
+    " --global-batch 15360 --precision fp8 --recompute full"
+    " --first-stage-layers 4 --last-stage-layers 1";
 }  // namespace
 
 TEST_CASE("estimate: DeepSeek-V3's published layout runs, EP all-to-alls cross InfiniBand") {
@@ -71,4 +74,18 @@ TEST_CASE("expert tp folds experts over tp x dp; ill-fitting degrees are refused
   shardplan::test::check_refused(
       "estimate --model qwen3-30b-a3b --gpus 8 --capacity-factor 0.5 --global-batch 8",
       "--capacity-factor");
+}
+
+TEST_CASE("plan: a mixture of experts on 256 GPUs stops at the expert-parallel rung and says why") {
+  const auto r = run_cli(
+      "plan --model qwen3-235b-a22b --cluster dgx-h100 --gpus 256 --global-batch 1024 --top 1");
+  REQUIRE(r.status == 0);
+  // 235.09B parameters, 22.19B of them a token's: ZeRO-3 would gather 10.6x what is used.
+  CHECK(contains(r.out, "ZeRO-3 would gather all 235.09B parameters on every pass, 10.6x the "
+                        "22.19B a token uses"));
+  CHECK(contains(r.out, "prefer EP over TP for the expert layers"));
+  const size_t rung = r.out.find("expert-parallel        STOP HERE");
+  REQUIRE(rung != std::string::npos);
+  CHECK(contains(r.out.substr(rung, r.out.find('\n', rung) - rung), "experts split"));
+  CHECK(contains(r.out, "Recommended (expert-parallel"));
 }
