@@ -2,6 +2,7 @@
 #include "shardplan/comm.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace shardplan {
 
@@ -105,6 +106,86 @@ void set_traffic(Traffic& t, Collective c, double bytes, double calls, const Pla
   t.wire_bytes = g.ranks > 1 ? calls * bytes * info(c).bus_factor(g.ranks) : 0;
 }
 
+Parallelism parallelism_of(TrafficKind k) {
+  switch (k) {
+    case TrafficKind::dp_grads:
+    case TrafficKind::dp_params:
+    case TrafficKind::dp_replicate:
+      return Parallelism::data;
+    case TrafficKind::tp:
+      return Parallelism::tensor;
+    case TrafficKind::pp:
+      return Parallelism::pipeline;
+    case TrafficKind::cp:
+      return Parallelism::context;
+    case TrafficKind::ep:
+      return Parallelism::expert;
+  }
+  return Parallelism::data;
+}
+
+const char* describe(TrafficKind k) {
+  switch (k) {
+    case TrafficKind::dp_grads:
+      return "data-parallel gradients";
+    case TrafficKind::dp_params:
+      return "data-parallel parameters";
+    case TrafficKind::dp_replicate:
+      return "data-parallel replicas";
+    case TrafficKind::tp:
+      return "tensor parallel";
+    case TrafficKind::pp:
+      return "pipeline parallel";
+    case TrafficKind::cp:
+      return "context parallel";
+    case TrafficKind::ep:
+      return "expert parallel";
+  }
+  return "";
+}
+
+const Traffic& CommBreakdown::of(TrafficKind k) const {
+  switch (k) {
+    case TrafficKind::dp_grads:
+      return dp_grads;
+    case TrafficKind::dp_params:
+      return dp_params;
+    case TrafficKind::dp_replicate:
+      return dp_replicate;
+    case TrafficKind::tp:
+      return tp;
+    case TrafficKind::pp:
+      return pp;
+    case TrafficKind::cp:
+      return cp;
+    case TrafficKind::ep:
+      return ep;
+  }
+  return ep;
+}
+
+Traffic& CommBreakdown::of(TrafficKind k) {
+  return const_cast<Traffic&>(std::as_const(*this).of(k));
+}
+
+double CommBreakdown::exposed_s() const {
+  double s = 0;
+  for (TrafficKind k : kTrafficKinds) s += of(k).exposed_s;
+  return s;
+}
+
+double CommBreakdown::time_s() const {
+  double s = 0;
+  for (TrafficKind k : kTrafficKinds) s += of(k).time_s;
+  return s;
+}
+
+double CommBreakdown::hidden_link_s() const {
+  double s = 0;
+  for (TrafficKind k : kTrafficKinds) s += of(k).hidden_link_s();
+  return s;
+}
+
 Traffic CommBreakdown::total(Parallelism p) const {
   auto add = [](Traffic a, const Traffic& b) {
     if (!b.present()) return a;
@@ -116,19 +197,15 @@ Traffic CommBreakdown::total(Parallelism p) const {
     a.calls += b.calls;
     return a;
   };
-  switch (p) {
-    case Parallelism::data:
-      return add(add(dp_grads, dp_params), dp_replicate);
-    case Parallelism::tensor:
-      return tp;
-    case Parallelism::pipeline:
-      return pp;
-    case Parallelism::context:
-      return cp;
-    case Parallelism::expert:
-      return ep;
+  // A parallelism of one kind returns that kind as it is, present or not.
+  Traffic sum;
+  bool first = true;
+  for (TrafficKind k : kTrafficKinds) {
+    if (parallelism_of(k) != p) continue;
+    sum = first ? of(k) : add(sum, of(k));
+    first = false;
   }
-  return {};
+  return sum;
 }
 
 }  // namespace shardplan

@@ -46,15 +46,7 @@ MfuPlausibility mfu_plausibility(double mfu, const TrainingSpec& tr, const Clust
 std::vector<Inconsistency> inconsistencies(const Estimate& e) {
   std::vector<Inconsistency> out;
   const CommBreakdown& c = e.comm;
-  const std::pair<const char*, const Traffic*> rows[] = {
-      {"data-parallel gradients", &c.dp_grads},
-      {"data-parallel parameters", &c.dp_params},
-      {"data-parallel replicas", &c.dp_replicate},
-      {"tensor parallel", &c.tp},
-      {"pipeline parallel", &c.pp},
-      {"context parallel", &c.cp},
-      {"expert parallel", &c.ep}};
-  for (const auto& [name, t] : rows) check_row(name, *t, out);
+  for (TrafficKind k : kTrafficKinds) check_row(describe(k), c.of(k), out);
   const StepTime& s = e.time;
   if (above(std::abs(c.exposed_s() - s.exposed_comm_s), 0)) {
     out.push_back({"rows' exposed times against the step's", c.exposed_s(), s.exposed_comm_s});

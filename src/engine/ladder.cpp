@@ -207,11 +207,9 @@ void price_offload(RungVerdict& v, const Estimate& e, const ModelSpec& m, const 
 
 // Traffic that leaves the scale-up domain runs on the NIC whether or not compute hides it.
 bool leaves_domain(const CommBreakdown& cb) {
-  for (const Traffic* t :
-       {&cb.dp_grads, &cb.dp_params, &cb.dp_replicate, &cb.tp, &cb.pp, &cb.cp, &cb.ep}) {
-    if (t->present() && t->placement.domains() > 1) return true;
-  }
-  return false;
+  return std::any_of(kTrafficKinds.begin(), kTrafficKinds.end(), [&](TrafficKind k) {
+    return cb.of(k).present() && cb.of(k).placement.domains() > 1;
+  });
 }
 
 // The fastest plan of a rung above the stop that passes, if it is `climb_speedup` times faster

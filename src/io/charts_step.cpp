@@ -44,7 +44,7 @@ std::array<double, kStepParts.size()> step_parts(const Estimate& e) {
           t.recompute_s,
           t.contention_s,
           t.bubble_s,
-          c.dp_grads.exposed_s + c.dp_params.exposed_s + c.dp_replicate.exposed_s,
+          c.total(Parallelism::data).exposed_s,
           c.tp.exposed_s,
           c.pp.exposed_s,
           c.cp.exposed_s,
@@ -158,18 +158,32 @@ struct CommRow {
   std::string detail;
 };
 
+// A kind's name on the communication chart.
+const char* chart_name(TrafficKind k) {
+  switch (k) {
+    case TrafficKind::dp_grads:
+      return "DP gradients";
+    case TrafficKind::dp_params:
+      return "DP weights";
+    case TrafficKind::dp_replicate:
+      return "DP replica all-reduce";
+    case TrafficKind::tp:
+      return "TP activations";
+    case TrafficKind::pp:
+      return "PP activations";
+    case TrafficKind::cp:
+      return "CP K/V ring";
+    case TrafficKind::ep:
+      return "EP dispatch + combine";
+  }
+  return "";
+}
+
 std::vector<CommRow> comm_rows(const Estimate& e, const ClusterSpec& cluster) {
-  const CommBreakdown& c = e.comm;
-  const std::pair<const char*, const Traffic*> kinds[] = {
-      {"DP gradients", &c.dp_grads},
-      {"DP weights", &c.dp_params},
-      {"DP replica all-reduce", &c.dp_replicate},
-      {"TP activations", &c.tp},
-      {"PP activations", &c.pp},
-      {"CP K/V ring", &c.cp},
-      {"EP dispatch + combine", &c.ep}};
   std::vector<CommRow> rows;
-  for (const auto& [what, t] : kinds) {
+  for (TrafficKind k : kTrafficKinds) {
+    const char* what = chart_name(k);
+    const Traffic* t = &e.comm.of(k);
     if (!t->present()) continue;
     rows.push_back({fmt::format("{} ({})", what, words_of(t->collective)), t->time_s, t->exposed_s,
                     fmt::format("{} x {}, {}", format_count(t->calls), format_bytes(t->bytes),

@@ -68,51 +68,55 @@ std::string expert_what(const ParallelPlan& p, const TrainingSpec& tr) {
   return what;
 }
 
-std::vector<Row> rows_of(const CommBreakdown& comm, const ParallelPlan& p, const TrainingSpec& tr) {
+// What one kind of traffic carries under this plan, in words.
+std::string words_of(TrafficKind k, const ParallelPlan& p, const TrainingSpec& tr) {
   const char* grad_dtype = tr.fp32_grads || tr.precision == Precision::fp32 ? "fp32" : "16-bit";
-  std::vector<Row> rows;
   // ZeRO-2/3 reduce every micro-batch unless the sync is deferred to the last (--grad-sync).
   const bool deferred = micro_batches_per_step(tr, p) > 1 && defers_grad_sync(tr, p);
   const char* when = deferred ? "once per step (deferred)" : "every micro-batch";
-  if (comm.dp_grads.present()) {
-    std::string what =
-        p.zero == 0   ? fmt::format("{} gradient all-reduce, once per step", grad_dtype)
-        : p.zero == 3 ? fmt::format("{} gradient reduce-scatter, {}", grad_dtype, when)
-        : p.zero == 2 ? fmt::format("{} gradient reduce-scatter, {} (ZeRO-2)", grad_dtype, when)
-                      : fmt::format("{} gradient reduce-scatter, once per step (ZeRO-1)", grad_dtype);
-    if (p.hybrid_shard()) what += fmt::format(", inside shard groups of {}", p.shard_degree());
-    rows.push_back({Parallelism::data, &comm.dp_grads, what});
+  switch (k) {
+    case TrafficKind::dp_grads: {
+      std::string what =
+          p.zero == 0   ? fmt::format("{} gradient all-reduce, once per step", grad_dtype)
+          : p.zero == 3 ? fmt::format("{} gradient reduce-scatter, {}", grad_dtype, when)
+          : p.zero == 2 ? fmt::format("{} gradient reduce-scatter, {} (ZeRO-2)", grad_dtype, when)
+                        : fmt::format("{} gradient reduce-scatter, once per step (ZeRO-1)",
+                                      grad_dtype);
+      if (p.hybrid_shard()) what += fmt::format(", inside shard groups of {}", p.shard_degree());
+      return what;
+    }
+    case TrafficKind::dp_params: {
+      if (p.zero != 3) return "updated-weight all-gather after the optimizer step";
+      const Zero3Gathers gathers = zero3_gathers(tr, p);
+      return gathers.once_per_step
+                 ? "weight all-gathers, once per step, kept gathered until the last backward "
+                   "(ZeRO-3)"
+             : !gathers.backward
+                 ? "weight all-gathers, every forward, kept gathered for its backward (ZeRO-3)"
+                 : "weight all-gathers, forward and backward of every micro-batch (ZeRO-3)";
+    }
+    case TrafficKind::dp_replicate:
+      return fmt::format("{} gradient-shard all-reduce across the {} replicas (HSDP), {}",
+                         grad_dtype, p.dp_replicate(), p.zero >= 2 ? when : "once per step");
+    case TrafficKind::tp:
+      return p.sequence_parallel ? "activation all-gather / reduce-scatter pairs, every layer"
+                                 : "activation all-reduces, 2 forward + 2 backward per layer";
+    case TrafficKind::pp:
+      return "boundary activations forward, their gradients back";
+    case TrafficKind::cp:
+      return "K/V chunks around the ring, every layer";
+    case TrafficKind::ep:
+      return expert_what(p, tr);
   }
-  if (comm.dp_replicate.present()) {
-    rows.push_back({Parallelism::data, &comm.dp_replicate,
-                    fmt::format("{} gradient-shard all-reduce across the {} replicas (HSDP), {}",
-                                grad_dtype, p.dp_replicate(), p.zero >= 2 ? when : "once per step")});
+  return "";
+}
+
+std::vector<Row> rows_of(const CommBreakdown& comm, const ParallelPlan& p, const TrainingSpec& tr) {
+  std::vector<Row> rows;
+  for (TrafficKind k : kTrafficKinds) {
+    const Traffic& t = comm.of(k);
+    if (t.present()) rows.push_back({parallelism_of(k), &t, words_of(k, p, tr)});
   }
-  if (comm.dp_params.present()) {
-    const Zero3Gathers gathers = zero3_gathers(tr, p);
-    const char* zero3 =
-        gathers.once_per_step ? "weight all-gathers, once per step, kept gathered until the last "
-                                "backward (ZeRO-3)"
-        : !gathers.backward   ? "weight all-gathers, every forward, kept gathered for its "
-                                "backward (ZeRO-3)"
-                              : "weight all-gathers, forward and backward of every micro-batch "
-                                "(ZeRO-3)";
-    rows.push_back({Parallelism::data, &comm.dp_params,
-                    p.zero == 3 ? zero3 : "updated-weight all-gather after the optimizer step"});
-  }
-  if (comm.tp.present()) {
-    rows.push_back({Parallelism::tensor, &comm.tp,
-                    p.sequence_parallel
-                        ? "activation all-gather / reduce-scatter pairs, every layer"
-                        : "activation all-reduces, 2 forward + 2 backward per layer"});
-  }
-  if (comm.pp.present()) {
-    rows.push_back(
-        {Parallelism::pipeline, &comm.pp, "boundary activations forward, their gradients back"});
-  }
-  if (comm.cp.present())
-    rows.push_back({Parallelism::context, &comm.cp, "K/V chunks around the ring, every layer"});
-  if (comm.ep.present()) rows.push_back({Parallelism::expert, &comm.ep, expert_what(p, tr)});
   return rows;
 }
 

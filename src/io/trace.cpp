@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "shardplan/schedule.hpp"
@@ -131,6 +132,27 @@ Timeline simulated_timeline(const ParallelPlan& p, const SimulatedStep& sim) {
   return tl;
 }
 
+// A kind's track on the closed form's timeline.
+const char* trace_name(TrafficKind k) {
+  switch (k) {
+    case TrafficKind::dp_grads:
+      return "DP/ZeRO gradients";
+    case TrafficKind::dp_params:
+      return "DP/ZeRO weights";
+    case TrafficKind::dp_replicate:
+      return "DP replica all-reduce";
+    case TrafficKind::tp:
+      return "TP";
+    case TrafficKind::pp:
+      return "PP send/recv";
+    case TrafficKind::cp:
+      return "CP";
+    case TrafficKind::ep:
+      return "EP";
+  }
+  return "";
+}
+
 }  // namespace
 
 Timeline build_timeline(const ParallelPlan& p, const Estimate& e) {
@@ -184,20 +206,22 @@ Timeline build_timeline(const ParallelPlan& p, const Estimate& e) {
   const CommBreakdown& c = e.comm;
   const double body_start = p.pp > 1 ? bubble * t.critical_stage / (p.pp - 1.0) : 0.0;
   const double sync_start = bubble + stretch * crit_body;
-  const struct {
+  // The model-parallel streams first, then the data-parallel ones that end the step.
+  struct Stream {
     const char* name;
     const Traffic& traffic;
     bool data_parallel;
-  } streams[] = {{"TP", c.tp, false},
-                 {"PP send/recv", c.pp, false},
-                 {"CP", c.cp, false},
-                 {"EP", c.ep, false},
-                 {"DP/ZeRO gradients", c.dp_grads, true},
-                 {"DP/ZeRO weights", c.dp_params, true},
-                 {"DP replica all-reduce", c.dp_replicate, true}};
+  };
+  std::vector<Stream> streams;
+  for (bool data : {false, true}) {
+    for (TrafficKind k : kTrafficKinds) {
+      if ((parallelism_of(k) == Parallelism::data) == data)
+        streams.push_back({trace_name(k), c.of(k), data});
+    }
+  }
   int track = 0;
   double dp_exposed_start = sync_start;
-  for (const auto& st : streams) {
+  for (const Stream& st : streams) {
     if (st.traffic.time_s <= 0) continue;
     tl.comm_names.push_back(st.name);
     const double exposed = st.traffic.exposed_s;

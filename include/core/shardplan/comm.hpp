@@ -2,6 +2,8 @@
 // which tier, and how long it takes there.
 #pragma once
 
+#include <array>
+
 #include "shardplan/collectives.hpp"
 #include "shardplan/specs.hpp"
 
@@ -31,6 +33,18 @@ struct Traffic {
   bool present() const { return calls > 0 && bytes > 0 && placement.ranks > 1; }
 };
 
+/// The kinds of traffic a step sends, one per member of CommBreakdown, in its order. A new kind
+/// is a member, a row here and a case in each switch over TrafficKind (-Wswitch names every
+/// one left); the sums, the consistency checks and the reports iterate kTrafficKinds.
+enum class TrafficKind { dp_grads, dp_params, dp_replicate, tp, pp, cp, ep };
+inline constexpr std::array<TrafficKind, 7> kTrafficKinds = {
+    TrafficKind::dp_grads, TrafficKind::dp_params, TrafficKind::dp_replicate, TrafficKind::tp,
+    TrafficKind::pp,       TrafficKind::cp,        TrafficKind::ep};
+/// The parallelism a kind belongs to: the gradient, weight and replica traffic are data's.
+Parallelism parallelism_of(TrafficKind k);
+/// What a kind carries, in words: "data-parallel gradients", "expert dispatch and combine".
+const char* describe(TrafficKind k);
+
 /// Per-step traffic of every parallelism; absent ones have calls == 0.
 struct CommBreakdown {
   Traffic dp_grads;   // DDP all-reduce, ZeRO reduce-scatter of gradients
@@ -42,19 +56,12 @@ struct CommBreakdown {
   Traffic pp;         // activations and their gradients at stage boundaries
   Traffic cp;         // ring attention: K/V chunks around the context-parallel group
   Traffic ep;         // expert dispatch and combine all-to-alls
-  double exposed_s() const {
-    return dp_grads.exposed_s + dp_params.exposed_s + dp_replicate.exposed_s + tp.exposed_s +
-           pp.exposed_s + cp.exposed_s + ep.exposed_s;
-  }
-  double time_s() const {
-    return dp_grads.time_s + dp_params.time_s + dp_replicate.time_s + tp.time_s + pp.time_s +
-           cp.time_s + ep.time_s;
-  }
-  double hidden_link_s() const {
-    return dp_grads.hidden_link_s() + dp_params.hidden_link_s() + dp_replicate.hidden_link_s() +
-           tp.hidden_link_s() +
-           pp.hidden_link_s() + cp.hidden_link_s() + ep.hidden_link_s();
-  }
+  /// One kind's traffic.
+  const Traffic& of(TrafficKind k) const;
+  Traffic& of(TrafficKind k);
+  double exposed_s() const;
+  double time_s() const;
+  double hidden_link_s() const;
   /// Sums of the traffic that belongs to one parallelism (data = grads + params + replicate).
   Traffic total(Parallelism p) const;
 };
