@@ -434,6 +434,8 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& given, StepModel
       p.run = &given[i];
       c.step = step_residual(p, &c.residual);
       c.extrapolated = extrapolated_in_fold(runs[i], fold, seen);
+      c.peak = runs[i].measured_peak_gib > 0 && p.predicted_peak_gib > 0;
+      if (c.peak) c.peak_error = p.predicted_peak_gib / runs[i].measured_peak_gib - 1;
       cv.cases.push_back(c);
     }
   }

@@ -40,13 +40,24 @@ ErrorStats stats_of(const std::vector<const CvCase*>& cases) {
   return s;
 }
 
-// Step-time cases keyed by `key` (group or class), in first-seen order.
+// What the step-time cases are grouped by: their source group, their accuracy class
+// ("megatron H100"), or their GPU generation and precision recipe ("GB200 mxfp8").
+using CaseKey = std::string (*)(const CvCase&);
+std::string group_key(const CvCase& c) { return c.group; }
+std::string class_key(const CvCase& c) { return c.cls; }
+std::string generation_precision_key(const CvCase& c) {
+  const GpuSpec& g = c.run->cluster.gpu;
+  return fmt::format("{} {}", g.accuracy_class.empty() ? g.name : g.accuracy_class,
+                     c.run->training.recipe.name);
+}
+
+// Step-time cases keyed by `key`, in first-seen order.
 std::vector<std::pair<std::string, std::vector<const CvCase*>>> step_cases_by(
-    const CrossValidation& cv, bool by_group) {
+    const CrossValidation& cv, CaseKey key_of) {
   std::vector<std::pair<std::string, std::vector<const CvCase*>>> out;
   for (const CvCase& c : cv.cases) {
     if (!c.step) continue;
-    const std::string& key = by_group ? c.group : c.cls;
+    const std::string key = key_of(c);
     auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == key; });
     if (it == out.end()) {
       out.push_back({key, {}});
@@ -59,10 +70,45 @@ std::vector<std::pair<std::string, std::vector<const CvCase*>>> step_cases_by(
 
 // The stats of the cases keyed `key` in `cv` (the closed-form cross-validation's row beside the
 // simulated one's).
-ErrorStats stats_for(const CrossValidation& cv, const std::string& key, bool by_group) {
-  for (const auto& [name, cases] : step_cases_by(cv, by_group))
+ErrorStats stats_for(const CrossValidation& cv, const std::string& key, CaseKey key_of) {
+  for (const auto& [name, cases] : step_cases_by(cv, key_of))
     if (name == key) return stats_of(cases);
   return {};
+}
+
+// Peak device memory: the held-out predictions against the sources' peaks, as they count them.
+struct PeakStats {
+  const char* what;
+  std::vector<double> errors;  // predicted / measured - 1
+  double mean_abs() const {
+    double sum = 0;
+    for (double e : errors) sum += std::fabs(e);
+    return errors.empty() ? 0 : sum / static_cast<double>(errors.size());
+  }
+  double max_abs() const {
+    double m = 0;
+    for (double e : errors) m = std::max(m, std::fabs(e));
+    return m;
+  }
+  double mean() const {  // signed: below 0, the peaks are under-predicted on average
+    double sum = 0;
+    for (double e : errors) sum += e;
+    return errors.empty() ? 0 : sum / static_cast<double>(errors.size());
+  }
+  int under() const {
+    return static_cast<int>(
+        std::count_if(errors.begin(), errors.end(), [](double e) { return e < 0; }));
+  }
+};
+
+std::vector<PeakStats> peak_stats(const CrossValidation& cv) {
+  std::vector<PeakStats> rows = {{"allocated", {}}, {"reserved", {}}, {"all", {}}};
+  for (const CvCase& c : cv.cases) {
+    if (!c.peak) continue;
+    rows[c.run->peak_is_reserved ? 1 : 0].errors.push_back(c.peak_error);
+    rows[2].errors.push_back(c.peak_error);
+  }
+  return rows;
 }
 
 int groups_in(const std::vector<const CvCase*>& cases) {
@@ -133,10 +179,10 @@ std::string render_cross_validation(const CrossValidation& cv, const CrossValida
            {"median"},
            {"max"},
            {"closed form"}});
-  for (const auto& [name, cases] : step_cases_by(cv, true)) {
+  for (const auto& [name, cases] : step_cases_by(cv, group_key)) {
     const ErrorStats s = stats_of(cases);
     g.add_row({name, std::to_string(s.cases), pct(s.in_sample_mean), pct(s.mean), pct(s.median),
-               pct(s.max), pct(stats_for(closed, name, true).mean)});
+               pct(s.max), pct(stats_for(closed, name, group_key).mean)});
   }
   out += "## step-time |error| per source group (held out: refit without the group)\n" +
          g.render("") + "\n";
@@ -148,11 +194,11 @@ std::string render_cross_validation(const CrossValidation& cv, const CrossValida
            {"max"},
            {"closed form"},
            {"80% interval", Table::Align::left}});
-  for (const auto& [name, cases] : step_cases_by(cv, false)) {
+  for (const auto& [name, cases] : step_cases_by(cv, class_key)) {
     const ErrorStats s = stats_of(cases);
     const ClassInterval* ci = interval_of(cv, name);
     c.add_row({name, std::to_string(s.cases), std::to_string(groups_in(cases)), pct(s.mean),
-               pct(s.median), pct(s.max), pct(stats_for(closed, name, false).mean),
+               pct(s.median), pct(s.max), pct(stats_for(closed, name, class_key).mean),
                fmt::format("{:+.1f}% to {:+.1f}%{}", ci->low * 100, ci->high * 100,
                            ci == &cv.pooled ? " (pooled: one group)" : "")});
   }
@@ -167,9 +213,41 @@ std::string render_cross_validation(const CrossValidation& cv, const CrossValida
          c.render("") + "\n";
   out += fmt::format(
       "coverage of the 80% interval: {} of {} step-time cases ({}) fall inside the interval built "
-      "from the other groups' residuals (closed form: {} of {}, {})\n",
+      "from the other groups' residuals (closed form: {} of {}, {})\n\n",
       covered_count(cv), cv.step_cases, pct(cv.coverage), covered_count(closed),
       closed.step_cases, pct(closed.coverage));
+  Table gp({{"GPU x precision", Table::Align::left},
+            {"cases"},
+            {"groups"},
+            {"held-out mean"},
+            {"median"},
+            {"max"},
+            {"closed form"},
+            {"coverage"}});
+  for (const auto& [name, cases] : step_cases_by(cv, generation_precision_key)) {
+    const ErrorStats s = stats_of(cases);
+    const auto covered = std::count_if(cases.begin(), cases.end(),
+                                       [](const CvCase* c) { return c->covered; });
+    gp.add_row({name, std::to_string(s.cases), std::to_string(groups_in(cases)), pct(s.mean),
+                pct(s.median), pct(s.max),
+                pct(stats_for(closed, name, generation_precision_key).mean),
+                fmt::format("{} of {}", covered, s.cases)});
+  }
+  out += "## step-time |error| per GPU generation x precision recipe (held out)\n" +
+         gp.render("") + "\n";
+  Table pk({{"peak memory", Table::Align::left},
+            {"cases"},
+            {"mean |error|"},
+            {"max |error|"},
+            {"mean error"},
+            {"under-predicted"}});
+  for (const PeakStats& r : peak_stats(cv)) {
+    pk.add_row({r.what, std::to_string(r.errors.size()), pct(r.mean_abs()), pct(r.max_abs()),
+                fmt::format("{:+.1f}%", r.mean() * 100), std::to_string(r.under())});
+  }
+  out += "## peak device memory against the published peak, the held-out prediction's plan "
+         "(allocated or reserved, as each source counts it)\n" +
+         pk.render("");
   return out;
 }
 
@@ -182,20 +260,35 @@ nlohmann::json to_json(const CrossValidation& cv, const CrossValidation& closed)
                    {"cases", cv.fit[j].cases},
                    {"figure", ks[j].figure}});
   nlohmann::json groups = nlohmann::json::array(), classes = nlohmann::json::array();
-  for (const auto& [name, cases] : step_cases_by(cv, true))
+  for (const auto& [name, cases] : step_cases_by(cv, group_key))
     groups.push_back({{"group", name},
                       {"errors", stats_json(stats_of(cases))},
-                      {"closed_form_errors", stats_json(stats_for(closed, name, true))}});
-  for (const auto& [name, cases] : step_cases_by(cv, false)) {
+                      {"closed_form_errors", stats_json(stats_for(closed, name, group_key))}});
+  for (const auto& [name, cases] : step_cases_by(cv, class_key)) {
     nlohmann::json row = {{"class", name},
                           {"errors", stats_json(stats_of(cases))},
-                          {"closed_form_errors", stats_json(stats_for(closed, name, false))}};
+                          {"closed_form_errors", stats_json(stats_for(closed, name, class_key))}};
     const ClassInterval* ci = interval_of(cv, name);
     row["groups"] = groups_in(cases);
     row["interval"] = {{"low", ci->low}, {"high", ci->high}, {"basis", ci->basis}};
     row["reach"] = write_fields(reach_fields(), ci->reach);
     classes.push_back(row);
   }
+  nlohmann::json generations = nlohmann::json::array();
+  for (const auto& [name, cases] : step_cases_by(cv, generation_precision_key))
+    generations.push_back(
+        {{"gpu_precision", name},
+         {"errors", stats_json(stats_of(cases))},
+         {"closed_form_errors", stats_json(stats_for(closed, name, generation_precision_key))},
+         {"covered", std::count_if(cases.begin(), cases.end(),
+                                   [](const CvCase* c) { return c->covered; })}});
+  nlohmann::json peaks = nlohmann::json::object();
+  for (const PeakStats& r : peak_stats(cv))
+    peaks[r.what] = {{"cases", r.errors.size()},
+                     {"mean_abs_error", r.mean_abs()},
+                     {"max_abs_error", r.max_abs()},
+                     {"mean_error", r.mean()},
+                     {"under_predicted", r.under()}};
   nlohmann::json cases = nlohmann::json::array();
   for (size_t i = 0; i < cv.cases.size(); ++i) {
     const CvCase& c = cv.cases[i];
@@ -211,7 +304,9 @@ nlohmann::json to_json(const CrossValidation& cv, const CrossValidation& closed)
                       k ? nlohmann::json(k->cv_error) : nlohmann::json()},
                      {"step_residual", c.step ? nlohmann::json(c.residual) : nlohmann::json()},
                      {"extrapolated", c.extrapolated},
-                     {"covered", c.covered}});
+                     {"covered", c.covered},
+                     {"peak_memory_error",
+                      c.peak ? nlohmann::json(c.peak_error) : nlohmann::json()}});
   }
   return {{"runs", cv.cases.size()},
           {"groups", cv.groups.size()},
@@ -219,6 +314,8 @@ nlohmann::json to_json(const CrossValidation& cv, const CrossValidation& closed)
           {"fitted_constants", fit},
           {"per_group", groups},
           {"per_class", classes},
+          {"per_gpu_precision", generations},
+          {"peak_memory", peaks},
           {"extrapolation_interval",
            {{"low", cv.extrapolation.low},
             {"high", cv.extrapolation.high},
@@ -249,7 +346,7 @@ std::string accuracy_paragraph(const CrossValidation& cv, const CrossValidation&
   out += "| framework x GPU | cases | groups | held-out mean | max | 80% interval | "
          "its runs span |\n";
   out += "|---|---|---|---|---|---|---|\n";
-  for (const auto& [name, cases] : step_cases_by(cv, false)) {
+  for (const auto& [name, cases] : step_cases_by(cv, class_key)) {
     const ErrorStats s = stats_of(cases);
     const ClassInterval* ci = interval_of(cv, name);
     out += fmt::format("| {} | {} | {} | {} | {} | {:+.1f}% to {:+.1f}% | {} |\n", name, s.cases,
@@ -318,8 +415,8 @@ std::string group_table_markdown(const CrossValidation& cv, const CrossValidatio
       "\n| source group | step cases | pipeline-heavy | MoE | held-out mean, closed form | "
       "simulated | change | max, closed form | simulated |\n"
       "|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& [name, cases] : step_cases_by(cv, true)) {
-    const ErrorStats b = stats_of(cases), a = stats_for(closed, name, true);
+  for (const auto& [name, cases] : step_cases_by(cv, group_key)) {
+    const ErrorStats b = stats_of(cases), a = stats_for(closed, name, group_key);
     int pipeline = 0, moe = 0;
     for (const CvCase* c : cases) {
       pipeline += pipeline_heavy(*c->run) ? 1 : 0;

@@ -105,5 +105,10 @@ TEST_CASE("validate --markdown goes with --cross-validate; --cross-validate prin
   const auto r = run_cli("validate --cross-validate --only korthikanti22");
   CHECK(r.status == 0);
   CHECK(has(r.out, "coverage of the 80% interval"));
+  // Korthikanti et al. 2022 ran A100s in mixed precision (fp16): the generation x precision
+  // row, and the peak-memory table (the paper publishes no peak: no case).
+  CHECK(has(r.out, "## step-time |error| per GPU generation x precision recipe (held out)"));
+  CHECK(has(r.out, "\nA100 fp16 "));
+  CHECK(has(r.out, "## peak device memory against the published peak"));
   check_refused("validate --cross-validate --only nosuchrun", "--only");
 }

@@ -71,6 +71,11 @@ struct CvCase {
   /// groups, or a constant that prices it had no training run left and fell to its prior.
   bool extrapolated = false;
   bool covered = false;        // inside the 80% interval built without its group
+  // The held-out prediction's peak device memory against the one the source publishes
+  // (predicted / measured - 1, as the source counts it: allocated or reserved); `peak` false
+  // where the source gives none.
+  bool peak = false;
+  double peak_error = 0;
 };
 
 /// The step-time interval of one class from cross-validated residuals.
