@@ -151,14 +151,14 @@ int simulated_gathers(const ModelSpec& m, const TrainingSpec& t, const ParallelP
 
 }  // namespace
 
-TEST_CASE("FSDP2 under pipeline stages gathers each unit once per step, not twice per micro-batch") {
+TEST_CASE("FSDP2 under pipeline stages gathers each unit once per step, not per micro-batch") {
   // torchtitan keeps a stage's weights gathered from forward to backward under pipelining
   // (parallelize.py apply_fsdp: reshard_after_forward = not pp_enabled), and
-  // torch.distributed.pipelining's backward_maybe_with_nosync sets set_reshard_after_backward(False)
-  // with set_requires_gradient_sync(False) until the last backward: the first forward gathers,
-  // nothing gathers again, the last backward reduce-scatters. Llama 3.1 8B on dp 4 x pp 2, 16
-  // sequences: 4 micro-batches; each stage has 16 layers and the embedding (or the LM head): 17
-  // FSDP units.
+  // torch.distributed.pipelining's backward_maybe_with_nosync sets
+  // set_reshard_after_backward(False) with set_requires_gradient_sync(False) until the last
+  // backward: the first forward gathers, nothing gathers again, the last backward
+  // reduce-scatters. Llama 3.1 8B on dp 4 x pp 2, 16 sequences: 4 micro-batches; each stage has
+  // 16 layers and the embedding (or the LM head): 17 FSDP units.
   const ModelSpec m = load_model("llama-3.1-8b");
   TrainingSpec t = test::training(8192, 16);
   t.framework = load_framework(Framework::torchtitan);

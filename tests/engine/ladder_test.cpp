@@ -228,7 +228,8 @@ TEST_CASE("Qwen3-235B-A22B and DeepSeek-V3 on 256 GPUs stop at expert parallelis
     const char* model;
     const char* cluster;
   };
-  for (const Case& k : {Case{"qwen3-235b-a22b", "dgx-h100"}, Case{"deepseek-v3", "h800-deepseek"}}) {
+  for (const Case& k :
+       {Case{"qwen3-235b-a22b", "dgx-h100"}, Case{"deepseek-v3", "h800-deepseek"}}) {
     CAPTURE(k.model);
     const ModelSpec m = load_model(k.model);
     const TrainingSpec t = test::training(4096, 1024);
