@@ -168,22 +168,28 @@ Traffic& CommBreakdown::of(TrafficKind k) {
   return const_cast<Traffic&>(std::as_const(*this).of(k));
 }
 
-double CommBreakdown::exposed_s() const {
+namespace {
+
+// `seconds` of every kind of traffic, added up.
+template <class Seconds>
+double sum_of(const CommBreakdown& c, Seconds seconds) {
   double s = 0;
-  for (TrafficKind k : kTrafficKinds) s += of(k).exposed_s;
+  for (TrafficKind k : kTrafficKinds) s += seconds(c.of(k));
   return s;
+}
+
+}  // namespace
+
+double CommBreakdown::exposed_s() const {
+  return sum_of(*this, [](const Traffic& t) { return t.exposed_s; });
 }
 
 double CommBreakdown::time_s() const {
-  double s = 0;
-  for (TrafficKind k : kTrafficKinds) s += of(k).time_s;
-  return s;
+  return sum_of(*this, [](const Traffic& t) { return t.time_s; });
 }
 
 double CommBreakdown::hidden_link_s() const {
-  double s = 0;
-  for (TrafficKind k : kTrafficKinds) s += of(k).hidden_link_s();
-  return s;
+  return sum_of(*this, [](const Traffic& t) { return t.hidden_link_s(); });
 }
 
 Traffic CommBreakdown::total(Parallelism p) const {

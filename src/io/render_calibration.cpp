@@ -154,6 +154,46 @@ std::string reach_text(const CorpusReach& r) {
                      r.max_cp, r.max_gpus);
 }
 
+// Held-out step errors and coverage per GPU generation x precision recipe.
+std::string generation_precision_table(const CrossValidation& cv, const CrossValidation& closed) {
+  Table gp({{"GPU x precision", Table::Align::left},
+            {"cases"},
+            {"groups"},
+            {"held-out mean"},
+            {"median"},
+            {"max"},
+            {"closed form"},
+            {"coverage"}});
+  for (const auto& [name, cases] : step_cases_by(cv, generation_precision_key)) {
+    const ErrorStats s = stats_of(cases);
+    const auto covered = std::count_if(cases.begin(), cases.end(),
+                                       [](const CvCase* c) { return c->covered; });
+    gp.add_row({name, std::to_string(s.cases), std::to_string(groups_in(cases)), pct(s.mean),
+                pct(s.median), pct(s.max),
+                pct(stats_for(closed, name, generation_precision_key).mean),
+                fmt::format("{} of {}", covered, s.cases)});
+  }
+  return "## step-time |error| per GPU generation x precision recipe (held out)\n" +
+         gp.render("");
+}
+
+// The held-out predictions' peak memory against the published peaks.
+std::string peak_table(const CrossValidation& cv) {
+  Table pk({{"peak memory", Table::Align::left},
+            {"cases"},
+            {"mean |error|"},
+            {"max |error|"},
+            {"mean error"},
+            {"under-predicted"}});
+  for (const PeakStats& r : peak_stats(cv)) {
+    pk.add_row({r.what, std::to_string(r.errors.size()), pct(r.mean_abs()), pct(r.max_abs()),
+                fmt::format("{:+.1f}%", r.mean() * 100), std::to_string(r.under())});
+  }
+  return "## peak device memory against the published peak, the held-out prediction's plan "
+         "(allocated or reserved, as each source counts it)\n" +
+         pk.render("");
+}
+
 }  // namespace
 
 std::string render_cross_validation(const CrossValidation& cv, const CrossValidation& closed) {
@@ -216,38 +256,7 @@ std::string render_cross_validation(const CrossValidation& cv, const CrossValida
       "from the other groups' residuals (closed form: {} of {}, {})\n\n",
       covered_count(cv), cv.step_cases, pct(cv.coverage), covered_count(closed),
       closed.step_cases, pct(closed.coverage));
-  Table gp({{"GPU x precision", Table::Align::left},
-            {"cases"},
-            {"groups"},
-            {"held-out mean"},
-            {"median"},
-            {"max"},
-            {"closed form"},
-            {"coverage"}});
-  for (const auto& [name, cases] : step_cases_by(cv, generation_precision_key)) {
-    const ErrorStats s = stats_of(cases);
-    const auto covered = std::count_if(cases.begin(), cases.end(),
-                                       [](const CvCase* c) { return c->covered; });
-    gp.add_row({name, std::to_string(s.cases), std::to_string(groups_in(cases)), pct(s.mean),
-                pct(s.median), pct(s.max),
-                pct(stats_for(closed, name, generation_precision_key).mean),
-                fmt::format("{} of {}", covered, s.cases)});
-  }
-  out += "## step-time |error| per GPU generation x precision recipe (held out)\n" +
-         gp.render("") + "\n";
-  Table pk({{"peak memory", Table::Align::left},
-            {"cases"},
-            {"mean |error|"},
-            {"max |error|"},
-            {"mean error"},
-            {"under-predicted"}});
-  for (const PeakStats& r : peak_stats(cv)) {
-    pk.add_row({r.what, std::to_string(r.errors.size()), pct(r.mean_abs()), pct(r.max_abs()),
-                fmt::format("{:+.1f}%", r.mean() * 100), std::to_string(r.under())});
-  }
-  out += "## peak device memory against the published peak, the held-out prediction's plan "
-         "(allocated or reserved, as each source counts it)\n" +
-         pk.render("");
+  out += generation_precision_table(cv, closed) + "\n" + peak_table(cv);
   return out;
 }
 
