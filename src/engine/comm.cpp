@@ -42,9 +42,10 @@ Placement place(int size, int stride, const ClusterSpec& c) {
 Placement expert_data_placement(const ParallelPlan& p, const ClusterSpec& c) {
   // The ranks holding the same experts: tp x dp x cp / (ep x expert tp) of them, one expert
   // group (ep x expert tp ranks, expert tp innermost) apart (Megatron-Core's expert-data-
-  // parallel group, parallel_state.py; torchtitan's dp_shard_mod_ep mesh).
+  // parallel group, parallel_state.py; torchtitan's dp_shard_mod_ep mesh). Under hybrid
+  // sharding the experts shard within the shard group and are replicated across dp_replicate.
   const int etp = p.expert_tp();
-  const int size = std::max(1, p.tp * p.dp * p.cp / std::max(1, p.ep * etp));
+  const int size = std::max(1, p.tp * p.shard_degree() * p.cp / std::max(1, p.ep * etp));
   return place(size, p.ep * etp, c);
 }
 

@@ -281,30 +281,6 @@ MemoryBreakdown estimate_memory(const ModelSpec& m, const TrainingSpec& tr, cons
   return out;
 }
 
-namespace {
-
-// A MoE model with dense layers (DeepSeek-V3's first three) holds its experts from a later
-// stage on: the middle stage with the most MoE layers, the earliest of them (the most
-// activations in flight), carries the most weights. 0 when no middle stage holds more MoE
-// layers than the second.
-int heaviest_moe_stage(const ModelSpec& m, const ParallelPlan& p) {
-  if (!m.has_architecture() || !m.is_moe() || m.moe_layer_count() == m.layers) return 0;
-  int first_layer = stage_layers(m.layers, p, 0), best = 0, most = -1;
-  for (int stage = 1; stage + 1 < p.pp; ++stage) {
-    const int here = stage_layers(m.layers, p, stage);
-    int moe = 0;
-    for (int i = first_layer; i < first_layer + here; ++i) moe += m.is_moe_layer(i) ? 1 : 0;
-    if (moe > most) {
-      most = moe;
-      best = stage;
-    }
-    first_layer += here;
-  }
-  return best;
-}
-
-}  // namespace
-
 double peak_memory_bytes(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
                          const ClusterSpec& c, const MemoryInputs& in) {
   const double first = stage_memory(m, tr, p, c, in, 0).total_bytes();

@@ -181,6 +181,22 @@ int stage_moe_layers(const ModelSpec& m, const ParallelPlan& plan, int stage) {
   return n;
 }
 
+int heaviest_moe_stage(const ModelSpec& m, const ParallelPlan& p) {
+  if (!m.has_architecture() || !m.is_moe() || m.moe_layer_count() == m.layers) return 0;
+  int first_layer = stage_layers(m.layers, p, 0), best = 0, most = -1;
+  for (int stage = 1; stage + 1 < p.pp; ++stage) {
+    const int here = stage_layers(m.layers, p, stage);
+    int moe = 0;
+    for (int i = first_layer; i < first_layer + here; ++i) moe += m.is_moe_layer(i) ? 1 : 0;
+    if (moe > most) {
+      most = moe;
+      best = stage;
+    }
+    first_layer += here;
+  }
+  return best;
+}
+
 ParamCounts count_params(const ModelSpec& m) {
   ParamCounts c;
   if (!m.has_architecture()) {

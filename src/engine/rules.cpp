@@ -228,13 +228,16 @@ bool deepep_group_size(P p, C c) {
          !deepep_runs_group(p.ep * p.expert_tp());
 }
 // Hybrid sharding (ParallelPlan::dp_shard): a shard group that divides dp into 2 or more
-// replicas and holds 2 or more ranks, over ZeRO-sharded state. A mixture-of-experts model
-// shards its experts over their own expert-data-parallel group (torchtitan's dp_shard_mod_ep),
-// which this model does not split into replicas.
+// replicas and holds 2 or more ranks, over ZeRO-sharded state. A mixture of experts borrows its
+// expert group from the shard group: torchtitan's parallel_dims.py asserts ep divides
+// dp_shard x cp (expert tp = tp) or dp_shard x cp x tp (expert tp 1), and shards the experts
+// over the rest (dp_shard_mod_ep), replicated like the dense weights across dp_replicate.
 bool dp_shard_divides(P p, C c) {
   if (p.dp_shard == 0) return false;
+  const bool expert_group_inside =
+      !c.model.is_moe() || (p.dp_shard * p.cp * p.tp) % (p.ep * p.expert_tp()) == 0;
   return p.dp_shard < 2 || p.dp_shard >= p.dp || p.dp % p.dp_shard != 0 || p.zero < 1 ||
-         c.model.is_moe();
+         !expert_group_inside;
 }
 // ZeRO-0 under a shard degree is dp_shard_divides' (nothing is sharded), not the framework's.
 bool framework_hsdp(P p, C c) {

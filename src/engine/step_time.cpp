@@ -110,6 +110,7 @@ struct StageCost {
   double zero3_exposed_s = 0;
   double zero3_units = 0, zero3_ag_s = 0, zero3_rs_s = 0;  // per call
   double zero3_ar_s = 0;  // hybrid sharding: a unit's gradient shard all-reduced across replicas
+  double zero3_ar_bytes = 0;  // that shard: the dense weights' and the experts' parts
   // Exposed per pass: forward, a backward that reduces its gradients, one that defers them.
   double zero3_fwd_exposed_s = 0, zero3_bwd_exposed_s = 0, zero3_bwd_deferred_exposed_s = 0;
   double params = 0;
@@ -386,7 +387,9 @@ void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost
   s.zero3_rs_s = collective_time(Collective::reduce_scatter, unit * per.gradients, dp, x.c) / share +
                  collective_time(Collective::reduce_scatter, expert_unit * per.gradients, edp, x.c) /
                      expert_share;
-  s.zero3_ar_s = replicate_all_reduce_s(x, unit * per.gradients / x.p.shard_degree());
+  // Each replica holds the dense unit's 1/shard and the experts' 1/expert-shard-group part.
+  s.zero3_ar_bytes = (unit / x.p.shard_degree() + expert_unit / edp.ranks) * per.gradients;
+  s.zero3_ar_s = replicate_all_reduce_s(x, s.zero3_ar_bytes);
   const double n = s.zero3_units;
   const double ag = s.zero3_ag_s, rs = s.zero3_rs_s, ar = s.zero3_ar_s;
   // Kept-gathered weights (memory.hpp zero3_gathers): the backward gathers nothing, so a
@@ -454,6 +457,13 @@ Stages pipeline_stages(const Context& x) {
   st.first = stage_cost(x, 0);
   st.last = pp > 1 ? stage_cost(x, pp - 1) : st.first;
   st.middle = pp > 2 ? stage_cost(x, 1) : st.first;
+  // A MoE model whose first layers are dense: the middle stage with the most MoE layers, where
+  // the experts' all-to-alls and weights are, if it costs more than the second.
+  const int moe_stage = pp > 2 ? heaviest_moe_stage(x.m, x.p) : 0;
+  if (moe_stage > 1 && moe_stage < pp - 1) {
+    StageCost heavier = stage_cost(x, moe_stage);
+    if (heavier.total() > st.middle.total()) st.middle = heavier;
+  }
   const double f = st.first.total(), mid = st.middle.total(), l = st.last.total();
   st.critical = l > f && l > mid ? 2 : mid > f ? 1 : 0;
   return st;
@@ -551,8 +561,8 @@ void zero3_traffic(const Context& x, const StageCost& crit, int mb, CommBreakdow
   price_calls(comm.dp_params, crit.zero3_ag_s, share);
   price_calls(comm.dp_grads, crit.zero3_rs_s, share);
   if (x.at.replicate.ranks > 1) {
-    set_traffic(comm.dp_replicate, Collective::all_reduce, unit_grads / x.p.shard_degree(),
-                units * reducing, x.at.replicate, x.c);
+    set_traffic(comm.dp_replicate, Collective::all_reduce, crit.zero3_ar_bytes, units * reducing,
+                x.at.replicate, x.c);
     price_calls(comm.dp_replicate, crit.zero3_ar_s,
                 x.tr.framework.pricing.zero3_busbw.at(x.at.replicate));
   }

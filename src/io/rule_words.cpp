@@ -372,14 +372,19 @@ std::string dp_shard_words(const ParallelPlan& p, const ModelSpec& m) {
                        "with --dp-shard {}, or leave --dp-shard out",
                        p.dp_shard);
   }
-  if (m.is_moe()) {
-    return "hybrid sharding of a mixture-of-experts model is not modelled (its experts shard over "
-           "their own expert-data-parallel group); leave --dp-shard out";
-  }
   if (p.dp_shard >= p.dp) {
     return fmt::format("a shard group of {} is the whole data-parallel group (dp {}): that is "
                        "full sharding; leave --dp-shard out, or give a divisor of {} below it",
                        p.dp_shard, p.dp, p.dp);
+  }
+  const bool splits = p.dp_shard >= 2 && p.dp % p.dp_shard == 0;
+  if (splits && m.is_moe()) {
+    return fmt::format(
+        "the expert group (ep {} x expert tp {}) must lie inside the shard group x cp x tp "
+        "({} x {} x {} = {} ranks), which torchtitan shards the experts over "
+        "(parallel_dims.py dp_shard_mod_ep); give a --dp-shard that makes it a multiple of {}",
+        p.ep, p.expert_tp(), p.dp_shard, p.cp, p.tp, p.dp_shard * p.cp * p.tp,
+        p.ep * p.expert_tp());
   }
   return fmt::format("{} does not split dp {} into replicas of 2 or more ranks; use a divisor "
                      "of {} from 2 to {}",
@@ -479,8 +484,8 @@ std::string rule_gist(RuleId rule) {
     case RuleId::deepep_group_size:
       return "DeepEP has no config for this expert-parallel group size";
     case RuleId::dp_shard_divides:
-      return "hybrid sharding needs ZeRO 1-3, a dense model and a shard group dividing dp into "
-             "2 or more replicas of 2 or more ranks";
+      return "hybrid sharding needs ZeRO 1-3, a shard group dividing dp into 2 or more replicas of "
+             "2 or more ranks, and a mixture of experts' expert group inside it";
     case RuleId::framework_hsdp:
       return "the framework has no hybrid sharding at this ZeRO stage";
   }

@@ -236,3 +236,43 @@ TEST_CASE("plan searches the shard degree and finds HSDP faster on a 2-node 25Gb
   CHECK(meg.shard_gpus == std::vector<int>{0});
   CHECK(meg.refused[static_cast<int>(RuleId::framework_hsdp)] > 0);
 }
+
+TEST_CASE("HSDP of a mixture of experts: experts shard inside the shard group, replicas all-reduce "
+          "their part") {
+  // torchtitan's mesh with EP (parallel_dims.py _build_mesh_with_ep): [dp_replicate,
+  // dp_shard_mod_ep, dp_shard_in_ep, cp, tp]; the expert group is borrowed from dp_shard x cp
+  // and the experts are FSDP-sharded over dp_shard_mod_ep = dp_shard x cp / ep. Qwen3-30B-A3B
+  // on 16 GPUs, shard 8 x replicate 2, ep 4: each expert is sharded over 8 / 4 = 2 ranks.
+  const ModelSpec m = load_model("qwen3-30b-a3b");
+  TrainingSpec t = test::training(4096, 32);
+  t.framework = load_framework(Framework::torchtitan);
+  const ClusterSpec c = two_nodes_25gbe();
+  ParallelPlan p = fsdp16(8);
+  p.ep = 4;
+  CHECK(check_plan(m, t, p, c).empty());
+  // An expert group of 16 cannot lie inside a shard group of 8 (torchtitan asserts ep divides
+  // dp_shard x cp).
+  ParallelPlan wide = p;
+  wide.ep = 16;
+  bool refused = false;
+  for (const RuleProblem& r : check_plan(m, t, wide, c))
+    refused = refused || r.rule == RuleId::dp_shard_divides;
+  CHECK(refused);
+
+  // Memory: dense states / 8, the rank's 128 / 4 = 32 experts' states / 2.
+  const DeviceParams dev = device_params(m, p, 0);
+  REQUIRE(dev.experts > 0);
+  const MemoryInputs in = memory_inputs(m, t, p);
+  const StageMemory s = estimate_memory(m, t, p, c).stages[0];
+  CHECK(s.optimizer_bytes ==
+        doctest::Approx(in.per_param.optimizer * (dev.dense / 8 + dev.experts / 2)));
+
+  // Traffic: the replica all-reduce of each unit carries the dense 1/8 and the experts' 1/2.
+  const Estimate e = estimate(m, t, p, c, Simulation::skip);
+  const double units = m.layers + 2.0;  // the layers, the embedding and the LM head
+  const Traffic& ar = e.comm.dp_replicate;
+  REQUIRE(ar.present());
+  CHECK(ar.placement.ranks == 2);
+  CHECK(ar.bytes ==
+        doctest::Approx((dev.dense / units / 8 + dev.experts / units / 2) * in.per_param.gradients));
+}

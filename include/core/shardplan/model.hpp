@@ -85,6 +85,12 @@ int default_training_seq_len(const ModelSpec& model);
 /// MoE layers among a pipeline stage's layers (stages hold consecutive layers).
 int stage_moe_layers(const ModelSpec& model, const ParallelPlan& plan, int stage);
 
+/// A MoE model with dense layers (DeepSeek-V3's first three) holds its experts from a later
+/// stage on: the middle stage with the most MoE layers, the earliest of them (the most
+/// activations in flight). 0 when the model has no dense layers or no middle stage holds more
+/// MoE layers than the second; the memory peak and the step's middle stage look there too.
+int heaviest_moe_stage(const ModelSpec& model, const ParallelPlan& plan);
+
 /// Linear-attention (gated DeltaNet) layers among a pipeline stage's layers.
 int stage_linear_attention_layers(const ModelSpec& model, const ParallelPlan& plan, int stage);
 
