@@ -110,3 +110,24 @@ TEST_CASE("the search's lighter ends weigh an MTP module as two layers on the la
   set_lighter_ends(61, 16, q);
   CHECK(q.first_stage_layers == 62);
 }
+
+TEST_CASE("the step's middle stage is where DeepSeek-V3's experts are, not its dense second stage") {
+  // pp 32 with one layer on the first stage and none beside the MTP module on the last: stage 1
+  // holds layers 1-2, both dense (first_k_dense_replace 3), stage 2 the first two MoE layers.
+  // The middle stage the step is priced on must send the experts' all-to-alls.
+  const ModelSpec m = load_model("deepseek-v3");
+  ParallelPlan p = test::plan(32, 2, 32);
+  p.ep = 8;
+  p.zero = 1;
+  p.recompute = Recompute::full;
+  p.first_stage_layers = 1;
+  p.last_stage_layers = 0;
+  REQUIRE(stage_moe_layers(m, p, 1) == 0);
+  REQUIRE(stage_moe_layers(m, p, 2) == 2);
+  CHECK(heaviest_moe_stage(m, p) == 2);
+  const Estimate e = estimate(m, test::training(4096, 15360), p,
+                              test::cluster(2048, "h800-deepseek"), Simulation::skip);
+  CHECK(e.time.middle_work.layers == 2);
+  CHECK(e.time.middle_work.ep_forward_s > 0);
+  CHECK(e.time.middle_work.ep_backward_s > 0);
+}
