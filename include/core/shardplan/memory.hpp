@@ -30,7 +30,7 @@ struct ActivationProfile {
   double layer_working = 0;    // one layer's full saved set (rebuilt under full recompute)
   double embedding_saved = 0;  // first stage, per in-flight micro-batch
   double head_saved = 0;       // last stage: final norm, LM head input, fp32 softmax
-  double mtp_saved = 0;        // last stage: one MTP module beside its layer (norms, head)
+  double mtp_saved = 0;        // last stage: an MTP module beside its layer (norms, 2h, head)
   double logits = 0;           // last stage: 16-bit logits before the fp32 loss
 };
 ActivationProfile activation_profile(const MicroBatchWork& work, const ModelSpec& model,
