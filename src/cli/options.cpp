@@ -324,6 +324,10 @@ ParallelPlan plan_from_flags(const PlanningOptions& o) {
       .micro_batch = parse_int_or(o.micro_batch, "--micro-batch", 1),
       .recompute =
           o.recompute.empty() ? Recompute::none : parse_recompute(o.recompute, "--recompute"),
+      .recompute_modules = o.recompute_modules.empty()
+                               ? 0u
+                               : parse_recompute_modules(o.recompute_modules,
+                                                         "--recompute-modules"),
       .sequence_parallel = o.sequence_parallel,
       .interleave = parse_int_or(o.interleave, "--interleave", 1),
       .offload = parse_offload(o.offload, o.offload_to, o.offload_activation_layers),

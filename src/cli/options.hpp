@@ -33,6 +33,7 @@ struct PlanningOptions {
   std::string cluster, gpu, gpus, gpus_per_node, gpus_per_domain, nics_per_node, intra, inter, link;
   // plan
   std::string dp, tp, pp, cp, ep, zero, recompute, interleave;
+  std::string recompute_modules;  // Megatron-Core's modules, under --recompute selective
   std::string schedule, first_stage_layers, last_stage_layers;
   std::string expert_tp;
   std::string dp_shard;   // --dp-shard N: hybrid sharding (HSDP)

@@ -25,6 +25,15 @@ const char* schedule_help() {
   return help.c_str();
 }
 
+// "What --recompute selective redoes, Megatron-Core's modules by name: core_attn | ...".
+const char* recompute_modules_help() {
+  static const std::string help =
+      "With --recompute selective, the modules Megatron-Core recomputes (--recompute-modules), "
+      "comma-separated: " +
+      recompute_module_names(" | ") + " (default core_attn)";
+  return help.c_str();
+}
+
 // One row per flag, in the order --help lists them.
 const std::vector<PlanningFlag> kTable = {
     // Model
@@ -126,6 +135,8 @@ const std::vector<PlanningFlag> kTable = {
     {"Plan", "--micro-batch", "Sequences per micro-batch (default 1)", &O::micro_batch, nullptr,
      true},
     {"Plan", "--recompute", "Activation recompute: none | selective | full", &O::recompute, nullptr,
+     true},
+    {"Plan", "--recompute-modules", recompute_modules_help(), &O::recompute_modules, nullptr,
      true},
     {"Plan", "--sequence-parallel", "Megatron sequence parallelism (needs tp > 1)", nullptr,
      &O::sequence_parallel, true},

@@ -43,6 +43,7 @@ struct MegatronArg {
   std::string flag;
   std::string value;  // empty for store_true flags
   bool shell = false;
+  std::vector<std::string> words;  // an argparse nargs='*' flag's values, one word each
 };
 struct MegatronScript {
   std::vector<std::pair<std::string, std::string>> variables;  // NAME, shell default expression

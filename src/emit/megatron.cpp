@@ -211,6 +211,12 @@ void training_args(Args& a, const EmitInputs& in) {
         .add("--recompute-num-layers", 1);
   } else if (p.recompute == Recompute::selective) {
     a.add("--recompute-granularity", "selective");
+    if (p.recompute_modules != 0) {
+      std::vector<std::string> modules;
+      for (unsigned m = 1; m != 0 && m <= p.recompute_modules; m <<= 1)
+        if (p.recompute_modules & m) modules.push_back(recompute_modules_text(m));
+      a.words("--recompute-modules", modules);
+    }
   }
   a.add("--optimizer", tr.optimizer == OptimizerKind::sgd_momentum ? "sgd" : "adam");
 }
@@ -386,7 +392,12 @@ std::string write_megatron(const MegatronScript& s) {
   for (const auto& check : s.checks) out += check + "\n";
   out += "\nMEGATRON_ARGS=(\n";
   for (const MegatronArg& a : s.args) {
-    if (a.value.empty()) {
+    if (!a.words.empty()) {
+      std::string line = "  ";
+      line.append(a.flag);
+      for (const std::string& w : a.words) line.append(" ").append(shell_word(w));
+      out.append(line).append("\n");
+    } else if (a.value.empty()) {
       out += fmt::format("  {}\n", a.flag);
     } else {
       out += fmt::format("  {} {}\n", a.flag,

@@ -13,14 +13,19 @@ class MegatronArgs {
  public:
   explicit MegatronArgs(MegatronScript& s) : s_(s) {}
   MegatronArgs& add(std::string flag, std::string value = "") {
-    s_.args.push_back({std::move(flag), std::move(value), false});
+    s_.args.push_back({std::move(flag), std::move(value), false, {}});
     return *this;
   }
   MegatronArgs& add(std::string flag, long long value) {
     return add(std::move(flag), std::to_string(value));
   }
   MegatronArgs& shell(std::string flag, const std::string& variable) {
-    s_.args.push_back({std::move(flag), "$" + variable, true});
+    s_.args.push_back({std::move(flag), "$" + variable, true, {}});
+    return *this;
+  }
+  /// A flag that takes several words (argparse nargs='*', e.g. --recompute-modules).
+  MegatronArgs& words(std::string flag, std::vector<std::string> values) {
+    s_.args.push_back({std::move(flag), "", false, std::move(values)});
     return *this;
   }
   MegatronScript& script() { return s_; }

@@ -115,7 +115,9 @@ void dispatcher_args(MegatronArgs& a, const EmitInputs& in) {
   a.add("--moe-grouped-gemm").add("--moe-permute-fusion");
   if (in.plan.moe_a2a_overlap) {
     a.add("--overlap-moe-expert-parallel-comm").add("--delay-wgrad-compute");
-  } else if (in.model.shared_ffn_hidden > 0) {
+  } else if (in.model.shared_ffn_hidden > 0 &&
+             (recomputed_modules(in.plan) & bit(RecomputeModule::shared_experts)) == 0) {
+    // Megatron-Core refuses it beside the shared_experts recompute module.
     a.add("--moe-shared-expert-overlap");
   }
 }

@@ -124,7 +124,10 @@ BlockTime time_block(const Block& block, const GpuSpec& gpu, const GemmPrecision
     const double b = op_backward_s(op, gpu, dtype);
     t.forward_s += f;
     t.backward_s += b;
-    if (op.selective) t.selective_s += f;
+    if (op.selective) {
+      t.selective_s += f;
+      t.selective_flops += op.flops;
+    }
     if (op.kind == OpKind::gemm) t.gemm_forward_s += f;
     // A weight GEMM's backward is dgrad + wgrad of equal size; the core attention's is all B.
     if (op.kind == OpKind::gemm && !activation_gemm(op)) t.weight_grad_s += b / 2.0;
@@ -135,12 +138,8 @@ BlockTime time_block(const Block& block, const GpuSpec& gpu, const GemmPrecision
       t.quantize_s += stream_s(q * op.m * op.k, gpu) + stream_s(q * op.m * op.n, gpu);
       t.forward_s += stream_s(q * op.m * op.k, gpu);
       t.backward_s += stream_s(q * op.m * op.n, gpu);
+      if (op.selective) t.selective_s += stream_s(q * op.m * op.k, gpu);  // quantized again
     }
-  }
-  // Selective recompute redoes the core attention: its GEMMs as well as softmax and dropout.
-  for (const Op& op : block.ops) {
-    if (op.kind == OpKind::gemm && op.batch > 1)
-      t.selective_s += op_forward_s(op, gpu, sixteen_bit(g.dtype));
   }
   return t;
 }
@@ -151,6 +150,7 @@ BlockTime blend(const BlockTime& a, const BlockTime& b, double a_share) {
   t.forward_s = w * a.forward_s + v * b.forward_s;
   t.backward_s = w * a.backward_s + v * b.backward_s;
   t.selective_s = w * a.selective_s + v * b.selective_s;
+  t.selective_flops = w * a.selective_flops + v * b.selective_flops;
   t.gemm_forward_s = w * a.gemm_forward_s + v * b.gemm_forward_s;
   t.weight_grad_s = w * a.weight_grad_s + v * b.weight_grad_s;
   t.quantize_s = w * a.quantize_s + v * b.quantize_s;

@@ -27,13 +27,23 @@ Op gemm(const char* name, double m, double n, double k, double batch, double act
   return op;
 }
 
-Op elementwise(const char* name, double bytes, double saved_bytes, bool selective = false) {
+Op elementwise(const char* name, double bytes, double saved_bytes) {
   Op op;
   op.name = name;
   op.kind = OpKind::elementwise;
   op.bytes = bytes;
   op.saved_bytes = saved_bytes;
-  op.selective = selective;
+  return op;
+}
+
+using RM = RecomputeModule;
+
+// Tags `op` for selective recompute: the modules that run it again, and those that free `freed`
+// bytes of what it saves (all of it unless given).
+Op recomputed(Op op, unsigned rerun_by, unsigned frees_by = 0, double freed = -1) {
+  op.rerun_by = rerun_by;
+  op.frees_by = frees_by;
+  op.freeable_bytes = frees_by == 0 ? 0 : freed < 0 ? op.saved_bytes : freed;
   return op;
 }
 
@@ -121,17 +131,23 @@ void add_mla_projections(Block& blk, const ModelSpec& m, const Shape& x) {
   const double kv_rank = m.kv_lora_rank;
   if (m.q_lora_rank > 0) {
     const double q_rank = m.q_lora_rank;
-    blk.ops.push_back(gemm("q down projection", x.tokens, q_rank, x.h, 1, x.e, in));
-    blk.ops.push_back(gemm("q up projection", x.tokens, x.heads * x.dqk, q_rank, 1, x.e,
-                           x.tokens * q_rank * x.q));
+    // The normed input the first GEMM saves goes with the norm's output (layernorm module).
+    blk.ops.push_back(recomputed(gemm("q down projection", x.tokens, q_rank, x.h, 1, x.e, in), 0,
+                                 bit(RM::layernorm)));
+    blk.ops.push_back(recomputed(gemm("q up projection", x.tokens, x.heads * x.dqk, q_rank, 1,
+                                      x.e, x.tokens * q_rank * x.q),
+                                 bit(RM::mla_up_proj)));
   } else {
-    blk.ops.push_back(gemm("q projection", x.tokens, x.heads * x.dqk, x.h, 1, x.e, in));
+    blk.ops.push_back(recomputed(gemm("q projection", x.tokens, x.heads * x.dqk, x.h, 1, x.e, in),
+                                 0, bit(RM::layernorm)));
   }
   // Reads the same normed input the query's first GEMM saved: nothing more to keep.
   blk.ops.push_back(
       gemm("kv down projection", x.tokens, kv_rank + m.qk_rope_head_dim, x.h, 1, x.e, 0));
-  blk.ops.push_back(gemm("kv up projection", x.tokens, x.heads * (m.qk_nope_head_dim + x.dv),
-                         kv_rank, 1, x.e, x.tokens * kv_rank * x.q));
+  blk.ops.push_back(recomputed(gemm("kv up projection", x.tokens,
+                                    x.heads * (m.qk_nope_head_dim + x.dv), kv_rank, 1, x.e,
+                                    x.tokens * kv_rank * x.q),
+                               bit(RM::mla_up_proj)));
 }
 
 void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const Shape& x) {
@@ -144,16 +160,29 @@ void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const
   } else {
     // Qwen3-Next's q_proj also yields the output gate: one more heads x head_dim block.
     const double q_blocks = m.attention_output_gate ? 2.0 : 1.0;
-    blk.ops.push_back(gemm("qkv projection", x.tokens, (q_blocks * x.heads + 2.0 * x.kv) * x.d,
-                           x.h, 1, x.e, x.tokens * x.h * x.r * x.q));
+    blk.ops.push_back(
+        recomputed(gemm("qkv projection", x.tokens, (q_blocks * x.heads + 2.0 * x.kv) * x.d, x.h,
+                        1, x.e, x.tokens * x.h * x.r * x.q),
+                   0, bit(RM::layernorm)));
   }
   if (m.qk_norm) {
     blk.ops.push_back(
         elementwise("qk norm", 2.0 * (q_elems + k_elems) * x.e, (q_elems + k_elems) * x.e));
   }
   if (m.positions == PositionKind::rotary) {
-    blk.ops.push_back(elementwise("rotary embedding", 2.0 * (q_elems + k_elems) * x.e, 0));
+    // MLA applies RoPE as part of its up projections (Megatron-Core's mla_up_proj module).
+    blk.ops.push_back(
+        recomputed(elementwise("rotary embedding", 2.0 * (q_elems + k_elems) * x.e, 0),
+                   m.is_mla() ? bit(RM::mla_up_proj) : 0));
   }
+  // Megatron-Core checkpoints the core attention, fused or not (TransformerConfig warns that a
+  // fused kernel gains nothing by it); torchtitan's op policy keeps SDPA's output instead.
+  const unsigned core = tr.framework.pricing.selective ==
+                                FrameworkPricing::Selective::attention_core
+                            ? bit(RM::core_attn)
+                            : 0u;
+  // Discarding the up projections' outputs frees the Q, K and V the attention saved.
+  const unsigned up_proj = m.is_mla() ? bit(RM::mla_up_proj) : 0u;
   const double score_elems = x.b * x.heads * x.s * x.s_kv;
   if (tr.attention == AttentionKind::flash) {
     // FlashAttention-2 (Dao 2023): causal masking skips half the score tiles (a sliding window
@@ -166,19 +195,25 @@ void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const
         causal_attention_density(m, x.s_kv) * 2.0 * x.b * x.heads * x.s * x.s_kv * (x.dqk + x.dv);
     op.backward_flops = 2.5 * op.flops;
     op.saved_bytes = (q_elems + k_elems + v_elems) * x.e + x.tokens * x.heads * 4.0;
-    blk.ops.push_back(op);
+    blk.ops.push_back(recomputed(op, core, up_proj, (q_elems + k_elems + v_elems) * x.e));
   } else {
     // Megatron-LM's unfused core attention: QK^T, fused scale-mask-softmax, dropout, AV.
-    Op scores =
-        gemm("attention scores", x.s, x.s_kv, x.dqk, x.b * x.heads, x.e, (q_elems + k_elems) * x.e);
-    blk.ops.push_back(scores);
-    blk.ops.push_back(elementwise("softmax", 2.0 * score_elems * x.e, score_elems * x.e, true));
+    // The core's own saved tensors go with its checkpoint (Korthikanti et al. 2022 Sec. 5).
+    const unsigned attn = bit(RM::core_attn);
+    blk.ops.push_back(recomputed(gemm("attention scores", x.s, x.s_kv, x.dqk, x.b * x.heads, x.e,
+                                      (q_elems + k_elems) * x.e),
+                                 attn, up_proj));
+    blk.ops.push_back(recomputed(
+        elementwise("softmax", 2.0 * score_elems * x.e, score_elems * x.e), attn, attn));
     if (m.dropout) {
-      blk.ops.push_back(elementwise("attention dropout", score_elems * (2.0 * x.e + x.mask),
-                                    score_elems * (x.mask + x.e), true));
+      blk.ops.push_back(recomputed(elementwise("attention dropout",
+                                               score_elems * (2.0 * x.e + x.mask),
+                                               score_elems * (x.mask + x.e)),
+                                   attn, attn));
     }
-    blk.ops.push_back(
-        gemm("attention over values", x.s, x.dv, x.s_kv, x.b * x.heads, x.e, v_elems * x.e));
+    blk.ops.push_back(recomputed(
+        gemm("attention over values", x.s, x.dv, x.s_kv, x.b * x.heads, x.e, v_elems * x.e), attn,
+        up_proj));
   }
   if (m.attention_output_gate) {
     // sigmoid(gate) * attention output: keeps the gate and the ungated output for backward.
@@ -208,8 +243,9 @@ void add_gated_deltanet(Block& blk, const ModelSpec& m, const ParallelPlan& p, c
   const double value_dim = hv * m.linear_value_head_dim;
   const double conv_dim = 2.0 * key_dim + value_dim;
   const double dk = m.linear_key_head_dim, dv = m.linear_value_head_dim;
-  blk.ops.push_back(gemm("qkvz projection", x.tokens, 2.0 * key_dim + 2.0 * value_dim, x.h, 1,
-                         x.e, x.tokens * x.h * x.r * x.q));
+  blk.ops.push_back(recomputed(gemm("qkvz projection", x.tokens, 2.0 * key_dim + 2.0 * value_dim,
+                                    x.h, 1, x.e, x.tokens * x.h * x.r * x.q),
+                               0, bit(RM::layernorm)));
   blk.ops.push_back(gemm("beta/decay projection", x.tokens, 2.0 * hv, x.h, 1, x.e, 0));
   // Depthwise conv of `kernel` taps, then SiLU: keeps its input and its output.
   const double conv_elems = x.tokens * conv_dim;
@@ -243,6 +279,7 @@ void scale_ops(Block& blk, size_t from, double share) {
     op.flops *= share;
     op.bytes *= share;
     op.saved_bytes *= share;
+    op.freeable_bytes *= share;
     op.backward_flops *= share;
   }
 }
@@ -251,7 +288,7 @@ void scale_ops(Block& blk, size_t from, double share) {
 // for a hybrid both mixers, each weighted by the share of layers that run it.
 void add_mixer(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
                const Shape& x) {
-  blk.ops.push_back(norm_op("input norm", x));
+  blk.ops.push_back(recomputed(norm_op("input norm", x), bit(RM::layernorm)));
   const size_t first = blk.ops.size();
   add_attention(blk, m, tr, x);
   if (m.is_hybrid()) {
@@ -264,29 +301,48 @@ void add_mixer(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const Par
   blk.ops.push_back(residual_op("attention residual", x, m.dropout));
 }
 
+// Which recompute modules run an MLP again and free what its ops save (RecomputeModule).
+struct MlpModules {
+  unsigned rerun = 0;        // the whole MLP (a checkpointed submodule)
+  unsigned act_rerun = 0;    // the activation alone besides (moe_act)
+  unsigned input_frees = 0;  // the up projection's saved input
+  unsigned act_frees = 0;    // the activation's saved inputs
+  unsigned down_frees = 0;   // the down projection's saved input (the activation's output)
+};
+
 // Up projection, activation and down projection of `rows` tokens through `groups` MLPs of
 // local width f; `saved_input` is what the up projection keeps (0 when a copy already holds it).
 void add_mlp_gemms(Block& blk, const ModelSpec& m, const Shape& x, double rows, double groups,
-                   double f, double saved_input) {
+                   double f, double saved_input, const MlpModules& r) {
   const double in_width = m.gated_mlp() ? 2.0 * f : f;
-  blk.ops.push_back(gemm("mlp up projection", rows, in_width, x.h, groups, x.e, saved_input));
+  blk.ops.push_back(recomputed(
+      gemm("mlp up projection", rows, in_width, x.h, groups, x.e, saved_input), r.rerun,
+      r.input_frees));
   const double act = rows * groups * f;
   if (m.gated_mlp()) {
     // Fused SwiGLU/GeGLU (Megatron bias_swiglu): keeps gate and up outputs, writes the product.
-    blk.ops.push_back(elementwise("gated activation", 3.0 * act * x.e, 2.0 * act * x.e));
+    blk.ops.push_back(recomputed(elementwise("gated activation", 3.0 * act * x.e, 2.0 * act * x.e),
+                                 r.rerun | r.act_rerun, r.act_frees));
   } else {
     // GeLU or squared ReLU (Nemotron): one input saved, one output written.
     const char* name = m.mlp == MlpKind::squared_relu ? "squared relu" : "gelu";
-    blk.ops.push_back(elementwise(name, 2.0 * act * x.e, act * x.e));
+    blk.ops.push_back(recomputed(elementwise(name, 2.0 * act * x.e, act * x.e),
+                                 r.rerun | r.act_rerun, r.act_frees));
   }
-  blk.ops.push_back(gemm("mlp down projection", rows, x.h, f, groups, x.e, act * x.q));
+  blk.ops.push_back(recomputed(gemm("mlp down projection", rows, x.h, f, groups, x.e, act * x.q),
+                               r.rerun, r.down_frees));
 }
 
-void add_mlp(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape& x, bool moe) {
-  blk.ops.push_back(norm_op("post-attention norm", x));
+void add_mlp(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+             const Shape& x, bool moe) {
+  blk.ops.push_back(recomputed(norm_op("post-attention norm", x), bit(RM::layernorm)));
   const double layer_input = x.tokens * x.h * x.r * x.q;  // the normed input the up GEMM saves
   if (!moe) {
-    add_mlp_gemms(blk, m, x, x.tokens, 1, x.f, layer_input);
+    // Megatron-Core's mlp module checkpoints the dense MLP: its input stays, its insides go.
+    const unsigned mlp = bit(RM::mlp);
+    add_mlp_gemms(blk, m, x, x.tokens, 1, x.f, layer_input,
+                  {.rerun = mlp, .input_frees = bit(RM::layernorm), .act_frees = mlp,
+                   .down_frees = mlp});
     blk.ops.push_back(residual_op("mlp residual", x, m.dropout));
     return;
   }
@@ -296,24 +352,60 @@ void add_mlp(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape&
   const double local_experts = static_cast<double>(m.experts) / p.ep;
   const double visits = x.tokens * m.experts_per_token * x.visits;
   // The router (a 16-bit GEMM under every recipe) keeps the normed input for its weight
-  // gradient, and its fp32 probabilities.
+  // gradient, and its fp32 probabilities. The moe module checkpoints the whole MoE layer (the
+  // normed input stays; its all-to-alls run again too: step_time.cpp).
+  const unsigned moe_layer = bit(RM::moe);
   const double normed = x.tokens * x.h * x.r * x.e;
-  blk.ops.push_back(
-      gemm("router", x.tokens, m.experts, x.h, 1, x.e, normed + x.tokens * m.experts * 4.0));
+  const double probs = x.tokens * m.experts * 4.0;
+  blk.ops.push_back(recomputed(gemm("router", x.tokens, m.experts, x.h, 1, x.e, normed),
+                               moe_layer, bit(RM::layernorm)));
+  // Scores and top-k over the fp32 logits: reads them, writes the probabilities it keeps.
+  blk.ops.push_back(recomputed(elementwise("router probabilities", 2.0 * probs, probs),
+                               moe_layer, moe_layer));
   // Permuted copy of the tokens for the experts, and the unpermute that weights and sums them.
   // The experts' up projection saves the permuted tokens (as its quantized copy, if any).
-  blk.ops.push_back(elementwise("token dispatch", 2.0 * visits * x.h * x.e, visits * x.h * x.q));
-  blk.ops.push_back(elementwise("token combine", 3.0 * visits * x.h * x.e, visits * x.h * x.e));
+  blk.ops.push_back(recomputed(
+      elementwise("token dispatch", 2.0 * visits * x.h * x.e, visits * x.h * x.q), moe_layer,
+      moe_layer));
+  // Weighting each expert output by its probability in the combine keeps those outputs for the
+  // probabilities' gradient; Megatron-Core weights inside the activation instead, which keeps
+  // the probabilities beside its input (FrameworkPricing::moe_probs_in_activation).
+  const bool weighted_activation = tr.framework.pricing.moe_probs_in_activation;
+  blk.ops.push_back(recomputed(
+      elementwise("token combine", 3.0 * visits * x.h * x.e,
+                  weighted_activation ? 0.0 : visits * x.h * x.e),
+      moe_layer, moe_layer));
   blk.expert_visits = visits;
   const size_t experts_from = blk.ops.size();
-  add_mlp_gemms(blk, m, x, visits / local_experts, local_experts, x.fe, 0);
+  // moe_act discards the expert activation's output, the down projection's saved input.
+  add_mlp_gemms(blk, m, x, visits / local_experts, local_experts, x.fe, 0,
+                {.rerun = moe_layer, .act_rerun = bit(RM::moe_act), .act_frees = moe_layer,
+                 .down_frees = moe_layer | bit(RM::moe_act)});
   for (size_t i = experts_from; i < blk.ops.size(); ++i)
     blk.ops[i].grouped = blk.ops[i].kind == OpKind::gemm;
+  if (weighted_activation) {
+    Op& act = blk.ops[experts_from + 1];  // add_mlp_gemms: up projection, activation, down
+    act.saved_bytes += visits * 4.0;      // the fp32 probability of each token-visit
+    act.freeable_bytes = act.saved_bytes;
+  }
   // Shared experts (DeepSeekMoE) see every token, as a dense MLP split by tensor parallelism.
   // Their up projection reads the router's input: a copy of its own only when quantized.
   const double shared_input = x.q != x.e ? layer_input : 0;
-  if (m.shared_ffn_hidden > 0) add_mlp_gemms(blk, m, x, x.tokens, 1, x.fs, shared_input);
+  const unsigned shared = moe_layer | bit(RM::shared_experts);
+  if (m.shared_ffn_hidden > 0) {
+    add_mlp_gemms(blk, m, x, x.tokens, 1, x.fs, shared_input,
+                  {.rerun = shared, .input_frees = shared | bit(RM::layernorm),
+                   .act_frees = shared, .down_frees = shared});
+  }
   blk.ops.push_back(residual_op("mlp residual", x, m.dropout));
+}
+
+// Resolves the ops' recompute tags for the plan's selective recompute (Op::selective).
+void resolve_selective(Block& block, unsigned modules) {
+  for (Op& op : block.ops) {
+    op.selective = (op.rerun_by & modules) != 0;
+    op.selective_freed_bytes = (op.frees_by & modules) != 0 ? op.freeable_bytes : 0;
+  }
 }
 
 }  // namespace
@@ -331,7 +423,7 @@ MicroBatchWork describe_micro_batch(const ModelSpec& m, const TrainingSpec& tr,
   w.dense_layers = m.layers - w.moe_layers;
   auto describe_layer = [&](Block& layer, bool moe) {
     add_mixer(layer, m, tr, p, x);
-    add_mlp(layer, m, p, x, moe);
+    add_mlp(layer, m, tr, p, x, moe);
     layer.input_bytes = x.tokens * x.h * x.r * x.e;
     if (p.tp > 1) {
       layer.tp.bytes = x.tokens * x.h * x.e;
@@ -396,6 +488,12 @@ MicroBatchWork describe_micro_batch(const ModelSpec& m, const TrainingSpec& tr,
     for (const Op& op : head.ops) mtp.ops.push_back(op);
     mtp.tp = head.tp;
   }
+  // What selective recompute would redo, whichever recompute the plan runs: the memory model
+  // prices every policy from one description (memory.cpp activation_profile).
+  const unsigned modules =
+      p.recompute_modules != 0 ? p.recompute_modules : bit(RecomputeModule::core_attn);
+  for (Block* b : {&w.layer, &w.dense_layer, &w.embedding, &w.head, &w.mtp})
+    resolve_selective(*b, modules);
   return w;
 }
 
@@ -409,8 +507,8 @@ double saved_activation_bytes(const Block& block, Recompute recompute) {
   if (recompute == Recompute::full) return block.input_bytes;
   double total = 0;
   for (const Op& op : block.ops) {
-    if (recompute == Recompute::selective && op.selective) continue;
     total += op.saved_bytes;
+    if (recompute == Recompute::selective) total -= op.selective_freed_bytes;
   }
   return total;
 }

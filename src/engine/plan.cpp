@@ -99,6 +99,7 @@ std::string describe(const ParallelPlan& p) {
   if (p.dp_shard > 0)
     s += fmt::format(" (HSDP: shard {} x replicate {})", p.dp_shard, p.dp / std::max(1, p.dp_shard));
   s += fmt::format(", micro-batch {}, recompute {}", p.micro_batch, to_string(p.recompute));
+  if (p.recompute_modules != 0) s += " (" + recompute_modules_text(p.recompute_modules, ", ") + ")";
   if (p.sequence_parallel) s += ", sequence parallel";
   if (p.interleave > 1) s += fmt::format(", interleave {}", p.interleave);
   if (p.pp > 1) s += fmt::format(", schedule {}", schedule_name(p));

@@ -130,6 +130,19 @@ bool moe_overlap_pairs(P p, C c) {
   return (p.pp > 1 && p.interleave < 2) || micro_batches_per_step(c.training, p) < 2;
 }
 
+// Megatron-Core's TransformerConfig.__post_init__: recompute_modules under selective
+// granularity; mla_up_proj only with multi-latent attention; layernorm and moe_act not under
+// FP8 delayed scaling. A module the model lacks (moe_act on a dense model) Megatron accepts and
+// recomputes nothing; so does this.
+bool recompute_modules_apply(P p, C c) {
+  if (p.recompute_modules == 0) return false;
+  if (p.recompute != Recompute::selective) return true;
+  if ((p.recompute_modules & bit(RecomputeModule::mla_up_proj)) && !c.model.is_mla()) return true;
+  const unsigned quantized_outputs = bit(RecomputeModule::layernorm) | bit(RecomputeModule::moe_act);
+  return c.training.recipe.id == Precision::fp8_delayed &&
+         (p.recompute_modules & quantized_outputs) != 0;
+}
+
 bool framework_zero_stage(P p, C c) {
   return !c.caps().has_zero(p.zero);
 }
@@ -183,6 +196,9 @@ bool framework_moe_overlap(P p, C c) {
 }
 bool framework_moe_dispatcher(P, C c) {
   return c.model.is_moe() && !c.caps().has_dispatcher(c.training.moe_dispatcher);
+}
+bool framework_recompute_modules(P p, C c) {
+  return p.recompute_modules != 0 && !c.caps().recompute_modules;
 }
 bool framework_fp8(P, C c) {
   return c.training.recipe.gemm_dtype == MathDtype::fp8 && !c.caps().fp8;
@@ -271,6 +287,7 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::expert_tp_divides_ffn, expert_tp_divides_ffn},
       {RuleId::moe_overlap_needs_ep, moe_overlap_needs_ep},
       {RuleId::moe_overlap_pairs, moe_overlap_pairs},
+      {RuleId::recompute_modules_apply, recompute_modules_apply},
       {RuleId::offload_supported, offload_supported},
       {RuleId::framework_zero_stage, framework_zero_stage},
       {RuleId::framework_zero_with_pp, framework_zero_with_pp},
@@ -283,6 +300,7 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::framework_ep, framework_ep},
       {RuleId::framework_moe_overlap, framework_moe_overlap},
       {RuleId::framework_moe_dispatcher, framework_moe_dispatcher},
+      {RuleId::framework_recompute_modules, framework_recompute_modules},
       {RuleId::framework_fp8, framework_fp8},
       {RuleId::framework_fp16, framework_fp16},
       {RuleId::framework_bf16_pure, framework_bf16_pure},
@@ -381,6 +399,8 @@ const char* to_string(RuleId r) {
       return "moe_overlap_needs_ep";
     case RuleId::moe_overlap_pairs:
       return "moe_overlap_pairs";
+    case RuleId::recompute_modules_apply:
+      return "recompute_modules_apply";
     case RuleId::offload_supported:
       return "offload_supported";
     case RuleId::framework_zero_stage:
@@ -405,6 +425,8 @@ const char* to_string(RuleId r) {
       return "framework_moe_overlap";
     case RuleId::framework_moe_dispatcher:
       return "framework_moe_dispatcher";
+    case RuleId::framework_recompute_modules:
+      return "framework_recompute_modules";
     case RuleId::framework_fp8:
       return "framework_fp8";
     case RuleId::framework_fp16:

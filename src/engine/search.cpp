@@ -48,8 +48,25 @@ long long SearchSpace::size() const {
   long long tp_pairs = static_cast<long long>(tp.size()) * expert_tp.size();
   for (int t : tp) tp_pairs -= std::count(expert_tp.begin(), expert_tp.end(), t);
   return tp_pairs * pp.size() * cp.size() * ep.size() * zero.size() * micro_batch.size() *
-         interleave.size() * recompute.size() * sequence_parallel.size() * schedule.size() *
+         interleave.size() * recompute_points() * sequence_parallel.size() * schedule.size() *
          lighter_ends.size() * offload.size() * moe_a2a_overlap.size() * shard_gpus.size();
+}
+
+long long SearchSpace::recompute_points() const {
+  long long n = 0;
+  for (Recompute r : recompute)
+    n += r == Recompute::selective ? static_cast<long long>(recompute_modules.size()) : 1;
+  return n;
+}
+
+std::vector<unsigned> recompute_module_sets(const ModelSpec& m) {
+  using RM = RecomputeModule;
+  std::vector<unsigned> sets;
+  const unsigned norms = bit(RM::layernorm);
+  if (m.is_moe()) sets.push_back(norms | bit(RM::moe_act));
+  if (m.is_mla()) sets.push_back(norms | bit(RM::mla_up_proj));
+  if (m.is_moe() && m.is_mla()) sets.push_back(norms | bit(RM::mla_up_proj) | bit(RM::moe_act));
+  return sets;
 }
 
 long long SearchSpace::refused_points() const {
@@ -97,6 +114,8 @@ void restrict_to(SearchSpace& s, const FrameworkCaps& caps) {
   drop(s, s.expert_tp, R::framework_ep, [&](int etp) { return etp > 0 && !caps.expert_parallel; });
   drop(s, s.moe_a2a_overlap, R::framework_moe_overlap,
        [&](bool overlap) { return overlap && !caps.moe_a2a_overlap; });
+  drop(s, s.recompute_modules, R::framework_recompute_modules,
+       [&](unsigned modules) { return modules != 0 && !caps.recompute_modules; });
   drop(s, s.shard_gpus, R::framework_hsdp,
        [&](int g) { return g > 0 && caps.hsdp_zero_stages.empty(); });
   const OffloadSupport allowed = offload_support(caps);
@@ -127,10 +146,18 @@ SearchSpace all_axes(const ModelSpec& m, const TrainingSpec& tr, const ClusterSp
   s.interleave = m.has_architecture() ? divisors(m.layers, 8) : std::vector<int>{1};
   // Selective recompute redoes the core attention's softmax and dropout; fused (flash)
   // attention keeps none of those tensors, so there it is the same plan as no recompute.
+  // Megatron-Core's module sets (a MoE, MLA) are tried as well; under flash attention only
+  // they make selective recompute a plan of its own.
   s.recompute =
       tr.attention == AttentionKind::flash
           ? std::vector<Recompute>{Recompute::none, Recompute::full}
           : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
+  const std::vector<unsigned> module_sets = recompute_module_sets(m);
+  if (!module_sets.empty()) {
+    s.recompute = {Recompute::none, Recompute::selective, Recompute::full};
+    if (tr.attention == AttentionKind::flash) s.recompute_modules.clear();
+    s.recompute_modules.insert(s.recompute_modules.end(), module_sets.begin(), module_sets.end());
+  }
   s.sequence_parallel = {false, true};
   s.schedule.clear();
   for (const ScheduleRow& r : schedule_rows()) {
@@ -157,7 +184,8 @@ SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const Cluster
 namespace {
 
 using Key =
-    std::tuple<double, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int>;
+    std::tuple<double, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int,
+               int>;
 
 int offload_code(const Offload& o) {
   return (o.optimizer ? 1 : 0) | (o.params ? 2 : 0) | (o.activations ? 4 : 0) |
@@ -181,7 +209,8 @@ Key key_of(const Candidate& cand) {
           p.first_stage_layers,
           offload_code(p.offload),
           p.moe_a2a_overlap ? 1 : 0,
-          p.dp_shard};
+          p.dp_shard,
+          static_cast<int>(p.recompute_modules)};
 }
 
 struct Worse {
@@ -264,13 +293,25 @@ struct GroupCost {
   MemoryInputs memory;
 };
 
+// A group's costs per recompute module set: the micro-batch description resolves the plan's
+// modules into what its ops save and rerun (layer.hpp), so each set has its own.
+struct GroupCosts {
+  std::vector<std::pair<unsigned, GroupCost>> by_modules;
+  GroupCost& of(unsigned modules) {
+    for (auto& [m, cost] : by_modules)
+      if (m == modules) return cost;
+    return by_modules.emplace_back(modules, GroupCost{}).second;
+  }
+};
+
 // One point: the rules, then the step and memory models, counted into `out`.
-void visit(const ParallelPlan& p, const Walk& w, GroupCost& shared, Partial& out) {
+void visit(const ParallelPlan& p, const Walk& w, GroupCosts& costs, Partial& out) {
   ++out.evaluated;
   if (const auto broken = first_broken(p, w.rules)) {
     ++out.rejected[static_cast<int>(*broken)];
     return;
   }
+  GroupCost& shared = costs.of(p.recompute_modules);
   if (!shared.ready) {
     shared.micro_batch = micro_batch_cost(w.m, w.tr, p, w.cluster);
     shared.memory = memory_inputs(w.m, w.tr, shared.micro_batch);
@@ -296,13 +337,27 @@ int shard_degree_over(int gpus, const ParallelPlan& p) {
   return gpus % inner == 0 ? gpus / inner : -1;
 }
 
+// A plan's last two axes: the EP all-to-all overlap and the hybrid-sharding group.
+void visit_overlap_and_shards(ParallelPlan& p, const Walk& w, GroupCosts& shared, Partial& out) {
+  for (bool overlap : w.space.moe_a2a_overlap) {
+    p.moe_a2a_overlap = overlap;
+    for (int g : w.space.shard_gpus) {
+      p.dp_shard = shard_degree_over(g, p);
+      visit(p, w, shared, out);
+    }
+  }
+}
+
+// The one module set of a recompute policy other than selective: the framework's own.
+const std::vector<unsigned> kFrameworkRecompute = {0};
+
 void run_group(const Group& g, const Walk& w, Partial& out) {
   const SearchSpace& space = w.space;
   const long long inner = static_cast<long long>(space.pp.size()) * space.interleave.size() *
-                          space.zero.size() * space.recompute.size() * space.schedule.size() *
+                          space.zero.size() * space.recompute_points() * space.schedule.size() *
                           space.lighter_ends.size() * space.offload.size() *
                           space.moe_a2a_overlap.size() * space.shard_gpus.size();
-  GroupCost shared;
+  GroupCosts shared;
   const auto axes = pipeline_axes(space);
   for (int pp : space.pp) {
     if (w.cluster.gpus % (static_cast<long long>(g.tp) * pp * g.cp) != 0) {
@@ -331,12 +386,10 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
                                                           .schedule = schedule,
                                                           .offload = off});
               if (lighter) set_lighter_ends(w.m.layers, pp * v, p, w.m.mtp_layers);
-              for (bool overlap : space.moe_a2a_overlap) {
-                p.moe_a2a_overlap = overlap;
-                for (int g : space.shard_gpus) {
-                  p.dp_shard = shard_degree_over(g, p);
-                  visit(p, w, shared, out);
-                }
+              for (unsigned modules : rc == Recompute::selective ? space.recompute_modules
+                                                                 : kFrameworkRecompute) {
+                p.recompute_modules = modules;
+                visit_overlap_and_shards(p, w, shared, out);
               }
             }
           }

@@ -52,6 +52,11 @@ constexpr Name<OptimizerKind> kOptimizerNames[] = {{OptimizerKind::adamw, "adamw
                                                    {OptimizerKind::adam_8bit, "adam8bit"}};
 constexpr Name<Recompute> kRecomputeNames[] = {
     {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
+constexpr Name<RecomputeModule> kRecomputeModuleNames[] = {
+    {RecomputeModule::core_attn, "core_attn"},     {RecomputeModule::layernorm, "layernorm"},
+    {RecomputeModule::mla_up_proj, "mla_up_proj"}, {RecomputeModule::moe_act, "moe_act"},
+    {RecomputeModule::mlp, "mlp"},                 {RecomputeModule::moe, "moe"},
+    {RecomputeModule::shared_experts, "shared_experts"}};
 constexpr Name<AttentionKind> kAttentionNames[] = {{AttentionKind::flash, "flash"},
                                                    {AttentionKind::standard, "standard"}};
 constexpr Name<OffloadTarget> kOffloadTargetNames[] = {{OffloadTarget::cpu, "cpu"},
@@ -164,6 +169,43 @@ OptimizerKind parse_optimizer(const std::string& text, const std::string& field)
 }
 Recompute parse_recompute(const std::string& text, const std::string& field) {
   return parse_name(kRecomputeNames, text, field);
+}
+unsigned parse_recompute_modules(const std::string& text, const std::string& field) {
+  unsigned modules = 0;
+  std::string word;
+  auto take = [&] {
+    if (!word.empty()) modules |= bit(parse_name(kRecomputeModuleNames, word, field));
+    word.clear();
+  };
+  for (char ch : text) {
+    if (ch == ',' || ch == ' ') {
+      take();
+    } else {
+      word += ch;
+    }
+  }
+  take();
+  if (modules == 0) {
+    throw InputError(field, "'" + text + "' names no module; give one or more of: " +
+                                recompute_module_names(", "));
+  }
+  return modules;
+}
+std::string recompute_modules_text(unsigned modules, const std::string& separator) {
+  std::string out;
+  for (const auto& entry : kRecomputeModuleNames) {
+    if ((modules & bit(entry.value)) == 0) continue;
+    if (!out.empty()) out += separator;
+    out += entry.name;
+  }
+  return out;
+}
+std::string recompute_module_names(const std::string& separator) {
+  return recompute_modules_text(~0u, separator);
+}
+unsigned recomputed_modules(const ParallelPlan& p) {
+  if (p.recompute != Recompute::selective) return 0;
+  return p.recompute_modules != 0 ? p.recompute_modules : bit(RecomputeModule::core_attn);
 }
 AttentionKind parse_attention(const std::string& text, const std::string& field) {
   return parse_name(kAttentionNames, text, field);

@@ -74,7 +74,7 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
   cost.tp_edges_s /= tp_share;
 
   for (const Op& op : w.layer.ops) {
-    if (op.kind == OpKind::attention || op.selective || (op.kind == OpKind::gemm && op.batch > 1)) {
+    if (op.kind == OpKind::attention || (op.rerun_by & bit(RecomputeModule::core_attn)) != 0) {
       cost.attention_s += op_forward_s(op, c.gpu, attention_dtype);
     }
   }
@@ -106,6 +106,7 @@ struct StageCost {
   double tp_s = 0, tp_exposed_s = 0, tp_calls = 0;
   double cp_s = 0, cp_exposed_s = 0;
   double ep_s = 0, ep_exposed_s = 0;
+  double ep_recompute_s = 0;  // of ep_s, the forward's all-to-alls run again before backward
   double pp_s = 0;
   double zero3_exposed_s = 0;
   double zero3_units = 0, zero3_ag_s = 0, zero3_rs_s = 0;  // per call
@@ -173,12 +174,14 @@ StageWork stage_work(const StageCost& s) {
   const double compute = s.forward_s + s.backward_s;
   if (compute <= 0) return w;
   const double k = 1.0 + (s.tp_exposed_s + s.cp_exposed_s) / compute;
-  const double ep = s.ep_s;
-  w.forward_s = k * s.forward_s + ep / 2.0;
-  w.input_grad_s = k * (s.backward_s - s.weight_grad_s) + ep / 2.0;
+  const double ep_forward = (s.ep_s - s.ep_recompute_s) / 2.0;
+  const double ep_backward = s.ep_s - ep_forward;  // with the recomputed forward's
+  w.forward_s = k * s.forward_s + ep_forward;
+  w.input_grad_s = k * (s.backward_s - s.weight_grad_s) + ep_backward;
   w.weight_grad_s = k * s.weight_grad_s;
   w.recompute_s = s.recompute_s;
-  w.ep_forward_s = w.ep_backward_s = ep / 2.0;
+  w.ep_forward_s = ep_forward;
+  w.ep_backward_s = ep_backward;
   w.tp_hidden_s = std::max(0.0, s.tp_s - s.tp_exposed_s);
   w.cp_hidden_s = std::max(0.0, s.cp_s - s.cp_exposed_s);
   w.layers = s.layers;
@@ -249,6 +252,25 @@ struct Context {
   int micro_batches = 1;  // per step, per data-parallel replica
 };
 
+// Whether recompute runs a MoE layer's forward, all-to-alls included, again before its backward:
+// full recompute, or Megatron-Core's moe module (a checkpointed MoE layer).
+bool reruns_all_to_alls(const ParallelPlan& p) {
+  return p.recompute == Recompute::full ||
+         (recomputed_modules(p) & bit(RecomputeModule::moe)) != 0;
+}
+
+// The FLOPs selective recompute runs again over the step: each device's per layer and
+// micro-batch, over the model's layers (and MTP modules), the micro-batches of the global batch
+// and the tensor- and context-parallel ranks that share a micro-batch.
+double selective_recompute_flops(const Context& x) {
+  const ModelSpec& m = x.m;
+  const double moe = m.is_moe() ? m.moe_layer_count() : 0;
+  const double per_micro_batch = (moe + m.mtp_layers) * x.cost.layer.selective_flops +
+                                 (m.layers - moe) * x.cost.dense_layer.selective_flops;
+  return per_micro_batch * static_cast<double>(x.tr.global_batch) / x.p.micro_batch * x.p.tp *
+         x.p.cp;
+}
+
 // Params only: 6 N tokens per micro-batch at an assumed MFU, forward 1/3, backward 2/3.
 void assumed_compute(const Context& x, const DeviceParams& dev, StageCost& s) {
   const double peak = peak_flops(x.c.gpu, x.tr.recipe.gemm_dtype);
@@ -266,6 +288,7 @@ BlockTime mixed_layer(const MicroBatchCost& cost, double moe_share) {
   l.forward_s = share * l.forward_s + (1.0 - share) * dl.forward_s;
   l.backward_s = share * l.backward_s + (1.0 - share) * dl.backward_s;
   l.selective_s = share * l.selective_s + (1.0 - share) * dl.selective_s;
+  l.selective_flops = share * l.selective_flops + (1.0 - share) * dl.selective_flops;
   l.gemm_forward_s = share * l.gemm_forward_s + (1.0 - share) * dl.gemm_forward_s;
   return l;
 }
@@ -340,7 +363,10 @@ void stage_model_parallel(const Context& x, int stage, const BlockTime& l, Stage
   s.cp_s = layers * 3.0 * cost.cp_layer_s;
   s.cp_exposed_s = layers * (std::max(0.0, cost.cp_layer_s - cost.attention_s) +
                              std::max(0.0, 2.0 * cost.cp_layer_s - 2.5 * cost.attention_s));
-  s.ep_s = s.moe_layers * 2.0 * cost.ep_layer_s;  // dense layers send nothing to experts
+  // Dense layers send nothing to experts. Recomputing a MoE layer's forward (in full, or the
+  // moe module) runs its dispatch and combine again.
+  s.ep_recompute_s = reruns_all_to_alls(x.p) ? s.moe_layers * cost.ep_layer_s : 0.0;
+  s.ep_s = s.moe_layers * 2.0 * cost.ep_layer_s + s.ep_recompute_s;
   s.ep_exposed_s = exposed_all_to_all_s(x.p, x.micro_batches, s.ep_s, s.compute_s);
 }
 
@@ -609,9 +635,10 @@ void model_parallel_traffic(const Context& x, const StageCost& crit, int mb, Com
     comm.cp.exposed_s = mb * crit.cp_exposed_s;
   }
   if (p.ep > 1 && cost.ep_layer_bytes > 0) {
-    // Dispatch and combine, forward and backward: four calls per MoE layer, each at the mean of
-    // the dispatch's and the combine's time (their dtypes and routes may differ).
-    const double calls = mb * 4.0 * crit.moe_layers;
+    // Dispatch and combine, forward and backward: four calls per MoE layer (six when its
+    // forward is recomputed), each at the mean of the dispatch's and the combine's time (their
+    // dtypes and routes may differ).
+    const double calls = mb * (reruns_all_to_alls(p) ? 6.0 : 4.0) * crit.moe_layers;
     set_traffic(comm.ep, Collective::all_to_all, cost.ep_layer_bytes, calls, x.at.expert, x.c);
     price_calls(comm.ep, cost.ep_layer_s / 2.0, 1.0);
     comm.ep.exposed_s = mb * crit.ep_exposed_s;
@@ -638,10 +665,8 @@ double hardware_flops(const Context& x, double model_flops) {
       x.p.recompute == Recompute::full
           ? x.cost.forward_model_flops -
                 2.0 * tr.global_batch * tr.seq_len * static_cast<double>(m.hidden) * m.vocab
-      : x.p.recompute == Recompute::selective
-          ? 4.0 * tr.global_batch * m.layers * static_cast<double>(tr.seq_len) * tr.seq_len *
-                (static_cast<double>(m.heads) * m.head_dim)
-          : 0.0;
+      : x.p.recompute == Recompute::selective ? selective_recompute_flops(x)
+                                              : 0.0;
   return model_flops + recomputed;
 }
 

@@ -8,6 +8,7 @@
 #include "shardplan/memory.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/rules.hpp"
+#include "shardplan/search.hpp"
 #include "shardplan/step_time.hpp"
 #include "shardplan/units.hpp"
 
@@ -114,17 +115,26 @@ std::vector<ParallelPlan> candidate_plans(const PublishedRun& run) {
     interleave = divisors(run.model.layers / run.plan.pp, 16);
     std::erase(interleave, 1);
   }
-  // An unstated recompute is chosen like the micro-batch: the fastest that fits.
-  std::vector<Recompute> recompute{run.plan.recompute};
-  if (!run.recompute_known) recompute = {Recompute::none, Recompute::selective, Recompute::full};
+  // An unstated recompute is chosen like the micro-batch: the fastest that fits, Megatron-Core's
+  // module sets among them where the stack recomputes by module (as the search does).
+  std::vector<std::pair<Recompute, unsigned>> recompute{
+      {run.plan.recompute, run.plan.recompute_modules}};
+  if (!run.recompute_known) {
+    recompute = {{Recompute::none, 0}, {Recompute::selective, 0}, {Recompute::full, 0}};
+    if (run.training.framework.caps.recompute_modules) {
+      for (unsigned modules : recompute_module_sets(run.model))
+        recompute.emplace_back(Recompute::selective, modules);
+    }
+  }
   std::vector<ParallelPlan> out;
   for (int b : micro) {
     for (int v : interleave) {
-      for (Recompute rc : recompute) {
+      for (const auto& [rc, modules] : recompute) {
         ParallelPlan p = run.plan;
         p.micro_batch = b;
         p.interleave = v;
         p.recompute = rc;
+        p.recompute_modules = modules;
         out.push_back(p);
       }
     }

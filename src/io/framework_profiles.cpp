@@ -83,6 +83,7 @@ FrameworkCaps read_caps(StrictObject o) {
     if (!c.has_dispatcher(d)) c.moe_dispatchers.push_back(d);
   }
   c.replicate_only_1d = o.boolean("replicate_only_1d");
+  c.recompute_modules = o.boolean_or("recompute_modules", false);
   // HSDP: the ZeRO stages it shards inside a group and replicates across (sources.hsdp).
   c.hsdp_zero_stages = zero_stages(o, "hsdp_zero_stages", true);
   StrictObject off = o.object("offload");
@@ -163,6 +164,12 @@ void read_memory(StrictObject o, FrameworkPricing& p) {
         throw InputError(o.field(key), "'" + words + "' is not every-micro-batch or deferred");
     } else if (key == "fsdp_accumulated_grad_bytes") {
       p.fsdp_accumulated_grad_bytes = o.positive(key);
+    } else if (key == "moe_router_probs") {
+      const std::string words = o.string(key);
+      if (words == "in-activation")
+        p.moe_probs_in_activation = true;
+      else if (words != "in-combine")
+        throw InputError(o.field(key), "'" + words + "' is not in-activation or in-combine");
     } else if (key == "low_precision_saved_inputs") {
       const std::string words = o.string(key);
       if (words == "quantized")
@@ -326,6 +333,7 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
                           "memory", "loss", "max_published_mfu", "fp8_default_recipe",
                           "moe_a2a_overlap", "offload_layers", "hsdp"})
     sources.string(key);
+  if (f.caps.recompute_modules) sources.string("recompute_modules");  // where it is documented
   f.max_published_mfu_source = j.at("sources").at("max_published_mfu").get<std::string>();
   sources.finish();
   o.finish();

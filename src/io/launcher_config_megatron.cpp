@@ -44,7 +44,7 @@ const std::set<std::string> kRead = {
     "--cpu-offloading", "--cpu-offloading-num-layers", "--cpu-offloading-weights",
     "--cpu-offloading-activations", "--overlap-grad-reduce", "--tp-comm-overlap", "--bf16", "--fp16", "--fp8-format",
     "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32", "--recompute-granularity",
-    "--optimizer", "--attention-backend", "--swiglu", "--ffn-hidden-size", "--moe-ffn-hidden-size",
+    "--recompute-modules", "--optimizer", "--attention-backend", "--swiglu", "--ffn-hidden-size", "--moe-ffn-hidden-size",
     "--group-query-attention", "--moe-expert-capacity-factor",
     "--overlap-moe-expert-parallel-comm", "--moe-enable-deepep", "--moe-router-force-load-balancing",
     "--moe-flex-dispatcher-backend",
@@ -122,6 +122,9 @@ const std::set<std::string> kSwitches = {
     "--cpu-offloading", "--cpu-offloading-weights", "--cpu-offloading-activations",
 };
 
+// Arguments that take every word up to the next argument (argparse nargs='*').
+const std::set<std::string> kWordLists = {"--recompute-modules"};
+
 using Args = std::map<std::string, std::string>;  // argument -> value ("" for a switch)
 
 std::vector<std::string> plan_keys() {
@@ -149,7 +152,13 @@ Args arguments(const std::vector<std::string>& words, Builder& b) {
     const bool known = kValued.count(name) || kRead.count(name) || kKnownOther.count(name);
     // An unknown argument is taken to carry the next word unless that is another argument.
     const bool next_is_value = i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0;
-    if (!inline_value && !kSwitches.count(name) && next_is_value) value = words[++i];
+    if (!inline_value && kWordLists.count(name)) {
+      // Several words, kept comma-separated as shardplan's flag takes them.
+      while (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0)
+        value += (value.empty() ? "" : ",") + words[++i];
+    } else if (!inline_value && !kSwitches.count(name) && next_is_value) {
+      value = words[++i];
+    }
     if (!known) {
       b.unknown(name, keys);
       continue;
@@ -258,6 +267,13 @@ void recompute_and_optimizer(const Args& a, Builder& b) {
   const std::string r = arg(a, "--recompute-granularity");
   if (r == "full" || r == "selective") {
     b.set("--recompute", r, "--recompute-granularity");
+    // Megatron-Core reads the modules under selective granularity only.
+    const std::string modules = arg(a, "--recompute-modules");
+    if (r == "selective" && !modules.empty()) {
+      b.set("--recompute-modules", modules, "--recompute-modules");
+    } else if (a.count("--recompute-modules")) {
+      b.note_default("--recompute-modules is read under --recompute-granularity selective only");
+    }
   } else if (a.count("--recompute-granularity")) {
     b.refuse("--recompute-granularity", "'" + r + "' is not full or selective");
   } else {

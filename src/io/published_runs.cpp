@@ -157,6 +157,13 @@ void read_run_plan(const nlohmann::json& pl, const std::string& where, Published
   if (run.recompute_known) {
     p.recompute = parse_recompute(pl.at("recompute"), where + ": recompute");
   }
+  // What the source says its selective recompute redoes, as Megatron-Core's module names.
+  if (pl.contains("recompute_modules") && pl.at("recompute_modules").is_array()) {
+    std::string names;
+    for (const nlohmann::json& n : pl.at("recompute_modules"))
+      names += (n.is_string() ? n.get<std::string>() : n.dump()) + ",";
+    p.recompute_modules = parse_recompute_modules(names, where + ": recompute_modules");
+  }
   p.sequence_parallel = pl.value("sequence_parallel", false);
   // An uneven pipeline split the recipe states (Megatron's account_for_embedding/loss split,
   // --decoder-first/last-pipeline-num-layers): transformer layers of the first / last chunk.

@@ -170,6 +170,22 @@ std::string offload_layers_words(const ParallelPlan& p, const RuleContext& c,
   return "";
 }
 
+// Megatron-Core's own checks on recompute_modules (TransformerConfig.__post_init__).
+std::string recompute_modules_words(const ParallelPlan& p, const RuleContext& c) {
+  if (p.recompute != Recompute::selective) {
+    return fmt::format("the modules ({}) are what selective recompute redoes (Megatron-Core "
+                       "--recompute-granularity selective); add --recompute selective",
+                       recompute_modules_text(p.recompute_modules, ", "));
+  }
+  if ((p.recompute_modules & bit(RecomputeModule::mla_up_proj)) && !c.model.is_mla()) {
+    return "mla_up_proj recomputes multi-latent attention's up projections, and this model has "
+           "none (Megatron-Core refuses it without multi_latent_attention); drop mla_up_proj";
+  }
+  return "layernorm and moe_act recompute quantized outputs, which Megatron-Core refuses under "
+         "FP8 delayed scaling; use --precision fp8-tensorwise, fp8-blockwise or mxfp8, or drop "
+         "them";
+}
+
 PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
   const ParallelPlan& p = r.plan;
   const FrameworkCaps& caps = c.caps();
@@ -234,6 +250,11 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
               fmt::format("{} runs the MoE dispatchers {} only{}; {} is not one of them", f,
                           name_list(caps.moe_dispatchers), why,
                           to_string(c.training.moe_dispatcher))};
+    case RuleId::framework_recompute_modules:
+      return {"--recompute-modules",
+              fmt::format("{} does not recompute Megatron-Core's modules by name{}; use "
+                          "--recompute selective (its own policy) or full",
+                          f, why)};
     case RuleId::framework_fp8:
       return {"--precision", fmt::format("{} has no fp8 training path{}; use bf16", f, why)};
     case RuleId::framework_fp16:
@@ -346,6 +367,8 @@ PlanProblem shape_words(const RuleProblem& r, const RuleContext& c) {
                   : std::string("a step of one micro-batch has no other pass to hide the "
                                 "all-to-alls behind: raise --global-batch or lower "
                                 "--micro-batch")};
+    case RuleId::recompute_modules_apply:
+      return {"--recompute-modules", recompute_modules_words(p, c)};
     case RuleId::deepep_group_size: {
       std::string sizes;
       for (int n : deepep_group_sizes()) sizes += (sizes.empty() ? "" : ", ") + std::to_string(n);
@@ -443,6 +466,8 @@ std::string rule_gist(RuleId rule) {
       return "overlapping expert all-to-alls needs passes to pair";
     case RuleId::offload_supported:
       return "the framework offloads none of it, or the cluster states no host memory";
+    case RuleId::recompute_modules_apply:
+      return "the recompute modules need selective recompute and a model and recipe they fit";
     case RuleId::framework_zero_stage:
       return "the framework has no ZeRO stage this rung needs";
     case RuleId::framework_zero_with_pp:
@@ -465,6 +490,8 @@ std::string rule_gist(RuleId rule) {
       return "the framework does not overlap expert all-to-alls with other micro-batches";
     case RuleId::framework_moe_dispatcher:
       return "the framework does not run this MoE dispatcher";
+    case RuleId::framework_recompute_modules:
+      return "the framework does not recompute modules by name";
     case RuleId::framework_fp8:
       return "the framework does not train in fp8";
     case RuleId::framework_fp16:

@@ -49,6 +49,25 @@ JsonField<ParallelPlan> dp_replicate_field() {
        {}});
 }
 
+// Megatron-Core's recompute modules by name, only in a plan that names them.
+JsonField<ParallelPlan> recompute_modules_field() {
+  return may_be_absent<ParallelPlan>(
+      {"recompute_modules",
+       [](const ParallelPlan& p) {
+         if (p.recompute_modules == 0) return left_out();
+         json names = json::array();
+         for (unsigned m = 1; m != 0 && m <= p.recompute_modules; m <<= 1)
+           if (p.recompute_modules & m) names.push_back(recompute_modules_text(m));
+         return names;
+       },
+       [](StrictObject& o, const std::string& k, ParallelPlan& p) {
+         std::string text;
+         for (const std::string& name : o.strings_or_empty(k)) text += name + ",";
+         p.recompute_modules = parse_recompute_modules(text, o.field(k));
+       },
+       {}});
+}
+
 JsonField<ParallelPlan> summary_field() {
   return {"summary", [](const ParallelPlan& p) { return json(describe(p)); },
           [](StrictObject& o, const std::string& k, ParallelPlan&) { o.string(k); }, {}};
@@ -150,6 +169,7 @@ const JsonFields<ParallelPlan>& plan_fields() {
       member("zero", &P::zero),
       member("micro_batch", &P::micro_batch),
       named("recompute", &P::recompute, to_string, parse_recompute),
+      recompute_modules_field(),
       member("sequence_parallel", &P::sequence_parallel),
       member("interleave", &P::interleave),
       schedule_field(),  // after interleave: a file without one takes the interleave's

@@ -65,6 +65,11 @@ TEST_CASE("emit then estimate --from: a Megatron-LM script gives back its plan")
              "--last-stage-layers 7 --sequence-parallel --zero 1 --recompute full "
              "--global-batch 128",
              "--model llama-3.1-70b", "sh");
+  // Megatron-Core's recompute modules: one word each in the script (argparse nargs='*').
+  round_trip("megatron",
+             "--model qwen3-30b-a3b --gpus 16 --tp 2 --ep 8 --zero 1 --recompute selective "
+             "--recompute-modules moe_act,layernorm --precision fp8-tensorwise --global-batch 64",
+             "--model qwen3-30b-a3b", "sh");
   // Megatron FSDP (ZeRO-3) with context parallelism.
   round_trip("megatron",
              "--model llama-3.1-8b --gpus 16 --cp 2 --zero 3 --recompute full --global-batch 64 "

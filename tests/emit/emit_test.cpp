@@ -81,7 +81,9 @@ std::map<std::string, std::string> megatron_args(const std::string& script,
       args[flag] = "";
       if (order) order->push_back(flag);
     } else if (!flag.empty()) {
-      args[flag] = line;
+      // An nargs='*' flag (--recompute-modules) takes every word up to the next flag.
+      std::string& v = args[flag];
+      v = v.empty() ? line : v + " " + line;
     }
   }
   return args;

@@ -42,7 +42,9 @@ MegatronLaunch run_megatron_script(const std::string& script) {
       flag = line;
       l.args[flag] = "";
     } else if (!flag.empty()) {
-      l.args[flag] = line;
+      // An nargs='*' flag (--recompute-modules) takes every word up to the next flag.
+      std::string& v = l.args[flag];
+      v = v.empty() ? line : v + " " + line;
     }
   }
   l.world_size = static_cast<int>(nnodes * nproc);

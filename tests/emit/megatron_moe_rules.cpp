@@ -9,6 +9,23 @@
 
 namespace shardplan::test::rules {
 
+namespace {
+
+// Whether `word` is one of the space-separated words of an nargs='*' argument ("moe" is not
+// "moe_act": Megatron checks membership in the list).
+bool listed(const std::string& words, const std::string& word) {
+  size_t from = 0;
+  while (from <= words.size()) {
+    size_t to = words.find(' ', from);
+    if (to == std::string::npos) to = words.size();
+    if (words.compare(from, to - from, word) == 0) return true;
+    from = to + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 // TransformerConfig.__post_init__ for --overlap-moe-expert-parallel-comm, and
 // --delay-wgrad-compute, which needs it.
 std::string moe_overlap_rule(const L& l, const ModelSpec&) {
@@ -33,7 +50,7 @@ std::string moe_overlap_rule(const L& l, const ModelSpec&) {
       has(l, "--recompute-num-layers"))
     return "disable full recomputation (and the recompute method) when enabling "
            "overlap_moe_expert_parallel_comm";
-  if (str(l, "--recompute-modules").find("moe") != std::string::npos)
+  if (listed(str(l, "--recompute-modules"), "moe"))
     return "disable moe in recompute_modules when enabling overlap_moe_expert_parallel_comm";
   if (!has(l, "--bf16") && !has(l, "--fp16"))
     return "overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model";

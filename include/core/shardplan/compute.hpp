@@ -39,6 +39,7 @@ struct BlockTime {
   double forward_s = 0;
   double backward_s = 0;      // without any recompute
   double selective_s = 0;     // forward of the ops selective recompute redoes
+  double selective_flops = 0;  // and their FLOPs
   double gemm_forward_s = 0;  // the GEMMs' share of forward_s (what TP comm can hide behind)
   double weight_grad_s = 0;   // of backward_s, the weight GEMMs' wgrad half (the W pass)
   double quantize_s = 0;      // of forward_s + backward_s, the recipe's cast / transpose passes

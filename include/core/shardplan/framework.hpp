@@ -104,6 +104,8 @@ struct FrameworkCaps {
   std::vector<Schedule> moe_a2a_overlap_schedules;  // the schedules it runs the overlap on; empty: any
   std::vector<MoeDispatcher> moe_dispatchers = {MoeDispatcher::alltoall, MoeDispatcher::deepep};
   bool replicate_only_1d = false;  // plain data parallel (ZeRO-0) refuses any other parallelism
+  /// Recomputes Megatron-Core's modules by name (ParallelPlan::recompute_modules).
+  bool recompute_modules = true;
   /// The ZeRO stages it runs as hybrid sharding (ParallelPlan::dp_shard: shard inside a group of
   /// data-parallel ranks, replicate across groups); empty: none.
   std::vector<int> hsdp_zero_stages = {1, 2, 3};
@@ -170,6 +172,11 @@ struct FrameworkPricing {
   /// micro-batches when the plan has pipeline stages (torch.distributed.pipelining's
   /// set_requires_gradient_sync(last_backward)).
   bool fsdp_defer_grad_sync_with_pp = false;
+  /// Where a mixture of experts weights each expert's output by its router probability: in the
+  /// combine after the experts (which then keeps every expert output for the probabilities'
+  /// gradient), or inside the experts' activation (Megatron-Core's weighted SwiGLU: the combine
+  /// keeps nothing but indices). Profile memory.moe_router_probs.
+  bool moe_probs_in_activation = false;
   /// Bytes per element of the unsharded gradients held across micro-batches (FSDP2 accumulates
   /// them in MixedPrecisionPolicy.reduce_dtype); 0 = the recipe's gradient bytes.
   double fsdp_accumulated_grad_bytes = 0;

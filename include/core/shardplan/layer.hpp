@@ -24,7 +24,15 @@ struct Op {
   double bytes = 0;           // forward memory traffic of an elementwise op
   double saved_bytes = 0;     // tensors kept for backward
   double backward_flops = 0;  // FLOPs of the backward pass (GEMM: dgrad + wgrad = 2x forward)
-  bool selective = false;     // part of the "core attention" that selective recompute redoes
+  // Selective recompute (specs.hpp RecomputeModule): the modules whose recompute runs this op's
+  // forward again, and those whose recompute frees `freeable_bytes` of what it saves.
+  unsigned rerun_by = 0;
+  unsigned frees_by = 0;
+  double freeable_bytes = 0;
+  // The same resolved for the plan's selective recompute (describe_micro_batch): whether the
+  // op runs again before backward, and the bytes of saved_bytes it no longer keeps.
+  bool selective = false;
+  double selective_freed_bytes = 0;
   // A grouped GEMM (the routed experts of a MoE layer): `batch` experts in one kernel, each its
   // own problem, so each reaches the efficiency of an m x n x k GEMM, not of the whole launch.
   bool grouped = false;

@@ -36,6 +36,9 @@ enum class RuleId {
   expert_tp_divides_ffn,
   moe_overlap_needs_ep,  // hiding all-to-alls needs expert parallel all-to-alls
   moe_overlap_pairs,     // ... and passes to pair: 2+ micro-batches, no full recompute, chunks
+  // --recompute-modules: under selective recompute, on a model that has them, not with the
+  // delayed-scaling FP8 recipe for layernorm / moe_act (Megatron-Core's TransformerConfig)
+  recompute_modules_apply,
   offload_supported,  // the framework offloads this, and the cluster gives host facts (offload.hpp)
   // the framework's capabilities
   framework_zero_stage,
@@ -49,6 +52,7 @@ enum class RuleId {
   framework_ep,
   framework_moe_overlap,     // the framework overlaps EP all-to-alls with paired passes
   framework_moe_dispatcher,  // the framework runs the training's MoE dispatcher
+  framework_recompute_modules,  // the framework recomputes Megatron-Core's modules by name
   framework_fp8,
   framework_fp16,
   framework_bf16_pure,  // the framework trains without an fp32 master copy
@@ -62,7 +66,7 @@ enum class RuleId {
   dp_shard_divides,
   framework_hsdp,  // the framework runs hybrid sharding at this ZeRO stage
 };
-inline constexpr int kRules = 46;
+inline constexpr int kRules = 48;
 /// A short snake_case name for JSON and counts ("tp_divides_heads").
 const char* to_string(RuleId r);
 

@@ -27,6 +27,11 @@ struct SearchSpace {
   // --account-for-embedding/loss-in-pipeline-split; torchtitan's *_stage_less_layers = 1).
   std::vector<bool> lighter_ends;
   std::vector<Recompute> recompute;
+  // Under selective recompute, the module sets tried (ParallelPlan::recompute_modules; 0: the
+  // framework's own selective recompute).
+  std::vector<unsigned> recompute_modules = {0};
+  /// (recompute, modules) points: selective once per module set, the others once.
+  long long recompute_points() const;
   std::vector<bool> sequence_parallel;
   std::vector<Offload> offload = {Offload{}};  // none unless a rung or the user asks
   // EP all-to-alls hidden behind paired passes (ParallelPlan::moe_a2a_overlap): MoE only.
@@ -43,6 +48,12 @@ struct SearchSpace {
   /// Points restrict_to() took out (the sum of `refused`).
   long long refused_points() const;
 };
+
+/// The Megatron-Core recompute module sets worth trying on this model (ParallelPlan::
+/// recompute_modules), the kinds published recipes set: the norms and the expert activation of
+/// a MoE (elementwise recompute only), the norms and up projections of multi-latent attention
+/// (DeepSeek-V3 report Sec. 3.2.3), both together. Empty for a dense model without MLA.
+std::vector<unsigned> recompute_module_sets(const ModelSpec& model);
 
 /// Every axis at its full range for this model and cluster, as if the framework could run
 /// everything (full_space without restrict_to).

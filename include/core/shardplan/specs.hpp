@@ -24,6 +24,23 @@ enum class RopeScaling { none, linear, llama3, yarn };
 enum class RouterScore { softmax, sigmoid };
 enum class OptimizerKind { adamw, sgd_momentum, adafactor, adam_8bit };
 enum class Recompute { none, selective, full };
+/// Megatron-Core's fine-grained selective recompute (--recompute-granularity selective
+/// --recompute-modules; TransformerConfig.recompute_modules), one bit each. core_attn, mlp, moe
+/// and shared_experts checkpoint the submodule (its input kept, its insides recomputed);
+/// layernorm, mla_up_proj and moe_act discard their output after its consumer ran and recompute
+/// it before backward. Megatron's default set is core_attn alone.
+enum class RecomputeModule : unsigned {
+  core_attn = 1u << 0,
+  layernorm = 1u << 1,
+  mla_up_proj = 1u << 2,
+  moe_act = 1u << 3,
+  mlp = 1u << 4,
+  moe = 1u << 5,
+  shared_experts = 1u << 6,
+};
+constexpr unsigned bit(RecomputeModule m) {
+  return static_cast<unsigned>(m);
+}
 enum class AttentionKind { flash, standard };
 /// What leaves the device (offload.hpp has the memory and time it costs).
 struct Offload {
@@ -349,6 +366,9 @@ struct ParallelPlan {
   bool hybrid_shard() const { return dp_shard > 0 && dp_shard < dp; }
   int micro_batch = 1;
   Recompute recompute = Recompute::none;
+  // Under selective recompute, the RecomputeModule bits recomputed; 0: the framework's own
+  // selective recompute (Megatron: core_attn; torchtitan: its op policy).
+  unsigned recompute_modules = 0;
   bool sequence_parallel = false;
   int interleave = 1;  // virtual pipeline stages per device
   Schedule schedule = Schedule::one_f_one_b;
@@ -391,6 +411,15 @@ MoeDispatcher parse_moe_dispatcher(const std::string& text, const std::string& f
 Precision parse_precision(const std::string& text, const std::string& field);
 OptimizerKind parse_optimizer(const std::string& text, const std::string& field);
 Recompute parse_recompute(const std::string& text, const std::string& field);
+/// "layernorm,mla_up_proj" (commas or spaces, Megatron's names) to RecomputeModule bits; and back
+/// in the table's order, `separator` between names.
+unsigned parse_recompute_modules(const std::string& text, const std::string& field);
+std::string recompute_modules_text(unsigned modules, const std::string& separator = ",");
+/// Every module name, for help texts and errors.
+std::string recompute_module_names(const std::string& separator);
+/// The modules the plan recomputes: none without selective recompute, core_attn for the
+/// framework default (0).
+unsigned recomputed_modules(const ParallelPlan& plan);
 AttentionKind parse_attention(const std::string& text, const std::string& field);
 Schedule parse_schedule(const std::string& text, const std::string& field);
 OffloadTarget parse_offload_target(const std::string& text, const std::string& field);
