@@ -162,3 +162,18 @@ TEST_CASE("emit megatron: --recompute-modules as argparse takes it, one word eac
   CHECK(contains(e.out, "--recompute-granularity selective"));
   CHECK(contains(e.out, "--recompute-modules layernorm moe_act\n"));
 }
+
+TEST_CASE("plan: on DeepSeek-V3's cluster the search finds the report's recompute set") {
+  // With DeepEP's fp8 dispatch, recomputing RMSNorm and the MLA up projections (report Sec.
+  // 3.2.3) beats full recompute, which reruns every MoE layer's all-to-alls.
+  const auto r = run_cli(
+      "plan --model deepseek-v3 --cluster h800-deepseek --gpus 2048 --global-batch 15360 "
+      "--precision fp8-blockwise --moe-dispatcher deepep --moe-fp8-dispatch --top 3 --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& plan = j.at("fastest").at("plan");
+  CHECK(plan.at("recompute") == "selective");
+  const auto modules = plan.at("recompute_modules").dump();
+  CHECK(contains(modules, "mla_up_proj"));
+  CHECK(plan.at("ep").get<int>() > 1);
+}
