@@ -147,35 +147,30 @@ void read_collectives(StrictObject o, FrameworkPricing& p) {
   o.finish();
 }
 
+// A key naming one of two words: whether it names the second; anything else is refused.
+bool names_second(StrictObject& o, const std::string& key, const char* first, const char* second) {
+  const std::string words = o.string(key);
+  if (words != first && words != second) {
+    throw InputError(o.field(key),
+                     "'" + words + "' is not " + std::string(first) + " or " + second);
+  }
+  return words == second;
+}
+
 // memory: sentences with their own figures, and the ZeRO-3 / FSDP conventions under gradient accumulation.
 void read_memory(StrictObject o, FrameworkPricing& p) {
   for (const std::string& key : o.keys()) {
     if (key == "fsdp_reshard_after_forward") {
-      const std::string words = o.string(key);
-      if (words == "not-with-pp")
+      if (names_second(o, key, "always", "not-with-pp"))
         p.fsdp_reshard = FrameworkPricing::Reshard::not_with_pp;
-      else if (words != "always")
-        throw InputError(o.field(key), "'" + words + "' is not always or not-with-pp");
     } else if (key == "fsdp_grad_sync_with_pp") {
-      const std::string words = o.string(key);
-      if (words == "deferred")
-        p.fsdp_defer_grad_sync_with_pp = true;
-      else if (words != "every-micro-batch")
-        throw InputError(o.field(key), "'" + words + "' is not every-micro-batch or deferred");
+      p.fsdp_defer_grad_sync_with_pp = names_second(o, key, "every-micro-batch", "deferred");
     } else if (key == "fsdp_accumulated_grad_bytes") {
       p.fsdp_accumulated_grad_bytes = o.positive(key);
     } else if (key == "moe_router_probs") {
-      const std::string words = o.string(key);
-      if (words == "in-activation")
-        p.moe_probs_in_activation = true;
-      else if (words != "in-combine")
-        throw InputError(o.field(key), "'" + words + "' is not in-activation or in-combine");
+      p.moe_probs_in_activation = names_second(o, key, "in-combine", "in-activation");
     } else if (key == "low_precision_saved_inputs") {
-      const std::string words = o.string(key);
-      if (words == "quantized")
-        p.saves_quantized_inputs = true;
-      else if (words != "high-precision")
-        throw InputError(o.field(key), "'" + words + "' is not quantized or high-precision");
+      p.saves_quantized_inputs = !names_second(o, key, "quantized", "high-precision");
     } else {
       o.string(key);
     }
