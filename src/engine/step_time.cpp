@@ -115,6 +115,7 @@ struct StageCost {
   // Exposed per pass: forward, a backward that reduces its gradients, one that defers them.
   double zero3_fwd_exposed_s = 0, zero3_bwd_exposed_s = 0, zero3_bwd_deferred_exposed_s = 0;
   double params = 0;
+  double expert_params = 0;  // of params, the experts' (synced over the expert-data group)
   double layers = 0;
   double weight_grad_s = 0;  // of backward_s, the W pass
   double moe_layers = 0;
@@ -453,6 +454,7 @@ StageCost stage_cost(const Context& x, int stage) {
   StageCost s;
   const DeviceParams dev = device_params(x.m, x.p, stage);
   s.params = dev.total();
+  s.expert_params = dev.experts;
   if (!x.m.has_architecture()) {
     assumed_compute(x, dev, s);
   } else {
@@ -474,7 +476,14 @@ struct Stages {
   StageCost first, middle, last;
   int critical = 0;  // 0 first, 1 middle, 2 last
   const StageCost& crit() const { return critical == 0 ? first : critical == 1 ? middle : last; }
-  double params() const { return std::max({first.params, last.params, middle.params}); }
+  // The stage holding the most parameters (its gradient sync is the longest).
+  const StageCost& heaviest() const {
+    const StageCost* h = &first;
+    for (const StageCost* s : {&middle, &last})
+      if (s->params > h->params) h = s;
+    return *h;
+  }
+  double params() const { return heaviest().params; }
 };
 
 Stages pipeline_stages(const Context& x) {
@@ -513,28 +522,54 @@ void pipeline_time(const Context& x, const Stages& st, StepTime& t) {
   t.schedule = schedule_name(p);
 }
 
+// A row's calls at the time the step model gave each (set_traffic prices them at the link's
+// busbw; the framework's `share` of it and the per-layer sums live in the stage cost). The
+// link is busy for `share` of that time.
+void price_calls(Traffic& t, double call_s, double share) {
+  t.call_s = call_s;
+  t.time_s = call_s * t.calls;
+  t.link_s = t.time_s * share;
+}
+
+// One data-parallel collective of a stage's dense parameters over the data-parallel (shard)
+// group and of its experts over their expert-data-parallel group: seconds per call, at the
+// framework's share of each group's busbw where `at_share` (the gradient reductions).
+double dense_and_expert_call_s(const Context& x, Collective kind, double dense_bytes,
+                               double expert_bytes, const Placement& dp, const Placement& edp,
+                               bool at_share) {
+  const FrameworkPricing& f = x.tr.framework.pricing;
+  const auto share = [&](const Placement& g) { return at_share ? f.dp_busbw.at(g.ranks) : 1.0; };
+  double s = collective_time(kind, dense_bytes, dp, x.c) / share(dp);
+  if (expert_bytes > 0 && edp.ranks > 1)
+    s += collective_time(kind, expert_bytes, edp, x.c) / share(edp);
+  return s;
+}
+
 // ZeRO-0/1/2: the gradient all-reduce (or reduce-scatter, per micro-batch with ZeRO-2 unless
 // deferred) and the updated weights' all-gather, bucketed under the backward and the next
 // forward; under hybrid sharding in the shard group, each reduced shard then all-reduced across
-// the replicas.
-void zero12_traffic(const Context& x, const StageCost& crit, double stage_params, int mb,
+// the replicas. A mixture of experts syncs its experts over their own expert-data-parallel group
+// (Megatron-Core's expert_data_parallel_group; torchtitan's dp_shard_mod_ep mesh), and each
+// replica holds the dense weights' 1/shard and the experts' 1/expert-data share.
+void zero12_traffic(const Context& x, const StageCost& crit, const StageCost& heaviest, int mb,
                     CommBreakdown& comm) {
   const ParallelPlan& p = x.p;
   const TrainingSpec& tr = x.tr;
   const Placement& dp = x.at.shard;
-  const double grad_bytes = stage_params * x.mem.per_param.gradients;
-  const double weight_bytes = stage_params * x.mem.per_param.gather;  // the recipe's element
+  const Placement edp = expert_data_placement(p, x.c);
+  const double experts = heaviest.expert_params, dense = heaviest.params - experts;
+  const double g = x.mem.per_param.gradients, w = x.mem.per_param.gather;  // the recipe's
   // ZeRO-2 reduce-scatters each micro-batch, unless the sync is deferred to the last.
   const double calls = p.zero == 2 && !deferred_sync(x) ? mb : 1;
   const Collective grads = p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
-  set_traffic(comm.dp_grads, grads, grad_bytes, calls, dp, x.c);
   const double dp_share = tr.framework.pricing.dp_busbw.at(dp.ranks);
-  comm.dp_grads.call_s /= dp_share;
-  comm.dp_grads.time_s /= dp_share;
+  set_traffic(comm.dp_grads, grads, heaviest.params * g, calls, dp, x.c);
+  price_calls(comm.dp_grads,
+              dense_and_expert_call_s(x, grads, dense * g, experts * g, dp, edp, true), dp_share);
   Traffic& rep = comm.dp_replicate;
   if (x.at.replicate.ranks > 1) {
-    set_traffic(rep, Collective::all_reduce, grad_bytes / p.shard_degree(), calls,
-                x.at.replicate, x.c);
+    const double shard = dense * g / p.shard_degree() + (edp.ranks > 0 ? experts * g / edp.ranks : 0);
+    set_traffic(rep, Collective::all_reduce, shard, calls, x.at.replicate, x.c);
     const double rep_share = tr.framework.pricing.dp_busbw.at(x.at.replicate.ranks);
     rep.call_s /= rep_share;
     rep.time_s /= rep_share;
@@ -550,7 +585,11 @@ void zero12_traffic(const Context& x, const StageCost& crit, double stage_params
   comm.dp_grads.exposed_s = exposed * rs_part;
   rep.exposed_s = exposed * (1.0 - rs_part);
   if (p.zero >= 1) {
-    set_traffic(comm.dp_params, Collective::all_gather, weight_bytes, 1, dp, x.c);
+    set_traffic(comm.dp_params, Collective::all_gather, heaviest.params * w, 1, dp, x.c);
+    price_calls(comm.dp_params,
+                dense_and_expert_call_s(x, Collective::all_gather, dense * w, experts * w, dp,
+                                        edp, false),
+                1.0);
     // Megatron-LM's --overlap-param-gather hides it behind the next step's forward.
     comm.dp_params.exposed_s = tr.overlap_param_gather
                                    ? std::max(0.0, comm.dp_params.call_s - crit.forward_s)
@@ -558,14 +597,6 @@ void zero12_traffic(const Context& x, const StageCost& crit, double stage_params
   }
 }
 
-// A row's calls at the time the step model gave each (set_traffic prices them at the link's
-// busbw; the framework's `share` of it and the per-layer sums live in the stage cost). The
-// link is busy for `share` of that time.
-void price_calls(Traffic& t, double call_s, double share) {
-  t.call_s = call_s;
-  t.time_s = call_s * t.calls;
-  t.link_s = t.time_s * share;
-}
 
 // ZeRO-3: the critical stage's per-unit gathers and reduce-scatters over the step (the
 // reduce-scatters, and under hybrid sharding the all-reduces, once per step when deferred).
@@ -608,7 +639,7 @@ void zero3_traffic(const Context& x, const StageCost& crit, int mb, CommBreakdow
 void data_parallel_traffic(const Context& x, const Stages& st, int mb, CommBreakdown& comm) {
   const double replicas = static_cast<double>(x.p.dp) * x.p.cp;
   if (replicas <= 1) return;
-  if (x.p.zero <= 2) zero12_traffic(x, st.crit(), st.params(), mb, comm);
+  if (x.p.zero <= 2) zero12_traffic(x, st.crit(), st.heaviest(), mb, comm);
   if (x.p.zero == 3) zero3_traffic(x, st.crit(), mb, comm);
 }
 

@@ -83,10 +83,15 @@ std::string words_of(TrafficKind k, const ParallelPlan& p, const TrainingSpec& t
                         : fmt::format("{} gradient reduce-scatter, once per step (ZeRO-1)",
                                       grad_dtype);
       if (p.hybrid_shard()) what += fmt::format(", inside shard groups of {}", p.shard_degree());
+      if (p.ep > 1) what += "; the experts' over their expert-data-parallel group";
       return what;
     }
     case TrafficKind::dp_params: {
-      if (p.zero != 3) return "updated-weight all-gather after the optimizer step";
+      if (p.zero != 3) {
+        return p.ep > 1 ? "updated-weight all-gather after the optimizer step; the experts' over "
+                          "their expert-data-parallel group"
+                        : "updated-weight all-gather after the optimizer step";
+      }
       const Zero3Gathers gathers = zero3_gathers(tr, p);
       return gathers.once_per_step
                  ? "weight all-gathers, once per step, kept gathered until the last backward "
