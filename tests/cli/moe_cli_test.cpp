@@ -41,8 +41,9 @@ TEST_CASE("estimate: DeepSeek-V3's published layout runs, EP all-to-alls cross I
 
 TEST_CASE("estimate: DeepSeek-V3's layout with DeepEP is slower than the report, not wildly") {
   // The report: 2.664M H800 GPU-hours of pre-training for 14.8T tokens (180K per trillion).
-  // DeepEP's node-deduplicated dispatch in fp8 and the blockwise recipe, as README.md states
-  // it; without DualPipe's overlap of the all-to-alls the estimate is slower, not wildly off.
+  // DeepEP's node-deduplicated dispatch in fp8 and the blockwise recipe, with full recompute
+  // (README.md's second row): without DualPipe's overlap of the all-to-alls, and paying each
+  // MoE layer's all-to-alls again in the recompute, the estimate is slower, not wildly off.
   const auto r = run_cli(
       "estimate --model deepseek-v3 --cluster h800-deepseek --gpus 2048 --pp 16 --ep 64 --zero 1"
       " --global-batch 15360 --precision fp8-blockwise --recompute full --first-stage-layers 4"
