@@ -126,6 +126,8 @@ bool moe_overlap_needs_ep(P p, C c) {
 bool moe_overlap_pairs(P p, C c) {
   if (!p.moe_a2a_overlap) return false;
   if (p.recompute == Recompute::full) return true;  // torchtitan's DualPipeV refuses it too
+  // Megatron-Core: "disable moe in recompute_modules when enabling overlap_moe_expert_parallel_comm".
+  if ((recomputed_modules(p) & bit(RecomputeModule::moe)) != 0) return true;
   if (p.schedule == Schedule::dualpipe_v) return false;  // pairs its own chunks
   return (p.pp > 1 && p.interleave < 2) || micro_batches_per_step(c.training, p) < 2;
 }

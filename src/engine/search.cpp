@@ -145,9 +145,9 @@ SearchSpace all_axes(const ModelSpec& m, const TrainingSpec& tr, const ClusterSp
   s.micro_batch = divisors(tr.global_batch, std::min(tr.global_batch, 64));
   s.interleave = m.has_architecture() ? divisors(m.layers, 8) : std::vector<int>{1};
   // Selective recompute redoes the core attention's softmax and dropout; fused (flash)
-  // attention keeps none of those tensors, so there it is the same plan as no recompute.
-  // Megatron-Core's module sets (a MoE, MLA) are tried as well; under flash attention only
-  // they make selective recompute a plan of its own.
+  // attention keeps none of those tensors, so there it frees nothing and is never better than
+  // no recompute. Megatron-Core's module sets (a MoE, MLA) are tried as well; under flash
+  // attention only they make selective recompute a plan of its own.
   s.recompute =
       tr.attention == AttentionKind::flash
           ? std::vector<Recompute>{Recompute::none, Recompute::full}

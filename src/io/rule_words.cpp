@@ -360,6 +360,11 @@ PlanProblem shape_words(const RuleProblem& r, const RuleContext& c) {
                   ? std::string("the paired forward and backward passes cannot run under full "
                                 "recompute (Megatron-Core refuses --overlap-moe-expert-parallel-"
                                 "comm with it); use selective or no recompute")
+              : (recomputed_modules(p) & bit(RecomputeModule::moe)) != 0
+                  ? std::string("the paired passes cannot recompute the whole MoE layer "
+                                "(Megatron-Core refuses the moe recompute module beside "
+                                "--overlap-moe-expert-parallel-comm); drop moe from "
+                                "--recompute-modules")
               : p.pp > 1 && p.interleave < 2
                   ? std::string("with a pipeline, the all-to-all overlap runs on the interleaved "
                                 "schedule only: set --interleave 2 or more, or --schedule "

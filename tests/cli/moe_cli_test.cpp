@@ -196,3 +196,12 @@ TEST_CASE("ZeRO-1: a MoE's experts sync over their expert-data-parallel group, n
   const double experts = 32.0 * 8 * 3 * 4096 * 14336;
   CHECK(dense_s == doctest::Approx(all_s * (total - experts) / total).epsilon(0.02));
 }
+
+TEST_CASE("--recompute-modules moe beside --moe-a2a-overlap is refused, as Megatron-Core does") {
+  const auto r = run_cli(
+      "estimate --model qwen3-30b-a3b --gpus 16 --tp 2 --ep 8 --zero 1 --global-batch 64 "
+      "--moe-a2a-overlap --recompute selective --recompute-modules moe");
+  CHECK(r.status == 2);
+  CHECK(contains(r.err, "--moe-a2a-overlap"));
+  CHECK(contains(r.err, "drop moe from --recompute-modules"));
+}
