@@ -119,6 +119,9 @@ void parallel_args(Args& a, const EmitInputs& in) {
   if (p.ep > 1) a.add("--expert-model-parallel-size", p.ep);
   if (p.sequence_parallel) a.add("--sequence-parallel");
   if (p.zero == 1) a.add("--use-distributed-optimizer");
+  // HSDP at ZeRO-1: dp / shard distributed-optimizer instances, each sharding over its shard
+  // group, the gradient shards all-reduced across them (DistributedDataParallelConfig).
+  if (p.hybrid_shard()) a.add("--num-distributed-optimizer-instances", p.dp_replicate());
   // Megatron-Core's optimizer CPU offload (megatron/core/optimizer/cpu_offloading): the whole
   // optimizer step on the host, with the precision-aware optimizer it requires.
   if (p.offload.optimizer) {

@@ -44,7 +44,7 @@ const std::set<std::string> kRead = {
     "--cpu-offloading", "--cpu-offloading-num-layers", "--cpu-offloading-weights",
     "--cpu-offloading-activations", "--overlap-grad-reduce", "--tp-comm-overlap", "--bf16", "--fp16", "--fp8-format",
     "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32", "--recompute-granularity",
-    "--recompute-modules", "--optimizer", "--attention-backend", "--swiglu", "--ffn-hidden-size", "--moe-ffn-hidden-size",
+    "--recompute-modules", "--num-distributed-optimizer-instances", "--optimizer", "--attention-backend", "--swiglu", "--ffn-hidden-size", "--moe-ffn-hidden-size",
     "--group-query-attention", "--moe-expert-capacity-factor",
     "--overlap-moe-expert-parallel-comm", "--moe-enable-deepep", "--moe-router-force-load-balancing",
     "--moe-flex-dispatcher-backend",
@@ -383,6 +383,37 @@ void launch(const Args& a, Builder& b) {
   b.set("--gpus", std::to_string(n * g), "--nnodes x " + per_key);
 }
 
+// Megatron-Core's --num-distributed-optimizer-instances N (DistributedDataParallelConfig): the
+// distributed optimizer shards inside each of N groups of the data-parallel ranks, and each
+// reduced gradient shard is all-reduced across the groups: HSDP at ZeRO-1, a shard group of
+// dp / N ranks.
+void optimizer_instances(const Args& a, Builder& b) {
+  const std::string key = "--num-distributed-optimizer-instances";
+  if (!a.count(key)) return;
+  require_known(b, key, arg(a, key));
+  const long long n = integer(b, key, arg(a, key), 1);
+  if (n == 1) return;
+  if (!a.count("--use-distributed-optimizer"))
+    b.refuse(key, "needs --use-distributed-optimizer: the instances are distributed optimizers");
+  const std::string gpus = b.value_of("--gpus");
+  if (gpus.empty()) {
+    b.refuse(key, "the data-parallel ranks it splits come from the GPU count: start the ranks "
+                  "with torchrun --nnodes / --nproc_per_node in the script");
+  }
+  long long model_parallel = 1;
+  for (const char* flag : {"--tp", "--pp", "--cp"}) {
+    const std::string v = b.value_of(flag);
+    if (!v.empty()) model_parallel *= std::stoll(v);
+  }
+  const long long dp = std::stoll(gpus) / model_parallel;
+  if (dp % n != 0 || dp / n < 2) {
+    b.refuse(key, fmt::format("{} instances do not split the {} data-parallel ranks into groups "
+                              "of 2 or more",
+                              n, dp));
+  }
+  b.set("--dp-shard", std::to_string(dp / n), key);
+}
+
 }  // namespace
 
 LauncherConfig read_megatron(const std::string& text, const std::string& path) {
@@ -424,6 +455,7 @@ LauncherConfig read_megatron(const std::string& text, const std::string& path) {
   model(a, b);
   pipeline(a, b);
   launch(a, b);
+  optimizer_instances(a, b);
   return b.take();
 }
 

@@ -70,6 +70,11 @@ TEST_CASE("emit then estimate --from: a Megatron-LM script gives back its plan")
              "--model qwen3-30b-a3b --gpus 16 --tp 2 --ep 8 --zero 1 --recompute selective "
              "--recompute-modules moe_act,layernorm --precision fp8-tensorwise --global-batch 64",
              "--model qwen3-30b-a3b", "sh");
+  // HSDP at ZeRO-1: --num-distributed-optimizer-instances dp / shard, read back as the shard.
+  round_trip("megatron",
+             "--model llama-3.1-8b --cluster dgx-h100 --gpus 32 --zero 1 --dp-shard 8 "
+             "--recompute full --global-batch 64",
+             "--model llama-3.1-8b --cluster dgx-h100", "sh");
   // Megatron FSDP (ZeRO-3) with context parallelism.
   round_trip("megatron",
              "--model llama-3.1-8b --gpus 16 --cp 2 --zero 3 --recompute full --global-batch 64 "

@@ -205,3 +205,20 @@ TEST_CASE("--recompute-modules moe beside --moe-a2a-overlap is refused, as Megat
   CHECK(contains(r.err, "--moe-a2a-overlap"));
   CHECK(contains(r.err, "drop moe from --recompute-modules"));
 }
+
+TEST_CASE("emit megatron: HSDP at ZeRO-1 as distributed-optimizer instances") {
+  // 32 ranks, shard groups of 8: 4 instances, each sharding the optimizer over its 8 ranks.
+  const auto e = run_cli(
+      "emit --format megatron --model llama-3.1-8b --cluster dgx-h100 --gpus 32 --zero 1 "
+      "--dp-shard 8 --recompute full --global-batch 64 --tokens 1T");
+  INFO(e.err);
+  REQUIRE(e.status == 0);
+  CHECK(contains(e.out, "--use-distributed-optimizer\n"));
+  CHECK(contains(e.out, "--num-distributed-optimizer-instances 4\n"));
+  // ZeRO-3 (Megatron-FSDP) is not run hybrid.
+  const auto z3 = run_cli(
+      "estimate --model llama-3.1-8b --cluster dgx-h100 --gpus 32 --zero 3 --dp-shard 8 "
+      "--global-batch 64 --framework megatron");
+  CHECK(z3.status == 2);
+  CHECK(contains(z3.err, "--dp-shard"));
+}

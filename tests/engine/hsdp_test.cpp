@@ -230,11 +230,14 @@ TEST_CASE("plan searches the shard degree and finds HSDP faster on a 2-node 25Gb
   const SearchResult r = search(m, t, c, s, {});
   REQUIRE_FALSE(r.ranked.empty());
   CHECK(r.ranked.front().plan.dp_shard == 8);
-  // Megatron runs no HSDP: the axis is taken out before the walk, counted under the rule.
+  // DeepSpeed runs no HSDP: the axis is taken out before the walk, counted under the rule.
+  t.framework = load_framework(Framework::deepspeed);
+  const SearchSpace ds = full_space(m, t, c);
+  CHECK(ds.shard_gpus == std::vector<int>{0});
+  CHECK(ds.refused[static_cast<int>(RuleId::framework_hsdp)] > 0);
+  // Megatron-Core runs it at ZeRO-1 (distributed-optimizer instances): the axis stays.
   t.framework = load_framework(Framework::megatron);
-  const SearchSpace meg = full_space(m, t, c);
-  CHECK(meg.shard_gpus == std::vector<int>{0});
-  CHECK(meg.refused[static_cast<int>(RuleId::framework_hsdp)] > 0);
+  CHECK(full_space(m, t, c).shard_gpus == std::vector<int>{0, 8});
 }
 
 TEST_CASE("HSDP of a mixture of experts: experts shard inside the shard group, replicas all-reduce "
