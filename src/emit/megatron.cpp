@@ -214,12 +214,8 @@ void training_args(Args& a, const EmitInputs& in) {
         .add("--recompute-num-layers", 1);
   } else if (p.recompute == Recompute::selective) {
     a.add("--recompute-granularity", "selective");
-    if (p.recompute_modules != 0) {
-      std::vector<std::string> modules;
-      for (unsigned m = 1; m != 0 && m <= p.recompute_modules; m <<= 1)
-        if (p.recompute_modules & m) modules.push_back(recompute_modules_text(m));
-      a.words("--recompute-modules", modules);
-    }
+    if (p.recompute_modules != 0)
+      a.words("--recompute-modules", recompute_module_list(p.recompute_modules));
   }
   a.add("--optimizer", tr.optimizer == OptimizerKind::sgd_momentum ? "sgd" : "adam");
 }

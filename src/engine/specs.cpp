@@ -1,6 +1,9 @@
 // Enum names as users type them, in one table per enum, shared by parsing and printing.
 #include "shardplan/specs.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -170,35 +173,34 @@ OptimizerKind parse_optimizer(const std::string& text, const std::string& field)
 Recompute parse_recompute(const std::string& text, const std::string& field) {
   return parse_name(kRecomputeNames, text, field);
 }
-unsigned parse_recompute_modules(const std::string& text, const std::string& field) {
+unsigned parse_recompute_modules(const std::vector<std::string>& names, const std::string& field) {
   unsigned modules = 0;
-  std::string word;
-  auto take = [&] {
-    if (!word.empty()) modules |= bit(parse_name(kRecomputeModuleNames, word, field));
-    word.clear();
-  };
-  for (char ch : text) {
-    if (ch == ',' || ch == ' ') {
-      take();
-    } else {
-      word += ch;
-    }
-  }
-  take();
+  for (const std::string& name : names) modules |= bit(parse_name(kRecomputeModuleNames, name, field));
   if (modules == 0) {
-    throw InputError(field, "'" + text + "' names no module; give one or more of: " +
-                                recompute_module_names(", "));
+    throw InputError(field, fmt::format("'{}' names no module; give one or more of: {}",
+                                        fmt::join(names, ","), recompute_module_names(", ")));
   }
   return modules;
 }
-std::string recompute_modules_text(unsigned modules, const std::string& separator) {
-  std::string out;
-  for (const auto& entry : kRecomputeModuleNames) {
-    if ((modules & bit(entry.value)) == 0) continue;
-    if (!out.empty()) out += separator;
-    out += entry.name;
+// Megatron's command line separates the names by spaces, shardplan's flag by commas: both.
+unsigned parse_recompute_modules(const std::string& text, const std::string& field) {
+  std::string commas = text;
+  std::replace(commas.begin(), commas.end(), ' ', ',');
+  const std::vector<std::string> names = split_list(commas);
+  if (names.empty()) {
+    throw InputError(field, "'" + text + "' names no module; give one or more of: " +
+                                recompute_module_names(", "));
   }
+  return parse_recompute_modules(names, field);
+}
+std::vector<std::string> recompute_module_list(unsigned modules) {
+  std::vector<std::string> out;
+  for (const auto& entry : kRecomputeModuleNames)
+    if ((modules & bit(entry.value)) != 0) out.emplace_back(entry.name);
   return out;
+}
+std::string recompute_modules_text(unsigned modules, const std::string& separator) {
+  return fmt::format("{}", fmt::join(recompute_module_list(modules), separator));
 }
 std::string recompute_module_names(const std::string& separator) {
   return recompute_modules_text(~0u, separator);

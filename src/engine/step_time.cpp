@@ -392,6 +392,25 @@ double replicate_all_reduce_s(const Context& x, double shard_bytes) {
 // kept gathered: memory.hpp zero3_gathers), and reduce-scatter its
 // gradient: per-call latency adds up on large groups. With prefetching each gather hides
 // behind the previous unit's compute; the first one of each pass cannot.
+// One data-parallel collective over a stage's dense weights in the shard group and over its
+// experts in their expert-data-parallel group: seconds, each part at `share(group)` of that
+// group's busbw (the framework's share, or 1).
+template <typename Share>
+double dense_and_expert_s(const Context& x, Collective kind, double dense_bytes,
+                          double expert_bytes, const Placement& edp, Share share) {
+  const Placement& dp = x.at.shard;
+  double s = collective_time(kind, dense_bytes, dp, x.c) / share(dp);
+  if (expert_bytes > 0 && edp.ranks > 1)
+    s += collective_time(kind, expert_bytes, edp, x.c) / share(edp);
+  return s;
+}
+
+// Under hybrid sharding, what each replica holds of a reduced gradient: the dense weights'
+// 1/shard and the experts' 1/expert-data-parallel group.
+double replica_shard(const ParallelPlan& p, double dense, double experts, const Placement& edp) {
+  return dense / p.shard_degree() + (edp.ranks > 0 ? experts / edp.ranks : 0.0);
+}
+
 void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost& s) {
   const ModelSpec& m = x.m;
   const Placement& dp = x.at.shard;
@@ -405,17 +424,13 @@ void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost
   // reduced there, beside the dense weights over the whole data-parallel group.
   const double expert_unit = dev.experts / s.zero3_units;
   const Placement edp = expert_data_placement(x.p, x.c);
-  // What share of busbw the framework's per-unit gathers reach at this group size.
-  const double share = x.tr.framework.pricing.zero3_busbw.at(dp);
-  const double expert_share = x.tr.framework.pricing.zero3_busbw.at(edp);
-  s.zero3_ag_s =
-      collective_time(Collective::all_gather, unit * per.gather, dp, x.c) / share +
-      collective_time(Collective::all_gather, expert_unit * per.gather, edp, x.c) / expert_share;
-  s.zero3_rs_s = collective_time(Collective::reduce_scatter, unit * per.gradients, dp, x.c) / share +
-                 collective_time(Collective::reduce_scatter, expert_unit * per.gradients, edp, x.c) /
-                     expert_share;
-  // Each replica holds the dense unit's 1/shard and the experts' 1/expert-shard-group part.
-  s.zero3_ar_bytes = (unit / x.p.shard_degree() + expert_unit / edp.ranks) * per.gradients;
+  // What share of busbw the framework's per-unit gathers reach at each group's size.
+  const auto share = [&](const Placement& g) { return x.tr.framework.pricing.zero3_busbw.at(g); };
+  s.zero3_ag_s = dense_and_expert_s(x, Collective::all_gather, unit * per.gather,
+                                    expert_unit * per.gather, edp, share);
+  s.zero3_rs_s = dense_and_expert_s(x, Collective::reduce_scatter, unit * per.gradients,
+                                    expert_unit * per.gradients, edp, share);
+  s.zero3_ar_bytes = replica_shard(x.p, unit, expert_unit, edp) * per.gradients;
   s.zero3_ar_s = replicate_all_reduce_s(x, s.zero3_ar_bytes);
   const double n = s.zero3_units;
   const double ag = s.zero3_ag_s, rs = s.zero3_rs_s, ar = s.zero3_ar_s;
@@ -531,20 +546,6 @@ void price_calls(Traffic& t, double call_s, double share) {
   t.link_s = t.time_s * share;
 }
 
-// One data-parallel collective of a stage's dense parameters over the data-parallel (shard)
-// group and of its experts over their expert-data-parallel group: seconds per call, at the
-// framework's share of each group's busbw where `at_share` (the gradient reductions).
-double dense_and_expert_call_s(const Context& x, Collective kind, double dense_bytes,
-                               double expert_bytes, const Placement& dp, const Placement& edp,
-                               bool at_share) {
-  const FrameworkPricing& f = x.tr.framework.pricing;
-  const auto share = [&](const Placement& g) { return at_share ? f.dp_busbw.at(g.ranks) : 1.0; };
-  double s = collective_time(kind, dense_bytes, dp, x.c) / share(dp);
-  if (expert_bytes > 0 && edp.ranks > 1)
-    s += collective_time(kind, expert_bytes, edp, x.c) / share(edp);
-  return s;
-}
-
 // ZeRO-0/1/2: the gradient all-reduce (or reduce-scatter, per micro-batch with ZeRO-2 unless
 // deferred) and the updated weights' all-gather, bucketed under the backward and the next
 // forward; under hybrid sharding in the shard group, each reduced shard then all-reduced across
@@ -562,14 +563,17 @@ void zero12_traffic(const Context& x, const StageCost& crit, const StageCost& he
   // ZeRO-2 reduce-scatters each micro-batch, unless the sync is deferred to the last.
   const double calls = p.zero == 2 && !deferred_sync(x) ? mb : 1;
   const Collective grads = p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
-  const double dp_share = tr.framework.pricing.dp_busbw.at(dp.ranks);
+  // The framework's gradient reductions reach this share of each group's busbw.
+  const auto share = [&](const Placement& group) {
+    return tr.framework.pricing.dp_busbw.at(group.ranks);
+  };
   set_traffic(comm.dp_grads, grads, heaviest.params * g, calls, dp, x.c);
-  price_calls(comm.dp_grads,
-              dense_and_expert_call_s(x, grads, dense * g, experts * g, dp, edp, true), dp_share);
+  price_calls(comm.dp_grads, dense_and_expert_s(x, grads, dense * g, experts * g, edp, share),
+              share(dp));
   Traffic& rep = comm.dp_replicate;
   if (x.at.replicate.ranks > 1) {
-    const double shard = dense * g / p.shard_degree() + (edp.ranks > 0 ? experts * g / edp.ranks : 0);
-    set_traffic(rep, Collective::all_reduce, shard, calls, x.at.replicate, x.c);
+    set_traffic(rep, Collective::all_reduce, replica_shard(p, dense, experts, edp) * g, calls,
+                x.at.replicate, x.c);
     const double rep_share = tr.framework.pricing.dp_busbw.at(x.at.replicate.ranks);
     rep.call_s /= rep_share;
     rep.time_s /= rep_share;
@@ -586,9 +590,10 @@ void zero12_traffic(const Context& x, const StageCost& crit, const StageCost& he
   rep.exposed_s = exposed * (1.0 - rs_part);
   if (p.zero >= 1) {
     set_traffic(comm.dp_params, Collective::all_gather, heaviest.params * w, 1, dp, x.c);
+    const auto full_busbw = [](const Placement&) { return 1.0; };
     price_calls(comm.dp_params,
-                dense_and_expert_call_s(x, Collective::all_gather, dense * w, experts * w, dp,
-                                        edp, false),
+                dense_and_expert_s(x, Collective::all_gather, dense * w, experts * w, edp,
+                                   full_busbw),
                 1.0);
     // Megatron-LM's --overlap-param-gather hides it behind the next step's forward.
     comm.dp_params.exposed_s = tr.overlap_param_gather

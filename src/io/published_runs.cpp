@@ -159,9 +159,9 @@ void read_run_plan(const nlohmann::json& pl, const std::string& where, Published
   }
   // What the source says its selective recompute redoes, as Megatron-Core's module names.
   if (pl.contains("recompute_modules") && pl.at("recompute_modules").is_array()) {
-    std::string names;
+    std::vector<std::string> names;
     for (const nlohmann::json& n : pl.at("recompute_modules"))
-      names += (n.is_string() ? n.get<std::string>() : n.dump()) + ",";
+      names.push_back(n.is_string() ? n.get<std::string>() : n.dump());
     p.recompute_modules = parse_recompute_modules(names, where + ": recompute_modules");
   }
   p.sequence_parallel = pl.value("sequence_parallel", false);

@@ -68,6 +68,9 @@ std::string expert_what(const ParallelPlan& p, const TrainingSpec& tr) {
   return what;
 }
 
+// A MoE's experts sync over their own group (step_time.cpp zero12_traffic, stage_zero3).
+constexpr const char* kExpertsOwnGroup = "; the experts' over their expert-data-parallel group";
+
 // What one kind of traffic carries under this plan, in words.
 std::string words_of(TrafficKind k, const ParallelPlan& p, const TrainingSpec& tr) {
   const char* grad_dtype = tr.fp32_grads || tr.precision == Precision::fp32 ? "fp32" : "16-bit";
@@ -83,14 +86,14 @@ std::string words_of(TrafficKind k, const ParallelPlan& p, const TrainingSpec& t
                         : fmt::format("{} gradient reduce-scatter, once per step (ZeRO-1)",
                                       grad_dtype);
       if (p.hybrid_shard()) what += fmt::format(", inside shard groups of {}", p.shard_degree());
-      if (p.ep > 1) what += "; the experts' over their expert-data-parallel group";
+      if (p.ep > 1) what += kExpertsOwnGroup;
       return what;
     }
     case TrafficKind::dp_params: {
       if (p.zero != 3) {
-        return p.ep > 1 ? "updated-weight all-gather after the optimizer step; the experts' over "
-                          "their expert-data-parallel group"
-                        : "updated-weight all-gather after the optimizer step";
+        std::string what = "updated-weight all-gather after the optimizer step";
+        if (p.ep > 1) what += kExpertsOwnGroup;
+        return what;
       }
       const Zero3Gathers gathers = zero3_gathers(tr, p);
       return gathers.once_per_step

@@ -54,16 +54,11 @@ JsonField<ParallelPlan> recompute_modules_field() {
   return may_be_absent<ParallelPlan>(
       {"recompute_modules",
        [](const ParallelPlan& p) {
-         if (p.recompute_modules == 0) return left_out();
-         json names = json::array();
-         for (unsigned m = 1; m != 0 && m <= p.recompute_modules; m <<= 1)
-           if (p.recompute_modules & m) names.push_back(recompute_modules_text(m));
-         return names;
+         return p.recompute_modules == 0 ? left_out()
+                                         : json(recompute_module_list(p.recompute_modules));
        },
        [](StrictObject& o, const std::string& k, ParallelPlan& p) {
-         std::string text;
-         for (const std::string& name : o.strings_or_empty(k)) text += name + ",";
-         p.recompute_modules = parse_recompute_modules(text, o.field(k));
+         p.recompute_modules = parse_recompute_modules(o.strings_or_empty(k), o.field(k));
        },
        {}});
 }

@@ -411,9 +411,11 @@ MoeDispatcher parse_moe_dispatcher(const std::string& text, const std::string& f
 Precision parse_precision(const std::string& text, const std::string& field);
 OptimizerKind parse_optimizer(const std::string& text, const std::string& field);
 Recompute parse_recompute(const std::string& text, const std::string& field);
-/// "layernorm,mla_up_proj" (commas or spaces, Megatron's names) to RecomputeModule bits; and back
-/// in the table's order, `separator` between names.
+/// Megatron's module names ("layernorm", "mla_up_proj") to RecomputeModule bits, from a list or
+/// from one text with commas or spaces between them; and back, in the table's order.
+unsigned parse_recompute_modules(const std::vector<std::string>& names, const std::string& field);
 unsigned parse_recompute_modules(const std::string& text, const std::string& field);
+std::vector<std::string> recompute_module_list(unsigned modules);
 std::string recompute_modules_text(unsigned modules, const std::string& separator = ",");
 /// Every module name, for help texts and errors.
 std::string recompute_module_names(const std::string& separator);
