@@ -286,6 +286,16 @@ std::vector<PlanProblem> megatron_problems(const EmitInputs& in) {
     out.push_back({"--mlp", "pretrain_gpt.py has no GeGLU MLP (only --swiglu and --quick-geglu)"});
   if (m.positions == PositionKind::alibi)
     out.push_back({"--model", "pretrain_gpt.py has no ALiBi position embedding"});
+  if (m.has_block_pattern()) {
+    // Megatron-LM trains these with pretrain_mamba.py (MambaModel, --hybrid-override-pattern),
+    // whose arguments this script does not write.
+    out.push_back({"--model", "pretrain_gpt.py has no Mamba-2 blocks; Megatron-LM trains "
+                              "Nemotron-H-style hybrids with pretrain_mamba.py "
+                              "(--hybrid-override-pattern), which shardplan does not emit"});
+  } else if (m.is_hybrid()) {
+    out.push_back({"--model", "pretrain_gpt.py as shardplan writes it has no gated DeltaNet "
+                              "layers; shardplan does not emit Qwen3-Next-style hybrids"});
+  }
   const bool all_biases = m.qkv_bias && m.out_bias && m.mlp_bias;
   if (!all_biases && (m.out_bias || m.mlp_bias)) {
     out.push_back(

@@ -179,9 +179,10 @@ void megatron_model_args(MegatronArgs& a, const EmitInputs& in) {
   a.add("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
   if (m.norm_epsilon > 0) a.add("--norm-epsilon", megatron_number(m.norm_epsilon));
   const bool yarn = m.rope.scaling == RopeScaling::yarn && !m.is_mla();
-  a.add("--position-embedding-type", m.positions != PositionKind::rotary ? "learned_absolute"
-                                     : yarn                              ? "yarn"
-                                                                         : "rope");
+  a.add("--position-embedding-type", m.positions == PositionKind::none     ? "none"
+                                     : m.positions != PositionKind::rotary ? "learned_absolute"
+                                     : yarn                                ? "yarn"
+                                                                           : "rope");
   if (m.positions == PositionKind::rotary) rope_args(a, m);
   if (!m.tied_embeddings) a.add("--untie-embeddings-and-output-weights");
   if (!(m.qkv_bias && m.out_bias && m.mlp_bias)) {

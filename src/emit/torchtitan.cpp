@@ -128,6 +128,10 @@ std::vector<PlanProblem> torchtitan_problems(const EmitInputs& in) {
          "torchtitan builds the model from its shapes; give --model or --layers/--hidden/--heads"});
     return out;
   }
+  if (in.model.has_recurrent_mixer()) {
+    out.push_back({"--model", "torchtitan v0.2.2's models (llama3, llama4, deepseek_v3, qwen3) have "
+                              "no Mamba-2 or gated DeltaNet layers"});
+  }
   if (in.training.optimizer != OptimizerKind::adamw) {
     out.push_back(
         {"--optimizer", "torchtitan v0.2.2 builds Adam and AdamW only (components/optimizer.py)"});

@@ -70,6 +70,7 @@ double FrameworkPricing::compute_speed(const GpuSpec& gpu, int pp) const {
 
 void CorpusReach::add(const PlanScope& s) {
   (s.moe ? moe : dense) = true;
+  recurrent = recurrent || s.recurrent;
   if (std::find(gemm_dtypes.begin(), gemm_dtypes.end(), s.gemm_dtype) == gemm_dtypes.end()) {
     gemm_dtypes.push_back(s.gemm_dtype);
     std::sort(gemm_dtypes.begin(), gemm_dtypes.end());
@@ -82,6 +83,8 @@ std::string CorpusReach::outside(const PlanScope& s) const {
   std::vector<std::string> out;
   if (s.moe && !moe) out.emplace_back("a mixture of experts (they are dense)");
   if (!s.moe && !dense) out.emplace_back("a dense model (they are mixtures of experts)");
+  if (s.recurrent && !recurrent)
+    out.emplace_back("Mamba-2 or gated DeltaNet layers (theirs are all softmax attention)");
   if (std::find(gemm_dtypes.begin(), gemm_dtypes.end(), s.gemm_dtype) == gemm_dtypes.end())
     out.push_back(
         fmt::format("{} GEMMs (they run {})", s.gemm_dtype, fmt::join(gemm_dtypes, ", ")));

@@ -284,6 +284,58 @@ void scale_ops(Block& blk, size_t from, double share) {
   }
 }
 
+// A Mamba-2 mixer (Dao & Gu 2024, arXiv:2405.21060; Megatron-Core's MambaMixer) on this device's
+// share of the heads and groups: the input projection to z, x, B, C and dt, the causal conv1d +
+// SiLU over x, B and C, the chunked SSD scan, the gated RMSNorm and the output projection.
+void add_mamba2(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape& x) {
+  const double t = p.tp;
+  const double heads = m.mamba_heads / t;
+  const double groups = m.mamba_groups / t;
+  const double hd = m.mamba_head_dim, n = m.mamba_state, q = m.mamba_chunk;
+  const double inner = heads * hd;
+  const double bc = 2.0 * groups * n;
+  blk.ops.push_back(recomputed(gemm("mamba in projection", x.tokens, 2.0 * inner + bc + heads, x.h,
+                                    1, x.e, x.tokens * x.h * x.r * x.q),
+                               0, bit(RM::layernorm)));
+  // causal_conv1d keeps its input; the scan keeps its output (x, B and C).
+  const double conv_elems = x.tokens * (inner + bc);
+  blk.ops.push_back(elementwise("short convolution", 2.0 * conv_elems * x.e, conv_elems * x.e));
+  blk.ops.push_back(elementwise("conv silu", 2.0 * conv_elems * x.e, conv_elems * x.e));
+  // The SSD algorithm per chunk of q tokens (Sec. 6): C B^T within the chunk (q n per token and
+  // group), its product with x (q hd per token and head), the chunk's state B^T x and the
+  // output from the carried state (n hd each per token and head). Backward is about twice that.
+  Op scan;
+  scan.name = "ssd scan";
+  scan.kind = OpKind::attention;
+  scan.flops = 2.0 * x.tokens * (heads * (2.0 * n * hd + q * hd) + groups * q * n);
+  scan.backward_flops = 2.0 * scan.flops;
+  // mamba_chunk_scan_combined saves dt, its fp32 cumulative decay and its output.
+  const double out_elems = x.tokens * inner;
+  scan.saved_bytes = x.tokens * heads * (x.e + 4.0) + out_elems * x.e;
+  blk.ops.push_back(scan);
+  // RMSNorm of the output times SiLU(z) (norm_before_gate false): keeps z besides.
+  blk.ops.push_back(elementwise("gated norm", 3.0 * out_elems * x.e, out_elems * x.e));
+  blk.ops.push_back(
+      gemm("mamba out projection", x.tokens, x.h, inner, 1, x.e, out_elems * x.q));
+}
+
+void add_mixer_ops(Block& blk, MixerKind kind, const ModelSpec& m, const TrainingSpec& tr,
+                   const ParallelPlan& p, const Shape& x) {
+  switch (kind) {
+    case MixerKind::attention:
+      add_attention(blk, m, tr, x);
+      break;
+    case MixerKind::gated_deltanet:
+      add_gated_deltanet(blk, m, p, x);
+      break;
+    case MixerKind::mamba2:
+      add_mamba2(blk, m, p, x);
+      break;
+    case MixerKind::none:
+      break;
+  }
+}
+
 // The token mixer of a layer between its input norm and its residual: softmax attention, or
 // for a hybrid both mixers, each weighted by the share of layers that run it.
 void add_mixer(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
@@ -400,6 +452,35 @@ void add_mlp(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const Paral
   blk.ops.push_back(residual_op("mlp residual", x, m.dropout));
 }
 
+// A block-pattern layer (ModelSpec::block_pattern): the MoE blocks ('E') when `moe`, otherwise
+// the average of the other blocks, each block its norm, its mixer or MLP and its residual,
+// weighted by its share of those layers.
+void add_pattern_blocks(Block& blk, const ModelSpec& m, const TrainingSpec& tr,
+                        const ParallelPlan& p, const Shape& x, bool moe) {
+  if (moe) {
+    add_mlp(blk, m, tr, p, x, true);
+    return;
+  }
+  const double mixers[] = {static_cast<double>(m.mixer_layer_count(MixerKind::attention)),
+                           static_cast<double>(m.mixer_layer_count(MixerKind::mamba2))};
+  const double mlps = static_cast<double>(m.layers - m.moe_layer_count()) - mixers[0] - mixers[1];
+  const double blocks = mixers[0] + mixers[1] + mlps;
+  const MixerKind kinds[] = {MixerKind::attention, MixerKind::mamba2};
+  for (int k = 0; k < 2; ++k) {
+    if (mixers[k] <= 0) continue;
+    const size_t from = blk.ops.size();
+    blk.ops.push_back(recomputed(norm_op("input norm", x), bit(RM::layernorm)));
+    add_mixer_ops(blk, kinds[k], m, tr, p, x);
+    blk.ops.push_back(residual_op("mixer residual", x, m.dropout));
+    scale_ops(blk, from, mixers[k] / blocks);
+  }
+  if (mlps > 0) {
+    const size_t from = blk.ops.size();
+    add_mlp(blk, m, tr, p, x, false);
+    scale_ops(blk, from, mlps / blocks);
+  }
+}
+
 // Resolves the ops' recompute tags for the plan's selective recompute (Op::selective).
 void resolve_selective(Block& block, unsigned modules) {
   for (Op& op : block.ops) {
@@ -422,17 +503,23 @@ MicroBatchWork describe_micro_batch(const ModelSpec& m, const TrainingSpec& tr,
   w.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
   w.dense_layers = m.layers - w.moe_layers;
   auto describe_layer = [&](Block& layer, bool moe) {
-    add_mixer(layer, m, tr, p, x);
-    add_mlp(layer, m, tr, p, x, moe);
+    if (m.has_block_pattern()) {
+      add_pattern_blocks(layer, m, tr, p, x, moe);
+    } else {
+      add_mixer(layer, m, tr, p, x);
+      add_mlp(layer, m, tr, p, x, moe);
+    }
     layer.input_bytes = x.tokens * x.h * x.r * x.e;
     if (p.tp > 1) {
+      // A mixer and an MLP each end in a row-parallel projection (a pattern's block is one).
+      const int ends = m.has_block_pattern() ? 1 : 2;
       layer.tp.bytes = x.tokens * x.h * x.e;
       if (p.sequence_parallel) {
-        layer.tp.gathers = 2;   // before QKV and before the MLP
-        layer.tp.scatters = 2;  // after the output projection and after the MLP
-        layer.tp.backward_regathers = 2;
+        layer.tp.gathers = ends;   // before QKV and before the MLP
+        layer.tp.scatters = ends;  // after the output projection and after the MLP
+        layer.tp.backward_regathers = ends;
       } else {
-        layer.tp.all_reduces = 2;  // after the output projection and after the MLP (Megatron's g)
+        layer.tp.all_reduces = ends;  // after the output projection and the MLP (Megatron's g)
       }
     }
   };

@@ -263,7 +263,7 @@ MemoryBreakdown estimate_memory(const ModelSpec& m, const TrainingSpec& tr, cons
   out.fragmentation = tr.fragmentation;
   const ParamCounts counts = count_params(m);
   out.total_params = counts.total;
-  out.gathered_layer_bytes = m.has_architecture() ? counts.layer.total() * in.per_param.weights : 0;
+  out.gathered_layer_bytes = m.has_architecture() ? counts.largest_layer * in.per_param.weights : 0;
   for (int stage = 0; stage < p.pp; ++stage) {
     out.stages.push_back(stage_memory(m, tr, p, c, in, stage));
     if (out.stages.back().total_bytes() > out.stages[out.worst_stage].total_bytes()) {

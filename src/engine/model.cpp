@@ -4,6 +4,7 @@
 #include "shardplan/model.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "shardplan/error.hpp"
 #include "shardplan/plan.hpp"
@@ -102,27 +103,103 @@ AttentionParams linear_attention_params(const ModelSpec& m, int tp) {
   return a;
 }
 
-LayerParams layer_params(const ModelSpec& m, bool moe) {
-  LayerParams l;
-  const AttentionParams a = attention_params(m, 1);
-  l.attention = a.total();
-  l.norms = m.norms_per_layer * norm_params(m);
+// A Mamba-2 mixer (modeling_nemotron_h.py NemotronHMamba2Mixer; Megatron-Core's MambaMixer) on
+// one of t ranks: in_proj (h -> 2 d_inner + 2 groups x state + heads: z, x, B, C and the step
+// dt), a depthwise conv1d over x, B and C (kernel taps each, a bias with use_conv_bias), dt_bias,
+// A_log and D per head, the gated RMSNorm over d_inner and out_proj (d_inner -> h), both
+// projections with a bias under use_bias. Heads and groups split over tensor parallelism.
+AttentionParams mamba_params(const ModelSpec& m, int tp) {
+  AttentionParams a;
   const double h = m.hidden;
-  if (!moe) {
+  const double t = tp;
+  const double inner = static_cast<double>(m.mamba_heads) * m.mamba_head_dim;
+  const double bc = 2.0 * m.mamba_groups * m.mamba_state;
+  const double in_width = 2.0 * inner + bc + m.mamba_heads;
+  const double conv_channels = inner + bc;
+  double split = h * in_width + conv_channels * m.mamba_conv_kernel + 3.0 * m.mamba_heads + inner;
+  if (m.mamba_conv_bias) split += conv_channels;
+  if (m.mamba_proj_bias) split += in_width;
+  a.split = (split + inner * h) / t;
+  a.replicated = m.mamba_proj_bias ? h : 0;  // out_proj's bias, row-parallel
+  a.matmul = h * in_width + inner * h;
+  return a;
+}
+
+AttentionParams mixer_params(const ModelSpec& m, MixerKind kind, int tp) {
+  switch (kind) {
+    case MixerKind::attention:
+      return attention_params(m, tp);
+    case MixerKind::gated_deltanet:
+      return linear_attention_params(m, tp);
+    case MixerKind::mamba2:
+      return mamba_params(m, tp);
+    case MixerKind::none:
+      break;
+  }
+  return {};
+}
+
+// Norms of one layer: a pattern's block has its pre-norm only.
+double layer_norms(const ModelSpec& m) {
+  return (m.has_block_pattern() ? 1.0 : m.norms_per_layer) * norm_params(m);
+}
+
+LayerParams layer_params(const ModelSpec& m, MixerKind mixer, FfnKind ffn) {
+  LayerParams l;
+  const AttentionParams a = mixer_params(m, mixer, 1);
+  l.attention = a.total();
+  l.norms = layer_norms(m);
+  l.matmul_active = a.matmul;
+  const double h = m.hidden;
+  if (ffn == FfnKind::mlp) {
     const double f = m.is_moe() ? m.dense_mlp_width() : m.ffn_hidden;
     l.mlp = l.mlp_active = one_mlp(m, f, 1);
-    l.matmul_active = a.matmul + mlp_matrices(m) * h * f;
-    return l;
+    l.matmul_active += mlp_matrices(m) * h * f;
+  } else if (ffn == FfnKind::moe) {
+    const double shared = m.shared_ffn_hidden > 0 ? one_mlp(m, m.shared_ffn_hidden, 1) : 0;
+    l.mlp = m.experts * one_mlp(m, m.ffn_hidden, 1) + shared;
+    l.mlp_active = m.experts_per_token * one_mlp(m, m.ffn_hidden, 1) + shared;
+    l.router = h * m.experts + (m.router_bias ? m.experts : 0) + (m.shared_expert_gate ? h : 0);
+    l.matmul_active += h * m.experts +
+                       mlp_matrices(m) * h *
+                           (static_cast<double>(m.experts_per_token) * m.ffn_hidden +
+                            m.shared_ffn_hidden);
   }
-  const double shared = m.shared_ffn_hidden > 0 ? one_mlp(m, m.shared_ffn_hidden, 1) : 0;
-  l.mlp = m.experts * one_mlp(m, m.ffn_hidden, 1) + shared;
-  l.mlp_active = m.experts_per_token * one_mlp(m, m.ffn_hidden, 1) + shared;
-  l.router = h * m.experts + (m.router_bias ? m.experts : 0) + (m.shared_expert_gate ? h : 0);
-  l.matmul_active =
-      a.matmul + h * m.experts +
-      mlp_matrices(m) * h *
-          (static_cast<double>(m.experts_per_token) * m.ffn_hidden + m.shared_ffn_hidden);
   return l;
+}
+
+constexpr int kMixerKinds = 4;
+constexpr int kFfnKinds = 3;
+
+// How many layers of [first, first + n) are of each (mixer, FFN) kind. A model whose layers are
+// all alike, or differ only in MoE (the common case, which the search prices millions of times),
+// is counted without visiting each layer.
+struct LayerKinds {
+  std::array<int, kMixerKinds * kFfnKinds> n{};
+  int& at(MixerKind mixer, FfnKind ffn) {
+    return n[static_cast<size_t>(mixer) * kFfnKinds + static_cast<size_t>(ffn)];
+  }
+};
+
+LayerKinds layer_kinds(const ModelSpec& m, int first, int n, int moe_layers) {
+  LayerKinds k;
+  if (!m.has_block_pattern() && !m.is_hybrid()) {
+    k.at(MixerKind::attention, FfnKind::moe) = moe_layers;
+    k.at(MixerKind::attention, FfnKind::mlp) = n - moe_layers;
+    return k;
+  }
+  for (int i = first; i < first + n; ++i) ++k.at(m.mixer_of(i), m.ffn_of(i));
+  return k;
+}
+
+template <typename F>
+void for_each_kind(LayerKinds& k, F&& f) {
+  for (int mixer = 0; mixer < kMixerKinds; ++mixer) {
+    for (int ffn = 0; ffn < kFfnKinds; ++ffn) {
+      const int n = k.at(static_cast<MixerKind>(mixer), static_cast<FfnKind>(ffn));
+      if (n > 0) f(static_cast<MixerKind>(mixer), static_cast<FfnKind>(ffn), n);
+    }
+  }
 }
 
 }  // namespace
@@ -151,20 +228,10 @@ double causal_attention_density(const ModelSpec& m, double s) {
 double attended_pairs(const ModelSpec& m, double s) {
   const int sliding = sliding_layers(m);
   const double w = std::min<double>(m.sliding_window, s);
-  // Linear-attention layers keep a state instead of scoring query-key pairs (their recurrence
-  // is counted with their ops, not here).
-  const int softmax = m.layers - m.linear_attention_layer_count();
+  // Linear-attention and state-space layers keep a state instead of scoring query-key pairs
+  // (their recurrence is counted with their ops, not here).
+  const int softmax = m.mixer_layer_count(MixerKind::attention);
   return (softmax - sliding) * s * s + sliding * s * w;
-}
-
-int stage_linear_attention_layers(const ModelSpec& m, const ParallelPlan& plan, int stage) {
-  if (!m.is_hybrid()) return 0;
-  int first = 0;
-  for (int s = 0; s < stage; ++s) first += stage_layers(m.layers, plan, s);
-  int n = 0;
-  for (int i = first; i < first + stage_layers(m.layers, plan, stage); ++i)
-    n += m.is_linear_attention_layer(i) ? 1 : 0;
-  return n;
 }
 
 int default_training_seq_len(const ModelSpec& m) {
@@ -206,30 +273,30 @@ ParamCounts count_params(const ModelSpec& m) {
   const double h = m.hidden;
   c.moe_layers = m.is_moe() ? m.moe_layer_count() : m.layers;
   c.dense_layers = m.layers - c.moe_layers;
-  c.layer = layer_params(m, m.is_moe());
-  c.dense_layer = m.is_moe() ? layer_params(m, false) : c.layer;
-  c.layers_matmul_active =
-      c.moe_layers * c.layer.matmul_active + c.dense_layers * c.dense_layer.matmul_active;
+  c.layer = layer_params(m, MixerKind::attention, m.is_moe() ? FfnKind::moe : FfnKind::mlp);
+  c.dense_layer = m.is_moe() ? layer_params(m, MixerKind::attention, FfnKind::mlp) : c.layer;
+  c.linear_attention_layers = m.linear_attention_layer_count();
+  if (c.linear_attention_layers > 0) c.linear_attention = linear_attention_params(m, 1).total();
+  c.mamba_layers = m.mixer_layer_count(MixerKind::mamba2);
+  if (c.mamba_layers > 0) c.mamba = mamba_params(m, 1).total();
 
-  if (m.is_hybrid()) {
-    // `layer` and `dense_layer` carry softmax attention; the linear-attention layers swap it for
-    // a gated DeltaNet. Adding the difference keeps every sum in whole numbers.
-    const AttentionParams soft = attention_params(m, 1);
-    const AttentionParams lin = linear_attention_params(m, 1);
-    c.linear_attention_layers = m.linear_attention_layer_count();
-    c.linear_attention = lin.total();
-    c.linear_attention_delta = c.linear_attention_layers * (lin.total() - soft.total());
-    c.layers_matmul_active += c.linear_attention_layers * (lin.matmul - soft.matmul);
-  }
+  // Every layer by its kind (mixer and FFN): sums of whole numbers, exact in doubles.
+  LayerKinds kinds = layer_kinds(m, 0, m.layers, m.is_moe() ? m.moe_layer_count() : 0);
+  double layers_total = 0, layers_active = 0;
+  for_each_kind(kinds, [&](MixerKind mixer, FfnKind ffn, int n) {
+    const LayerParams l = layer_params(m, mixer, ffn);
+    layers_total += n * l.total();
+    layers_active += n * l.active();
+    c.layers_matmul_active += n * l.matmul_active;
+    c.largest_layer = std::max(c.largest_layer, l.total());
+  });
   c.embedding = static_cast<double>(m.vocab) * h;
   c.positions = m.positions == PositionKind::learned ? static_cast<double>(m.max_positions) * h : 0;
   c.lm_head = m.tied_embeddings ? 0 : static_cast<double>(m.vocab) * h;
   c.final_norm = norm_params(m);
   const double outside_layers = c.embedding + c.positions + c.lm_head + c.final_norm;
-  c.total = c.moe_layers * c.layer.total() + c.dense_layers * c.dense_layer.total() +
-            c.linear_attention_delta + outside_layers;
-  c.active = c.moe_layers * c.layer.active() + c.dense_layers * c.dense_layer.active() +
-             c.linear_attention_delta + outside_layers;
+  c.total = layers_total + outside_layers;
+  c.active = layers_active + outside_layers;
   // DeepSeek-V3 Sec. 2.2: each MTP module is a transformer layer (a MoE layer in V3), a 2h x h
   // projection and two RMSNorms (of the hidden state and the embedding), plus a final norm
   // before the shared output head.
@@ -251,28 +318,39 @@ DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int sta
   SHARDPLAN_CHECK(stage >= 0 && stage < plan.pp, "stage out of range");
   const double t = plan.tp;
   const double h = m.hidden;
-  const double norms = m.norms_per_layer * norm_params(m);
+  const double norms = layer_norms(m);
   const double attention = attention_params(m, plan.tp).total();
-
-  const int layers_here = stage_layers(m.layers, plan, stage);
-  const int moe_here = stage_moe_layers(m, plan, stage);
-  const double dense_layer = attention + norms + one_mlp(m, m.dense_mlp_width(), t);
-  double moe_dense = 0, moe_experts = 0;
+  const double dense_mlp = one_mlp(m, m.dense_mlp_width(), t);
+  const double dense_layer = attention + norms + dense_mlp;
+  double moe_dense = 0, moe_experts = 0, router = 0;
   if (m.is_moe()) {
     // The router is replicated; shared experts are split by tp like a dense MLP; routed experts
     // are spread over ep ranks and each split over etp ranks (Megatron-Core MoE parallel folding).
-    moe_dense = attention + norms + h * m.experts + (m.router_bias ? m.experts : 0) +
-                (m.shared_expert_gate ? h : 0) +
-                (m.shared_ffn_hidden > 0 ? one_mlp(m, m.shared_ffn_hidden, t) : 0);
+    router = h * m.experts + (m.router_bias ? m.experts : 0) + (m.shared_expert_gate ? h : 0) +
+             (m.shared_ffn_hidden > 0 ? one_mlp(m, m.shared_ffn_hidden, t) : 0);
+    moe_dense = attention + norms + router;
     moe_experts = one_mlp(m, m.ffn_hidden, plan.expert_tp()) * m.experts / plan.ep;
   }
-  d.dense = (layers_here - moe_here) * dense_layer + moe_here * moe_dense;
-  d.experts = moe_here * moe_experts;
-  d.largest_layer = moe_here > 0 ? std::max(dense_layer, moe_dense + moe_experts) : dense_layer;
-  if (m.is_hybrid()) {
-    const double delta = linear_attention_params(m, plan.tp).total() - attention;
-    d.dense += stage_linear_attention_layers(m, plan, stage) * delta;
-    d.largest_layer += std::max(0.0, delta);
+
+  const int layers_here = stage_layers(m.layers, plan, stage);
+  if (!m.has_block_pattern() && !m.is_hybrid()) {
+    const int moe_here = stage_moe_layers(m, plan, stage);
+    d.dense = (layers_here - moe_here) * dense_layer + moe_here * moe_dense;
+    d.experts = moe_here * moe_experts;
+    d.largest_layer = moe_here > 0 ? std::max(dense_layer, moe_dense + moe_experts) : dense_layer;
+  } else {
+    // Layers of several kinds: each by its mixer and its FFN.
+    int first_layer = 0;
+    for (int s = 0; s < stage; ++s) first_layer += stage_layers(m.layers, plan, s);
+    LayerKinds kinds = layer_kinds(m, first_layer, layers_here, 0);
+    for_each_kind(kinds, [&](MixerKind mixer, FfnKind ffn, int n) {
+      const double dense = norms + mixer_params(m, mixer, plan.tp).total() +
+                           (ffn == FfnKind::mlp ? dense_mlp : ffn == FfnKind::moe ? router : 0);
+      const double experts = ffn == FfnKind::moe ? moe_experts : 0;
+      d.dense += n * dense;
+      d.experts += n * experts;
+      d.largest_layer = std::max(d.largest_layer, dense + experts);
+    });
   }
 
   const bool first = stage == 0;

@@ -76,6 +76,21 @@ bool tp_fits_kv_heads(P p, C c) {
 bool tp_divides_ffn(P p, C c) {
   return has_shapes(c) && c.model.ffn_hidden % p.tp != 0;
 }
+// Megatron-Core's MambaMixer splits heads and groups over tensor parallelism (it asserts both
+// divide); a gated DeltaNet splits its key heads (their value heads go with them).
+bool tp_divides_recurrent_heads(P p, C c) {
+  const ModelSpec& m = c.model;
+  if (!has_shapes(c) || p.tp == 1) return false;
+  const bool mamba = m.mixer_layer_count(MixerKind::mamba2) > 0;
+  return (mamba && (m.mamba_heads % p.tp != 0 || m.mamba_groups % p.tp != 0)) ||
+         (m.is_hybrid() && m.linear_key_heads % p.tp != 0);
+}
+// A recurrent mixer's state runs along the whole sequence: split over ranks it needs its own
+// exchange (Megatron-Core's MambaContextParallel trades heads for sequence by all-to-all), which
+// is not priced here; ring attention is.
+bool cp_over_recurrent_layers(P p, C c) {
+  return p.cp > 1 && has_shapes(c) && c.model.has_recurrent_mixer();
+}
 bool pp_within_layers(P p, C c) {
   return has_shapes(c) && p.pp > c.model.layers;
 }
@@ -279,6 +294,8 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::tp_divides_heads, tp_divides_heads},
       {RuleId::tp_fits_kv_heads, tp_fits_kv_heads},
       {RuleId::tp_divides_ffn, tp_divides_ffn},
+      {RuleId::tp_divides_recurrent_heads, tp_divides_recurrent_heads},
+      {RuleId::cp_over_recurrent_layers, cp_over_recurrent_layers},
       {RuleId::pp_within_layers, pp_within_layers},
       {RuleId::stage_layout, stage_layout},
       {RuleId::interleave_needs_pp, interleave_needs_pp},
@@ -381,6 +398,10 @@ const char* to_string(RuleId r) {
       return "tp_fits_kv_heads";
     case RuleId::tp_divides_ffn:
       return "tp_divides_ffn";
+    case RuleId::tp_divides_recurrent_heads:
+      return "tp_divides_recurrent_heads";
+    case RuleId::cp_over_recurrent_layers:
+      return "cp_over_recurrent_layers";
     case RuleId::pp_within_layers:
       return "pp_within_layers";
     case RuleId::stage_layout:

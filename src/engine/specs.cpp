@@ -30,7 +30,8 @@ constexpr Name<NormKind> kNormNames[] = {{NormKind::layernorm, "layernorm"},
                                          {NormKind::rmsnorm, "rmsnorm"}};
 constexpr Name<PositionKind> kPositionNames[] = {{PositionKind::learned, "learned"},
                                                  {PositionKind::rotary, "rotary"},
-                                                 {PositionKind::alibi, "alibi"}};
+                                                 {PositionKind::alibi, "alibi"},
+                                                 {PositionKind::none, "none"}};
 constexpr Name<RopeScaling> kRopeScalingNames[] = {{RopeScaling::none, "none"},
                                                    {RopeScaling::linear, "linear"},
                                                    {RopeScaling::llama3, "llama3"},
@@ -260,8 +261,8 @@ bool recipe_matches(const TrainingSpec& tr) {
 
 PlanScope plan_scope(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,
                      const ClusterSpec& cluster) {
-  return {model.experts > 0, to_string(training.recipe.gemm_dtype), std::max(1, plan.cp),
-          cluster.gpus};
+  return {model.experts > 0, model.has_architecture() && model.has_recurrent_mixer(),
+          to_string(training.recipe.gemm_dtype), std::max(1, plan.cp), cluster.gpus};
 }
 
 int default_global_batch(int seq_len, int multiple_of) {

@@ -275,8 +275,10 @@ void read_training_fields(const nlohmann::json& c, const std::string& origin, Mo
   m.norm_epsilon = first_number(
       c, {"rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "norm_epsilon", "norm_eps"});
   if (!m.is_moe()) return;
-  m.router.score = string_or(c, "scoring_func", "softmax") == "sigmoid" ? RouterScore::sigmoid
-                                                                        : RouterScore::softmax;
+  // A family may fix the scoring in code (Nemotron-H's sigmoid router): that is the default.
+  const char* score = m.router.score == RouterScore::sigmoid ? "sigmoid" : "softmax";
+  m.router.score = string_or(c, "scoring_func", score) == "sigmoid" ? RouterScore::sigmoid
+                                                                     : RouterScore::softmax;
   m.router.topk_scale = first_number(c, {"routed_scaling_factor"});
   const std::string method = string_or(c, "topk_method", "");
   if (method == "noaux_tc" || method == "group_limited_greedy") {

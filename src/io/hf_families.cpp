@@ -13,6 +13,9 @@
 //   qwen3_next (modeling_qwen3_next.py): Qwen-MoE experts with a gated shared expert; three of
 //             every four layers a gated DeltaNet (Qwen3NextGatedDeltaNet), the fourth gated
 //             softmax attention with QK-norm (q_proj doubled: attn_output_gate).
+//   nemotron_h (modeling_nemotron_h.py): one block per layer after hybrid_override_pattern
+//             (NemotronHBlock: RMSNorm, then a Mamba-2 mixer, attention, a squared-ReLU MLP or a
+//             MoE, then the residual); attention without RoPE or biases; untied embeddings.
 #include "hf_families.hpp"
 
 #include <fmt/format.h>
@@ -118,11 +121,66 @@ void qwen3_next(const nlohmann::json& c, const std::string& origin, ModelSpec& m
   }
 }
 
+// Nemotron-H (NemotronHConfig): hybrid_override_pattern gives each layer's block; the Mamba-2
+// fields size the mixer (NemotronHMamba2Mixer reads use_bias for both projections); the MoE
+// blocks ('E', Nemotron 3) are DeepSeek-style: sigmoid routing with a correction bias, a shared
+// expert of moe_shared_expert_intermediate_size, non-gated squared-ReLU experts.
+void nemotron_h(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
+  const std::string field = origin + ": hybrid_override_pattern";
+  const auto it = c.find("hybrid_override_pattern");
+  if (it == c.end() || !it->is_string()) {
+    throw InputError(field, "missing; a nemotron_h config names each layer's block there "
+                            "(M Mamba-2, * attention, - MLP, E MoE)");
+  }
+  m.block_pattern = it->get<std::string>();
+  if (static_cast<int>(m.block_pattern.size()) != m.layers) {
+    throw InputError(field, fmt::format("{} blocks for {} layers (num_hidden_layers); one "
+                                        "character per layer",
+                                        m.block_pattern.size(), m.layers));
+  }
+  const auto act = c.find("mlp_hidden_act");
+  if (act != c.end() && *act != "relu2") {
+    throw InputError(origin + ": mlp_hidden_act",
+                     "Nemotron-H's MLP is modelled with squared ReLU (\"relu2\") only, got " +
+                         act->dump());
+  }
+  m.mlp = MlpKind::squared_relu;
+  m.norm = NormKind::rmsnorm;
+  m.positions = PositionKind::none;  // NemotronHAttention applies no rotary embedding
+  m.qkv_bias = m.out_bias = flag(c, "attention_bias", false, origin);
+  m.mlp_bias = flag(c, "mlp_bias", false, origin);
+  m.head_dim = first_int(c, {"head_dim", "attention_head_dim"}, m.head_dim, origin, false, 1);
+  if (m.block_pattern.find('M') != std::string::npos) {
+    m.mamba_heads = first_int(c, {"mamba_num_heads"}, 0, origin, true, 1);
+    m.mamba_head_dim = first_int(c, {"mamba_head_dim"}, 0, origin, true, 1);
+    m.mamba_state = first_int(c, {"ssm_state_size"}, 0, origin, true, 1);
+    m.mamba_groups = first_int(c, {"n_groups"}, 1, origin, false, 1);
+    m.mamba_conv_kernel = first_int(c, {"conv_kernel"}, 4, origin, false, 1);
+    m.mamba_chunk = first_int(c, {"chunk_size"}, 128, origin, false, 1);
+    m.mamba_conv_bias = flag(c, "use_conv_bias", true, origin);
+    m.mamba_proj_bias = flag(c, "use_bias", false, origin);
+  }
+  if (m.block_pattern.find('E') == std::string::npos) {
+    m.experts = m.experts_per_token = 0;  // no MoE block: n_routed_experts is unused
+  } else {
+    m.experts = first_int(c, {"n_routed_experts"}, 0, origin, true, 2);
+    m.experts_per_token = first_int(c, {"num_experts_per_tok"}, 0, origin, true, 1);
+    m.dense_ffn_hidden = m.ffn_hidden;
+    m.ffn_hidden = first_int(c, {"moe_intermediate_size"}, 0, origin, true, 1);
+    m.shared_ffn_hidden =
+        first_int(c, {"n_shared_experts"}, 0, origin, false) > 0
+            ? first_int(c, {"moe_shared_expert_intermediate_size"}, 0, origin, true, 1)
+            : 0;
+    m.router_bias = true;  // NemotronHTopkRouter.e_score_correction_bias
+    m.router.score = RouterScore::sigmoid;
+  }
+}
+
 }  // namespace
 
 const std::set<std::string>& newer_family_types() {
   static const std::set<std::string> types = {"gpt_oss", "nemotron", "glm4_moe", "kimi_k2",
-                                              "qwen3_next"};
+                                              "qwen3_next", "nemotron_h"};
   return types;
 }
 
@@ -140,6 +198,7 @@ void apply_family_conventions(const nlohmann::json& c, const std::string& type,
   if (type == "nemotron") nemotron(c, origin, m);
   if (type == "glm4_moe") glm4_moe(c, origin, m);
   if (type == "qwen3_next") qwen3_next(c, origin, m);
+  if (type == "nemotron_h") nemotron_h(c, origin, m);
   if (type == "kimi_k2") {
     m.mlp = MlpKind::swiglu;
     m.norm = NormKind::rmsnorm;

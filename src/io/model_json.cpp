@@ -42,6 +42,24 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
        "full_attention_every",
        "linear-attention layers need linear_key_heads, linear_value_heads (a multiple of the "
        "key heads), linear_key_head_dim, linear_value_head_dim and linear_conv_kernel >= 1");
+  need(!m.has_block_pattern() ||
+           (static_cast<int>(m.block_pattern.size()) == m.layers &&
+            m.block_pattern.find_first_not_of("M*-E") == std::string::npos &&
+            !m.is_hybrid() && m.first_dense_layers == 0 && m.moe_layer_step == 1),
+       "block_pattern",
+       fmt::format("one character per layer ({}): M Mamba-2, * attention, - MLP, E MoE; not "
+                   "with full_attention_every, first_dense_layers or moe_layer_step",
+                   m.layers));
+  const bool moe_blocks = m.block_pattern.find('E') != std::string::npos;
+  need(!m.has_block_pattern() || moe_blocks == m.is_moe(), "block_pattern",
+       "MoE blocks (E) need experts >= 2, and experts need MoE blocks");
+  need(m.block_pattern.find('M') == std::string::npos ||
+           (m.mamba_heads >= 1 && m.mamba_head_dim >= 1 && m.mamba_state >= 1 &&
+            m.mamba_groups >= 1 && m.mamba_heads % m.mamba_groups == 0 &&
+            m.mamba_conv_kernel >= 1 && m.mamba_chunk >= 1),
+       "mamba_heads",
+       "Mamba-2 blocks (M) need mamba_heads, mamba_head_dim, mamba_state, mamba_groups (dividing "
+       "the heads), mamba_conv_kernel and mamba_chunk >= 1");
   need(m.rope.theta >= 0 && m.rope.factor >= 0 && m.norm_epsilon >= 0 && m.norm_epsilon < 1,
        "rope_theta",
        "rope_theta and rope_scaling.factor cannot be negative; norm_epsilon is in [0, 1)");
@@ -77,16 +95,25 @@ constexpr IntKey kIntKeys[] = {
     {"linear_key_head_dim", &ModelSpec::linear_key_head_dim, 0},
     {"linear_value_head_dim", &ModelSpec::linear_value_head_dim, 0},
     {"linear_conv_kernel", &ModelSpec::linear_conv_kernel, 0},
+    {"mamba_heads", &ModelSpec::mamba_heads, 0},
+    {"mamba_head_dim", &ModelSpec::mamba_head_dim, 0},
+    {"mamba_state", &ModelSpec::mamba_state, 0},
+    {"mamba_groups", &ModelSpec::mamba_groups, 0},
+    {"mamba_conv_kernel", &ModelSpec::mamba_conv_kernel, 0},
+    {"mamba_chunk", &ModelSpec::mamba_chunk, 0},
 };
 struct BoolKey {
   const char* key;
   bool ModelSpec::*field;
+  bool plain = false;
 };
 constexpr BoolKey kBoolKeys[] = {{"shared_expert_gate", &ModelSpec::shared_expert_gate},
                                  {"router_bias", &ModelSpec::router_bias},
                                  {"qk_norm", &ModelSpec::qk_norm},
                                  {"attention_sinks", &ModelSpec::attention_sinks},
-                                 {"attention_output_gate", &ModelSpec::attention_output_gate}};
+                                 {"attention_output_gate", &ModelSpec::attention_output_gate},
+                                 {"mamba_conv_bias", &ModelSpec::mamba_conv_bias, true},
+                                 {"mamba_proj_bias", &ModelSpec::mamba_proj_bias}};
 
 }  // namespace
 
@@ -157,7 +184,8 @@ nlohmann::json router_json(const RouterSpec& p) {
 
 void read_extended_architecture(StrictObject& o, ModelSpec& m) {
   for (const IntKey& k : kIntKeys) m.*k.field = o.integer_or(k.key, k.plain);
-  for (const BoolKey& k : kBoolKeys) m.*k.field = o.boolean_or(k.key, false);
+  for (const BoolKey& k : kBoolKeys) m.*k.field = o.boolean_or(k.key, k.plain);
+  m.block_pattern = o.string_or("block_pattern", "");
   read_rope(o, m);
   m.norm_epsilon = o.number_or("norm_epsilon", 0);
   read_router(o, m);
@@ -168,8 +196,9 @@ void write_extended_architecture(const ModelSpec& m, nlohmann::json& j) {
     if (m.*k.field != k.plain) j[k.key] = m.*k.field;
   }
   for (const BoolKey& k : kBoolKeys) {
-    if (m.*k.field) j[k.key] = true;
+    if (m.*k.field != k.plain) j[k.key] = m.*k.field;
   }
+  if (m.has_block_pattern()) j["block_pattern"] = m.block_pattern;
   put_if(j, "rope_theta", m.rope.theta);
   if (m.rope.scaling != RopeScaling::none) j["rope_scaling"] = rope_json(m.rope);
   put_if(j, "norm_epsilon", m.norm_epsilon);

@@ -322,6 +322,21 @@ PlanProblem shape_words(const RuleProblem& r, const RuleContext& c) {
     case RuleId::tp_divides_ffn:
       return {"--tp", fmt::format("tensor parallel {} does not divide the MLP width {}", p.tp,
                                   m.ffn_hidden)};
+    case RuleId::tp_divides_recurrent_heads:
+      if (m.is_hybrid()) {
+        return {"--tp", fmt::format("tensor parallel {} does not divide the {} gated DeltaNet key "
+                                    "heads",
+                                    p.tp, m.linear_key_heads)};
+      }
+      return {"--tp", fmt::format("tensor parallel {} does not divide the {} Mamba-2 heads and {} "
+                                  "groups (Megatron-Core's MambaMixer splits both); use a common "
+                                  "divisor",
+                                  p.tp, m.mamba_heads, m.mamba_groups)};
+    case RuleId::cp_over_recurrent_layers:
+      return {"--cp", "the model's Mamba-2 or gated DeltaNet layers carry a state along the whole "
+                      "sequence; splitting it over context-parallel ranks needs their own "
+                      "exchange (Megatron-Core's MambaContextParallel), which shardplan does not "
+                      "price: use --cp 1"};
     case RuleId::pp_within_layers:
       return {"--pp", fmt::format("{} pipeline stages for {} layers; use at most {}", p.pp,
                                   m.layers, m.layers)};
@@ -449,6 +464,10 @@ std::string rule_gist(RuleId rule) {
       return "tensor parallel must divide the KV heads or be a multiple of them";
     case RuleId::tp_divides_ffn:
       return "tensor parallel must divide the MLP width";
+    case RuleId::tp_divides_recurrent_heads:
+      return "tensor parallel must divide the Mamba-2 heads and groups (DeltaNet key heads)";
+    case RuleId::cp_over_recurrent_layers:
+      return "context parallel over Mamba-2 or gated DeltaNet layers is not modelled";
     case RuleId::pp_within_layers:
       return "pipeline stages cannot outnumber the layers";
     case RuleId::stage_layout:

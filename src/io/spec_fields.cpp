@@ -252,6 +252,7 @@ const JsonFields<CorpusReach>& reach_fields() {
   static const JsonFields<R> rows = {
       member("dense", &R::dense),
       member("moe", &R::moe),
+      only_when(member("recurrent", &R::recurrent), [](const R& r) { return r.recurrent; }),
       gemm_dtypes_field(),
       checked(member("max_cp", &R::max_cp), [](const R& r) { return r.max_cp >= 1; },
               "must be >= 1"),

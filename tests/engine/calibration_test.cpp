@@ -181,7 +181,7 @@ TEST_CASE("a plan beyond its class's validation reach takes the wider interval")
   REQUIRE(cls != &f.beyond_corpus);
   const CorpusReach& r = cls->reach;
   REQUIRE(!r.gemm_dtypes.empty());
-  const PlanScope inside{!r.dense, r.gemm_dtypes.front(), 1, std::min(8, r.max_gpus)};
+  const PlanScope inside{!r.dense, false, r.gemm_dtypes.front(), 1, std::min(8, r.max_gpus)};
   const StepInterval in = step_interval(f, h100, 10.0, inside);
   CHECK(in.accuracy == cls);
   CHECK(in.beyond.empty());
@@ -206,6 +206,11 @@ TEST_CASE("a plan beyond its class's validation reach takes the wider interval")
   unseen_dtype.gemm_dtype = "fp64";
   CHECK(step_interval(f, h100, 10.0, unseen_dtype).beyond.find("fp64 GEMMs") !=
         std::string::npos);
+  // No corpus run trains Mamba-2 or gated DeltaNet layers: a hybrid is beyond every class.
+  REQUIRE_FALSE(r.recurrent);
+  PlanScope hybrid = inside;
+  hybrid.recurrent = true;
+  CHECK(step_interval(f, h100, 10.0, hybrid).beyond.find("Mamba-2") != std::string::npos);
 }
 
 namespace {

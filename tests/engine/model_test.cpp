@@ -75,7 +75,9 @@ TEST_CASE("a hybrid's stages hold its gated DeltaNet layers where they are") {
   double sum = 0;
   for (int stage = 0; stage < 4; ++stage) sum += device_params(m, p, stage).total();
   CHECK(sum == c.total);
-  CHECK(stage_linear_attention_layers(m, p, 0) == 9);  // 12 layers, 3 of them attention
+  // The first stage: the embedding and 12 MoE layers, 9 of them with a gated DeltaNet.
+  CHECK(device_params(m, p, 0).total() ==
+        c.embedding + 12 * c.layer.total() + 9 * (c.linear_attention - c.layer.attention));
 }
 
 TEST_CASE("a hybrid's layer runs each mixer for its share of the layers") {

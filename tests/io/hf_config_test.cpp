@@ -14,12 +14,12 @@ using namespace shardplan;
 
 TEST_CASE(
     "config.json of Llama, Mistral, Qwen2, Gemma, Gemma 2, GPT-2, GPT-NeoX, Mixtral, gpt-oss, "
-    "Nemotron, GLM-4.5, Kimi K2 and Qwen3-Next count exactly") {
+    "Nemotron, GLM-4.5, Kimi K2, Qwen3-Next and Nemotron-H count exactly") {
   // tests/data/hf/EXPECTED.json: published totals with their sources.
   std::ifstream in(std::string(SHARDPLAN_TEST_DATA) + "/hf/EXPECTED.json");
   REQUIRE(in);
   const nlohmann::json expected = nlohmann::json::parse(in);
-  REQUIRE(expected.size() == 15);
+  REQUIRE(expected.size() == 18);
   for (const auto& e : expected) {
     const std::string dir = e.at("dir");
     const ModelSpec m =
@@ -189,8 +189,9 @@ TEST_CASE("config.json's RoPE, norm epsilon and router fields, and the presets t
   CHECK(load_model("llama-3.1-8b").rope.scaling == RopeScaling::llama3);
 }
 
-TEST_CASE("Mamba-2 and lightning-attention hybrids are refused by name, not guessed") {
-  for (const char* type : {"nemotron_h", "jamba", "minimax"}) {
+TEST_CASE("Mamba-1 and lightning-attention hybrids are refused by name, not guessed") {
+  // Jamba's Mamba-1 mixer and MiniMax's lightning attention have no op list here.
+  for (const char* type : {"jamba", "minimax"}) {
     CAPTURE(type);
     const std::string text = std::string(R"({"model_type": ")") + type +
                              R"(", "hidden_size": 4096, "num_hidden_layers": 8,
@@ -198,4 +199,44 @@ TEST_CASE("Mamba-2 and lightning-attention hybrids are refused by name, not gues
     CHECK_THROWS_WITH_AS(model_from_hf_config(text, "x/config.json"),
                          doctest::Contains((std::string("'") + type + "'").c_str()), InputError);
   }
+}
+
+TEST_CASE("Nemotron-H: one block per layer, Mamba-2 mixers by hybrid_override_pattern") {
+  const std::string base = std::string(SHARDPLAN_TEST_DATA) + "/hf/";
+  const ModelSpec m = load_model(base + "nemotron-nano-9b-v2/config.json");
+  CHECK(m.mixer_layer_count(MixerKind::mamba2) == 27);
+  CHECK(m.mixer_layer_count(MixerKind::attention) == 4);
+  CHECK(m.mixer_of(0) == MixerKind::mamba2);
+  CHECK(m.ffn_of(1) == FfnKind::mlp);
+  CHECK(m.mixer_of(1) == MixerKind::none);
+  CHECK(m.positions == PositionKind::none);  // NemotronHAttention applies no RoPE
+  CHECK(m.mlp == MlpKind::squared_relu);
+  const ParamCounts c = count_params(m);
+  CHECK(c.mamba_layers == 27);
+  // One NemotronHMamba2Mixer of 128 heads x 80, 8 groups of state 128: in_proj 4480 x
+  // (2 x 10,240 + 2 x 1,024 + 128), conv1d 12,288 x 4 with bias, dt_bias / A_log / D, the gated
+  // norm's 10,240 and out_proj 10,240 x 4480.
+  CHECK(c.mamba == 147'446'144.0);
+  // The MoE blocks of Nemotron 3 Nano: 128 experts of 1,856 (up and down, squared ReLU), a
+  // shared expert of 3,712, a sigmoid router with its correction bias.
+  const ModelSpec nano = load_model(base + "nemotron-3-nano-30b-a3b/config.json");
+  CHECK(nano.moe_layer_count() == 23);
+  CHECK(nano.experts == 128);
+  CHECK(nano.experts_per_token == 6);
+  CHECK(nano.shared_ffn_hidden == 3712);
+  CHECK(nano.router.score == RouterScore::sigmoid);
+  CHECK(nano.router_bias);
+}
+
+TEST_CASE("a nemotron_h config without a usable pattern names the field") {
+  const std::string text = R"({"model_type": "nemotron_h", "hidden_size": 4096,
+      "num_hidden_layers": 4, "num_attention_heads": 32, "intermediate_size": 8192,
+      "vocab_size": 32000, "mamba_num_heads": 128, "mamba_head_dim": 64, "ssm_state_size": 128,
+      "n_groups": 8, "hybrid_override_pattern": "M-M"})";
+  CHECK_THROWS_WITH_AS(model_from_hf_config(text, "x/config.json"),
+                       doctest::Contains("hybrid_override_pattern"), InputError);
+  nlohmann::json j = nlohmann::json::parse(text);
+  j["hybrid_override_pattern"] = "M-X-";
+  CHECK_THROWS_WITH_AS(model_from_hf_config(j.dump(), "x/config.json"),
+                       doctest::Contains("block_pattern"), InputError);
 }

@@ -194,17 +194,19 @@ struct FrameworkPricing {
 /// or dense, the element type of its GEMMs, its context-parallel degree and its GPU count.
 struct PlanScope {
   bool moe = false;
+  bool recurrent = false;  // Mamba-2 or gated DeltaNet layers beside (or instead of) attention
   std::string gemm_dtype = "bf16";  // to_string(MathDtype): bf16, fp16, fp8, fp4
   int cp = 1;
   int gpus = 1;
 };
 
 /// What one class's validation cases span. A plan outside it extrapolates (a MoE plan where the
-/// class has dense runs only, FP4 where it has BF16 and FP8, CP 16 where its runs reach 8, 8192
+/// class has dense runs only, a Mamba-2 hybrid where its runs are all attention, FP4 where it has BF16 and FP8, CP 16 where its runs reach 8, 8192
 /// GPUs where they reach 1024), and its step takes the interval for plans beyond the corpus.
 struct CorpusReach {
   bool dense = false;                    // some case trains a dense model
   bool moe = false;                      // some case trains a mixture of experts
+  bool recurrent = false;                // some case trains Mamba-2 or gated DeltaNet layers
   std::vector<std::string> gemm_dtypes;  // the GEMM element types its cases train in, sorted
   int max_cp = 1;
   int max_gpus = 0;

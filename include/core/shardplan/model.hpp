@@ -33,12 +33,14 @@ struct ParamCounts {
   /// DeepSeek-V3's multi-token-prediction modules (one more layer, a projection and two norms
   /// each; embedding and head shared): not in `total`, as DeepSeek's 671B excludes them.
   double mtp = 0;
-  /// Hybrid models (ModelSpec::is_hybrid): layers whose mixer is a gated DeltaNet instead of
-  /// the softmax attention `layer` and `dense_layer` count, one such mixer's parameters, and
-  /// what those layers add over softmax attention (already in total and active).
+  /// Hybrids: layers whose mixer is a gated DeltaNet or a Mamba-2 (already in total and active)
+  /// and one such mixer's parameters; `layer` and `dense_layer` describe softmax-attention layers.
   int linear_attention_layers = 0;
   double linear_attention = 0;
-  double linear_attention_delta = 0;
+  int mamba_layers = 0;
+  double mamba = 0;
+  /// The largest layer's parameters (what a ZeRO-3 gather brings in at once).
+  double largest_layer = 0;
 };
 
 /// Exact counts from the architecture. For a params-only model, total = params_only and the
@@ -91,7 +93,5 @@ int stage_moe_layers(const ModelSpec& model, const ParallelPlan& plan, int stage
 /// MoE layers than the second; the memory peak and the step's middle stage look there too.
 int heaviest_moe_stage(const ModelSpec& model, const ParallelPlan& plan);
 
-/// Linear-attention (gated DeltaNet) layers among a pipeline stage's layers.
-int stage_linear_attention_layers(const ModelSpec& model, const ParallelPlan& plan, int stage);
 
 }  // namespace shardplan

@@ -26,6 +26,8 @@ enum class RuleId {
   tp_divides_heads,
   tp_fits_kv_heads,  // tp divides the KV heads or is a multiple of them
   tp_divides_ffn,
+  tp_divides_recurrent_heads,  // tp divides a Mamba-2's heads and groups, a DeltaNet's key heads
+  cp_over_recurrent_layers,    // context parallel only over softmax attention (not modelled else)
   pp_within_layers,
   stage_layout,  // layers split into the virtual stages (first/last counts, the rest even)
   interleave_needs_pp,
@@ -66,7 +68,7 @@ enum class RuleId {
   dp_shard_divides,
   framework_hsdp,  // the framework runs hybrid sharding at this ZeRO stage
 };
-inline constexpr int kRules = 48;
+inline constexpr int kRules = 50;
 /// A short snake_case name for JSON and counts ("tp_divides_heads").
 const char* to_string(RuleId r);
 

@@ -16,7 +16,13 @@ namespace shardplan {
 /// squared_relu: relu(x)^2 in a two-matrix MLP (Nemotron-4, So et al. 2021 "Primer").
 enum class MlpKind { gelu, swiglu, geglu, squared_relu };
 enum class NormKind { layernorm, rmsnorm };
-enum class PositionKind { learned, rotary, alibi };
+/// A layer's token mixer: softmax attention, a gated DeltaNet (Qwen3-Next), a Mamba-2 SSM
+/// (Nemotron-H), or none (a hybrid pattern's MLP or MoE block).
+enum class MixerKind { attention, gated_deltanet, mamba2, none };
+/// A layer's feed-forward part: an MLP, a MoE, or none (a hybrid pattern's mixer block).
+enum class FfnKind { mlp, moe, none };
+/// none: attention without position information (Nemotron-H: its Mamba layers order the tokens).
+enum class PositionKind { learned, rotary, alibi, none };
 /// How a config.json's rope_scaling stretches rotary frequencies (transformers'
 /// modeling_rope_utils.py ROPE_INIT_FUNCTIONS: "linear", "llama3", "yarn").
 enum class RopeScaling { none, linear, llama3, yarn };
@@ -179,6 +185,22 @@ struct ModelSpec {
   int linear_key_head_dim = 0;
   int linear_value_head_dim = 0;
   int linear_conv_kernel = 0;  // the short causal convolution over q, k and v
+  // Block-pattern hybrids (Nemotron-H's hybrid_override_pattern, Megatron-Core's
+  // --hybrid-override-pattern): layer i is one block with its own pre-norm and residual, by
+  // character 'M' a Mamba-2 mixer, '*' softmax attention, '-' an MLP, 'E' a MoE. Empty: every
+  // layer is a token mixer followed by an MLP or MoE.
+  std::string block_pattern;
+  // The Mamba-2 mixer (Dao & Gu 2024, "Transformers are SSMs", arXiv:2405.21060; transformers'
+  // modeling_nemotron_h.py NemotronHMamba2Mixer): heads of head_dim channels, a state of
+  // mamba_state per head, B and C shared by the heads of each of mamba_groups groups.
+  int mamba_heads = 0;
+  int mamba_head_dim = 0;
+  int mamba_state = 0;
+  int mamba_groups = 0;
+  int mamba_conv_kernel = 0;
+  int mamba_chunk = 0;           // the SSD kernel's chunk length (chunk_size)
+  bool mamba_conv_bias = true;   // use_conv_bias
+  bool mamba_proj_bias = false;  // use_bias: in_proj and out_proj biases
   RopeSpec rope;                   // rotary positions only
   double norm_epsilon = 0;         // rms_norm_eps / layer_norm_epsilon; 0 = not given
   RouterSpec router;               // MoE only
@@ -188,7 +210,9 @@ struct ModelSpec {
   bool is_moe() const { return experts > 1; }
   bool gated_mlp() const { return mlp == MlpKind::swiglu || mlp == MlpKind::geglu; }
   bool is_mla() const { return kv_lora_rank > 0; }
+  bool has_block_pattern() const { return !block_pattern.empty(); }
   bool is_moe_layer(int i) const {
+    if (has_block_pattern()) return block_pattern[static_cast<size_t>(i)] == 'E';
     return is_moe() && i >= first_dense_layers &&
            (i - first_dense_layers + 1) % moe_layer_step == 0;
   }
@@ -203,6 +227,31 @@ struct ModelSpec {
   }
   int linear_attention_layer_count() const {
     return is_hybrid() ? layers - layers / full_attention_every : 0;
+  }
+  MixerKind mixer_of(int i) const {
+    if (has_block_pattern()) {
+      const char c = block_pattern[static_cast<size_t>(i)];
+      return c == 'M' ? MixerKind::mamba2 : c == '*' ? MixerKind::attention : MixerKind::none;
+    }
+    return is_linear_attention_layer(i) ? MixerKind::gated_deltanet : MixerKind::attention;
+  }
+  FfnKind ffn_of(int i) const {
+    if (has_block_pattern()) {
+      const char c = block_pattern[static_cast<size_t>(i)];
+      return c == '-' ? FfnKind::mlp : c == 'E' ? FfnKind::moe : FfnKind::none;
+    }
+    return is_moe_layer(i) ? FfnKind::moe : FfnKind::mlp;
+  }
+  /// Layers whose mixer is `kind`.
+  int mixer_layer_count(MixerKind kind) const {
+    int n = 0;
+    for (int i = 0; i < layers; ++i) n += mixer_of(i) == kind ? 1 : 0;
+    return n;
+  }
+  /// Layers with a recurrent mixer (a gated DeltaNet or Mamba-2), whose state runs along the
+  /// whole sequence.
+  bool has_recurrent_mixer() const {
+    return is_hybrid() || block_pattern.find('M') != std::string::npos;
   }
   int dense_mlp_width() const { return dense_ffn_hidden > 0 ? dense_ffn_hidden : ffn_hidden; }
   /// Per-head widths of the query/key dot product and of the values (MLA splits them).
