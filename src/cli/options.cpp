@@ -209,6 +209,21 @@ ModelSpec resolve_model(const PlanningOptions& o) {
     throw InputError("--top-k", fmt::format("{} experts per token but only {} experts",
                                             m.experts_per_token, m.experts));
   }
+  if (m.has_block_pattern()) {
+    // A block pattern names each layer: its count and its MoE blocks are the pattern's.
+    if (static_cast<int>(m.block_pattern.size()) != m.layers) {
+      throw InputError("--layers", fmt::format("{} lays out its {} layers by its block pattern "
+                                               "(Mamba-2, attention, MLP and MoE blocks); "
+                                               "--layers cannot change that count",
+                                               m.name, m.block_pattern.size()));
+    }
+    if ((m.block_pattern.find('E') != std::string::npos) != m.is_moe()) {
+      throw InputError("--experts", fmt::format("{}'s MoE blocks are its block pattern's; "
+                                                "--experts can change their experts, not add or "
+                                                "remove them",
+                                                m.name));
+    }
+  }
   if (any_architecture_flag(o) && !from_flags) m.source += " with flag overrides";
   for (const std::string& note : m.notes)
     std::fprintf(stderr, "shardplan: note: %s\n", note.c_str());

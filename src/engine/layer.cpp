@@ -313,6 +313,14 @@ void add_mamba2(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Sha
   const double out_elems = x.tokens * inner;
   scan.saved_bytes = x.tokens * heads * (x.e + 4.0) + out_elems * x.e;
   blk.ops.push_back(scan);
+  // What the scan's kernels move besides (mamba_ssm ssd_combined.py
+  // _mamba_chunk_scan_combined_fwd): each chunk's hd x n state per head written in fp32
+  // (_chunk_state_fwd), read and written back in 16 bits (_state_passing_fwd) and read
+  // (_chunk_scan_fwd), 12 bytes an element; and C B^T per group, q x q per chunk in fp32,
+  // written and read.
+  const double states = x.tokens / q * heads * hd * n;
+  blk.ops.push_back(
+      elementwise("ssd chunk states", 12.0 * states + 8.0 * x.tokens * groups * q, 0));
   // RMSNorm of the output times SiLU(z) (norm_before_gate false): keeps z besides.
   blk.ops.push_back(elementwise("gated norm", 3.0 * out_elems * x.e, out_elems * x.e));
   blk.ops.push_back(

@@ -16,6 +16,14 @@ std::string describe_model(const ModelSpec& m) {
   std::string shape = fmt::format("L{} h{} a{}", m.layers, m.hidden, m.heads);
   if (m.kv_heads != m.heads) shape += fmt::format(" kv{}", m.kv_heads);
   shape += fmt::format(", {} {}", to_string(m.mlp), m.ffn_hidden);
+  if (m.has_block_pattern() || m.is_hybrid()) {
+    // A hybrid's mixers: how many layers run each.
+    const int mamba = m.mixer_layer_count(MixerKind::mamba2);
+    const int delta = m.mixer_layer_count(MixerKind::gated_deltanet);
+    shape += fmt::format(" hybrid: {}{} attention", mamba > 0 ? fmt::format("{} Mamba-2, ", mamba)
+                                                               : fmt::format("{} DeltaNet, ", delta),
+                         m.mixer_layer_count(MixerKind::attention));
+  }
   if (m.is_moe()) shape += fmt::format(", {} experts top-{}", m.experts, m.experts_per_token);
   return fmt::format("{} ({} params, {}, vocab {})", m.name, format_count(c.total), shape, m.vocab);
 }

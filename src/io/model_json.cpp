@@ -248,6 +248,14 @@ std::vector<std::pair<std::string, std::string>> model_summary_figures(const Mod
   if (m.is_moe()) shape += fmt::format(" {}x top-{}", m.experts, m.experts_per_token);
   if (m.shared_ffn_hidden > 0) shape += " +shared";
   if (m.is_mla()) shape += " MLA";
+  if (m.has_block_pattern() || m.is_hybrid()) {
+    // A hybrid's mixers: how many layers run each.
+    const int mamba = m.mixer_layer_count(MixerKind::mamba2);
+    const int delta = m.mixer_layer_count(MixerKind::gated_deltanet);
+    shape += fmt::format(" hybrid: {}{} attention", mamba > 0 ? fmt::format("{} Mamba-2, ", mamba)
+                                                               : fmt::format("{} DeltaNet, ", delta),
+                         m.mixer_layer_count(MixerKind::attention));
+  }
   return {{"params", fmt::format("{:.2f}B", c.total / 1e9)},
           {"active", fmt::format("{:.2f}B", c.active / 1e9)},
           {"shape", shape},

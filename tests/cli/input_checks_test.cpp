@@ -112,3 +112,19 @@ TEST_CASE("validate --markdown goes with --cross-validate; --cross-validate prin
   CHECK(has(r.out, "## peak device memory against the published peak"));
   check_refused("validate --cross-validate --only nosuchrun", "--only");
 }
+
+TEST_CASE("a block-pattern model keeps its pattern's layer count and MoE blocks") {
+  // Before: --layers 60 on nemotron-h-8b read past its 52-character pattern.
+  check_refused("memory --model nemotron-h-8b --gpus 8 --layers 60", "--layers cannot change");
+  check_refused("memory --model nemotron-h-8b --gpus 8 --experts 8", "not add or remove them");
+  check_refused("memory --model nemotron-3-nano-30b-a3b --gpus 8 --experts 1",
+                "not add or remove them");
+}
+
+TEST_CASE("a Mamba-2 hybrid refuses context parallel and a tp that splits its groups") {
+  check_refused("estimate --model nemotron-h-8b --cluster dgx-h100 --gpus 16 --cp 2",
+                "MambaContextParallel");
+  check_refused("estimate --model nemotron-h-8b --cluster dgx-h100 --gpus 16 --tp 16 "
+                "--allow-tp-across-nodes",
+                "8 groups");
+}

@@ -206,11 +206,19 @@ TEST_CASE("a plan beyond its class's validation reach takes the wider interval")
   unseen_dtype.gemm_dtype = "fp64";
   CHECK(step_interval(f, h100, 10.0, unseen_dtype).beyond.find("fp64 GEMMs") !=
         std::string::npos);
-  // No corpus run trains Mamba-2 or gated DeltaNet layers: a hybrid is beyond every class.
-  REQUIRE_FALSE(r.recurrent);
-  PlanScope hybrid = inside;
-  hybrid.recurrent = true;
-  CHECK(step_interval(f, h100, 10.0, hybrid).beyond.find("Mamba-2") != std::string::npos);
+  // The H100 class has Mamba-2 hybrids (Nemotron 3 Nano); the A100 one has none, and a hybrid
+  // there extrapolates.
+  CHECK(r.recurrent);
+  GpuSpec a100;
+  a100.accuracy_class = "A100";
+  const AccuracyClass* a = f.accuracy_for(a100);
+  REQUIRE(a != nullptr);
+  REQUIRE(a != &f.beyond_corpus);
+  REQUIRE_FALSE(a->reach.recurrent);
+  PlanScope hybrid{!a->reach.dense, true, a->reach.gemm_dtypes.front(), 1, 8};
+  CHECK(step_interval(f, a100, 10.0, hybrid).beyond.find("Mamba-2") != std::string::npos);
+  hybrid.recurrent = false;
+  CHECK(step_interval(f, a100, 10.0, hybrid).beyond.empty());
 }
 
 namespace {

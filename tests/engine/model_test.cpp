@@ -98,3 +98,62 @@ TEST_CASE("a hybrid's layer runs each mixer for its share of the layers") {
   // Model FLOPs count query-key pairs of the 12 softmax layers only.
   CHECK(attended_pairs(m, 4096) == 12 * 4096.0 * 4096);
 }
+
+TEST_CASE("a block-pattern model's stages hold its blocks where the pattern puts them") {
+  // Nemotron-H-8B in 4 stages of 13 blocks: the first is "M-M-M-M*-M-M-", 6 Mamba-2, 1
+  // attention and 6 MLP blocks, each with its one RMSNorm, and the embedding.
+  const ModelSpec m = load_model("nemotron-h-8b");
+  const ParamCounts c = count_params(m);
+  const ParallelPlan p = test::plan(1, 1, 4);
+  double sum = 0;
+  for (int stage = 0; stage < 4; ++stage) sum += device_params(m, p, stage).total();
+  CHECK(sum == c.total);
+  const double norm = 4096;
+  CHECK(device_params(m, p, 0).total() == c.embedding + 6 * (c.mamba + norm) +
+                                              (c.layer.attention + norm) + 6 * (c.layer.mlp + norm));
+  // The largest block, what a ZeRO-3 gather brings in at once, is the 4096 x 21504 MLP.
+  CHECK(c.largest_layer == 2.0 * 4096 * 21504 + norm);
+}
+
+TEST_CASE("a Mamba-2 block runs its SSD scan for its share of the blocks") {
+  // Nemotron Nano 2 9B at 4,096 tokens: per token the scan does 128 heads x (2 x 128 x 80 +
+  // 128 x 80) plus 8 groups x 128 x 128 multiply-adds (Dao & Gu 2024 Sec. 6, chunk 128), in 27
+  // of the 56 blocks; attention runs in 4 of them, causal, without RoPE.
+  const ModelSpec m = load_model("nemotron-nano-9b-v2");
+  const TrainingSpec tr = test::training(4096, 8);
+  ParallelPlan p = test::plan(4, 2, 1);
+  p.sequence_parallel = true;
+  const MicroBatchWork w = describe_micro_batch(m, tr, p);
+  double scan = -1, flash = -1;
+  bool rotary = false;
+  for (const Op& op : w.layer.ops) {
+    if (std::string(op.name) == "ssd scan") scan = op.flops;
+    if (std::string(op.name) == "flash attention") flash = op.flops;
+    rotary = rotary || std::string(op.name) == "rotary embedding";
+  }
+  // Heads and groups split over tp 2.
+  const double per_token = 64 * (2.0 * 128 * 80 + 128 * 80) + 4 * 128 * 128;
+  CHECK(scan == doctest::Approx(2.0 * 4096 * per_token * 27 / 56));
+  CHECK(flash == doctest::Approx(0.5 * 2.0 * 20 * 4096.0 * 4096 * 256 * 4 / 56));
+  CHECK_FALSE(rotary);
+  // One block, one row-parallel end: one sequence-parallel gather and scatter per layer.
+  CHECK(w.layer.tp.gathers == 1);
+  CHECK(w.layer.tp.scatters == 1);
+}
+
+TEST_CASE("a pattern's MoE blocks are the MoE layer, its other blocks the dense one") {
+  const ModelSpec m = load_model("nemotron-3-nano-30b-a3b");
+  const MicroBatchWork w = describe_micro_batch(m, test::training(4096, 8), test::plan(8, 1, 1));
+  CHECK(w.moe_layers == 23);
+  CHECK(w.dense_layers == 29);
+  auto has = [](const Block& b, const char* name) {
+    for (const Op& op : b.ops)
+      if (std::string(op.name) == name) return true;
+    return false;
+  };
+  CHECK(has(w.layer, "router"));
+  CHECK_FALSE(has(w.layer, "ssd scan"));
+  CHECK(has(w.dense_layer, "ssd scan"));
+  CHECK(has(w.dense_layer, "flash attention"));
+  CHECK_FALSE(has(w.dense_layer, "mlp up projection"));  // no '-' block in Nemotron 3 Nano
+}

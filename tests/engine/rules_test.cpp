@@ -131,6 +131,23 @@ TEST_CASE("expert parallel must divide the experts and dp x cp") {
   CHECK(breaks(f, p, RuleId::ep_divides));
 }
 
+TEST_CASE("a Mamba-2 hybrid: tp divides its heads and groups; no context parallel over it") {
+  // Nemotron-H-8B: 128 Mamba heads in 8 groups (MambaMixer splits both over tp).
+  Fixture f;
+  f.model = load_model("nemotron-h-8b");
+  f.rules.allow_tp_across_nodes = true;
+  ParallelPlan p = good();
+  CHECK_FALSE(breaks(f, p, RuleId::tp_divides_recurrent_heads));  // tp 8
+  p.tp = 16, p.dp = 4;
+  CHECK(breaks(f, p, RuleId::tp_divides_recurrent_heads));  // 16 does not divide 8 groups
+  CHECK_FALSE(breaks(f, p, RuleId::tp_divides_heads));      // 32 attention heads it does
+  ParallelPlan c = test::plan(32, 1, 1);
+  c.cp = 2;
+  CHECK(breaks(f, c, RuleId::cp_over_recurrent_layers));
+  Fixture dense;  // Llama-2-70B: softmax attention only
+  CHECK_FALSE(breaks(dense, c, RuleId::cp_over_recurrent_layers));
+}
+
 TEST_CASE("fp8 on an A100 breaks precision_supported; on an H100 it runs") {
   Fixture f;
   set_precision(f.training, Precision::fp8);
