@@ -293,8 +293,9 @@ std::vector<PlanProblem> megatron_problems(const EmitInputs& in) {
                               "Nemotron-H-style hybrids with pretrain_mamba.py "
                               "(--hybrid-override-pattern), which shardplan does not emit"});
   } else if (m.is_hybrid()) {
-    out.push_back({"--model", "pretrain_gpt.py as shardplan writes it has no gated DeltaNet "
-                              "layers; shardplan does not emit Qwen3-Next-style hybrids"});
+    out.push_back({"--model", fmt::format("pretrain_gpt.py as shardplan writes it has no {} "
+                                          "layers; shardplan does not emit this hybrid",
+                                          to_string(m.linear_mixer))});
   }
   const bool all_biases = m.qkv_bias && m.out_bias && m.mlp_bias;
   if (!all_biases && (m.out_bias || m.mlp_bias)) {

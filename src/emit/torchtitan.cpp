@@ -130,7 +130,7 @@ std::vector<PlanProblem> torchtitan_problems(const EmitInputs& in) {
   }
   if (in.model.has_recurrent_mixer()) {
     out.push_back({"--model", "torchtitan v0.2.2's models (llama3, llama4, deepseek_v3, qwen3) have "
-                              "no Mamba-2 or gated DeltaNet layers"});
+                              "no Mamba-2, gated DeltaNet or lightning attention layers"});
   }
   if (in.training.optimizer != OptimizerKind::adamw) {
     out.push_back(

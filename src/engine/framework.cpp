@@ -70,7 +70,10 @@ double FrameworkPricing::compute_speed(const GpuSpec& gpu, int pp) const {
 
 void CorpusReach::add(const PlanScope& s) {
   (s.moe ? moe : dense) = true;
-  recurrent = recurrent || s.recurrent;
+  for (const std::string& mixer : s.mixers) {
+    if (std::find(mixers.begin(), mixers.end(), mixer) == mixers.end()) mixers.push_back(mixer);
+  }
+  std::sort(mixers.begin(), mixers.end());
   if (std::find(gemm_dtypes.begin(), gemm_dtypes.end(), s.gemm_dtype) == gemm_dtypes.end()) {
     gemm_dtypes.push_back(s.gemm_dtype);
     std::sort(gemm_dtypes.begin(), gemm_dtypes.end());
@@ -83,8 +86,15 @@ std::string CorpusReach::outside(const PlanScope& s) const {
   std::vector<std::string> out;
   if (s.moe && !moe) out.emplace_back("a mixture of experts (they are dense)");
   if (!s.moe && !dense) out.emplace_back("a dense model (they are mixtures of experts)");
-  if (s.recurrent && !recurrent)
-    out.emplace_back("Mamba-2 or gated DeltaNet layers (theirs are all softmax attention)");
+  std::vector<std::string> unseen;
+  for (const std::string& mixer : s.mixers) {
+    if (std::find(mixers.begin(), mixers.end(), mixer) == mixers.end()) unseen.push_back(mixer);
+  }
+  if (!unseen.empty()) {
+    out.push_back(fmt::format("{} layers (they train {})", fmt::join(unseen, ", "),
+                              mixers.empty() ? "softmax attention only" : fmt::format(
+                                  "softmax attention and {}", fmt::join(mixers, ", "))));
+  }
   if (std::find(gemm_dtypes.begin(), gemm_dtypes.end(), s.gemm_dtype) == gemm_dtypes.end())
     out.push_back(
         fmt::format("{} GEMMs (they run {})", s.gemm_dtype, fmt::join(gemm_dtypes, ", ")));

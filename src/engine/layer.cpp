@@ -327,6 +327,38 @@ void add_mamba2(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Sha
       gemm("mamba out projection", x.tokens, x.h, inner, 1, x.e, out_elems * x.q));
 }
 
+// Lightning attention (MiniMax-01, arXiv:2501.08313 Sec. 2.2; transformers' modeling_minimax.py
+// MiniMaxLightningAttention) on this device's share of the heads: the qkv projection and its SiLU,
+// the blockwise linear attention, the RMSNorm of the heads' outputs, the sigmoid output gate
+// and the output projection.
+void add_lightning(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape& x) {
+  const double heads = static_cast<double>(m.heads) / p.tp;
+  const double d = m.head_dim, block = m.lightning_block;
+  const double inner = heads * d;
+  const double normed = x.tokens * x.h * x.r * x.q;
+  blk.ops.push_back(recomputed(gemm("qkv projection", x.tokens, 3.0 * inner, x.h, 1, x.e, normed),
+                               0, bit(RM::layernorm)));
+  const double qkv = 3.0 * x.tokens * inner;
+  blk.ops.push_back(elementwise("qkv silu", 2.0 * qkv * x.e, qkv * x.e));
+  // Per token and head: Q K^T and its product with V inside the token's block (block x d
+  // each), Q times the carried d x d state, and K^T V added to it (d x d). Backward is about
+  // twice that.
+  Op op;
+  op.name = "lightning attention";
+  op.kind = OpKind::attention;
+  op.flops = 2.0 * x.tokens * heads * (2.0 * block * d + 2.0 * d * d);
+  op.backward_flops = 2.0 * op.flops;
+  blk.ops.push_back(op);
+  const double out_elems = x.tokens * inner;
+  blk.ops.push_back(elementwise("lightning norm", 2.0 * out_elems * x.e, out_elems * x.e));
+  // The gate reads the normed layer input the qkv projection saved.
+  blk.ops.push_back(gemm("output gate projection", x.tokens, inner, x.h, 1, x.e, 0));
+  blk.ops.push_back(
+      elementwise("sigmoid output gate", 3.0 * out_elems * x.e, 2.0 * out_elems * x.e));
+  blk.ops.push_back(gemm("lightning out projection", x.tokens, x.h, inner, 1, x.e,
+                         out_elems * x.q));
+}
+
 void add_mixer_ops(Block& blk, MixerKind kind, const ModelSpec& m, const TrainingSpec& tr,
                    const ParallelPlan& p, const Shape& x) {
   switch (kind) {
@@ -335,6 +367,9 @@ void add_mixer_ops(Block& blk, MixerKind kind, const ModelSpec& m, const Trainin
       break;
     case MixerKind::gated_deltanet:
       add_gated_deltanet(blk, m, p, x);
+      break;
+    case MixerKind::lightning:
+      add_lightning(blk, m, p, x);
       break;
     case MixerKind::mamba2:
       add_mamba2(blk, m, p, x);
@@ -355,7 +390,7 @@ void add_mixer(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const Par
     const double linear = static_cast<double>(m.linear_attention_layer_count()) / m.layers;
     scale_ops(blk, first, 1.0 - linear);
     const size_t second = blk.ops.size();
-    add_gated_deltanet(blk, m, p, x);
+    add_mixer_ops(blk, m.linear_mixer, m, tr, p, x);
     scale_ops(blk, second, linear);
   }
   blk.ops.push_back(residual_op("attention residual", x, m.dropout));

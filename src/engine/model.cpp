@@ -125,12 +125,27 @@ AttentionParams mamba_params(const ModelSpec& m, int tp) {
   return a;
 }
 
+// A lightning attention mixer (transformers' modeling_minimax.py MiniMaxLightningAttention) on
+// one of t ranks: qkv_proj (h -> 3 heads x head_dim), output_gate (h -> heads x head_dim), the
+// RMSNorm over the heads' outputs and out_proj, none with a bias. Heads split over tensor
+// parallelism.
+AttentionParams lightning_params(const ModelSpec& m, int tp) {
+  AttentionParams a;
+  const double h = m.hidden;
+  const double inner = static_cast<double>(m.heads) * m.head_dim;
+  a.matmul = h * 3.0 * inner + h * inner + inner * h;
+  a.split = (a.matmul + inner) / tp;
+  return a;
+}
+
 AttentionParams mixer_params(const ModelSpec& m, MixerKind kind, int tp) {
   switch (kind) {
     case MixerKind::attention:
       return attention_params(m, tp);
     case MixerKind::gated_deltanet:
       return linear_attention_params(m, tp);
+    case MixerKind::lightning:
+      return lightning_params(m, tp);
     case MixerKind::mamba2:
       return mamba_params(m, tp);
     case MixerKind::none:
@@ -168,7 +183,7 @@ LayerParams layer_params(const ModelSpec& m, MixerKind mixer, FfnKind ffn) {
   return l;
 }
 
-constexpr int kMixerKinds = 4;
+constexpr int kMixerKinds = 5;
 constexpr int kFfnKinds = 3;
 
 // How many layers of [first, first + n) are of each (mixer, FFN) kind. A model whose layers are
@@ -276,7 +291,8 @@ ParamCounts count_params(const ModelSpec& m) {
   c.layer = layer_params(m, MixerKind::attention, m.is_moe() ? FfnKind::moe : FfnKind::mlp);
   c.dense_layer = m.is_moe() ? layer_params(m, MixerKind::attention, FfnKind::mlp) : c.layer;
   c.linear_attention_layers = m.linear_attention_layer_count();
-  if (c.linear_attention_layers > 0) c.linear_attention = linear_attention_params(m, 1).total();
+  if (c.linear_attention_layers > 0)
+    c.linear_attention = mixer_params(m, m.linear_mixer, 1).total();
   c.mamba_layers = m.mixer_layer_count(MixerKind::mamba2);
   if (c.mamba_layers > 0) c.mamba = mamba_params(m, 1).total();
 

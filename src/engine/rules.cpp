@@ -77,13 +77,15 @@ bool tp_divides_ffn(P p, C c) {
   return has_shapes(c) && c.model.ffn_hidden % p.tp != 0;
 }
 // Megatron-Core's MambaMixer splits heads and groups over tensor parallelism (it asserts both
-// divide); a gated DeltaNet splits its key heads (their value heads go with them).
+// divide); a gated DeltaNet splits its key heads (their value heads go with them); lightning
+// attention splits the model's heads, which tp_divides_heads checks.
 bool tp_divides_recurrent_heads(P p, C c) {
   const ModelSpec& m = c.model;
   if (!has_shapes(c) || p.tp == 1) return false;
   const bool mamba = m.mixer_layer_count(MixerKind::mamba2) > 0;
   return (mamba && (m.mamba_heads % p.tp != 0 || m.mamba_groups % p.tp != 0)) ||
-         (m.is_hybrid() && m.linear_key_heads % p.tp != 0);
+         (m.is_hybrid() && m.linear_mixer == MixerKind::gated_deltanet &&
+          m.linear_key_heads % p.tp != 0);
 }
 // A recurrent mixer's state runs along the whole sequence: split over ranks it needs its own
 // exchange (Megatron-Core's MambaContextParallel trades heads for sequence by all-to-all), which

@@ -28,6 +28,11 @@ constexpr Name<MlpKind> kMlpNames[] = {
     {MlpKind::squared_relu, "squared-relu"}};
 constexpr Name<NormKind> kNormNames[] = {{NormKind::layernorm, "layernorm"},
                                          {NormKind::rmsnorm, "rmsnorm"}};
+constexpr Name<MixerKind> kMixerNames[] = {{MixerKind::attention, "attention"},
+                                           {MixerKind::gated_deltanet, "gated-deltanet"},
+                                           {MixerKind::lightning, "lightning"},
+                                           {MixerKind::mamba2, "mamba2"},
+                                           {MixerKind::none, "none"}};
 constexpr Name<PositionKind> kPositionNames[] = {{PositionKind::learned, "learned"},
                                                  {PositionKind::rotary, "rotary"},
                                                  {PositionKind::alibi, "alibi"},
@@ -107,6 +112,9 @@ const char* to_string(MlpKind v) {
 const char* to_string(NormKind v) {
   return name_of(kNormNames, v);
 }
+const char* to_string(MixerKind v) {
+  return name_of(kMixerNames, v);
+}
 const char* to_string(PositionKind v) {
   return name_of(kPositionNames, v);
 }
@@ -147,6 +155,9 @@ MlpKind parse_mlp(const std::string& text, const std::string& field) {
 }
 NormKind parse_norm(const std::string& text, const std::string& field) {
   return parse_name(kNormNames, text, field);
+}
+MixerKind parse_mixer(const std::string& text, const std::string& field) {
+  return parse_name(kMixerNames, text, field);
 }
 PositionKind parse_positions(const std::string& text, const std::string& field) {
   return parse_name(kPositionNames, text, field, {{"rope", PositionKind::rotary}});
@@ -261,8 +272,14 @@ bool recipe_matches(const TrainingSpec& tr) {
 
 PlanScope plan_scope(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,
                      const ClusterSpec& cluster) {
-  return {model.experts > 0, model.has_architecture() && model.has_recurrent_mixer(),
-          to_string(training.recipe.gemm_dtype), std::max(1, plan.cp), cluster.gpus};
+  std::vector<std::string> mixers;
+  if (model.has_architecture()) {
+    for (MixerKind k : {MixerKind::gated_deltanet, MixerKind::lightning, MixerKind::mamba2}) {
+      if (model.mixer_layer_count(k) > 0) mixers.emplace_back(to_string(k));
+    }
+  }
+  return {model.experts > 0, mixers, to_string(training.recipe.gemm_dtype), std::max(1, plan.cp),
+          cluster.gpus};
 }
 
 int default_global_batch(int seq_len, int multiple_of) {

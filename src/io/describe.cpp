@@ -16,16 +16,24 @@ std::string describe_model(const ModelSpec& m) {
   std::string shape = fmt::format("L{} h{} a{}", m.layers, m.hidden, m.heads);
   if (m.kv_heads != m.heads) shape += fmt::format(" kv{}", m.kv_heads);
   shape += fmt::format(", {} {}", to_string(m.mlp), m.ffn_hidden);
-  if (m.has_block_pattern() || m.is_hybrid()) {
-    // A hybrid's mixers: how many layers run each.
-    const int mamba = m.mixer_layer_count(MixerKind::mamba2);
-    const int delta = m.mixer_layer_count(MixerKind::gated_deltanet);
-    shape += fmt::format(" hybrid: {}{} attention", mamba > 0 ? fmt::format("{} Mamba-2, ", mamba)
-                                                               : fmt::format("{} DeltaNet, ", delta),
-                         m.mixer_layer_count(MixerKind::attention));
-  }
+  shape += hybrid_mixers(m);
   if (m.is_moe()) shape += fmt::format(", {} experts top-{}", m.experts, m.experts_per_token);
   return fmt::format("{} ({} params, {}, vocab {})", m.name, format_count(c.total), shape, m.vocab);
+}
+
+std::string hybrid_mixers(const ModelSpec& m) {
+  if (!m.has_block_pattern() && !m.is_hybrid()) return "";
+  // Each mixer with the layers that run it, the recurrent ones first.
+  std::string out;
+  const std::pair<MixerKind, const char*> kinds[] = {{MixerKind::mamba2, "Mamba-2"},
+                                                     {MixerKind::gated_deltanet, "DeltaNet"},
+                                                     {MixerKind::lightning, "lightning"},
+                                                     {MixerKind::attention, "attention"}};
+  for (const auto& [kind, name] : kinds) {
+    const int n = m.mixer_layer_count(kind);
+    if (n > 0) out += fmt::format("{}{} {}", out.empty() ? " hybrid: " : ", ", n, name);
+  }
+  return out;
 }
 
 std::string describe_framework(const FrameworkProfile& f) {

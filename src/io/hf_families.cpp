@@ -13,6 +13,9 @@
 //   qwen3_next (modeling_qwen3_next.py): Qwen-MoE experts with a gated shared expert; three of
 //             every four layers a gated DeltaNet (Qwen3NextGatedDeltaNet), the fourth gated
 //             softmax attention with QK-norm (q_proj doubled: attn_output_gate).
+//   minimax   (modeling_minimax.py, MiniMax-Text-01-hf): Mixtral-style experts; layer_types
+//             name each layer lightning ("linear_attention", MiniMaxLightningAttention) or
+//             softmax ("full_attention"); untied embeddings, no biases.
 //   nemotron_h (modeling_nemotron_h.py): one block per layer after hybrid_override_pattern
 //             (NemotronHBlock: RMSNorm, then a Mamba-2 mixer, attention, a squared-ReLU MLP or a
 //             MoE, then the residual); attention without RoPE or biases; untied embeddings.
@@ -121,6 +124,39 @@ void qwen3_next(const nlohmann::json& c, const std::string& origin, ModelSpec& m
   }
 }
 
+// MiniMax-01 (MiniMaxConfig): which layers run lightning attention, from layer_types (or the
+// original remote code's attn_type_list, 1 = softmax), as a repeating run closed by one softmax
+// layer; blocks of block_size tokens (MiniMaxConfig's default 256).
+void minimax(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
+  m.mlp = MlpKind::swiglu;
+  m.norm = NormKind::rmsnorm;
+  m.linear_mixer = MixerKind::lightning;
+  m.lightning_block = first_int(c, {"block_size"}, 256, origin, false, 1);
+  const char* key = c.contains("layer_types") ? "layer_types" : "attn_type_list";
+  const auto it = c.find(key);
+  if (it == c.end() || !it->is_array() || static_cast<int>(it->size()) != m.layers) {
+    throw InputError(origin + ": layer_types",
+                     fmt::format("expected an array of {} layer types (num_hidden_layers) naming "
+                                 "each layer linear_attention or full_attention",
+                                 m.layers));
+  }
+  auto softmax = [&](int i) {
+    const auto& t = (*it)[static_cast<size_t>(i)];
+    return t == "full_attention" || t == 1;
+  };
+  int period = 0;
+  while (period < m.layers && !softmax(period)) ++period;
+  ++period;
+  bool regular = period > 1 && m.layers % period == 0;
+  for (int i = 0; regular && i < m.layers; ++i) regular = softmax(i) == ((i + 1) % period == 0);
+  if (!regular) {
+    throw InputError(origin + ": " + key,
+                     "only a repeating run of lightning (linear_attention) layers closed by one "
+                     "softmax (full_attention) layer is modelled");
+  }
+  m.full_attention_every = period;
+}
+
 // Nemotron-H (NemotronHConfig): hybrid_override_pattern gives each layer's block; the Mamba-2
 // fields size the mixer (NemotronHMamba2Mixer reads use_bias for both projections); the MoE
 // blocks ('E', Nemotron 3) are DeepSeek-style: sigmoid routing with a correction bias, a shared
@@ -180,7 +216,7 @@ void nemotron_h(const nlohmann::json& c, const std::string& origin, ModelSpec& m
 
 const std::set<std::string>& newer_family_types() {
   static const std::set<std::string> types = {"gpt_oss", "nemotron", "glm4_moe", "kimi_k2",
-                                              "qwen3_next", "nemotron_h"};
+                                              "qwen3_next", "nemotron_h", "minimax"};
   return types;
 }
 
@@ -199,6 +235,7 @@ void apply_family_conventions(const nlohmann::json& c, const std::string& type,
   if (type == "glm4_moe") glm4_moe(c, origin, m);
   if (type == "qwen3_next") qwen3_next(c, origin, m);
   if (type == "nemotron_h") nemotron_h(c, origin, m);
+  if (type == "minimax") minimax(c, origin, m);
   if (type == "kimi_k2") {
     m.mlp = MlpKind::swiglu;
     m.norm = NormKind::rmsnorm;

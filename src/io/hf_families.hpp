@@ -1,5 +1,6 @@
 // The Hugging Face families of 2025 whose conventions do not fit the two old groups (gated
-// Llama-likes, GPT-2-likes): gpt-oss, Nemotron, GLM-4.5, Kimi K2 and the Qwen3-Next hybrid.
+// Llama-likes, GPT-2-likes): gpt-oss, Nemotron, GLM-4.5, Kimi K2 and the hybrids (Qwen3-Next,
+// Nemotron-H, MiniMax-01).
 #pragma once
 
 #include <nlohmann/json.hpp>

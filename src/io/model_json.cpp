@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "json_reader.hpp"
+#include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
 
@@ -35,7 +36,7 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
   need(m.mtp_layers >= 0 && m.sliding_window >= 0 && m.global_attention_every >= 0, "mtp_layers",
        "mtp_layers, sliding_window and global_attention_every cannot be negative");
   // A gated DeltaNet needs its heads and widths; its value heads come in groups of key heads.
-  need(!m.is_hybrid() ||
+  need(!m.is_hybrid() || m.linear_mixer != MixerKind::gated_deltanet ||
            (m.linear_key_heads >= 1 && m.linear_value_heads >= m.linear_key_heads &&
             m.linear_value_heads % m.linear_key_heads == 0 && m.linear_key_head_dim >= 1 &&
             m.linear_value_head_dim >= 1 && m.linear_conv_kernel >= 1),
@@ -60,6 +61,9 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
        "mamba_heads",
        "Mamba-2 blocks (M) need mamba_heads, mamba_head_dim, mamba_state, mamba_groups (dividing "
        "the heads), mamba_conv_kernel and mamba_chunk >= 1");
+  need(!m.is_hybrid() || m.linear_mixer == MixerKind::gated_deltanet ||
+           (m.linear_mixer == MixerKind::lightning && m.lightning_block >= 1),
+       "linear_mixer", "linear layers are a gated-deltanet or lightning (with lightning_block >= 1)");
   need(m.rope.theta >= 0 && m.rope.factor >= 0 && m.norm_epsilon >= 0 && m.norm_epsilon < 1,
        "rope_theta",
        "rope_theta and rope_scaling.factor cannot be negative; norm_epsilon is in [0, 1)");
@@ -95,6 +99,7 @@ constexpr IntKey kIntKeys[] = {
     {"linear_key_head_dim", &ModelSpec::linear_key_head_dim, 0},
     {"linear_value_head_dim", &ModelSpec::linear_value_head_dim, 0},
     {"linear_conv_kernel", &ModelSpec::linear_conv_kernel, 0},
+    {"lightning_block", &ModelSpec::lightning_block, 0},
     {"mamba_heads", &ModelSpec::mamba_heads, 0},
     {"mamba_head_dim", &ModelSpec::mamba_head_dim, 0},
     {"mamba_state", &ModelSpec::mamba_state, 0},
@@ -186,6 +191,8 @@ void read_extended_architecture(StrictObject& o, ModelSpec& m) {
   for (const IntKey& k : kIntKeys) m.*k.field = o.integer_or(k.key, k.plain);
   for (const BoolKey& k : kBoolKeys) m.*k.field = o.boolean_or(k.key, k.plain);
   m.block_pattern = o.string_or("block_pattern", "");
+  m.linear_mixer = parse_mixer(o.string_or("linear_mixer", "gated-deltanet"),
+                               o.field("linear_mixer"));
   read_rope(o, m);
   m.norm_epsilon = o.number_or("norm_epsilon", 0);
   read_router(o, m);
@@ -199,6 +206,7 @@ void write_extended_architecture(const ModelSpec& m, nlohmann::json& j) {
     if (m.*k.field != k.plain) j[k.key] = m.*k.field;
   }
   if (m.has_block_pattern()) j["block_pattern"] = m.block_pattern;
+  if (m.linear_mixer != MixerKind::gated_deltanet) j["linear_mixer"] = to_string(m.linear_mixer);
   put_if(j, "rope_theta", m.rope.theta);
   if (m.rope.scaling != RopeScaling::none) j["rope_scaling"] = rope_json(m.rope);
   put_if(j, "norm_epsilon", m.norm_epsilon);
@@ -248,14 +256,7 @@ std::vector<std::pair<std::string, std::string>> model_summary_figures(const Mod
   if (m.is_moe()) shape += fmt::format(" {}x top-{}", m.experts, m.experts_per_token);
   if (m.shared_ffn_hidden > 0) shape += " +shared";
   if (m.is_mla()) shape += " MLA";
-  if (m.has_block_pattern() || m.is_hybrid()) {
-    // A hybrid's mixers: how many layers run each.
-    const int mamba = m.mixer_layer_count(MixerKind::mamba2);
-    const int delta = m.mixer_layer_count(MixerKind::gated_deltanet);
-    shape += fmt::format(" hybrid: {}{} attention", mamba > 0 ? fmt::format("{} Mamba-2, ", mamba)
-                                                               : fmt::format("{} DeltaNet, ", delta),
-                         m.mixer_layer_count(MixerKind::attention));
-  }
+  shape += hybrid_mixers(m);
   return {{"params", fmt::format("{:.2f}B", c.total / 1e9)},
           {"active", fmt::format("{:.2f}B", c.active / 1e9)},
           {"shape", shape},

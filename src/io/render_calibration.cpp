@@ -146,11 +146,11 @@ std::vector<const CvCase*> all_steps(const CrossValidation& cv) {
   return out;
 }
 
-// What a class's runs span, as the README table prints it: "dense, MoE, Mamba-2 or DeltaNet hybrids; bf16,
+// What a class's runs span, as the README table prints it: "dense, MoE (mamba2 layers too); bf16,
 // fp8; CP <= 8; <= 16384 GPUs".
 std::string reach_text(const CorpusReach& r) {
   const std::string kinds = std::string(r.dense && r.moe ? "dense, MoE" : r.moe ? "MoE" : "dense") +
-                            (r.recurrent ? ", Mamba-2 or DeltaNet hybrids" : "");
+                            (r.mixers.empty() ? "" : fmt::format(" ({} layers too)", fmt::join(r.mixers, ", ")));
   return fmt::format("{}; {}; CP <= {}; <= {} GPUs", kinds, fmt::join(r.gemm_dtypes, ", "),
                      r.max_cp, r.max_gpus);
 }

@@ -333,10 +333,10 @@ PlanProblem shape_words(const RuleProblem& r, const RuleContext& c) {
                                   "divisor",
                                   p.tp, m.mamba_heads, m.mamba_groups)};
     case RuleId::cp_over_recurrent_layers:
-      return {"--cp", "the model's Mamba-2 or gated DeltaNet layers carry a state along the whole "
-                      "sequence; splitting it over context-parallel ranks needs their own "
-                      "exchange (Megatron-Core's MambaContextParallel), which shardplan does not "
-                      "price: use --cp 1"};
+      return {"--cp", "the model's recurrent layers (Mamba-2, gated DeltaNet or lightning "
+                      "attention) carry a state along the whole sequence; splitting it over "
+                      "context-parallel ranks needs their own exchange (Megatron-Core's "
+                      "MambaContextParallel), which shardplan does not price: use --cp 1"};
     case RuleId::pp_within_layers:
       return {"--pp", fmt::format("{} pipeline stages for {} layers; use at most {}", p.pp,
                                   m.layers, m.layers)};
@@ -467,7 +467,7 @@ std::string rule_gist(RuleId rule) {
     case RuleId::tp_divides_recurrent_heads:
       return "tensor parallel must divide the Mamba-2 heads and groups (DeltaNet key heads)";
     case RuleId::cp_over_recurrent_layers:
-      return "context parallel over Mamba-2 or gated DeltaNet layers is not modelled";
+      return "context parallel over recurrent (Mamba-2, DeltaNet, lightning) layers is not modelled";
     case RuleId::pp_within_layers:
       return "pipeline stages cannot outnumber the layers";
     case RuleId::stage_layout:

@@ -109,6 +109,20 @@ JsonField<T> positive_when_given(const char* key, double T::*m) {
 }
 
 // The GEMM element types a class's cases run, each a name to_string(MathDtype) gives.
+// The reach's recurrent mixers by name (to_string(MixerKind)).
+JsonField<CorpusReach> mixers_field() {
+  return {"mixers", [](const CorpusReach& r) { return json(r.mixers); },
+          [](StrictObject& o, const std::string& k, CorpusReach& r) {
+            const json& raw = o.raw(k);
+            if (!raw.is_array()) throw InputError(o.field(k), "expected a list of token mixers");
+            for (const json& v : raw) {
+              if (!v.is_string()) throw InputError(o.field(k), "expected mixer names");
+              r.mixers.emplace_back(to_string(parse_mixer(v.get<std::string>(), o.field(k))));
+            }
+          },
+          {}};
+}
+
 JsonField<CorpusReach> gemm_dtypes_field() {
   return {"gemm_dtypes", [](const CorpusReach& r) { return json(r.gemm_dtypes); },
           [](StrictObject& o, const std::string& k, CorpusReach& r) {
@@ -252,7 +266,7 @@ const JsonFields<CorpusReach>& reach_fields() {
   static const JsonFields<R> rows = {
       member("dense", &R::dense),
       member("moe", &R::moe),
-      only_when(member("recurrent", &R::recurrent), [](const R& r) { return r.recurrent; }),
+      only_when(mixers_field(), [](const R& r) { return !r.mixers.empty(); }),
       gemm_dtypes_field(),
       checked(member("max_cp", &R::max_cp), [](const R& r) { return r.max_cp >= 1; },
               "must be >= 1"),

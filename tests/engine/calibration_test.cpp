@@ -181,7 +181,7 @@ TEST_CASE("a plan beyond its class's validation reach takes the wider interval")
   REQUIRE(cls != &f.beyond_corpus);
   const CorpusReach& r = cls->reach;
   REQUIRE(!r.gemm_dtypes.empty());
-  const PlanScope inside{!r.dense, false, r.gemm_dtypes.front(), 1, std::min(8, r.max_gpus)};
+  const PlanScope inside{!r.dense, {}, r.gemm_dtypes.front(), 1, std::min(8, r.max_gpus)};
   const StepInterval in = step_interval(f, h100, 10.0, inside);
   CHECK(in.accuracy == cls);
   CHECK(in.beyond.empty());
@@ -206,18 +206,24 @@ TEST_CASE("a plan beyond its class's validation reach takes the wider interval")
   unseen_dtype.gemm_dtype = "fp64";
   CHECK(step_interval(f, h100, 10.0, unseen_dtype).beyond.find("fp64 GEMMs") !=
         std::string::npos);
-  // The H100 class has Mamba-2 hybrids (Nemotron 3 Nano); the A100 one has none, and a hybrid
-  // there extrapolates.
-  CHECK(r.recurrent);
+  // The H100 class has Mamba-2 hybrids (Nemotron 3 Nano), not lightning attention; the A100
+  // one has neither, and a hybrid there extrapolates.
+  REQUIRE(r.mixers == std::vector<std::string>{"mamba2"});
+  PlanScope lightning = inside;
+  lightning.mixers = {"lightning"};
+  CHECK(step_interval(f, h100, 10.0, lightning).beyond.find("lightning layers") !=
+        std::string::npos);
+  lightning.mixers = {"mamba2"};
+  CHECK(step_interval(f, h100, 10.0, lightning).beyond.empty());
   GpuSpec a100;
   a100.accuracy_class = "A100";
   const AccuracyClass* a = f.accuracy_for(a100);
   REQUIRE(a != nullptr);
   REQUIRE(a != &f.beyond_corpus);
-  REQUIRE_FALSE(a->reach.recurrent);
-  PlanScope hybrid{!a->reach.dense, true, a->reach.gemm_dtypes.front(), 1, 8};
-  CHECK(step_interval(f, a100, 10.0, hybrid).beyond.find("Mamba-2") != std::string::npos);
-  hybrid.recurrent = false;
+  REQUIRE(a->reach.mixers.empty());
+  PlanScope hybrid{!a->reach.dense, {"mamba2"}, a->reach.gemm_dtypes.front(), 1, 8};
+  CHECK(step_interval(f, a100, 10.0, hybrid).beyond.find("mamba2 layers") != std::string::npos);
+  hybrid.mixers.clear();
   CHECK(step_interval(f, a100, 10.0, hybrid).beyond.empty());
 }
 

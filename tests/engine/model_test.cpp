@@ -157,3 +157,17 @@ TEST_CASE("a pattern's MoE blocks are the MoE layer, its other blocks the dense 
   CHECK(has(w.dense_layer, "flash attention"));
   CHECK_FALSE(has(w.dense_layer, "mlp up projection"));  // no '-' block in Nemotron 3 Nano
 }
+
+TEST_CASE("lightning attention runs its blocks and its carried state for 70 of 80 layers") {
+  // MiniMax-Text-01 at 4,096 tokens, tp 8: per token and head 2 x 256 x 128 (Q K^T and its
+  // product with V in the block) + 2 x 128 x 128 (Q times the state, K^T V into it)
+  // multiply-adds, over 8 of the 64 heads.
+  const ModelSpec m =
+      load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/minimax-text-01/config.json");
+  const MicroBatchWork w = describe_micro_batch(m, test::training(4096, 8), test::plan(1, 8, 1));
+  double lightning = -1;
+  for (const Op& op : w.layer.ops)
+    if (std::string(op.name) == "lightning attention") lightning = op.flops;
+  const double per_token = 8 * (2.0 * 256 * 128 + 2.0 * 128 * 128);
+  CHECK(lightning == doctest::Approx(2.0 * 4096 * per_token * 70 / 80));
+}

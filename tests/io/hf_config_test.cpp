@@ -14,12 +14,12 @@ using namespace shardplan;
 
 TEST_CASE(
     "config.json of Llama, Mistral, Qwen2, Gemma, Gemma 2, GPT-2, GPT-NeoX, Mixtral, gpt-oss, "
-    "Nemotron, GLM-4.5, Kimi K2, Qwen3-Next and Nemotron-H count exactly") {
+    "Nemotron, GLM-4.5, Kimi K2, Qwen3-Next, Nemotron-H and MiniMax-01 count exactly") {
   // tests/data/hf/EXPECTED.json: published totals with their sources.
   std::ifstream in(std::string(SHARDPLAN_TEST_DATA) + "/hf/EXPECTED.json");
   REQUIRE(in);
   const nlohmann::json expected = nlohmann::json::parse(in);
-  REQUIRE(expected.size() == 18);
+  REQUIRE(expected.size() == 19);
   for (const auto& e : expected) {
     const std::string dir = e.at("dir");
     const ModelSpec m =
@@ -189,9 +189,9 @@ TEST_CASE("config.json's RoPE, norm epsilon and router fields, and the presets t
   CHECK(load_model("llama-3.1-8b").rope.scaling == RopeScaling::llama3);
 }
 
-TEST_CASE("Mamba-1 and lightning-attention hybrids are refused by name, not guessed") {
-  // Jamba's Mamba-1 mixer and MiniMax's lightning attention have no op list here.
-  for (const char* type : {"jamba", "minimax"}) {
+TEST_CASE("Mamba-1 hybrids are refused by name, not guessed") {
+  // Jamba's Mamba-1 mixer has no op list here.
+  for (const char* type : {"jamba"}) {
     CAPTURE(type);
     const std::string text = std::string(R"({"model_type": ")") + type +
                              R"(", "hidden_size": 4096, "num_hidden_layers": 8,
@@ -239,4 +239,27 @@ TEST_CASE("a nemotron_h config without a usable pattern names the field") {
   j["hybrid_override_pattern"] = "M-X-";
   CHECK_THROWS_WITH_AS(model_from_hf_config(j.dump(), "x/config.json"),
                        doctest::Contains("block_pattern"), InputError);
+}
+
+TEST_CASE("MiniMax-01: seven lightning attention layers to one softmax layer") {
+  const ModelSpec m =
+      load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/minimax-text-01/config.json");
+  CHECK(m.linear_mixer == MixerKind::lightning);
+  CHECK(m.full_attention_every == 8);
+  CHECK(m.mixer_layer_count(MixerKind::lightning) == 70);
+  CHECK(m.mixer_of(7) == MixerKind::attention);
+  CHECK(m.lightning_block == 256);
+  const ParamCounts c = count_params(m);
+  // One MiniMaxLightningAttention: qkv_proj 6144 x 24576, output_gate 6144 x 8192, out_proj
+  // 8192 x 6144 and the RMSNorm over 8192.
+  CHECK(c.linear_attention == 251'666'432.0);
+  // The card's 45.9B activated are the parameters a token touches in its 80 layers: two experts
+  // of 32 and the router in each, the attention and the two norms.
+  CHECK(c.active - c.embedding - c.lm_head - c.final_norm == 45'944'913'920.0);
+  // A softmax layer every 8th: any other order is refused by name.
+  std::ifstream in(std::string(SHARDPLAN_TEST_DATA) + "/hf/minimax-text-01/config.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["layer_types"][0] = "full_attention";
+  CHECK_THROWS_WITH_AS(model_from_hf_config(j.dump(), "x/config.json"),
+                       doctest::Contains("layer_types"), InputError);
 }

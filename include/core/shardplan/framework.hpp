@@ -194,7 +194,9 @@ struct FrameworkPricing {
 /// or dense, the element type of its GEMMs, its context-parallel degree and its GPU count.
 struct PlanScope {
   bool moe = false;
-  bool recurrent = false;  // Mamba-2 or gated DeltaNet layers beside (or instead of) attention
+  // The token mixers besides softmax attention its layers run (to_string(MixerKind): mamba2,
+  // gated-deltanet, lightning), sorted.
+  std::vector<std::string> mixers;
   std::string gemm_dtype = "bf16";  // to_string(MathDtype): bf16, fp16, fp8, fp4
   int cp = 1;
   int gpus = 1;
@@ -206,7 +208,7 @@ struct PlanScope {
 struct CorpusReach {
   bool dense = false;                    // some case trains a dense model
   bool moe = false;                      // some case trains a mixture of experts
-  bool recurrent = false;                // some case trains Mamba-2 or gated DeltaNet layers
+  std::vector<std::string> mixers;       // the recurrent token mixers its cases train, sorted
   std::vector<std::string> gemm_dtypes;  // the GEMM element types its cases train in, sorted
   int max_cp = 1;
   int max_gpus = 0;

@@ -33,8 +33,9 @@ struct ParamCounts {
   /// DeepSeek-V3's multi-token-prediction modules (one more layer, a projection and two norms
   /// each; embedding and head shared): not in `total`, as DeepSeek's 671B excludes them.
   double mtp = 0;
-  /// Hybrids: layers whose mixer is a gated DeltaNet or a Mamba-2 (already in total and active)
-  /// and one such mixer's parameters; `layer` and `dense_layer` describe softmax-attention layers.
+  /// Hybrids: layers whose mixer is linear (a gated DeltaNet or lightning attention) or a Mamba-2
+  /// (already in total and active) and one such mixer's parameters; `layer` and `dense_layer`
+  /// describe softmax-attention layers.
   int linear_attention_layers = 0;
   double linear_attention = 0;
   int mamba_layers = 0;

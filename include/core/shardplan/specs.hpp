@@ -16,9 +16,9 @@ namespace shardplan {
 /// squared_relu: relu(x)^2 in a two-matrix MLP (Nemotron-4, So et al. 2021 "Primer").
 enum class MlpKind { gelu, swiglu, geglu, squared_relu };
 enum class NormKind { layernorm, rmsnorm };
-/// A layer's token mixer: softmax attention, a gated DeltaNet (Qwen3-Next), a Mamba-2 SSM
-/// (Nemotron-H), or none (a hybrid pattern's MLP or MoE block).
-enum class MixerKind { attention, gated_deltanet, mamba2, none };
+/// A layer's token mixer: softmax attention, a gated DeltaNet (Qwen3-Next), lightning attention
+/// (MiniMax-01), a Mamba-2 SSM (Nemotron-H), or none (a hybrid pattern's MLP or MoE block).
+enum class MixerKind { attention, gated_deltanet, lightning, mamba2, none };
 /// A layer's feed-forward part: an MLP, a MoE, or none (a hybrid pattern's mixer block).
 enum class FfnKind { mlp, moe, none };
 /// none: attention without position information (Nemotron-H: its Mamba layers order the tokens).
@@ -185,6 +185,11 @@ struct ModelSpec {
   int linear_key_head_dim = 0;
   int linear_value_head_dim = 0;
   int linear_conv_kernel = 0;  // the short causal convolution over q, k and v
+  // Which linear mixer the non-softmax layers run: a gated DeltaNet of the linear_* shapes, or
+  // lightning attention (MiniMax-01, arXiv:2501.08313: the model's heads, blocks of
+  // lightning_block tokens, a sigmoid output gate).
+  MixerKind linear_mixer = MixerKind::gated_deltanet;
+  int lightning_block = 0;
   // Block-pattern hybrids (Nemotron-H's hybrid_override_pattern, Megatron-Core's
   // --hybrid-override-pattern): layer i is one block with its own pre-norm and residual, by
   // character 'M' a Mamba-2 mixer, '*' softmax attention, '-' an MLP, 'E' a MoE. Empty: every
@@ -233,7 +238,7 @@ struct ModelSpec {
       const char c = block_pattern[static_cast<size_t>(i)];
       return c == 'M' ? MixerKind::mamba2 : c == '*' ? MixerKind::attention : MixerKind::none;
     }
-    return is_linear_attention_layer(i) ? MixerKind::gated_deltanet : MixerKind::attention;
+    return is_linear_attention_layer(i) ? linear_mixer : MixerKind::attention;
   }
   FfnKind ffn_of(int i) const {
     if (has_block_pattern()) {
@@ -248,8 +253,8 @@ struct ModelSpec {
     for (int i = 0; i < layers; ++i) n += mixer_of(i) == kind ? 1 : 0;
     return n;
   }
-  /// Layers with a recurrent mixer (a gated DeltaNet or Mamba-2), whose state runs along the
-  /// whole sequence.
+  /// Layers with a recurrent mixer (a gated DeltaNet, lightning attention or Mamba-2), whose
+  /// state runs along the whole sequence.
   bool has_recurrent_mixer() const {
     return is_hybrid() || block_pattern.find('M') != std::string::npos;
   }
@@ -440,6 +445,7 @@ void share_nics(ClusterSpec& cluster);
 const char* to_string(MlpKind v);
 const char* to_string(NormKind v);
 const char* to_string(PositionKind v);
+const char* to_string(MixerKind v);
 const char* to_string(RopeScaling v);
 const char* to_string(RouterScore v);
 const char* to_string(MoeDispatcher v);
@@ -454,6 +460,7 @@ const char* to_string(GradSync v);
 MlpKind parse_mlp(const std::string& text, const std::string& field);
 NormKind parse_norm(const std::string& text, const std::string& field);
 PositionKind parse_positions(const std::string& text, const std::string& field);
+MixerKind parse_mixer(const std::string& text, const std::string& field);
 RopeScaling parse_rope_scaling(const std::string& text, const std::string& field);
 RouterScore parse_router_score(const std::string& text, const std::string& field);
 MoeDispatcher parse_moe_dispatcher(const std::string& text, const std::string& field);
