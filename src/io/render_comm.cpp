@@ -96,19 +96,23 @@ std::string words_of(TrafficKind k, const ParallelPlan& p, const TrainingSpec& t
         return what;
       }
       const Zero3Gathers gathers = zero3_gathers(tr, p);
-      return gathers.once_per_step
-                 ? "weight all-gathers, once per step, kept gathered until the last backward "
-                   "(ZeRO-3)"
-             : !gathers.backward
-                 ? "weight all-gathers, every forward, kept gathered for its backward (ZeRO-3)"
-                 : "weight all-gathers, forward and backward of every micro-batch (ZeRO-3)";
+      std::string what =
+          gathers.once_per_step
+              ? "weight all-gathers, once per step, kept gathered until the last backward "
+                "(ZeRO-3)"
+          : !gathers.backward
+              ? "weight all-gathers, every forward, kept gathered for its backward (ZeRO-3)"
+              : "weight all-gathers, forward and backward of every micro-batch (ZeRO-3)";
+      if (p.ep > 1) what += kExpertsOwnGroup;
+      return what;
     }
     case TrafficKind::dp_replicate:
       return fmt::format("{} gradient-shard all-reduce across the {} replicas (HSDP), {}",
                          grad_dtype, p.dp_replicate(), p.zero >= 2 ? when : "once per step");
     case TrafficKind::tp:
       return p.sequence_parallel ? "activation all-gather / reduce-scatter pairs, every layer"
-                                 : "activation all-reduces, 2 forward + 2 backward per layer";
+                                 : "activation all-reduces after each attention (or other mixer) "
+                                   "and MLP, forward and backward";
     case TrafficKind::pp:
       return "boundary activations forward, their gradients back";
     case TrafficKind::cp:

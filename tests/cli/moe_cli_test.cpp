@@ -222,3 +222,10 @@ TEST_CASE("emit megatron: HSDP at ZeRO-1 as distributed-optimizer instances") {
   CHECK(z3.status == 2);
   CHECK(contains(z3.err, "--dp-shard"));
 }
+
+TEST_CASE("ZeRO-3: the weight all-gather row says the experts gather over their own group") {
+  const auto r = run_cli("estimate --model mixtral-8x7b --gpus 8 --zero 3 --ep 8 --global-batch 64 "
+                         "--recompute full");
+  REQUIRE(r.status <= 1);
+  CHECK(contains(r.out, "(ZeRO-3); the experts' over their expert-data-parallel group"));
+}
