@@ -183,8 +183,8 @@ LayerParams layer_params(const ModelSpec& m, MixerKind mixer, FfnKind ffn) {
   return l;
 }
 
-constexpr int kMixerKinds = 5;
-constexpr int kFfnKinds = 3;
+constexpr size_t kMixerKinds = 5;
+constexpr size_t kFfnKinds = 3;
 
 // How many layers of [first, first + n) are of each (mixer, FFN) kind. A model whose layers are
 // all alike, or differ only in MoE (the common case, which the search prices millions of times),
@@ -192,7 +192,7 @@ constexpr int kFfnKinds = 3;
 struct LayerKinds {
   std::array<int, kMixerKinds * kFfnKinds> n{};
   int& at(MixerKind mixer, FfnKind ffn) {
-    return n[static_cast<size_t>(mixer) * kFfnKinds + static_cast<size_t>(ffn)];
+    return n[(static_cast<size_t>(mixer) * kFfnKinds) + static_cast<size_t>(ffn)];
   }
 };
 
@@ -209,8 +209,8 @@ LayerKinds layer_kinds(const ModelSpec& m, int first, int n, int moe_layers) {
 
 template <typename F>
 void for_each_kind(LayerKinds& k, F&& f) {
-  for (int mixer = 0; mixer < kMixerKinds; ++mixer) {
-    for (int ffn = 0; ffn < kFfnKinds; ++ffn) {
+  for (size_t mixer = 0; mixer < kMixerKinds; ++mixer) {
+    for (size_t ffn = 0; ffn < kFfnKinds; ++ffn) {
       const int n = k.at(static_cast<MixerKind>(mixer), static_cast<FfnKind>(ffn));
       if (n > 0) f(static_cast<MixerKind>(mixer), static_cast<FfnKind>(ffn), n);
     }

@@ -274,9 +274,13 @@ PlanScope plan_scope(const ModelSpec& model, const TrainingSpec& training, const
                      const ClusterSpec& cluster) {
   std::vector<std::string> mixers;
   if (model.has_architecture()) {
-    for (MixerKind k : {MixerKind::gated_deltanet, MixerKind::lightning, MixerKind::mamba2}) {
-      if (model.mixer_layer_count(k) > 0) mixers.emplace_back(to_string(k));
+    // Every mixer but softmax attention, by name (kMixerNames), in their sorted order.
+    for (const auto& [kind, name] : kMixerNames) {
+      if (kind != MixerKind::attention && kind != MixerKind::none &&
+          model.mixer_layer_count(kind) > 0)
+        mixers.emplace_back(name);
     }
+    std::sort(mixers.begin(), mixers.end());
   }
   return {model.experts > 0, mixers, to_string(training.recipe.gemm_dtype), std::max(1, plan.cp),
           cluster.gpus};

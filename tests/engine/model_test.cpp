@@ -40,8 +40,8 @@ TEST_CASE("GPT presets are within 2% of the GPT-3 paper's rounded sizes") {
 TEST_CASE("GPT shapes follow Narayanan et al. 2021 Eq. 2") {
   // P = 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h)), plus the final LayerNorm (2h).
   const ModelSpec m = test::gpt(96, 12288, 96);
-  const double l = 96, h = 12288, V = 51200, s = 2048;
-  const double eq2 = 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
+  const double l = 96, h = 12288, vocab = 51200, s = 2048;
+  const double eq2 = 12 * l * h * h * (1 + 13 / (12 * h) + (vocab + s) / (12 * l * h));
   CHECK(count_params(m).total == doctest::Approx(eq2 + 2 * h).epsilon(1e-12));
 }
 
