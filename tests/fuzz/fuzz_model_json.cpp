@@ -1,24 +1,13 @@
 // A model file given as --model FILE: shardplan's model JSON (or a config.json it recognises).
 #include "fuzz_support.hpp"
 #include "shardplan/error.hpp"
-#include "shardplan/layer.hpp"
-#include "shardplan/model.hpp"
 #include "shardplan/profiles.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path =
       shardplan::fuzz::write_input(shardplan::fuzz::text_of(data, size), "-model.json");
   try {
-    const shardplan::ModelSpec m = shardplan::load_model(path);
-    // What every command does next with an accepted model: count it and lay out its ops (a
-    // layer pattern indexed past its end, a mixer with no shapes, would show here).
-    (void)shardplan::count_params(m);
-    if (m.has_architecture()) {
-      shardplan::TrainingSpec tr;
-      tr.seq_len = 64;
-      tr.global_batch = 1;
-      (void)shardplan::describe_micro_batch(m, tr, shardplan::ParallelPlan{});
-    }
+    shardplan::fuzz::exercise_model(shardplan::load_model(path));
   } catch (const shardplan::InputError&) {
   }
   return 0;
