@@ -68,16 +68,25 @@ double FrameworkPricing::compute_speed(const GpuSpec& gpu, int pp) const {
   return pp > 1 ? speed * pipeline_engine_speed : speed;
 }
 
+namespace {
+
+bool holds(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Adds `name` to a sorted list of distinct names.
+void add_name(std::vector<std::string>& names, const std::string& name) {
+  if (holds(names, name)) return;
+  names.push_back(name);
+  std::sort(names.begin(), names.end());
+}
+
+}  // namespace
+
 void CorpusReach::add(const PlanScope& s) {
   (s.moe ? moe : dense) = true;
-  for (const std::string& mixer : s.mixers) {
-    if (std::find(mixers.begin(), mixers.end(), mixer) == mixers.end()) mixers.push_back(mixer);
-  }
-  std::sort(mixers.begin(), mixers.end());
-  if (std::find(gemm_dtypes.begin(), gemm_dtypes.end(), s.gemm_dtype) == gemm_dtypes.end()) {
-    gemm_dtypes.push_back(s.gemm_dtype);
-    std::sort(gemm_dtypes.begin(), gemm_dtypes.end());
-  }
+  for (const std::string& mixer : s.mixers) add_name(mixers, mixer);
+  add_name(gemm_dtypes, s.gemm_dtype);
   max_cp = std::max(max_cp, s.cp);
   max_gpus = std::max(max_gpus, s.gpus);
 }
@@ -88,14 +97,14 @@ std::string CorpusReach::outside(const PlanScope& s) const {
   if (!s.moe && !dense) out.emplace_back("a dense model (they are mixtures of experts)");
   std::vector<std::string> unseen;
   for (const std::string& mixer : s.mixers) {
-    if (std::find(mixers.begin(), mixers.end(), mixer) == mixers.end()) unseen.push_back(mixer);
+    if (!holds(mixers, mixer)) unseen.push_back(mixer);
   }
   if (!unseen.empty()) {
     out.push_back(fmt::format("{} layers (they train {})", fmt::join(unseen, ", "),
                               mixers.empty() ? "softmax attention only" : fmt::format(
                                   "softmax attention and {}", fmt::join(mixers, ", "))));
   }
-  if (std::find(gemm_dtypes.begin(), gemm_dtypes.end(), s.gemm_dtype) == gemm_dtypes.end())
+  if (!holds(gemm_dtypes, s.gemm_dtype))
     out.push_back(
         fmt::format("{} GEMMs (they run {})", s.gemm_dtype, fmt::join(gemm_dtypes, ", ")));
   if (s.cp > max_cp)
