@@ -61,9 +61,10 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
        "mamba_heads",
        "Mamba-2 blocks (M) need mamba_heads, mamba_head_dim, mamba_state, mamba_groups (dividing "
        "the heads), mamba_conv_kernel and mamba_chunk >= 1");
-  need(!m.is_hybrid() || m.linear_mixer == MixerKind::gated_deltanet ||
-           (m.linear_mixer == MixerKind::lightning && m.lightning_block >= 1),
-       "linear_mixer", "linear layers are a gated-deltanet or lightning (with lightning_block >= 1)");
+  need(m.linear_mixer == MixerKind::gated_deltanet ||
+           (m.linear_mixer == MixerKind::lightning && (!m.is_hybrid() || m.lightning_block >= 1)),
+       "linear_mixer",
+       "linear layers are gated-deltanet or lightning (lightning with lightning_block >= 1)");
   need(m.rope.theta >= 0 && m.rope.factor >= 0 && m.norm_epsilon >= 0 && m.norm_epsilon < 1,
        "rope_theta",
        "rope_theta and rope_scaling.factor cannot be negative; norm_epsilon is in [0, 1)");

@@ -263,3 +263,16 @@ TEST_CASE("MiniMax-01: seven lightning attention layers to one softmax layer") {
   CHECK_THROWS_WITH_AS(model_from_hf_config(j.dump(), "x/config.json"),
                        doctest::Contains("layer_types"), InputError);
 }
+
+TEST_CASE("a model file's linear_mixer is a linear mixer") {
+  // mamba2 is a mixer name, but not one a linear (full_attention_every) layer runs.
+  std::ifstream in(std::string(SHARDPLAN_SOURCE_DIR) + "/profiles/models/minimax-text-01.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["linear_mixer"] = "mamba2";
+  const std::string dir = test::make_temp_dir();
+  test::write_file(dir + "/model.json", j.dump());
+  CHECK_THROWS_WITH_AS(load_model(dir + "/model.json"),
+                       doctest::Contains("linear_mixer: linear layers are gated-deltanet or "
+                                         "lightning"),
+                       InputError);
+}
