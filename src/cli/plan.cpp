@@ -165,7 +165,7 @@ PlanningResult plan_with_offload(const PlanFlags& f, const Inputs& in,
     else
       for (const Offload& o : offload_choices()) planned.space.offload.push_back(o);
     search_space(planned, in.model, in.training, in.cluster, request);
-    estimate_shown(planned, in.model, in.training, in.cluster);
+    estimate_shown(planned, in.model, in.training, in.cluster, request.search.threads);
   }
   return planned;
 }
@@ -192,14 +192,14 @@ int run_plan(const PlanFlags& f, const PlanningRequest& request) {
   // The trace is of the recommended plan; when the ladder recommends none, of the fastest the
   // search found; with no plan at all there is no step to draw, and the user is told so.
   const ParallelPlan* traced = rec ? &rec->plan.plan : fastest ? &fastest->plan : nullptr;
-  if (traced) {
+  if (traced && !f.trace.empty()) {
     Inputs chosen = in;
     chosen.plan = *traced;
     write_trace(f.trace, chosen, estimate(in.model, in.training, chosen.plan, in.cluster));
-    if (!rec && !f.trace.empty())
+    if (!rec)
       std::fprintf(stderr, "shardplan: note: --trace: the ladder recommends no plan; %s traces "
                            "the fastest plan found\n", f.trace.c_str());
-  } else if (!f.trace.empty()) {
+  } else if (!traced && !f.trace.empty()) {
     std::fprintf(stderr, "shardplan: note: --trace: no plan fits, so there is no step to "
                          "trace; %s was not written\n", f.trace.c_str());
   }

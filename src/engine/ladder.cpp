@@ -232,7 +232,7 @@ void climb(LadderResult& out, const ModelSpec& m, const TrainingSpec& tr, const 
     if (r.ranked.empty() ||
         r.ranked.front().step_s * opt.climb_speedup > stop_s * (1 + opt.rerank.within))
       continue;
-    rerank(m, tr, c, so.objective, opt.rerank, r.feasible, r.ranked);
+    rerank(m, tr, c, so.objective, opt.rerank, r.feasible, r.ranked, so.threads);
     // ranked is fastest first: the first plan the interconnect carries is the rung's pick.
     for (const Candidate& cand : r.ranked) {
       if (cand.exposed_comm_s / cand.step_s > opt.max_comm_share) continue;
@@ -276,7 +276,7 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
     v.capacity_bytes = c.gpu.memory_bytes;
     const SearchSpace space = rung_space(rung, m, tr, c, opt.rules);
     SearchResult r = search(m, tr, c, space, so);
-    rerank(m, tr, c, so.objective, opt.rerank, r.feasible, r.ranked);
+    rerank(m, tr, c, so.objective, opt.rerank, r.feasible, r.ranked, so.threads);
     v.evaluated = r.evaluated;
     if (!r.ranked.empty()) {
       v.fits = true;

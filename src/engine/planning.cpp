@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "shardplan/parallel.hpp"
+
 namespace shardplan {
 
 namespace {
@@ -17,19 +19,24 @@ void report_estimate(Candidate& c, const Estimate& e) {
 }  // namespace
 
 void estimate_shown(PlanningResult& r, const ModelSpec& model, const TrainingSpec& training,
-                    const ClusterSpec& cluster) {
+                    const ClusterSpec& cluster, int threads) {
   const RungVerdict* rec = r.recommended();
   const Candidate* fastest = r.fastest();
   r.recommended_estimate.reset();
   r.fastest_estimate.reset();
+  // The reports show each plan's simulated figures, not its events (a trace simulates its plan
+  // again), so that a long --top list does not hold every step's event list.
   if (rec) {
-    r.recommended_estimate = estimate(model, training, rec->plan.plan, cluster);
+    r.recommended_estimate =
+        estimate(model, training, rec->plan.plan, cluster, Simulation::figures);
     report_estimate(r.ladder.rungs[static_cast<size_t>(r.ladder.stop)].plan,
                     *r.recommended_estimate);
   }
-  r.ranked_estimates.clear();
-  for (const Candidate& c : r.found.ranked)
-    r.ranked_estimates.push_back(estimate(model, training, c.plan, cluster));
+  r.ranked_estimates.assign(r.found.ranked.size(), Estimate{});
+  parallel_for(r.found.ranked.size(), threads, [&](size_t, size_t i) {
+    r.ranked_estimates[i] =
+        estimate(model, training, r.found.ranked[i].plan, cluster, Simulation::figures);
+  });
   if (fastest) {  // the first ranked plan: its estimate is already in ranked_estimates
     r.fastest_estimate = r.ranked_estimates.front();
     report_estimate(r.found.ranked.front(), *r.fastest_estimate);
@@ -50,7 +57,7 @@ void search_space(PlanningResult& r, const ModelSpec& model, const TrainingSpec&
   so.top_k = std::max(so.top_k, request.rerank.at_most);
   r.found = search(model, training, cluster, r.space, so);
   r.rerank = rerank(model, training, cluster, so.objective, request.rerank, r.found.feasible,
-                    r.found.ranked);
+                    r.found.ranked, so.threads);
   if (static_cast<int>(r.found.ranked.size()) > request.search.top_k)
     r.found.ranked.resize(static_cast<size_t>(request.search.top_k));
 }
@@ -66,7 +73,7 @@ PlanningResult plan_cluster(const ModelSpec& model, const TrainingSpec& training
   r.ladder = walk_ladder(model, training, cluster, lo);
   r.space = full_space(model, training, cluster, request.search.rules);
   search_space(r, model, training, cluster, request);
-  estimate_shown(r, model, training, cluster);
+  estimate_shown(r, model, training, cluster, request.search.threads);
   return r;
 }
 

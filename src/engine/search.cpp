@@ -6,19 +6,17 @@
 #include "shardplan/search.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <mutex>
 #include <numeric>
 #include <queue>
-#include <thread>
 #include <tuple>
 
 #include "shardplan/error.hpp"
 #include "shardplan/memory.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/offload.hpp"
+#include "shardplan/parallel.hpp"
 #include "shardplan/schedule.hpp"
 #include "shardplan/step_time.hpp"
 
@@ -436,19 +434,10 @@ SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpe
       }
     }
   }
-  const int threads = std::max(
-      1, opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()));
-  std::vector<Partial> partials(static_cast<size_t>(threads));
-  std::atomic<size_t> next{0};
+  std::vector<Partial> partials(static_cast<size_t>(thread_count(opt.threads)));
   const Walk walk{m, tr, cluster, space, opt, RuleContext{m, tr, cluster, opt.rules}};
-  auto worker = [&](Partial& out) {
-    for (size_t i = next++; i < groups.size(); i = next++) run_group(groups[i], walk, out);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t)
-    pool.emplace_back(worker, std::ref(partials[static_cast<size_t>(t)]));
-  worker(partials[0]);
-  for (auto& t : pool) t.join();
+  parallel_for(groups.size(), opt.threads,
+               [&](size_t worker, size_t i) { run_group(groups[i], walk, partials[worker]); });
 
   // What restrict_to() took out counts as visited and refused by its rule.
   SearchResult r;

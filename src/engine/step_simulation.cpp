@@ -9,6 +9,7 @@
 
 #include "shardplan/memory.hpp"
 #include "shardplan/model.hpp"
+#include "shardplan/parallel.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/schedule.hpp"
 
@@ -184,23 +185,24 @@ SimulatedStep simulate_step(const ModelSpec& m, const TrainingSpec& tr, const Pa
 }
 
 int rerank_by_simulation(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
-                         Objective objective, int k, std::vector<Candidate>& ranked) {
+                         Objective objective, int k, std::vector<Candidate>& ranked,
+                         int threads) {
   const int n = std::min(k, static_cast<int>(ranked.size()));
   if (n <= 0 || !m.has_architecture()) return 0;
-  for (int i = 0; i < n; ++i) {
-    Candidate& cand = ranked[static_cast<size_t>(i)];
+  parallel_for(static_cast<size_t>(n), threads, [&](size_t, size_t i) {
+    Candidate& cand = ranked[i];
     const MicroBatchCost cost = micro_batch_cost(m, tr, cand.plan, c);
     const MemoryInputs mem = memory_inputs(m, tr, cost);
     const Evaluation ev = evaluate(m, tr, cand.plan, c, cost, mem);
     const SimulatedStep sim = simulate_step(m, tr, cand.plan, c, ev.time, ev.comm, false);
-    if (!sim.ran || sim.step_s <= 0) continue;
+    if (!sim.ran || sim.step_s <= 0) return;
     cand.step_s = sim.step_s;
     cand.tokens_per_s = static_cast<double>(tr.global_batch) * tr.seq_len / sim.step_s;
     // The search's objectives (search.cpp objective_of), on the simulated step.
     cand.objective = objective == Objective::time   ? cand.step_s
                      : objective == Objective::cost ? cand.step_s * c.gpus
                                                     : -cand.tokens_per_s;
-  }
+  });
   std::stable_sort(ranked.begin(), ranked.begin() + n, [](const Candidate& a, const Candidate& b) {
     return a.objective < b.objective;
   });
@@ -224,7 +226,8 @@ bool same_plan(const ParallelPlan& a, const ParallelPlan& b) {
 }  // namespace
 
 Rerank rerank(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c, Objective objective,
-              const RerankRule& rule, long long candidates, std::vector<Candidate>& ranked) {
+              const RerankRule& rule, long long candidates, std::vector<Candidate>& ranked,
+              int threads) {
   Rerank r;
   r.rule = rule;
   r.candidates = candidates;
@@ -236,7 +239,7 @@ Rerank rerank(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c, 
          ranked[static_cast<size_t>(k)].step_s <= bound_s)
     ++k;
   std::vector<Candidate> before(ranked.begin(), ranked.begin() + k);
-  r.simulated = rerank_by_simulation(m, tr, c, objective, k, ranked);
+  r.simulated = rerank_by_simulation(m, tr, c, objective, k, ranked, threads);
   r.changed = !same_plan(ranked.front().plan, r.closed_form_best.plan);
   r.chosen_simulated_s = ranked.front().step_s;
   r.chosen_closed_form_s = r.closed_form_best.step_s;

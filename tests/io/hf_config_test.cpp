@@ -72,6 +72,16 @@ namespace {
 ParamCounts counts_of(const std::string& dir) {
   return count_params(load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/" + dir + "/config.json"));
 }
+
+// mixer_layer_count() counts from the pattern or the hybrid period; this visits every layer.
+void check_mixer_counts(const ModelSpec& m) {
+  for (const MixerKind kind : {MixerKind::attention, MixerKind::gated_deltanet,
+                               MixerKind::lightning, MixerKind::mamba2, MixerKind::none}) {
+    int n = 0;
+    for (int i = 0; i < m.layers; ++i) n += m.mixer_of(i) == kind ? 1 : 0;
+    CHECK(m.mixer_layer_count(kind) == n);
+  }
+}
 }  // namespace
 
 TEST_CASE("gpt-oss: active parameters as its model card counts them") {
@@ -133,6 +143,9 @@ TEST_CASE("Qwen3-Next: three gated DeltaNet layers to one gated attention layer"
       load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/qwen3-next-80b-a3b/config.json");
   REQUIRE(m.is_hybrid());
   CHECK(m.linear_attention_layer_count() == 36);
+  CHECK(m.mixer_layer_count(MixerKind::gated_deltanet) == 36);
+  CHECK(m.mixer_layer_count(MixerKind::attention) == 12);
+  check_mixer_counts(m);
   CHECK(m.is_linear_attention_layer(0));
   CHECK_FALSE(m.is_linear_attention_layer(3));
   CHECK(m.attention_output_gate);
@@ -209,6 +222,8 @@ TEST_CASE("Nemotron-H: one block per layer, Mamba-2 mixers by hybrid_override_pa
   CHECK(m.mixer_of(0) == MixerKind::mamba2);
   CHECK(m.ffn_of(1) == FfnKind::mlp);
   CHECK(m.mixer_of(1) == MixerKind::none);
+  CHECK(m.mixer_layer_count(MixerKind::none) == 25);  // 56 blocks: MLP blocks have no mixer
+  check_mixer_counts(m);
   CHECK(m.positions == PositionKind::none);  // NemotronHAttention applies no RoPE
   CHECK(m.mlp == MlpKind::squared_relu);
   const ParamCounts c = count_params(m);
@@ -248,6 +263,9 @@ TEST_CASE("MiniMax-01: seven lightning attention layers to one softmax layer") {
   CHECK(m.full_attention_every == 8);
   CHECK(m.mixer_layer_count(MixerKind::lightning) == 70);
   CHECK(m.mixer_of(7) == MixerKind::attention);
+  CHECK(m.mixer_layer_count(MixerKind::attention) == 10);
+  CHECK(m.mixer_layer_count(MixerKind::gated_deltanet) == 0);
+  check_mixer_counts(m);
   CHECK(m.lightning_block == 256);
   const ParamCounts c = count_params(m);
   // One MiniMaxLightningAttention: qkv_proj 6144 x 24576, output_gate 6144 x 8192, out_proj

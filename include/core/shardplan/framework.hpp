@@ -101,7 +101,8 @@ struct FrameworkCaps {
   // Mixture of experts: EP all-to-alls hidden behind paired forward and backward passes
   // (Megatron-Core's --overlap-moe-expert-parallel-comm), and the dispatchers it runs.
   bool moe_a2a_overlap = true;
-  std::vector<Schedule> moe_a2a_overlap_schedules;  // the schedules it runs the overlap on; empty: any
+  // The schedules it runs the overlap on; empty: any.
+  std::vector<Schedule> moe_a2a_overlap_schedules;
   std::vector<MoeDispatcher> moe_dispatchers = {MoeDispatcher::alltoall, MoeDispatcher::deepep};
   bool replicate_only_1d = false;  // plain data parallel (ZeRO-0) refuses any other parallelism
   /// Recomputes Megatron-Core's modules by name (ParallelPlan::recompute_modules).
@@ -203,8 +204,9 @@ struct PlanScope {
 };
 
 /// What one class's validation cases span. A plan outside it extrapolates (a MoE plan where the
-/// class has dense runs only, a Mamba-2 hybrid where its runs are all attention, FP4 where it has BF16 and FP8, CP 16 where its runs reach 8, 8192
-/// GPUs where they reach 1024), and its step takes the interval for plans beyond the corpus.
+/// class has dense runs only, a Mamba-2 hybrid where its runs are all attention, FP4 where it
+/// has BF16 and FP8, CP 16 where its runs reach 8, 8192 GPUs where they reach 1024), and its
+/// step takes the interval for plans beyond the corpus.
 struct CorpusReach {
   bool dense = false;                    // some case trains a dense model
   bool moe = false;                      // some case trains a mixture of experts

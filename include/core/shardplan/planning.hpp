@@ -46,9 +46,10 @@ struct PlanningResult {
 };
 
 /// Fills the estimates and the interval decision from the ladder and the ranking as they
-/// stand; call again after changing either (a second search, the ranking cut to --top).
+/// stand; call again after changing either (a second search, the ranking cut to --top). The
+/// ranked plans are estimated on `threads` threads (SearchOptions::threads: 0 = all cores).
 void estimate_shown(PlanningResult& result, const ModelSpec& model, const TrainingSpec& training,
-                    const ClusterSpec& cluster);
+                    const ClusterSpec& cluster, int threads);
 
 /// Searches `result.space` into `result.found` and ranks its best plans again by simulation
 /// (`result.rerank`), keeping request.search.top_k of them.

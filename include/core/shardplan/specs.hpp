@@ -247,11 +247,20 @@ struct ModelSpec {
     }
     return is_moe_layer(i) ? FfnKind::moe : FfnKind::mlp;
   }
-  /// Layers whose mixer is `kind`.
+  /// Layers whose mixer is `kind`: counted from the pattern's letters, or from the hybrid period
+  /// (the search's rules ask it for every plan, so it does not visit each layer).
   int mixer_layer_count(MixerKind kind) const {
-    int n = 0;
-    for (int i = 0; i < layers; ++i) n += mixer_of(i) == kind ? 1 : 0;
-    return n;
+    if (has_block_pattern()) {
+      const auto n = [this](char c) {
+        return static_cast<int>(std::count(block_pattern.begin(), block_pattern.end(), c));
+      };
+      if (kind == MixerKind::mamba2) return n('M');
+      if (kind == MixerKind::attention) return n('*');
+      return kind == MixerKind::none ? layers - n('M') - n('*') : 0;
+    }
+    const int linear = linear_attention_layer_count();
+    if (kind == MixerKind::attention) return layers - linear;
+    return kind == linear_mixer ? linear : 0;
   }
   /// Layers with a recurrent mixer (a gated DeltaNet, lightning attention or Mamba-2), whose
   /// state runs along the whole sequence.

@@ -36,10 +36,10 @@ SimulatedStep simulate_step(const ModelSpec& model, const TrainingSpec& training
 /// The search's ranking with its first `k` candidates ranked again by their simulated step:
 /// the closed forms are the search's fast bound over millions of plans, the simulation decides
 /// among the best. Their step_s, tokens_per_s and objective become the simulated ones. Returns
-/// how many were simulated.
+/// how many were simulated; the simulations run on `threads` threads (0: all cores).
 int rerank_by_simulation(const ModelSpec& model, const TrainingSpec& training,
                          const ClusterSpec& cluster, Objective objective, int k,
-                         std::vector<Candidate>& ranked);
+                         std::vector<Candidate>& ranked, int threads = 1);
 
 /// Which of the search's best plans are simulated: those whose closed-form step is within
 /// `within` of the best one's, at most `at_most`. Simulation and closed form differ by a few
@@ -65,9 +65,9 @@ struct Rerank {
 };
 
 /// Simulates the plans `rule` picks from the head of `ranked` (best first by closed form) and
-/// ranks them again by their simulated step (rerank_by_simulation).
+/// ranks them again by their simulated step (rerank_by_simulation, on `threads` threads).
 Rerank rerank(const ModelSpec& model, const TrainingSpec& training, const ClusterSpec& cluster,
               Objective objective, const RerankRule& rule, long long candidates,
-              std::vector<Candidate>& ranked);
+              std::vector<Candidate>& ranked, int threads = 1);
 
 }  // namespace shardplan
