@@ -48,6 +48,19 @@ void note_cpu_links(Inputs& in) {
   }
 }
 
+// A mixture of experts is priced with balanced routing unless the user says otherwise; real
+// routing is less even, and the busiest expert rank sets every rank's step.
+void note_moe_routing(Inputs& in) {
+  const TrainingSpec& t = in.training;
+  if (!in.model.is_moe() || t.moe_max_load > 0 || t.moe_capacity_factor > 0) return;
+  in.notes.push_back(
+      "MoE routing priced balanced (max-load 1: each expert rank gets its even share of tokens), "
+      "as NVIDIA's published MoE benchmarks force it (Megatron-Bridge performance summary); "
+      "natural routing is less even and its busiest rank sets the step: --moe-max-load F prices "
+      "it (Megatron-Core's log_moe_overload_factor logs F per step); --moe-force-balance "
+      "states balanced routing");
+}
+
 void price_at_list(const PlanningOptions& o, Inputs& in) {
   TrainingSpec& t = in.training;
   const GpuSpec& g = in.cluster.gpu;
@@ -65,6 +78,7 @@ void note_assumptions(const PlanningOptions& o, Inputs& in, AssumedFor what) {
   if (what.plan_given) note_zero(o, in);
   note_gpu_override(o, in);
   note_cpu_links(in);
+  note_moe_routing(in);
   if (what.prices) price_at_list(o, in);
 }
 

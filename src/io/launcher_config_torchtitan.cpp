@@ -188,6 +188,9 @@ void training(const toml::table& t, long long pp, long long pp_micro, Builder& b
     // FSDP2 CPUOffloadPolicy: parameters, gradients and optimizer states on the host.
     b.set("--offload", "optimizer,params", s + ".enable_cpu_offload");
   }
+  // Round-robin routing, every expert the same tokens (torchtitan PR #1670; a debug switch).
+  if (const toml::node* n = t.get("debug_moe_force_load_balance"); n && n->value_or(false))
+    b.set("--moe-force-balance", "true", s + ".debug_moe_force_load_balance");
 }
 
 void model(const toml::table& root, Builder& b) {

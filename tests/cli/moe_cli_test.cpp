@@ -229,3 +229,31 @@ TEST_CASE("ZeRO-3: the weight all-gather row says the experts gather over their 
   REQUIRE(r.status <= 1);
   CHECK(contains(r.out, "(ZeRO-3); the experts' over their expert-data-parallel group"));
 }
+
+TEST_CASE("a MoE plan says its routing is priced balanced until told otherwise") {
+  const std::string args =
+      "estimate --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --ep 8 --zero 1 --recompute full "
+      "--global-batch 128 --json";
+  auto notes = [](const std::string& cmd) {
+    const auto r = run_cli(cmd);
+    REQUIRE(r.status == 0);
+    const auto j = nlohmann::json::parse(r.out);  // outlives the loop over its notes
+    std::string all;
+    for (const auto& n : j.at("notes")) all += n.get<std::string>();
+    return all;
+  };
+  CHECK(contains(notes(args), "MoE routing priced balanced"));
+  CHECK(contains(notes(args), "--moe-max-load"));
+  for (const char* stated : {" --moe-force-balance", " --moe-max-load 1.3", " --capacity-factor 1"})
+    CHECK_FALSE(contains(notes(args + stated), "MoE routing priced balanced"));
+  CHECK_FALSE(contains(notes("estimate --model llama-3.1-8b --cluster dgx-h100 --gpus 8 --zero 3 "
+                             "--json"),
+                       "MoE routing"));
+  // What the busiest rank costs: 1.3 x the expert GEMMs and all-to-alls every rank waits for.
+  const auto step = [](const std::string& cmd) {
+    const auto r = run_cli(cmd);
+    REQUIRE(r.status == 0);
+    return nlohmann::json::parse(r.out).at("step").at("step_s").get<double>();
+  };
+  CHECK(step(args + " --moe-max-load 1.3") > step(args + " --moe-force-balance"));
+}

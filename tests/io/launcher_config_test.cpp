@@ -193,8 +193,13 @@ mode = "none"
   // torchtitan's other registered models name their presets too.
   CHECK(value(read_launcher_config("[model]\nname = 'deepseek_v3'\nflavor = '671B'\n", "d.toml"),
               "--model") == "deepseek-v3");
-  CHECK(value(read_launcher_config("[model]\nname = 'qwen3'\nflavor = '30B-A3B'\n", "q.toml"),
-              "--model") == "qwen3-30b-a3b");
+  const auto qwen = read_launcher_config(
+      "[model]\nname = 'qwen3'\nflavor = '30B-A3B'\n[training]\n"
+      "debug_moe_force_load_balance = true\n",
+      "q.toml");
+  CHECK(value(qwen, "--model") == "qwen3-30b-a3b");
+  // torchtitan's round-robin routing (PR #1670) is balanced routing.
+  CHECK(value(qwen, "--moe-force-balance") == "true");
   CHECK_THROWS_AS(read_launcher_config("[parallelism]\npipeline_parallel_degree = 2\n"
                                        "pipeline_parallel_schedule = 'Magic'\n",
                                        "job.toml"),
