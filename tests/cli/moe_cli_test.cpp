@@ -232,8 +232,8 @@ TEST_CASE("ZeRO-3: the weight all-gather row says the experts gather over their 
 
 TEST_CASE("a MoE plan says its routing is priced balanced until told otherwise") {
   const std::string args =
-      "estimate --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --ep 8 --zero 1 --recompute full "
-      "--global-batch 128 --json";
+      "estimate --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --ep 8 --zero 1 "
+      "--recompute full --global-batch 128 --json";
   auto notes = [](const std::string& cmd) {
     const auto r = run_cli(cmd);
     REQUIRE(r.status == 0);
@@ -244,7 +244,8 @@ TEST_CASE("a MoE plan says its routing is priced balanced until told otherwise")
   };
   CHECK(contains(notes(args), "MoE routing priced balanced"));
   CHECK(contains(notes(args), "--moe-max-load"));
-  for (const char* stated : {" --moe-force-balance", " --moe-max-load 1.3", " --capacity-factor 1"})
+  for (const char* stated :
+       {" --moe-force-balance", " --moe-max-load 1.3", " --capacity-factor 1"})
     CHECK_FALSE(contains(notes(args + stated), "MoE routing priced balanced"));
   CHECK_FALSE(contains(notes("estimate --model llama-3.1-8b --cluster dgx-h100 --gpus 8 --zero 3 "
                              "--json"),

@@ -23,7 +23,8 @@ inline int thread_count(int threads) {
 /// Returns when every call has returned; the first exception a call throws is rethrown here.
 template <class Fn>
 void parallel_for(size_t n, int threads, Fn&& fn) {
-  const size_t workers = std::min(static_cast<size_t>(thread_count(threads)), std::max<size_t>(n, 1));
+  const size_t workers =
+      std::min(static_cast<size_t>(thread_count(threads)), std::max<size_t>(n, 1));
   std::atomic<size_t> next{0};
   std::vector<std::exception_ptr> errors(workers);
   auto work = [&](size_t worker) {
