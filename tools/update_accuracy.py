@@ -23,8 +23,8 @@ def run(*args):
                           capture_output=True, text=True).stdout
 
 
-def row(gpu_class, cases, groups, interval, reach=None):
-    out = {"gpu_class": gpu_class} if gpu_class else {}
+def row(gpu_class, cases, groups, interval, reach=None, models=None):
+    out = {"gpu_class": gpu_class, "models": models} if gpu_class else {}
     out.update({"cases": cases, "groups": groups, "split": "cross-validated",
                 "step_error_low": round(interval["low"], 4),
                 "step_error_high": round(interval["high"], 4),
@@ -38,10 +38,14 @@ def main():
     cv = json.loads(run("--json"))
     by_framework = {f: [] for f in FRAMEWORKS}
     for c in cv["per_class"]:
+        # "megatron H100" or "megatron H100 MoE": framework, GPU class, model kind.
         framework, gpu_class = c["class"].split(" ", 1)
+        models = "dense"
+        if gpu_class.endswith(" MoE"):
+            gpu_class, models = gpu_class[: -len(" MoE")], "moe"
         if framework in by_framework:
-            by_framework[framework].append(
-                row(gpu_class, c["errors"]["cases"], c["groups"], c["interval"], c["reach"]))
+            by_framework[framework].append(row(gpu_class, c["errors"]["cases"], c["groups"],
+                                               c["interval"], c["reach"], models))
     beyond = cv["extrapolation_interval"]
     for framework, rows in by_framework.items():
         path = ROOT / "profiles" / "frameworks" / f"{framework}.json"

@@ -46,10 +46,14 @@ bool FrameworkCaps::has_zero(int stage) const {
   return std::find(zero_stages.begin(), zero_stages.end(), stage) != zero_stages.end();
 }
 
-const AccuracyClass* FrameworkProfile::accuracy_for(const GpuSpec& gpu) const {
+const AccuracyClass* FrameworkProfile::accuracy_for(const GpuSpec& gpu, bool moe) const {
+  const AccuracyClass* other_kind = nullptr;
   for (const AccuracyClass& a : accuracy) {
-    if (a.gpu_class == gpu.accuracy_class) return &a;
+    if (a.gpu_class != gpu.accuracy_class) continue;
+    if (a.moe == moe) return &a;
+    other_kind = &a;
   }
+  if (other_kind) return other_kind;
   return beyond_corpus.cases > 0 ? &beyond_corpus : nullptr;
 }
 
@@ -117,7 +121,7 @@ std::string CorpusReach::outside(const PlanScope& s) const {
 StepInterval step_interval(const FrameworkProfile& f, const GpuSpec& gpu, double step_s,
                            const PlanScope& scope) {
   StepInterval i;
-  i.accuracy = f.accuracy_for(gpu);
+  i.accuracy = f.accuracy_for(gpu, scope.moe);
   double low = i.accuracy ? i.accuracy->step_error_low : 0;
   double high = i.accuracy ? i.accuracy->step_error_high : 0;
   if (i.accuracy == &f.beyond_corpus) {
@@ -128,7 +132,7 @@ StepInterval step_interval(const FrameworkProfile& f, const GpuSpec& gpu, double
     const std::string outside = i.accuracy->reach.outside(scope);
     if (!outside.empty()) {
       i.beyond = "the " + (f.name.empty() ? std::string("none") : f.name) + " x " +
-                 i.accuracy->gpu_class + " cases do not span " + outside;
+                 i.accuracy->name() + " cases do not span " + outside;
       // Beyond what the class's cases span: the wider of its own and the beyond-corpus one.
       low = std::min(low, f.beyond_corpus.step_error_low);
       high = std::max(high, f.beyond_corpus.step_error_high);

@@ -219,7 +219,13 @@ void read_kernels(StrictObject o, FrameworkPricing& p) {
 AccuracyClass read_accuracy_class(StrictObject& a, bool with_class) {
   AccuracyClass c;
   c.gpu_class = with_class ? a.string("gpu_class") : "beyond the validation corpus";
-  if (with_class) require_gpu_class(c.gpu_class, a.field("gpu_class"));
+  if (with_class) {
+    require_gpu_class(c.gpu_class, a.field("gpu_class"));
+    const std::string models = a.string("models");
+    if (models != "dense" && models != "moe")
+      throw InputError(a.field("models"), "'" + models + "' is not dense or moe");
+    c.moe = models == "moe";
+  }
   c.cases = a.integer("cases");
   if (a.has("groups")) c.groups = a.integer("groups");
   const std::string split = a.string("split");

@@ -126,7 +126,7 @@ nlohmann::json accuracy_json(const StepInterval& si, const TrainingSpec& tr, con
             {"note", "no validation case for this framework on this GPU generation"}};
   }
   const AccuracyClass& a = *si.accuracy;
-  nlohmann::json j = {{"class", fw + " x " + a.gpu_class},
+  nlohmann::json j = {{"class", fw + " x " + a.name()},
                       {"cases", a.cases},
                       {"split", a.held_out ? "held-out" : "fitted"},
                       {"step_error_low", si.error_low},
@@ -145,7 +145,7 @@ std::string interval_text(const StepInterval& si, const TrainingSpec& tr) {
                        format_seconds(si.low_s), format_seconds(si.high_s), a.cases, si.beyond);
   }
   return fmt::format("{} to {} ({} x {}, {} {} case{})", format_seconds(si.low_s),
-                     format_seconds(si.high_s), tr.framework.name, a.gpu_class, a.cases,
+                     format_seconds(si.high_s), tr.framework.name, a.name(), a.cases,
                      a.held_out ? "held-out" : "fitted", a.cases == 1 ? "" : "s");
 }
 

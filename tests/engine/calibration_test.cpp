@@ -145,11 +145,14 @@ TEST_CASE("shipped intervals are the cross-validation's (rerun tools/update_accu
       if (c.step && c.cls.rfind(f.name + " ", 0) == 0) expected.insert(c.cls.substr(f.name.size() + 1));
     CHECK(f.accuracy.size() == expected.size());
     for (const AccuracyClass& a : f.accuracy) {
-      CAPTURE(a.gpu_class);
-      CHECK(expected.count(a.gpu_class) == 1);
+      CAPTURE(a.name());
+      CHECK(expected.count(a.name()) == 1);
       const ClassInterval* ci = &cv().pooled;
       for (const ClassInterval& k : cv().intervals)
-        if (k.cls == f.name + " " + a.gpu_class) ci = &k;
+        if (k.cls == f.name + " " + a.name()) ci = &k;
+      // A class holds one model kind, the one its profile row names.
+      CHECK(ci->reach.moe == a.moe);
+      CHECK(ci->reach.dense == !a.moe);
       CHECK(a.step_error_low == doctest::Approx(ci->low).epsilon(0.002));
       CHECK(a.step_error_high == doctest::Approx(ci->high).epsilon(0.002));
       // The reach the profile ships is what the class's cases span.
@@ -162,10 +165,10 @@ TEST_CASE("shipped intervals are the cross-validation's (rerun tools/update_accu
       // (GB200, GB300 and B300 fell through to "beyond the corpus" before).
       GpuSpec of_class;
       of_class.accuracy_class = a.gpu_class;
-      CHECK(f.accuracy_for(of_class) == &a);
+      CHECK(f.accuracy_for(of_class, a.moe) == &a);
     }
     CHECK(f.beyond_corpus.step_error_high == doctest::Approx(cv().extrapolation.high).epsilon(0.002));
-    CHECK(f.accuracy_for(load_gpu("L40S")) == &f.beyond_corpus);  // no validation case on Ada
+    CHECK(f.accuracy_for(load_gpu("L40S"), false) == &f.beyond_corpus);  // no case on Ada
   }
 }
 
@@ -176,7 +179,7 @@ TEST_CASE("a plan beyond its class's validation reach takes the wider interval")
   const FrameworkProfile f = load_framework(Framework::megatron);
   GpuSpec h100;
   h100.accuracy_class = "H100";
-  const AccuracyClass* cls = f.accuracy_for(h100);
+  const AccuracyClass* cls = f.accuracy_for(h100, false);
   REQUIRE(cls != nullptr);
   REQUIRE(cls != &f.beyond_corpus);
   const CorpusReach& r = cls->reach;
@@ -206,18 +209,33 @@ TEST_CASE("a plan beyond its class's validation reach takes the wider interval")
   unseen_dtype.gemm_dtype = "fp64";
   CHECK(step_interval(f, h100, 10.0, unseen_dtype).beyond.find("fp64 GEMMs") !=
         std::string::npos);
-  // The H100 class has Mamba-2 hybrids (Nemotron 3 Nano), not lightning attention; the A100
-  // one has neither, and a hybrid there extrapolates.
-  REQUIRE(r.mixers == std::vector<std::string>{"mamba2"});
-  PlanScope lightning = inside;
+  // Mixtures of experts on H100 are a class of their own, with Mamba-2 hybrids (Nemotron 3
+  // Nano) and no lightning attention; the dense H100 class has neither, and the A100 one has
+  // no MoE class at all, so a MoE plan there reads the dense class and extrapolates.
+  const AccuracyClass* moe_cls = f.accuracy_for(h100, true);
+  REQUIRE(moe_cls != nullptr);
+  REQUIRE(moe_cls != cls);
+  CHECK(moe_cls->moe);
+  CHECK(moe_cls->name() == "H100 MoE");
+  REQUIRE(moe_cls->reach.mixers == std::vector<std::string>{"mamba2"});
+  PlanScope moe_scope{true, {}, moe_cls->reach.gemm_dtypes.front(), 1, 8};
+  const StepInterval moe_in = step_interval(f, h100, 10.0, moe_scope);
+  CHECK(moe_in.accuracy == moe_cls);
+  CHECK(moe_in.beyond.empty());
+  PlanScope lightning = moe_scope;
   lightning.mixers = {"lightning"};
-  CHECK(step_interval(f, h100, 10.0, lightning).beyond.find("lightning layers") !=
-        std::string::npos);
+  CHECK(step_interval(f, h100, 10.0, lightning).beyond ==
+        "the megatron x H100 MoE cases do not span lightning layers (they train softmax "
+        "attention and mamba2)");
   lightning.mixers = {"mamba2"};
   CHECK(step_interval(f, h100, 10.0, lightning).beyond.empty());
+  PlanScope dense_hybrid = inside;
+  dense_hybrid.mixers = {"mamba2"};
+  CHECK(step_interval(f, h100, 10.0, dense_hybrid).beyond.find("mamba2 layers") !=
+        std::string::npos);
   GpuSpec a100;
   a100.accuracy_class = "A100";
-  const AccuracyClass* a = f.accuracy_for(a100);
+  const AccuracyClass* a = f.accuracy_for(a100, false);
   REQUIRE(a != nullptr);
   REQUIRE(a != &f.beyond_corpus);
   REQUIRE(a->reach.mixers.empty());
@@ -225,6 +243,11 @@ TEST_CASE("a plan beyond its class's validation reach takes the wider interval")
   CHECK(step_interval(f, a100, 10.0, hybrid).beyond.find("mamba2 layers") != std::string::npos);
   hybrid.mixers.clear();
   CHECK(step_interval(f, a100, 10.0, hybrid).beyond.empty());
+  REQUIRE(a->reach.dense);
+  REQUIRE(f.accuracy_for(a100, true) == a);  // no megatron x A100 MoE class
+  PlanScope a100_moe{true, {}, a->reach.gemm_dtypes.front(), 1, 8};
+  CHECK(step_interval(f, a100, 10.0, a100_moe).beyond ==
+        "the megatron x A100 cases do not span a mixture of experts (they are dense)");
 }
 
 namespace {

@@ -233,4 +233,16 @@ TEST_CASE("framework profiles name only the accuracy classes the GPU profiles de
   j["max_published_mfu_by_gpu"]["H200"] = j["max_published_mfu_by_gpu"]["H100"];
   refused(j, "fsdp.json: max_published_mfu_by_gpu: H200");
   CHECK(framework_from_text(fsdp.dump(), "fsdp.json").pricing.kernel_speed_by_gpu.size() == 1);
+  // Each accuracy row names the model kind its cases are: dense or moe, nothing else.
+  j = fsdp;
+  j["accuracy"][0]["models"] = "hybrid";
+  try {
+    framework_from_text(j.dump(), "fsdp.json");
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(e.field() == "fsdp.json: accuracy[0]: models");
+    CHECK(contains(e.what(), "'hybrid' is not dense or moe"));
+  }
+  j["accuracy"][0].erase("models");
+  CHECK_THROWS_AS(framework_from_text(j.dump(), "fsdp.json"), InputError);
 }

@@ -56,7 +56,8 @@ PublishedRun with_knobs(PublishedRun run, const std::vector<KnobFit>& fit);
 /// throughput); false for figures that are not step times (activation memory).
 bool step_residual(const Prediction& p, double* residual);
 
-/// The accuracy class a run belongs to: its framework profile and GPU generation.
+/// The accuracy class a run belongs to: its framework profile, GPU generation and model kind
+/// ("megatron H100", "megatron H100 MoE").
 std::string accuracy_class_of(const PublishedRun& run);
 
 struct CvCase {

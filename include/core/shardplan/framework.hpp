@@ -221,11 +221,16 @@ struct CorpusReach {
   std::string outside(const PlanScope& s) const;
 };
 
-/// How far measured steps fall from predicted ones for one GPU generation: the 80% interval of
-/// measured step / predicted step - 1 that `shardplan validate --cross-validate` derives from
-/// leave-one-source-group-out residuals (tools/update_accuracy.py writes it into the profile).
+/// The word that marks a mixture-of-experts accuracy class ("megatron H100 MoE").
+inline constexpr const char* kMoeClassSuffix = "MoE";
+
+/// How far measured steps fall from predicted ones for one GPU generation and model kind: the
+/// 80% interval of measured step / predicted step - 1 that `shardplan validate --cross-validate`
+/// derives from leave-one-source-group-out residuals (tools/update_accuracy.py writes it into
+/// the profile).
 struct AccuracyClass {
   std::string gpu_class;  // "A100", "H100": a GpuSpec::accuracy_class its profile declares
+  bool moe = false;       // its cases are mixtures of experts (profile "models": "moe")
   int cases = 0;
   int groups = 0;        // source groups among the cases
   bool held_out = true;  // false: only fitted cases exist for this class
@@ -233,6 +238,8 @@ struct AccuracyClass {
   double step_error_high = 0;
   std::string source;  // the validation case ids
   CorpusReach reach;   // what its cases span (the beyond-corpus row: none, every plan is)
+  /// "H100", "H100 MoE": the GPU class and, for mixtures of experts, the kind.
+  std::string name() const { return moe ? gpu_class + " " + kMoeClassSuffix : gpu_class; }
 };
 
 /// The highest MFU published for a framework on one GPU generation, and where.
@@ -265,9 +272,10 @@ struct FrameworkProfile {
   /// The highest published MFU that a plan on `gpu` (its accuracy class) is checked against.
   PublishedMfu published_mfu_for(const GpuSpec& gpu) const;
 
-  /// The accuracy class of a GPU (GpuSpec::accuracy_class); beyond_corpus when validation has
-  /// no case on its class, nullptr when the profile has neither.
-  const AccuracyClass* accuracy_for(const GpuSpec& gpu) const;
+  /// The accuracy class of a GPU (GpuSpec::accuracy_class) and model kind; the GPU's class of
+  /// the other kind when only that one has cases (its reach then says the plan lies outside);
+  /// beyond_corpus when validation has no case on the GPU, nullptr when the profile has neither.
+  const AccuracyClass* accuracy_for(const GpuSpec& gpu, bool moe) const;
 };
 
 /// A predicted step with the range validation says the measured one falls in.
