@@ -386,10 +386,12 @@ std::string accuracy_paragraph(const CrossValidation& cv, const CrossValidation&
                        ci->low * 100, ci->high * 100, reach_text(ci->reach));
   }
   out += fmt::format(
-      "\nA plan on a framework x GPU generation no group covers, or beyond what its class's runs "
-      "span (a mixture of experts where they are dense, a GEMM type none ran, a context-parallel "
-      "degree or GPU count past theirs), gets the interval beyond the corpus, {:+.1f}% to "
-      "{:+.1f}% (or its class's, where that is wider), and says what lay outside: the held-out "
+      "\nMixtures of experts are classes of their own (\"MoE\"), and a plan reads the class of "
+      "its kind. A plan on a framework x GPU generation no group covers, or beyond what its "
+      "class's runs span (a mixture of experts where they are dense, a GEMM type none ran, a "
+      "context-parallel degree or GPU count past theirs), gets the interval beyond the corpus, "
+      "{:+.1f}% to {:+.1f}% (or its class's, where that is wider), and says what lay outside: "
+      "the held-out "
       "residuals of runs predicted beyond what their fold was fitted on, cross-validation "
       "judging each held-out run against the reach of the other groups the same way. The "
       "intervals are symmetric in log(measured / predicted step), split-conformal over source "
