@@ -96,3 +96,17 @@ TEST_CASE("validate prints every published case with the aggregate errors") {
   CHECK(run_cli("validate --only nobody").status == 2);
   CHECK(run_cli("validate /no/such/file.json").status == 2);
 }
+
+// The README quotes the cross-validated accuracy only as `validate --cross-validate --markdown`
+// prints it (tools/update_accuracy.py pastes it between the markers): no hand-copied figure.
+TEST_CASE("the README's accuracy paragraph is the cross-validation's output") {
+  const auto r = run_cli("validate --cross-validate --markdown");
+  REQUIRE(r.status == 0);
+  const std::string readme = shardplan::test::read_file(SHARDPLAN_SOURCE_DIR "/README.md");
+  const std::string begin = "<!-- accuracy:begin -->\n", end = "<!-- accuracy:end -->";
+  const size_t from = readme.find(begin);
+  REQUIRE(from != std::string::npos);
+  const size_t to = readme.find(end, from);
+  REQUIRE(to != std::string::npos);
+  CHECK(readme.substr(from + begin.size(), to - from - begin.size()) == r.out);
+}
