@@ -97,16 +97,31 @@ TEST_CASE("validate prints every published case with the aggregate errors") {
   CHECK(run_cli("validate /no/such/file.json").status == 2);
 }
 
-// The README quotes the cross-validated accuracy only as `validate --cross-validate --markdown`
-// prints it (tools/update_accuracy.py pastes it between the markers): no hand-copied figure.
-TEST_CASE("the README's accuracy paragraph is the cross-validation's output") {
-  const auto r = run_cli("validate --cross-validate --markdown");
-  REQUIRE(r.status == 0);
-  const std::string readme = shardplan::test::read_file(SHARDPLAN_SOURCE_DIR "/README.md");
-  const std::string begin = "<!-- accuracy:begin -->\n", end = "<!-- accuracy:end -->";
-  const size_t from = readme.find(begin);
+namespace {
+
+// The text of `doc` between "<!-- NAME:begin -->" and "<!-- NAME:end -->".
+std::string between_markers(const std::string& doc, const std::string& name) {
+  const std::string begin = "<!-- " + name + ":begin -->\n", end = "<!-- " + name + ":end -->";
+  const size_t from = doc.find(begin);
   REQUIRE(from != std::string::npos);
-  const size_t to = readme.find(end, from);
+  const size_t to = doc.find(end, from);
   REQUIRE(to != std::string::npos);
-  CHECK(readme.substr(from + begin.size(), to - from - begin.size()) == r.out);
+  return doc.substr(from + begin.size(), to - from - begin.size());
+}
+
+}  // namespace
+
+// The README and docs/validation-corpus.md quote the cross-validated accuracy only as `validate
+// --cross-validate --markdown` / `--markdown-groups` print it (tools/update_accuracy.py pastes it
+// between the markers): no hand-copied figure.
+TEST_CASE("the accuracy paragraph and held-out tables in the docs are the cross-validation's") {
+  const auto paragraph = run_cli("validate --cross-validate --markdown");
+  REQUIRE(paragraph.status == 0);
+  CHECK(between_markers(shardplan::test::read_file(SHARDPLAN_SOURCE_DIR "/README.md"),
+                        "accuracy") == paragraph.out);
+  const auto groups = run_cli("validate --cross-validate --markdown-groups");
+  REQUIRE(groups.status == 0);
+  CHECK(between_markers(
+            shardplan::test::read_file(SHARDPLAN_SOURCE_DIR "/docs/validation-corpus.md"),
+            "held-out-groups") == groups.out);
 }
