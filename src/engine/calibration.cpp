@@ -239,8 +239,8 @@ std::string accuracy_class_of(const PublishedRun& run) {
   // dense runs' on the same framework and GPU (megatron x H100: 48% against 11%), and one
   // interval for both held 75% of the MoE cases while spanning -47% to +89% for dense plans
   // whose errors stay under 28%.
-  return fw + " " + (g.empty() ? run.cluster.gpu.name : g) +
-         (run.model.experts > 0 ? std::string(" ") + kMoeClassSuffix : "");
+  const bool moe = run.model.experts > 0;
+  return fw + " " + accuracy_class_name(g.empty() ? run.cluster.gpu.name : g, moe);
 }
 
 namespace {

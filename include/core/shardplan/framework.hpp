@@ -221,8 +221,11 @@ struct CorpusReach {
   std::string outside(const PlanScope& s) const;
 };
 
-/// The word that marks a mixture-of-experts accuracy class ("megatron H100 MoE").
-inline constexpr const char* kMoeClassSuffix = "MoE";
+/// An accuracy class's name below the framework: the GPU class, and "MoE" after it for mixtures
+/// of experts ("H100", "H100 MoE"). Validation's classes and the profiles' rows both read it.
+inline std::string accuracy_class_name(const std::string& gpu_class, bool moe) {
+  return moe ? gpu_class + " MoE" : gpu_class;
+}
 
 /// How far measured steps fall from predicted ones for one GPU generation and model kind: the
 /// 80% interval of measured step / predicted step - 1 that `shardplan validate --cross-validate`
@@ -239,7 +242,7 @@ struct AccuracyClass {
   std::string source;  // the validation case ids
   CorpusReach reach;   // what its cases span (the beyond-corpus row: none, every plan is)
   /// "H100", "H100 MoE": the GPU class and, for mixtures of experts, the kind.
-  std::string name() const { return moe ? gpu_class + " " + kMoeClassSuffix : gpu_class; }
+  std::string name() const { return accuracy_class_name(gpu_class, moe); }
 };
 
 /// The highest MFU published for a framework on one GPU generation, and where.
