@@ -15,9 +15,8 @@ namespace shardplan {
 namespace {
 
 std::string training_line(const TrainingSpec& tr) {
-  return fmt::format("training: {}, {}, sequence {}, global batch {}",
-                     describe_precision(tr), to_string(tr.optimizer), tr.seq_len,
-                     tr.global_batch);
+  return fmt::format("training: {}, {}, sequence {}, global batch {}", describe_precision(tr),
+                     to_string(tr.optimizer), tr.seq_len, tr.global_batch);
 }
 
 std::string plan_line(const char* what, const ParallelPlan& plan, const Estimate& e) {
@@ -125,8 +124,17 @@ HtmlReport probe_report(const nlohmann::json& profile, const std::string& origin
     r.summary.push_back(
         fmt::format("back-end {}, {}", prov.value("backend", ""), prov.value("date", "")));
   }
-  r.charts.push_back(busbw_chart(profile, origin));
   const auto& m = profile["measurements"];
+  if (m.contains("collectives") && m["collectives"].is_array() && !m["collectives"].empty()) {
+    r.charts.push_back(busbw_chart(profile, origin));
+  } else {
+    // One rank (one GPU, or one CPU process) has no link to measure: the page shows what was
+    // measured and says why the bandwidth chart is missing.
+    r.notes.push_back(
+        "No collective was measured: every tier needs two ranks (two GPUs in a node, or two "
+        "nodes), so this profile keeps its preset's links. Start the probe on 2 or more GPUs for "
+        "the bus-bandwidth chart.");
+  }
   if (m.contains("gemm") && m["gemm"].is_array() && !m["gemm"].empty()) {
     r.charts.push_back(gemm_chart(profile, origin));
   }

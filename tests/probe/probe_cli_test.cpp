@@ -277,6 +277,30 @@ TEST_CASE("--backend auto without a GPU says why and probes with MPI (one proces
   CHECK(p.at("measurements").at("gemm").size() == 2);  // fp32 and fp64
   std::remove(out.c_str());
 }
+
+TEST_CASE("one rank (one GPU) writes its HTML report: no collective, and the page says why" *
+          doctest::test_suite("probe_auto")) {
+  // bench/gpu-probe.sh on a one-GPU machine: no tier has two ranks, so the profile has no
+  // collective rows; the report's bus-bandwidth chart used to throw "the profile has no
+  // collective measurements" and the probe exited 2 after writing the JSON.
+  const std::string out = temp_path("probe-one-rank");
+  const std::string html = out + ".html";
+  const auto r = run_cli("probe --backend mpi --out " + out + " --html " + html +
+                         " --gemm-sizes 32 --iters 2 --stream-bytes none");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(exists(out));
+  REQUIRE(exists(html));
+  std::ifstream in(html);
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(contains(page, "No collective was measured"));
+  // `report` takes the same profile.
+  const auto again = run_cli("report " + out + " --html " + html);
+  INFO(again.err);
+  CHECK(again.status == 0);
+  std::remove(out.c_str());
+  std::remove(html.c_str());
+}
 #endif
 
 #ifdef SHARDPLAN_HAVE_NCCL_PLUGIN
