@@ -44,6 +44,7 @@ struct ProbeOptions {
   std::string collectives = "all_reduce,all_gather,reduce_scatter,all_to_all,send_recv";
   std::string gemm_sizes;
   std::string gemm_dtypes;
+  std::string gemm_warmup_s, gemm_budget_s;
   std::string stream_bytes;
   std::string gpu, cluster, gpus_per_node, nics_per_node;
   bool json = false;
@@ -59,17 +60,9 @@ size_t as_bytes(const std::string& text, const std::string& field) {
   return static_cast<size_t>(b);
 }
 
-MathDtype parse_dtype(const std::string& text) {
-  for (int i = 0; i < kMathDtypes; ++i) {
-    if (text == to_string(static_cast<MathDtype>(i))) return static_cast<MathDtype>(i);
-  }
-  throw InputError("--gemm-dtypes", fmt::format("'{}' is not a data type; use fp8, bf16, fp16, "
-                                                "tf32, fp32 or fp64",
-                                                text));
-}
-
 // "4096" (square) or "8192x4096x1024" (m x n x k).
-std::vector<GemmShape> sweep_shapes(const std::string& text, const std::vector<MathDtype>& dtypes) {
+std::vector<GemmShape> sweep_shapes(const std::string& text,
+                                    const std::vector<std::string>& formats) {
   std::vector<GemmShape> out;
   if (text == "none") return out;
   for (const auto& item : split_list(text)) {
@@ -81,13 +74,15 @@ std::vector<GemmShape> sweep_shapes(const std::string& text, const std::vector<M
     if (dims.size() != 3) {
       throw InputError("--gemm-sizes", fmt::format("'{}' is neither N (square) nor MxNxK", item));
     }
-    for (MathDtype d : dtypes) out.push_back({dims[0], dims[1], dims[2], d, "sweep"});
+    for (const std::string& f : formats) {
+      out.push_back(probe::gemm_shape(dims[0], dims[1], dims[2], f, "sweep", "--gemm-dtypes"));
+    }
   }
   return out;
 }
 
 // The GEMMs of one micro-batch of the model (describe_micro_batch), as the planner sees them.
-std::vector<GemmShape> model_shapes(const PlanningOptions& o, MathDtype dtype) {
+std::vector<GemmShape> model_shapes(const PlanningOptions& o, const std::string& format) {
   const ModelSpec model = resolve_model(o);
   if (!model.has_architecture()) {
     throw InputError("--model", "GEMM shapes need an architecture; --params gives only a count");
@@ -105,9 +100,11 @@ std::vector<GemmShape> model_shapes(const PlanningOptions& o, MathDtype dtype) {
   for (const Block* block : {&work.layer, &work.head}) {
     for (const Op& op : block->ops) {
       if (op.kind != OpKind::gemm) continue;
-      GemmShape s{static_cast<long>(op.m), static_cast<long>(op.n), static_cast<long>(op.k), dtype,
-                  fmt::format("{} {}{}", model.name, op.name,
-                              op.batch > 1 ? fmt::format(" (one of {:.0f})", op.batch) : "")};
+      const GemmShape s = probe::gemm_shape(
+          static_cast<long>(op.m), static_cast<long>(op.n), static_cast<long>(op.k), format,
+          fmt::format("{} {}{}", model.name, op.name,
+                      op.batch > 1 ? fmt::format(" (one of {:.0f})", op.batch) : ""),
+          "--precision");
       const bool seen = std::any_of(out.begin(), out.end(), [&](const GemmShape& g) {
         return g.m == s.m && g.n == s.n && g.k == s.k;
       });
@@ -163,9 +160,15 @@ void add_probe_options(CLI::App& sub, ProbeOptions& o) {
                  "or none (default 512..16384 on GPUs, 128..1024 "
                  "on CPUs)");
   sub.add_option("--gemm-dtypes", o.gemm_dtypes,
-                 "GEMM data types for the sweep (default: "
-                 "fp8,bf16,fp16,tf32 the GPU has; fp32,fp64 on "
-                 "CPUs)");
+                 "GEMM formats for the sweep: " + probe::gemm_format_names() +
+                     " (default: those the GPU runs, nvfp4 and mxfp8 on compute capability "
+                     "10.0+; fp32,fp64 on CPUs)");
+  sub.add_option("--gemm-warmup-s", o.gemm_warmup_s,
+                 "Warm-up per GEMM shape before timing, at least --warmup calls (default 0.5s on "
+                 "GPUs, 0 on CPUs)");
+  sub.add_option("--gemm-budget-s", o.gemm_budget_s,
+                 "Timed calls per GEMM shape fill this long, at least 5 (default 1s; at most "
+                 "2000 calls on GPUs, --iters on CPUs)");
   sub.add_option("--stream-bytes", o.stream_bytes,
                  "Each STREAM array per rank for the CPU memory bandwidth, or none to skip the "
                  "host-memory measurements (default 4x the last-level cache shared by the "
@@ -203,8 +206,9 @@ struct Prepared {
   probe::SweepPlan plan;
   probe::ProfileInputs inputs;
   bool max_given = false;
-  std::vector<MathDtype> dtypes;  // empty: the back-end's
-  MathDtype model_dtype = MathDtype::bf16;
+  std::vector<std::string> formats;  // empty: the back-end's
+  std::string model_format = "bf16";
+  bool warmup_given = false;
 };
 
 // Everything that can be checked before any process starts talking to another.
@@ -229,14 +233,32 @@ Prepared prepare(const ProbeOptions& o) {
   for (const auto& name : split_list(o.collectives)) {
     p.plan.collectives.push_back(parse_collective(name.c_str(), "--collectives"));
   }
-  for (const auto& name : split_list(o.gemm_dtypes)) p.dtypes.push_back(parse_dtype(name));
+  for (const auto& name : split_list(o.gemm_dtypes)) {
+    probe::gemm_shape(1, 1, 1, name, "", "--gemm-dtypes");  // a format, or exit 2 naming them
+    p.formats.push_back(name);
+  }
+  p.warmup_given = !o.gemm_warmup_s.empty();
+  if (p.warmup_given) p.plan.gemm_warmup_s = parse_duration(o.gemm_warmup_s, "--gemm-warmup-s");
+  if (!o.gemm_budget_s.empty())
+    p.plan.gemm_budget_s = parse_duration(o.gemm_budget_s, "--gemm-budget-s");
+  for (const auto& [value, field] : {std::pair{p.plan.gemm_warmup_s, "--gemm-warmup-s"},
+                                     std::pair{p.plan.gemm_budget_s, "--gemm-budget-s"}}) {
+    if (!(value >= 0 && value <= 600)) {
+      throw InputError(field, fmt::format("{} s must be between 0 and 600 s", value));
+    }
+  }
   p.plan.host = o.stream_bytes != "none";
   if (p.plan.host && !o.stream_bytes.empty()) {
     p.plan.stream_array_bytes = as_bytes(o.stream_bytes, "--stream-bytes");
   }
   if (!o.model.precision.empty()) {
     const Precision named = parse_precision(o.model.precision, "--precision");
-    p.model_dtype = load_recipe(resolve_precision(named, FrameworkProfile{})).gemm_dtype;
+    const PrecisionRecipe recipe = load_recipe(resolve_precision(named, FrameworkProfile{}));
+    // MXFP8 and NVFP4 recipes run block-scaled GEMMs; the FP8 recipes scale per tensor (the
+    // blockwise recipe's 1x128 / 128x128 scales are timed as per-tensor FP8 here).
+    p.model_format = recipe.id == Precision::mxfp8   ? "mxfp8"
+                     : recipe.id == Precision::nvfp4 ? "nvfp4"
+                                                     : to_string(recipe.gemm_dtype);
   }
   probe::ProfileInputs& in = p.inputs;
   in.gpu = o.gpu;
@@ -256,14 +278,17 @@ void apply_hardware_defaults(const ProbeOptions& o, const probe::Session& sessio
   const bool gpu = session.measures_gpu();
   if (!p.max_given) p.plan.max_bytes = gpu ? (1ull << 30) : (64ull << 20);
   p.plan.max_bytes = std::max(p.plan.max_bytes, p.plan.min_bytes);
-  std::vector<MathDtype> dtypes = p.dtypes.empty() ? session.gemm_dtypes() : p.dtypes;
+  const std::vector<std::string> formats = p.formats.empty() ? session.gemm_formats() : p.formats;
   for (auto& g : p.plan.gemms) {
-    if (!gpu) g.dtype = MathDtype::fp32;  // the CPU runs the model's shapes in fp32
+    if (!gpu) g = probe::gemm_shape(g.m, g.n, g.k, "fp32", g.label, "--precision");  // CPU: fp32
   }
+  // CPUs: no clocks to settle and slow calls, so the --warmup / --iters counts bound the GEMMs.
+  if (!gpu && !p.warmup_given) p.plan.gemm_warmup_s = 0;
+  if (!gpu) p.plan.gemm_max_iters = p.plan.settings.iters;
   const std::string sizes = !o.gemm_sizes.empty() ? o.gemm_sizes
                             : gpu                 ? "512,1024,2048,4096,8192,16384"
                                                   : "128,256,512,1024";
-  for (const auto& g : sweep_shapes(sizes, dtypes)) p.plan.gemms.push_back(g);
+  for (const auto& g : sweep_shapes(sizes, formats)) p.plan.gemms.push_back(g);
   if (p.inputs.gpu.empty() && p.inputs.cluster.empty()) {
     const std::string device = session.device();
     p.inputs.gpu = gpu ? gpu_preset_for_device(device) : "H100-SXM";
@@ -317,7 +342,7 @@ int finish_lead(const ProbeOptions& o, const probe::Calibration& result,
 int run_probe_command(const ProbeOptions& o) {
   Prepared p = prepare(o);
   if (!o.model.model.empty() || !o.model.params.empty() || !o.model.layers.empty()) {
-    p.plan.gemms = model_shapes(o.model, p.model_dtype);  // validated before the launch
+    p.plan.gemms = model_shapes(o.model, p.model_format);  // validated before the launch
   }
   probe::Session session = probe::start_session(o.backend, p.plan.settings);
   if (!session.note().empty()) p.plan.notes.push_back(session.note());  // the table and profile

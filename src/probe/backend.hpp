@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm_formats.hpp"
 #include "shapes.hpp"
 
 namespace shardplan::probe {
@@ -28,18 +29,25 @@ class Backend {
                                              const Settings& settings) = 0;
   /// The rank stops issuing work (tests of the watchdog); false: the harness stops the process.
   virtual bool hang(int /*rank*/) { return false; }
-  virtual bool supports(MathDtype dtype) const = 0;
-  /// Runs the GEMM on every local rank at once; `wrong` counts checked outputs off by > 1%.
-  virtual std::vector<RankTiming> gemm(const GemmShape& shape, int warmup, int iters) = 0;
+  /// Why this back-end's devices cannot run a GEMM format ("" when they can): the format row's
+  /// reason with the device's figure, e.g. its compute capability.
+  virtual std::string why_not(const GemmFormat& format) const = 0;
+  /// Runs the GEMM on every local rank at once, timed as `timing` says (one set-up, the warm-up,
+  /// then the timed calls); `wrong` counts checked outputs off by more than 1%. A shape the
+  /// library has no kernel for comes back with no iterations and the library's status in
+  /// `detail`, for every local rank.
+  virtual std::vector<RankTiming> gemm(const GemmShape& shape, const GemmTiming& timing) = 0;
   /// Library versions, driver, devices: the provenance block's "libraries".
   virtual nlohmann::json libraries() const = 0;
-  /// The GEMM data types worth sweeping on this hardware, fastest first.
-  virtual std::vector<MathDtype> gemm_dtypes() const = 0;
+  /// The GEMM formats worth sweeping on this hardware, fastest first.
+  std::vector<const GemmFormat*> gemm_formats_here() const;
   /// Whether GEMM measurements describe the GPU the profile is for (not a CPU stand-in).
   virtual bool measures_gpu() const = 0;
   /// What a tier's bytes move over when it is not GPU to GPU ("CPU shared memory ..."), for the
   /// profile and every plan on it; empty when the back-end moves GPU memory.
   virtual std::string link_medium(Tier /*tier*/) const { return ""; }
+  /// What the table and profile should say about how this back-end measured (one sentence each).
+  virtual std::vector<std::string> notes() const { return {}; }
   /// The host-memory measurements this back-end makes (none by default).
   virtual std::vector<HostMove> host_moves() const { return {}; }
   /// Runs one on every local rank at once, the node's ranks starting each iteration together;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "backends.hpp"
+#include "harness.hpp"
 #include "mpi_control.hpp"
 #include "shardplan/error.hpp"
 #include "stream.hpp"
@@ -157,11 +158,9 @@ class MpiBackend final : public Backend {
     return {timing};
   }
 
-  bool supports(MathDtype dtype) const override {
-    return dtype == MathDtype::fp32 || dtype == MathDtype::fp64;
-  }
-  std::vector<MathDtype> gemm_dtypes() const override {
-    return {MathDtype::fp32, MathDtype::fp64};
+  std::string why_not(const GemmFormat& f) const override {
+    if (f.dtype == MathDtype::fp32 || f.dtype == MathDtype::fp64) return "";
+    return "the mpi back-end times OpenBLAS sgemm and dgemm on CPUs: fp32 and fp64 only";
   }
   bool measures_gpu() const override {
     return false;
@@ -183,9 +182,9 @@ class MpiBackend final : public Backend {
     return "";
   }
 
-  std::vector<RankTiming> gemm(const GemmShape& s, int warmup, int iters) override {
-    return s.dtype == MathDtype::fp64 ? gemm_typed<double>(s, warmup, iters)
-                                      : gemm_typed<float>(s, warmup, iters);
+  std::vector<RankTiming> gemm(const GemmShape& s, const GemmTiming& timing) override {
+    return s.dtype == MathDtype::fp64 ? gemm_typed<double>(s, timing)
+                                      : gemm_typed<float>(s, timing);
   }
 
   // The node's memory bandwidth: STREAM on every rank of the node at once, each on its share of
@@ -202,12 +201,10 @@ class MpiBackend final : public Backend {
     const std::string what =
         fmt::format("node barrier before {} of {} B", to_string(shape.kind), shape.array_bytes);
     Watchdog::Guard guard(watchdog_, what, __FILE__, __LINE__);
-    RankTiming timing = run_stream(shape, blas_threads_, settings.warmup, settings.iters, [&] {
+    return {stream_on_process(shape, settings, blas_threads_, control_.process(), [&] {
       MPI_Barrier(node_comm_);
       guard.progress();
-    });
-    timing.rank = control_.process();
-    return {timing};
+    })};
   }
 
   nlohmann::json libraries() const override {
@@ -290,11 +287,12 @@ class MpiBackend final : public Backend {
   }
 
   template <typename T>
-  std::vector<RankTiming> gemm_typed(const GemmShape& s, int warmup, int iters) {
+  std::vector<RankTiming> gemm_typed(const GemmShape& s, const GemmTiming& t) {
     const size_t m = s.m, n = s.n, k = s.k;
+    const GemmFormat& f = gemm_format_of(s);
     std::vector<T> a(k * m), b(k * n), d(m * n);
-    for (size_t i = 0; i < a.size(); ++i) a[i] = kGemmValues[gemm_input_code(0, i)];
-    for (size_t i = 0; i < b.size(); ++i) b[i] = kGemmValues[gemm_input_code(1, i)];
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<T>(gemm_input(f, 0, i));
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<T>(gemm_input(f, 1, i));
     // D (m x n) = A^T B with A stored k x m: the TN layout the GPU back-end uses.
     auto call = [&] {
       if constexpr (sizeof(T) == 8) {
@@ -305,16 +303,24 @@ class MpiBackend final : public Backend {
                     b.data(), s.k, 0.0f, d.data(), s.m);
       }
     };
+    using Clock = std::chrono::steady_clock;
+    auto seconds_since = [](Clock::time_point start) {
+      return std::chrono::duration<double>(Clock::now() - start).count();
+    };
     RankTiming timing;
     timing.rank = control_.process();
     timing.detail =
         fmt::format("cblas_{}gemm, {} thread(s)", sizeof(T) == 8 ? 'd' : 's', blas_threads_);
-    for (int i = 0; i < warmup; ++i) call();
+    const double per_call = warm_up(t, [&](int calls) {
+      const auto start = Clock::now();
+      for (int i = 0; i < calls; ++i) call();
+      return seconds_since(start);
+    });
+    const int iters = timed_iterations(t, per_call);
     for (int i = 0; i < iters; ++i) {
-      const auto start = std::chrono::steady_clock::now();
+      const auto start = Clock::now();
       call();
-      timing.iteration_s.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      timing.iteration_s.push_back(seconds_since(start));
     }
     for (const auto& [i, j] : gemm_check_points(s)) {
       timing.wrong += !gemm_output_ok(s, i, j, d[static_cast<size_t>(i + j * s.m)]);

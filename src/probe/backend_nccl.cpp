@@ -14,11 +14,14 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <set>
+#include <thread>
 #include <tuple>
 
 #include "backends.hpp"
 #include "cuda_support.hpp"
 #include "gemm_cublaslt.hpp"
+#include "harness.hpp"
 #include "host_copy_cuda.hpp"
 #include "shardplan/error.hpp"
 
@@ -28,6 +31,17 @@ namespace {
 std::string cuda_unavailable() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);  // 0 when no driver is installed
+  if (e == cudaErrorInsufficientDriver && driver > 0) {
+    return fmt::format(
+        "the NVIDIA driver supports CUDA {}.{} but this build's runtime is CUDA {}.{} "
+        "(cudaErrorInsufficientDriver): CUDA 13 needs driver R580 or newer (nvidia-smi shows "
+        "the driver version); update the driver, or build with an older toolkit "
+        "(CUDAToolkit_ROOT)",
+        driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+  }
   if (e != cudaSuccess) {
     return fmt::format(
         "no usable NVIDIA GPU: cudaGetDeviceCount returned {} ({}); this needs an "
@@ -84,14 +98,28 @@ class NcclBackend final : public Backend {
     if (control.processes() == 1) {
       for (int d = 0; d < count; ++d) add_device(d, d);
     } else {
-      // One GPU per process: the process's place on its node picks the GPU.
-      if (control.local_index() >= count) {
-        throw InputError("--backend",
-                         fmt::format("{} has {} GPU(s) but at least {} processes; start "
-                                     "one process per GPU",
-                                     control.host(), count, control.local_index() + 1));
+      // One GPU per process, picked from the process's place on its node; every process learns
+      // every other's choice first, so one that cannot start stops them all at once with its
+      // reason (not with a peer timeout on the others a minute later).
+      const auto nodes =
+          control_.allgather(std::to_string(control.node()), "counting processes per node");
+      const int local_processes =
+          static_cast<int>(std::count(nodes.begin(), nodes.end(), std::to_string(control.node())));
+      const DevicePick pick =
+          pick_local_device(control.local_index(), local_processes, count, control.host());
+      std::string first_error;
+      for (const std::string& e : control_.allgather(pick.error, "choosing each process's GPU")) {
+        if (first_error.empty() && !e.empty()) first_error = e;
       }
-      add_device(control.local_index(), control.process());
+      if (!first_error.empty()) throw InputError("--backend nccl", first_error);
+      add_device(pick.device, control.process());
+    }
+    if (devices_.size() > 1) {
+      notes_.push_back(fmt::format(
+          "one process drives {} GPUs (nccl-tests' -g): every iteration pays a group call and "
+          "{} device switches on one host thread, which adds to the smallest sizes' latency; "
+          "for latency figures start one process per GPU (mpirun -np {})",
+          devices_.size(), devices_.size(), devices_.size()));
     }
     share_rank_list();
     watchdog_.on_fire([this] {
@@ -185,19 +213,22 @@ class NcclBackend final : public Backend {
     const std::string what =
         fmt::format("NCCL {} of {} B ({} tier)", info(s.kind).name, s.bytes, to_string(tier));
     const size_t need = std::max(s.send_count, s.recv_count) * sizeof(float);
+    // Copies on the member's own stream, so the collective after them waits for them (our
+    // streams do not synchronise with the default one). Two host buffers, and the member's
+    // stream waited for before either is written again: CUDA's API synchronisation rules do not
+    // let a pageable source be reused while an asynchronous copy from it may still run.
+    std::vector<float> data(s.send_count), poison(s.recv_count, kPoison);
     std::vector<float> host(std::max(s.send_count, s.recv_count));
-    // Copies on the member's own stream, so the collective after them waits for them (a plain
-    // cudaMemcpy from pageable memory may return before the DMA lands, and our streams do not
-    // synchronise with the default one); the host buffer is staged, so it can be reused at once.
     for (Device* d : members) {
       reserve(*d, need);
-      fill_send(s, d->group_rank[t], host);
+      fill_send(s, d->group_rank[t], data);
       SHARDPLAN_CUDA(watchdog_, cudaSetDevice(d->index));
-      SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(d->send, host.data(), s.send_count * sizeof(float),
+      SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(d->send, data.data(), s.send_count * sizeof(float),
                                                 cudaMemcpyHostToDevice, d->stream));
-      std::fill(host.begin(), host.end(), kPoison);
-      SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(d->recv, host.data(), s.recv_count * sizeof(float),
-                                                cudaMemcpyHostToDevice, d->stream));
+      SHARDPLAN_CUDA(watchdog_,
+                     cudaMemcpyAsync(d->recv, poison.data(), s.recv_count * sizeof(float),
+                                     cudaMemcpyHostToDevice, d->stream));
+      synchronize({d}, t, what + ", staging the data");
     }
     std::vector<RankTiming> out(members.size());
     // The correctness run, then the check on the host.
@@ -232,36 +263,45 @@ class NcclBackend final : public Backend {
     return out;
   }
 
-  bool supports(MathDtype dtype) const override {
-    return std::all_of(devices_.begin(), devices_.end(), [&](const Device& d) {
-      return CublasLtGemm::supports(d.compute_capability, dtype);
-    });
-  }
-  std::vector<MathDtype> gemm_dtypes() const override {
-    std::vector<MathDtype> out;
-    for (MathDtype d : {MathDtype::fp8, MathDtype::bf16, MathDtype::fp16, MathDtype::tf32}) {
-      if (supports(d)) out.push_back(d);
+  std::string why_not(const GemmFormat& f) const override {
+    for (const Device& d : devices_) {
+      std::string why = CublasLtGemm::why_not(d.compute_capability, f);
+      if (!why.empty()) return why;
     }
-    return out;
+    return "";
   }
   bool measures_gpu() const override { return true; }
 
-  std::vector<RankTiming> gemm(const GemmShape& s, int warmup, int iters) override {
+  std::vector<RankTiming> gemm(const GemmShape& s, const GemmTiming& timing) override {
     std::vector<GemmGpu> gpus;
     for (const Device& d : devices_)
       gpus.push_back({d.rank, d.index, d.stream, d.compute_capability});
-    return gemm_.run(gpus, s, warmup, iters);
+    return gemm_.run(gpus, s, timing);
   }
 
   // Each GPU's host link: pinned copies up and down, every GPU of the node at once (the
-  // processes of a node start each size together after a barrier).
-  std::vector<HostMove> host_moves() const override { return {HostMove::h2d, HostMove::d2h}; }
+  // processes of a node start each size together after a barrier); and the node's CPU memory
+  // (STREAM on every process of the node at once, each on its share of the cores), which CPU
+  // Adam under optimizer offload runs at.
+  std::vector<HostMove> host_moves() const override {
+    return {HostMove::h2d, HostMove::d2h, HostMove::dram_copy, HostMove::dram_triad};
+  }
   std::vector<RankTiming> host_move(const HostMoveShape& s, const Settings& settings) override {
+    const std::string what =
+        fmt::format("before host {} of {} B", to_string(s.kind), s.array_bytes);
+    if (!is_link(s.kind)) {
+      const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                                          std::max(1, processes_on_node()));
+      return {stream_on_process(s, settings, threads, devices_.front().rank,
+                                [&] { control_.barrier(what); })};
+    }
     std::vector<CopyGpu> gpus;
     for (const Device& d : devices_) gpus.push_back({d.rank, d.index, d.stream});
-    control_.barrier(fmt::format("before host {} of {} B", to_string(s.kind), s.array_bytes));
+    control_.barrier(what);
     return copies_.run(gpus, s, settings);
   }
+
+  std::vector<std::string> notes() const override { return notes_; }
 
   nlohmann::json libraries() const override {
     int driver = 0, runtime = 0, nccl_code = 0;
@@ -390,8 +430,14 @@ class NcclBackend final : public Backend {
       if (d->hung) continue;
       issue(*d, t, s);
     }
-    nccl(ncclGroupEnd(), nullptr, "ncclGroupEnd", __FILE__, __LINE__);
-    for (Device* d : members) settle(d->comm[t], what + ", enqueue");
+    const ncclResult_t ended = ncclGroupEnd();
+    nccl(ended, nullptr, "ncclGroupEnd", __FILE__, __LINE__);
+    // A non-blocking communicator that took the calls at once returns ncclSuccess; only one
+    // still enqueueing (ncclInProgress) must be polled before the next call. Polling every
+    // member every iteration cost the small sizes their latency.
+    if (ended == ncclInProgress) {
+      for (Device* d : members) settle(d->comm[t], what + ", enqueue");
+    }
   }
 
   void issue(Device& d, int t, const CollectiveShape& s) {
@@ -512,6 +558,16 @@ class NcclBackend final : public Backend {
   std::vector<Device> devices_;
   std::vector<std::pair<std::string, double>> device_names_;
   std::vector<RankInfo> ranks_;
+  std::vector<std::string> notes_;
+
+  int processes_on_node() const {
+    std::set<int> processes;
+    const int node = ranks_.at(devices_.front().rank).node;
+    for (const RankInfo& r : ranks_) {
+      if (r.node == node) processes.insert(r.process);
+    }
+    return static_cast<int>(processes.size());
+  }
 };
 
 }  // namespace

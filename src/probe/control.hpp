@@ -56,6 +56,13 @@ class Watchdog {
   /// `describe` may add what the back-end knows at that moment (which ranks finished).
   void wait(const std::function<bool()>& done, const std::string& what, const char* file, int line,
             const std::function<std::string()>& describe = {});
+  /// A control-plane exchange, which waits for peers that may be busy measuring a tier this
+  /// process is not in (an inter-node tier on a slow network can take minutes). At each timeout
+  /// it asks who answers: while every process does, it keeps waiting (a busy peer's own
+  /// operations are under its own watchdog, which ends the probe if they stall); once one does
+  /// not, it reports and ends the probe as `wait` does.
+  void wait_on_peers(const std::function<bool()>& done, const std::string& what, const char* file,
+                     int line);
   /// Reports a timeout (or a peer's failure in `detail`) and ends the probe.
   [[noreturn]] void fire(const std::string& what, const char* file, int line,
                          const std::string& detail = "");
@@ -86,6 +93,8 @@ class Watchdog {
 
  private:
   std::string who() const;
+  /// Polls `done` (serving peers in between) for up to the timeout; whether it completed.
+  bool poll(const std::function<bool()>& done);
   Control& control_;
   double timeout_s_;
   std::atomic<bool> fired_{false};  // a Guard's monitor and the waiting thread report once

@@ -80,7 +80,8 @@ void MpiControl::wait(MPI_Request* requests, int count, const std::string& what,
     MPI_Waitall(count, requests, MPI_STATUSES_IGNORE);
     return;
   }
-  watchdog_->wait(
+  // Exchanges wait for peers that may still be measuring a tier this process is not in.
+  watchdog_->wait_on_peers(
       [&] {
         int flag = 0;
         MPI_Testall(count, requests, &flag, MPI_STATUSES_IGNORE);

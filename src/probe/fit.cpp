@@ -105,7 +105,8 @@ MathDtype curve_dtype(const Results& results, const GpuSpec& gpu) {
   for (MathDtype d : order) {
     if (gpu.peak_flops[static_cast<int>(d)] <= 0) continue;
     for (const GemmRow& g : results.gemms) {
-      if (g.shape.dtype == d && g.wrong == 0 && g.flops_per_s > 0) return d;
+      if (g.shape.dtype == d && !g.shape.block_scaled && g.wrong == 0 && g.flops_per_s > 0)
+        return d;
     }
   }
   return MathDtype::bf16;
@@ -165,7 +166,7 @@ FitResult fit_results(const Results& results, const GpuSpec& gpu) {
   }
   for (const GemmRow& g : results.gemms) {
     const auto flagged = find_stragglers(
-        fmt::format("GEMM {}x{}x{} {}", g.shape.m, g.shape.n, g.shape.k, to_string(g.shape.dtype)),
+        fmt::format("GEMM {}x{}x{} {}", g.shape.m, g.shape.n, g.shape.k, gemm_format_name(g.shape)),
         g.rank_s, results.ranks);
     out.stragglers.insert(out.stragglers.end(), flagged.begin(), flagged.end());
   }
@@ -175,9 +176,11 @@ FitResult fit_results(const Results& results, const GpuSpec& gpu) {
   if (!(peak > 0)) return out;
   std::map<double, double> best;  // flops -> best efficiency among shapes of that size
   for (const GemmRow& g : results.gemms) {
-    if (g.shape.dtype != out.curve_dtype || g.wrong != 0 || !(g.flops_per_s > 0)) continue;
+    if (g.shape.dtype != out.curve_dtype || g.shape.block_scaled || g.wrong != 0 ||
+        !(g.flops_per_s > 0))
+      continue;
     double& e = best[g.shape.flops()];
-    e = std::max(e, std::min(1.0, g.flops_per_s / peak));
+    e = std::max(e, kInStepShare * std::min(1.0, g.flops_per_s / peak));
   }
   for (const auto& [flops, efficiency] : best) out.gemm_curve.push_back({flops, efficiency});
   return out;

@@ -67,10 +67,21 @@ struct HostFit {
 };
 HostFit fit_host(const Results& results);
 
+/// The share of an isolated GEMM's speed that the GEMMs inside a training step reach (clocks
+/// and power shared with the rest of the step, caches cold, other kernels between). Every GPU
+/// preset's gemm_efficiency applies it to the published MAMF (profiles/gpus/*.json:
+/// e_max = 0.84 x MAMF / peak, fitted on the Megatron-LM A100 cases by `shardplan validate`'s
+/// gemm_share_of_mamf knob); the probe times isolated cuBLASLt GEMMs, MAMF's kind of figure, so
+/// the curve it writes takes the same share, or a calibrated profile would price every step
+/// 1/0.84 = 1.19x faster than the preset for the same silicon. The raw figures stay in
+/// measurements.gemm.
+inline constexpr double kInStepShare = 0.84;
+
 struct FitResult {
   HostFit host;
   std::vector<TierFit> tiers;
-  // The GEMM efficiency curve: [flops of one GEMM, achieved / peak] for `curve_dtype`.
+  // The GEMM efficiency curve: [flops of one GEMM, kInStepShare x achieved / peak] for
+  // `curve_dtype` (per-tensor or unscaled GEMMs only).
   MathDtype curve_dtype = MathDtype::bf16;
   std::vector<EfficiencyPoint> gemm_curve;
   std::vector<Straggler> stragglers;

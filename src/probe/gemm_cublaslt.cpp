@@ -1,13 +1,15 @@
-// cuBLASLt GEMMs for the NCCL back-end. Inputs hold {-1, -0.5, 0, 0.5, 1} (exact in every type),
-// written as bit patterns so no CUDA kernel or half-precision header is needed; FP8 follows the
-// cublasLtMatmul rules: A transposed and B not ("TN"), fp32 compute and scale types, per-tensor
-// scale pointers (1.0 here), C and D in bf16, dimensions multiples of 16.
+// cuBLASLt GEMMs for the NCCL back-end. Inputs are gemm_formats.cpp's random-mantissa values,
+// encoded on the host as bit patterns (no CUDA kernel or half-precision header is needed) and
+// copied once per shape; FP8 follows the cublasLtMatmul rules (A transposed and B not, "TN";
+// fp32 compute and scale types; per-tensor scale pointers, 1.0 here; C and D in bf16) with fast
+// accumulation as Transformer Engine's forward GEMMs run it; MXFP8 and NVFP4 set the A and B
+// scale modes to VEC32_UE8M0 / VEC16_UE4M3 with every block scale 1.0.
 #include "gemm_cublaslt.hpp"
 
 #include <cublasLt.h>
 #include <fmt/format.h>
 
-#include <cmath>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -20,97 +22,71 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = 32u << 20;  // cuBLASLt workspace; 32 MiB suits Hopper
 
-// Encodings of kGemmValues {-1, -0.5, 0, 0.5, 1} in each storage type.
-constexpr uint16_t kBf16Bits[5] = {0xBF80, 0xBF00, 0x0000, 0x3F00, 0x3F80};
-constexpr uint16_t kFp16Bits[5] = {0xBC00, 0xB800, 0x0000, 0x3800, 0x3C00};
-constexpr uint8_t kFp8E4m3Bits[5] = {0xB8, 0xB0, 0x00, 0x30, 0x38};
+// The per-tensor FP8 scales (fp32 1.0 for A and B): static storage, so an asynchronous copy
+// from it never reads a buffer that has gone.
+constexpr float kUnitScales[2] = {1.0f, 1.0f};
 
 struct Types {
   cudaDataType_t ab, cd;
   cublasComputeType_t compute;
-  size_t ab_size, cd_size;
 };
 
-Types types_of(MathDtype dtype) {
-  switch (dtype) {
+Types types_of(const GemmFormat& f) {
+  switch (f.dtype) {
+    case MathDtype::fp4:
+      return {CUDA_R_4F_E2M1, CUDA_R_16BF, CUBLAS_COMPUTE_32F};
     case MathDtype::fp8:
-      return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 1, 2};
+      return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F};
     case MathDtype::bf16:
-      return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2, 2};
+      return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F};
     case MathDtype::fp16:
-      return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2, 2};
+      return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F};
     case MathDtype::tf32:
-      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4, 4};
-    default:
-      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 4, 4};
+      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
+    case MathDtype::fp32:
+      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case MathDtype::fp64:
+      break;  // refused by why_not before any buffer is made
   }
+  return {CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F};
 }
 
-std::vector<unsigned char> encode_inputs(int matrix, size_t count, MathDtype dtype) {
-  const size_t size = types_of(dtype).ab_size;
-  std::vector<unsigned char> out(count * size);
-  for (size_t i = 0; i < count; ++i) {
-    const int code = gemm_input_code(matrix, i);
-    unsigned char* at = out.data() + i * size;
-    switch (dtype) {
-      case MathDtype::fp8:
-        *at = kFp8E4m3Bits[code];
-        break;
-      case MathDtype::bf16:
-        std::memcpy(at, &kBf16Bits[code], 2);
-        break;
-      case MathDtype::fp16:
-        std::memcpy(at, &kFp16Bits[code], 2);
-        break;
-      default:
-        std::memcpy(at, &kGemmValues[code], 4);
-        break;
-    }
-  }
-  return out;
-}
-
-double decode_output(const unsigned char* at, MathDtype dtype) {
-  uint16_t h = 0;
-  float f = 0;
-  switch (dtype) {
-    case MathDtype::fp8:
-    case MathDtype::bf16: {
-      std::memcpy(&h, at, 2);
-      const uint32_t bits = static_cast<uint32_t>(h) << 16;  // bf16 is fp32's top half
-      std::memcpy(&f, &bits, 4);
-      return f;
-    }
-    case MathDtype::fp16: {
-      std::memcpy(&h, at, 2);
-      const int exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
-      const double v =
-          exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
-      return (h >> 15) ? -v : v;
-    }
-    default:
-      std::memcpy(&f, at, 4);
-      return f;
-  }
+std::string status_text(const char* call, cublasStatus_t status) {
+  return fmt::format("{} returned {} ({})", call, cublasLtGetStatusName(status),
+                     cublasLtGetStatusString(status));
 }
 
 // One GPU's buffers and descriptors for one shape; released on destruction.
 struct Run {
   GemmGpu gpu;
-  void *a = nullptr, *b = nullptr, *d = nullptr, *scales = nullptr;
+  void *a = nullptr, *b = nullptr, *d = nullptr;
+  void *scale_a = nullptr, *scale_b = nullptr;
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
   cublasLtMatmulHeuristicResult_t algo{};
-  bool ok = false;
   ~Run() {
     cudaSetDevice(gpu.device);
     if (op) cublasLtMatmulDescDestroy(op);
     for (auto layout : {la, lb, ld}) {
       if (layout) cublasLtMatrixLayoutDestroy(layout);
     }
-    for (void* p : {a, b, d, scales}) cudaFree(p);
+    for (void* p : {a, b, d, scale_a, scale_b}) cudaFree(p);
   }
 };
+
+// Waits, under the watchdog, until every run's stream has finished what was issued on it.
+void wait_streams(const std::vector<std::unique_ptr<Run>>& runs, const std::string& what,
+                  Watchdog& watchdog) {
+  std::deque<Timeline> marks;
+  for (const auto& r : runs) marks.emplace_back(watchdog, r->gpu.device, r->gpu.stream, 0).mark(0);
+  watchdog.wait(
+      [&] {
+        bool all = true;
+        for (Timeline& m : marks) all = m.reached(0) && all;
+        return all;
+      },
+      what, __FILE__, __LINE__);
+}
 
 }  // namespace
 
@@ -128,17 +104,10 @@ CublasLtGemm::~CublasLtGemm() {
   }
 }
 
-bool CublasLtGemm::supports(int cc, MathDtype dtype) {
-  switch (dtype) {
-    case MathDtype::fp8:
-      return cc >= 89;
-    case MathDtype::bf16:
-      return cc >= 80;
-    case MathDtype::fp64:
-      return false;
-    default:
-      return true;
-  }
+std::string CublasLtGemm::why_not(int cc, const GemmFormat& f) {
+  if (f.min_compute_capability < 0) return std::string(f.why_not);
+  if (cc >= f.min_compute_capability) return "";
+  return fmt::format("{} (this GPU: compute capability {}.{})", f.why_not, cc / 10, cc % 10);
 }
 
 std::string CublasLtGemm::version() {
@@ -151,8 +120,9 @@ CublasLtGemm::Handle& CublasLtGemm::handle(int device) {
   if (h == nullptr) {
     h = new Handle;
     SHARDPLAN_CUDA(watchdog_, cudaSetDevice(device));
-    if (cublasLtCreate(&h->lt) != CUBLAS_STATUS_SUCCESS) {
-      watchdog_.fire("cublasLtCreate", __FILE__, __LINE__, "cuBLASLt could not start");
+    const cublasStatus_t status = cublasLtCreate(&h->lt);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      watchdog_.fire("cublasLtCreate", __FILE__, __LINE__, status_text("cublasLtCreate", status));
     }
     SHARDPLAN_CUDA(watchdog_, cudaMalloc(&h->workspace, kWorkspaceBytes));
   }
@@ -161,72 +131,116 @@ CublasLtGemm::Handle& CublasLtGemm::handle(int device) {
 
 namespace {
 
-// The operation, the three layouts and cuBLASLt's first heuristic choice for one GPU's GEMM;
-// false when this GPU has no kernel for the shape.
-bool describe_gemm(Run& r, const Types& t, const GemmShape& s, cublasLtHandle_t lt,
-                   Watchdog& watchdog) {
-  const size_t m = s.m, n = s.n, k = s.k;
+// The operation, the three layouts, the scales and cuBLASLt's first heuristic choice for one
+// GPU's GEMM; "" when it can run, else the call that refused and its status.
+std::string describe_gemm(Run& r, const GemmFormat& f, const GemmShape& s, cublasLtHandle_t lt,
+                          Watchdog& watchdog) {
+  const Types t = types_of(f);
+  const uint64_t m = s.m, n = s.n, k = s.k;
   // A stored k x m and used transposed, B k x n, D m x n, all column-major.
   const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-  auto set = [&](cublasLtMatmulDescAttributes_t attribute, const void* value, size_t size) {
-    return cublasLtMatmulDescSetAttribute(r.op, attribute, value, size) == CUBLAS_STATUS_SUCCESS;
+  cublasStatus_t status = cublasLtMatmulDescCreate(&r.op, t.compute, CUDA_R_32F);
+  if (status != CUBLAS_STATUS_SUCCESS) return status_text("cublasLtMatmulDescCreate", status);
+  auto set = [&](cublasLtMatmulDescAttributes_t attribute, const void* value, size_t size,
+                 const char* name) {
+    const cublasStatus_t st = cublasLtMatmulDescSetAttribute(r.op, attribute, value, size);
+    return st == CUBLAS_STATUS_SUCCESS
+               ? std::string()
+               : status_text(fmt::format("cublasLtMatmulDescSetAttribute({})", name).c_str(), st);
   };
-  bool ok = cublasLtMatmulDescCreate(&r.op, t.compute, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
-            set(CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)) &&
-            set(CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b));
-  if (ok && s.dtype == MathDtype::fp8) {
-    // Per-tensor scales for A and B: device pointers to fp32 (the compute type), 1.0 each.
-    const float ones[2] = {1.0f, 1.0f};
-    SHARDPLAN_CUDA(watchdog, cudaMalloc(&r.scales, sizeof(ones)));
-    SHARDPLAN_CUDA(watchdog, cudaMemcpyAsync(r.scales, ones, sizeof(ones), cudaMemcpyHostToDevice,
-                                             r.gpu.stream));
-    const float* scale_a = static_cast<const float*>(r.scales);
+  std::string why = set(CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a), "TRANSA");
+  if (why.empty()) why = set(CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b), "TRANSB");
+  if (why.empty() && f.fast_accumulation) {
+    const int8_t fast = 1;
+    why = set(CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast), "FAST_ACCUM");
+  }
+  if (why.empty() && f.scaling == GemmScaling::per_tensor) {
+    SHARDPLAN_CUDA(watchdog, cudaMalloc(&r.scale_a, sizeof(kUnitScales)));
+    SHARDPLAN_CUDA(watchdog, cudaMemcpyAsync(r.scale_a, kUnitScales, sizeof(kUnitScales),
+                                             cudaMemcpyHostToDevice, r.gpu.stream));
+    const float* scale_a = static_cast<const float*>(r.scale_a);
     const float* scale_b = scale_a + 1;
-    ok = set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof(scale_a)) &&
-         set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof(scale_b));
+    why = set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof(scale_a), "A_SCALE_POINTER");
+    if (why.empty())
+      why = set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof(scale_b), "B_SCALE_POINTER");
   }
-  ok = ok && cublasLtMatrixLayoutCreate(&r.la, t.ab, k, m, k) == CUBLAS_STATUS_SUCCESS &&
-       cublasLtMatrixLayoutCreate(&r.lb, t.ab, k, n, k) == CUBLAS_STATUS_SUCCESS &&
-       cublasLtMatrixLayoutCreate(&r.ld, t.cd, m, n, m) == CUBLAS_STATUS_SUCCESS;
-  int found = 0;
-  cublasLtMatmulPreference_t pref = nullptr;
-  if (ok && cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS) {
-    const size_t workspace = kWorkspaceBytes;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                         sizeof(workspace));
-    if (cublasLtMatmulAlgoGetHeuristic(lt, r.op, r.la, r.lb, r.ld, r.ld, pref, 1, &r.algo,
-                                       &found) != CUBLAS_STATUS_SUCCESS) {
-      found = 0;
+  if (why.empty() && f.scaling == GemmScaling::per_block) {
+    const cublasLtMatmulMatrixScale_t mode = f.block_size == 16
+                                                 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3
+                                                 : CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
+    const int one = static_cast<int>(encode_element(1.0, f.scale));  // 0x38 UE4M3, 0x7F UE8M0
+    for (auto [ptr, outer] : {std::pair{&r.scale_a, s.m}, std::pair{&r.scale_b, s.n}}) {
+      const size_t bytes = block_scale_bytes(outer, s.k, f.block_size);
+      SHARDPLAN_CUDA(watchdog, cudaMalloc(ptr, bytes));
+      SHARDPLAN_CUDA(watchdog, cudaMemsetAsync(*ptr, one, bytes, r.gpu.stream));
     }
-    cublasLtMatmulPreferenceDestroy(pref);
+    why = set(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode), "A_SCALE_MODE");
+    if (why.empty())
+      why = set(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode), "B_SCALE_MODE");
+    if (why.empty())
+      why = set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &r.scale_a, sizeof(r.scale_a),
+                "A_SCALE_POINTER");
+    if (why.empty())
+      why = set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &r.scale_b, sizeof(r.scale_b),
+                "B_SCALE_POINTER");
   }
-  return ok && found > 0;
+  if (!why.empty()) return why;
+  for (auto [layout, type, rows, cols, name] :
+       {std::tuple{&r.la, t.ab, k, m, "A"}, std::tuple{&r.lb, t.ab, k, n, "B"},
+        std::tuple{&r.ld, t.cd, m, n, "D"}}) {
+    status = cublasLtMatrixLayoutCreate(layout, type, rows, cols, static_cast<int64_t>(rows));
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      return status_text(fmt::format("cublasLtMatrixLayoutCreate({})", name).c_str(), status);
+    }
+  }
+  cublasLtMatmulPreference_t pref = nullptr;
+  status = cublasLtMatmulPreferenceCreate(&pref);
+  if (status != CUBLAS_STATUS_SUCCESS) return status_text("cublasLtMatmulPreferenceCreate", status);
+  const size_t workspace = kWorkspaceBytes;
+  status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &workspace, sizeof(workspace));
+  int found = 0;
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    why = status_text("cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)", status);
+  } else {
+    status =
+        cublasLtMatmulAlgoGetHeuristic(lt, r.op, r.la, r.lb, r.ld, r.ld, pref, 1, &r.algo, &found);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      why = status_text("cublasLtMatmulAlgoGetHeuristic", status);
+    } else if (found == 0) {
+      why = "cublasLtMatmulAlgoGetHeuristic found no algorithm";
+    }
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  return why;
 }
 
 // Counts the checked outputs of one GPU's D that are not what the inputs imply.
-int wrong_outputs(const Run& r, const Types& t, const GemmShape& s, Watchdog& watchdog) {
-  std::vector<unsigned char> value(t.cd_size);
+int wrong_outputs(const Run& r, const GemmFormat& f, const GemmShape& s, Watchdog& watchdog) {
+  const Encoding& out = output_encoding(f);
+  const size_t size = static_cast<size_t>(out.bits() / 8);
+  std::vector<unsigned char> value(size);
   SHARDPLAN_CUDA(watchdog, cudaSetDevice(r.gpu.device));
   int wrong = 0;
   for (const auto& [row, col] : gemm_check_points(s)) {
-    const size_t offset = (static_cast<size_t>(row) + static_cast<size_t>(col) * s.m) * t.cd_size;
+    const size_t offset = (static_cast<size_t>(row) + static_cast<size_t>(col) * s.m) * size;
     SHARDPLAN_CUDA(watchdog, cudaMemcpy(value.data(), static_cast<unsigned char*>(r.d) + offset,
-                                        t.cd_size, cudaMemcpyDeviceToHost));
-    wrong += !gemm_output_ok(s, row, col, decode_output(value.data(), s.dtype));
+                                        size, cudaMemcpyDeviceToHost));
+    uint64_t bits = 0;
+    for (size_t b = 0; b < size; ++b) bits |= static_cast<uint64_t>(value[b]) << (8 * b);
+    wrong += !gemm_output_ok(s, row, col, decode_element(bits, out));
   }
   return wrong;
 }
 
-// Warm-up, then `iters` GEMMs per GPU, all GPUs in flight together; the intervals between the
-// events recorded after each, per GPU.
+// `iters` GEMMs per GPU, all GPUs in flight together; the intervals between the events
+// recorded after each, per GPU.
 std::vector<std::vector<double>> time_gemms(const std::vector<std::unique_ptr<Run>>& runs,
                                             const std::function<void(Run&)>& matmul,
-                                            const std::string& what, int warmup, int iters,
+                                            const std::string& what, int iters,
                                             Watchdog& watchdog) {
   std::deque<Timeline> timelines;
   for (auto& r : runs) {
-    SHARDPLAN_CUDA(watchdog, cudaSetDevice(r->gpu.device));
-    for (int w = 0; w < warmup; ++w) matmul(*r);
     Timeline& line = timelines.emplace_back(watchdog, r->gpu.device, r->gpu.stream, iters);
     line.mark(0);
     for (int it = 1; it <= iters; ++it) {
@@ -251,14 +265,15 @@ std::vector<std::vector<double>> time_gemms(const std::vector<std::unique_ptr<Ru
 }  // namespace
 
 std::vector<RankTiming> CublasLtGemm::run(const std::vector<GemmGpu>& gpus, const GemmShape& s,
-                                          int warmup, int iters) {
-  const Types t = types_of(s.dtype);
-  const std::string what =
-      fmt::format("cublasLtMatmul {}x{}x{} {}", s.m, s.n, s.k, to_string(s.dtype));
-  const auto a_host = encode_inputs(0, s.k * s.m, s.dtype);
-  const auto b_host = encode_inputs(1, s.k * s.n, s.dtype);
+                                          const GemmTiming& timing) {
+  const GemmFormat& f = gemm_format_of(s);
+  const std::string what = fmt::format("cublasLtMatmul {}x{}x{} {}", s.m, s.n, s.k, f.name);
+  const auto a_host = encode_inputs(f, 0, static_cast<size_t>(s.k) * s.m);
+  const auto b_host = encode_inputs(f, 1, static_cast<size_t>(s.k) * s.n);
+  const size_t d_bytes = static_cast<size_t>(s.m) * s.n * (output_encoding(f).bits() / 8);
   std::vector<std::unique_ptr<Run>> runs;
   std::vector<RankTiming> out(gpus.size());
+  std::string refused;
   for (size_t g = 0; g < gpus.size(); ++g) {
     auto run = std::make_unique<Run>();
     Run& r = *run;
@@ -267,21 +282,29 @@ std::vector<RankTiming> CublasLtGemm::run(const std::vector<GemmGpu>& gpus, cons
     SHARDPLAN_CUDA(watchdog_, cudaSetDevice(r.gpu.device));
     SHARDPLAN_CUDA(watchdog_, cudaMalloc(&r.a, a_host.size()));
     SHARDPLAN_CUDA(watchdog_, cudaMalloc(&r.b, b_host.size()));
-    SHARDPLAN_CUDA(watchdog_, cudaMalloc(&r.d, static_cast<size_t>(s.m) * s.n * t.cd_size));
-    // On the GPU's stream, so the GEMMs after them wait for them (see backend_nccl.cpp).
+    SHARDPLAN_CUDA(watchdog_, cudaMalloc(&r.d, d_bytes));
+    // On the GPU's stream, so the GEMMs after them wait for them (see backend_nccl.cpp); the host
+    // vectors stay untouched until wait_streams below has seen the copies finish.
     SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(r.a, a_host.data(), a_host.size(),
                                               cudaMemcpyHostToDevice, r.gpu.stream));
     SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(r.b, b_host.data(), b_host.size(),
                                               cudaMemcpyHostToDevice, r.gpu.stream));
-    r.ok = describe_gemm(r, t, s, h.lt, watchdog_);
+    const std::string why = describe_gemm(r, f, s, h.lt, watchdog_);
     out[g].rank = r.gpu.rank;
-    out[g].detail = r.ok ? fmt::format("cublasLtMatmul {}", to_string(s.dtype))
-                         : fmt::format(
-                               "unsupported: cuBLASLt has no {} kernel for {}x{}x{} on "
-                               "this GPU (FP8 needs dimensions that are multiples of 16)",
-                               to_string(s.dtype), s.m, s.n, s.k);
-    if (!r.ok) return out;  // no iterations: the harness notes the shape and moves on
+    out[g].detail = fmt::format("cublasLtMatmul {}{}", f.name,
+                                f.fast_accumulation ? ", fast accumulation" : "");
+    if (!why.empty() && refused.empty()) {
+      refused = fmt::format("unsupported: {} for {} {}x{}x{} on GPU {} (compute capability {}.{})",
+                            why, f.name, s.m, s.n, s.k, r.gpu.device, r.gpu.compute_capability / 10,
+                            r.gpu.compute_capability % 10);
+    }
     runs.push_back(std::move(run));
+  }
+  wait_streams(runs, what + ", input copies", watchdog_);
+  if (!refused.empty()) {
+    // Every GPU's entry says so, with no iterations: the harness notes the shape and moves on.
+    for (RankTiming& t : out) t.detail = refused;
+    return out;
   }
   const float alpha = 1.0f, beta = 0.0f;
   auto matmul = [&](Run& r) {
@@ -290,14 +313,24 @@ std::vector<RankTiming> CublasLtGemm::run(const std::vector<GemmGpu>& gpus, cons
         cublasLtMatmul(h.lt, r.op, &alpha, r.a, r.la, r.b, r.lb, &beta, r.d, r.ld, r.d, r.ld,
                        &r.algo.algo, h.workspace, kWorkspaceBytes, r.gpu.stream);
     if (status != CUBLAS_STATUS_SUCCESS) {
-      watchdog_.fire(what, __FILE__, __LINE__,
-                     fmt::format("cublasLtMatmul failed with status {}", static_cast<int>(status)));
+      watchdog_.fire(what, __FILE__, __LINE__, status_text("cublasLtMatmul", status));
     }
   };
-  const auto intervals = time_gemms(runs, matmul, what, warmup, iters, watchdog_);
+  // The warm-up on every GPU at once, timed on the host around a full synchronisation.
+  const double per_call = warm_up(timing, [&](int calls) {
+    const auto start = std::chrono::steady_clock::now();
+    for (auto& r : runs) {
+      SHARDPLAN_CUDA(watchdog_, cudaSetDevice(r->gpu.device));
+      for (int c = 0; c < calls; ++c) matmul(*r);
+    }
+    wait_streams(runs, what + ", warm-up", watchdog_);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
+  const int iters = timed_iterations(timing, per_call);
+  const auto intervals = time_gemms(runs, matmul, what, iters, watchdog_);
   for (size_t g = 0; g < runs.size(); ++g) {
     out[g].iteration_s = intervals[g];
-    out[g].wrong = wrong_outputs(*runs[g], t, s, watchdog_);
+    out[g].wrong = wrong_outputs(*runs[g], f, s, watchdog_);
   }
   return out;
 }

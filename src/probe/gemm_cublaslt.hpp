@@ -1,5 +1,6 @@
 // GEMMs through cublasLtMatmul for the NCCL back-end: D = A^T B, column-major "TN" (what FP8
-// kernels require), in bf16, fp16, fp8 E4M3 (bf16 output) and tf32, on every local GPU at once.
+// kernels require), in every format of gemm_formats.cpp a GPU runs (NVFP4 and MXFP8 block-scaled,
+// FP8 per-tensor with fast accumulation, bf16, fp16, tf32, fp32), on every local GPU at once.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "control.hpp"
+#include "gemm_formats.hpp"
 
 namespace shardplan::probe {
 
@@ -27,15 +29,16 @@ class CublasLtGemm {
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
 
-  /// bf16 needs Ampere (8.0), fp8 Ada or Hopper (8.9) onwards; fp64 is not offered.
-  static bool supports(int compute_capability, MathDtype dtype);
+  /// Why a GPU of this compute capability (90 = sm_90) cannot run the format ("" when it can).
+  static std::string why_not(int compute_capability, const GemmFormat& format);
   /// "13.1.0"
   static std::string version();
 
-  /// Warm-up, then `iters` timed GEMMs per GPU; checks a few outputs. A shape cuBLASLt has no
-  /// kernel for comes back with no iterations and the reason in `detail`.
-  std::vector<RankTiming> run(const std::vector<GemmGpu>& gpus, const GemmShape& shape, int warmup,
-                              int iters);
+  /// One set-up per GPU, the warm-up, then the timed GEMMs (harness.cpp's GemmTiming); checks a
+  /// few outputs. A shape cuBLASLt has no kernel for comes back with no iterations and, for every
+  /// GPU, the call that refused and its cublasStatus_t name in `detail`.
+  std::vector<RankTiming> run(const std::vector<GemmGpu>& gpus, const GemmShape& shape,
+                              const GemmTiming& timing);
 
  private:
   struct Handle;

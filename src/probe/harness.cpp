@@ -149,30 +149,26 @@ size_t count_wrong(const CollectiveShape& s, int rank, std::span<const float> re
   return wrong;
 }
 
-int gemm_input_code(int matrix, size_t index) {
-  // A 64-bit mix (splitmix64's finaliser) so the values look random to the hardware.
-  uint64_t x = index * 2 + static_cast<uint64_t>(matrix) + 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return static_cast<int>((x ^ (x >> 31)) % 5);
-}
-
-std::vector<std::pair<long, long>> gemm_check_points(const GemmShape& s) {
-  std::vector<std::pair<long, long>> points = {
-      {0, 0}, {s.m - 1, s.n - 1}, {s.m - 1, 0}, {0, s.n - 1}, {s.m / 2, s.n / 3}};
-  for (long t = 1; t <= 3; ++t) points.emplace_back(s.m * t / 4, s.n * (4 - t) / 4);
-  return points;
-}
-
-bool gemm_output_ok(const GemmShape& s, long i, long j, double value) {
-  double exact = 0, magnitude = 0;
-  for (long l = 0; l < s.k; ++l) {
-    const double a = kGemmValues[gemm_input_code(0, static_cast<size_t>(l + i * s.k))];
-    const double b = kGemmValues[gemm_input_code(1, static_cast<size_t>(l + j * s.k))];
-    exact += a * b;
-    magnitude += std::fabs(a * b);
+double warm_up(const GemmTiming& t, const std::function<double(int)>& batch) {
+  int calls = 0, n = 1;
+  double elapsed = 0, per_call = 0;
+  for (;;) {
+    const double s = batch(n);
+    calls += n;
+    elapsed += s;
+    per_call = s / n;
+    if (calls >= t.warmup_iters && elapsed >= t.warmup_s) return per_call;
+    // Double while calls are short, but never run past twice the warm-up that is left.
+    const double left = std::max(t.warmup_s - elapsed, 0.0);
+    const int by_time = per_call > 0 ? static_cast<int>(std::min(2 * left / per_call, 1e6)) : n;
+    n = std::max({1, t.warmup_iters - calls, std::min(2 * n, std::max(by_time, 1))});
   }
-  return std::fabs(value - exact) <= 0.01 * magnitude + 1e-6;
+}
+
+int timed_iterations(const GemmTiming& t, double per_call_s) {
+  const double wanted = per_call_s > 0 ? t.budget_s / per_call_s : t.max_iters;
+  return static_cast<int>(
+      std::clamp(wanted, static_cast<double>(t.min_iters), static_cast<double>(t.max_iters)));
 }
 
 size_t Results::wrong() const {
@@ -205,6 +201,7 @@ std::string encode(const std::vector<RankTiming>& timings) {
                  {"median", median(t.iteration_s)},
                  {"wrong", t.wrong},
                  {"detail", t.detail},
+                 {"iterations", t.iteration_s.size()},
                  {"ran", !t.iteration_s.empty()}});
   }
   return a.dump();
@@ -223,6 +220,8 @@ Gathered gather(Control& control, const std::vector<RankTiming>& mine, const std
       if (g.detail.empty() || !t.at("ran").get<bool>())
         g.detail = t.at("detail").get<std::string>();
       g.ran = g.ran && t.at("ran").get<bool>();
+      const int n = t.at("iterations").get<int>();
+      g.iterations = g.iterations == 0 ? n : std::min(g.iterations, n);
     }
   }
   std::sort(g.rank_s.begin(), g.rank_s.end());
@@ -261,6 +260,7 @@ class Run {
     watchdog_.set_local_ranks(backend_.local_ranks(), results_.ranks);
     if (lead()) reporter_.start(results_.backend, results_.ranks, plan_);
     for (const std::string& text : plan_.notes) note(text);
+    for (const std::string& text : backend_.notes()) note(text);
     for (const GroupInfo& g : results_.groups) {
       if (!g.skipped.empty()) {
         note(fmt::format("{} tier not measured: {}", to_string(g.tier), g.skipped));
@@ -325,29 +325,31 @@ class Run {
   }
 
   void gemm(const GemmShape& shape) {
-    if (!backend_.supports(shape.dtype)) {
-      note(fmt::format("GEMM {}x{}x{} {}: not supported by this device; skipped", shape.m, shape.n,
-                       shape.k, to_string(shape.dtype)));
-      return;
-    }
     const std::string what =
-        fmt::format("GEMM {}x{}x{} {}", shape.m, shape.n, shape.k, to_string(shape.dtype));
-    // One warm-up and one timed run size the measurement to the time budget.
-    const Gathered first = gather(control_, backend_.gemm(shape, 1, 1), what);
-    if (!first.ran) {
-      note(fmt::format("{}: {}; skipped", what, first.detail));
+        fmt::format("GEMM {}x{}x{} {}", shape.m, shape.n, shape.k, gemm_format_name(shape));
+    const std::string refusal = backend_.why_not(gemm_format_of(shape));
+    if (!refusal.empty()) {
+      note(fmt::format("{}: not measured: {}", what, refusal));
       return;
     }
-    const double slowest = std::max(first.time.max_s, 1e-9);
-    const int iters =
-        std::clamp(static_cast<int>(plan_.gemm_budget_s / slowest), 1, plan_.settings.iters);
-    const Gathered all = gather(control_, backend_.gemm(shape, 0, iters), what);
+    GemmTiming timing;
+    timing.warmup_iters = plan_.settings.warmup;
+    timing.warmup_s = plan_.gemm_warmup_s;
+    timing.budget_s = plan_.gemm_budget_s;
+    timing.max_iters = plan_.gemm_max_iters;
+    timing.min_iters = std::min(kMinGemmIters, timing.max_iters);
+    const Gathered all = gather(control_, backend_.gemm(shape, timing), what);
+    if (!all.ran) {
+      note(fmt::format("{}: {}; skipped", what, all.detail));
+      return;
+    }
     GemmRow row;
     row.shape = shape;
     row.time = all.time;
-    row.flops_per_s = all.time.avg_s > 0 ? shape.flops() / all.time.avg_s : 0;
-    row.wrong = all.wrong + first.wrong;
-    row.iters = iters;
+    // The median call: one preempted or throttled call moves a mean, not a median.
+    row.flops_per_s = all.time.median_s > 0 ? shape.flops() / all.time.median_s : 0;
+    row.wrong = all.wrong;
+    row.iters = all.iterations;
     row.detail = all.detail;
     row.rank_s = all.rank_s;
     results_.gemms.push_back(row);

@@ -37,7 +37,7 @@ struct CollectiveRow {
 struct GemmRow {
   GemmShape shape;
   TimeStats time;
-  double flops_per_s = 0;  // flops / average time
+  double flops_per_s = 0;  // flops / the median call (TimeStats::median_s)
   size_t wrong = 0;
   int iters = 0;
   std::string detail;
@@ -98,8 +98,11 @@ struct Gathered {
   size_t wrong = 0;
   std::string detail;
   TimeStats time;
-  bool ran = true;  // false when a rank could not run it (no kernel for a GEMM shape)
+  bool ran = true;     // false when a rank could not run it (no kernel for a GEMM shape)
+  int iterations = 0;  // the fewest timed iterations of any rank
 };
+/// The fewest timed calls a GEMM gets, whatever its budget: enough for a median.
+inline constexpr int kMinGemmIters = 5;
 Gathered gather(Control& control, const std::vector<RankTiming>& mine, const std::string& what);
 
 /// The host-memory measurements the back-end makes (host_sweep.cpp), after the GEMMs.
@@ -110,6 +113,25 @@ void measure_host(Backend& backend, Control& control, const SweepPlan& plan, Rep
 size_t stream_array_bytes(size_t llc_bytes, int ranks_on_node);
 /// The node's last-level cache bytes, summed over its instances (sysfs), 0 when unknown.
 size_t node_llc_bytes();
+/// STREAM (dram_copy or dram_triad) on this process with `threads` threads, `barrier` before
+/// every iteration so the node's processes run together; `rank` names the result. What every
+/// back-end runs for the node's memory bandwidth (host_sweep.cpp).
+RankTiming stream_on_process(const HostMoveShape& shape, const Settings& settings, int threads,
+                             int rank, const std::function<void()>& barrier);
+
+/// Which CUDA device a process drives when every process drives one GPU: `local_index` among
+/// `local_processes` on its node, `visible` devices seen. Its own device when it sees at least
+/// one per process; device 0 when it sees exactly one (per-task binding: srun --gpus-per-task=1
+/// or a per-rank CUDA_VISIBLE_DEVICES); otherwise `error` says what to change.
+struct DevicePick {
+  int device = -1;
+  std::string error;
+};
+DevicePick pick_local_device(int local_index, int local_processes, int visible,
+                             const std::string& host);
+/// The NUMA node of a PCI device ("0000:18:00.0", any case) from
+/// <sysfs>/bus/pci/devices/<id>/numa_node; -1 when unknown (no such file, or -1 written there).
+int numa_node_of_pci(const std::string& bus_id, const std::string& sysfs = "/sys");
 
 /// nccl-tests-style table: per collective and tier a names line and a units line, '#' before
 /// every non-data line, and a footer verdict; then the GEMM rows.

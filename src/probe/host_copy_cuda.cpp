@@ -1,10 +1,14 @@
 // Host <-> device copies for the NCCL back-end (host_copy_cuda.hpp).
 #include "host_copy_cuda.hpp"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <deque>
 
 #include "cuda_support.hpp"
+#include "harness.hpp"
 
 namespace shardplan::probe {
 
@@ -17,6 +21,38 @@ PinnedCopies::~PinnedCopies() {
   }
 }
 
+namespace {
+
+// While alive, this thread's page allocations prefer one NUMA node (set_mempolicy(2),
+// MPOL_PREFERRED), so the pinned buffers of a GPU sit on the socket its PCIe link hangs off:
+// one process driving every GPU would otherwise place them all on its own socket and measure
+// the far GPUs' host links through the inter-socket link.
+class PreferNumaNode {
+ public:
+  explicit PreferNumaNode(int node) {
+    if (node < 0 || node >= 64) return;
+    const unsigned long mask = 1UL << node;
+    active_ = syscall(SYS_set_mempolicy, kMpolPreferred, &mask, 64UL) == 0;
+  }
+  ~PreferNumaNode() {
+    if (active_) syscall(SYS_set_mempolicy, kMpolDefault, nullptr, 0UL);
+  }
+  PreferNumaNode(const PreferNumaNode&) = delete;
+  PreferNumaNode& operator=(const PreferNumaNode&) = delete;
+
+ private:
+  static constexpr int kMpolDefault = 0, kMpolPreferred = 1;  // linux/mempolicy.h
+  bool active_ = false;
+};
+
+int numa_node_of_device(int device) {
+  char bus_id[32] = {};
+  if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device) != cudaSuccess) return -1;
+  return numa_node_of_pci(bus_id);
+}
+
+}  // namespace
+
 PinnedCopies::Buffers& PinnedCopies::reserve(int device, size_t bytes) {
   Buffers& b = buffers_[device];
   if (b.bytes >= bytes) return b;
@@ -25,9 +61,13 @@ PinnedCopies::Buffers& PinnedCopies::reserve(int device, size_t bytes) {
   cudaFreeHost(b.check);
   cudaFree(b.device);
   b = {};
-  // Portable: pinned for every CUDA context of this process (one process may drive all GPUs).
-  SHARDPLAN_CUDA(watchdog_, cudaHostAlloc(&b.host, bytes, cudaHostAllocPortable));
-  SHARDPLAN_CUDA(watchdog_, cudaHostAlloc(&b.check, bytes, cudaHostAllocPortable));
+  // Portable: pinned for every CUDA context of this process (one process may drive all GPUs);
+  // on the GPU's own NUMA node.
+  {
+    const PreferNumaNode near(numa_node_of_device(device));
+    SHARDPLAN_CUDA(watchdog_, cudaHostAlloc(&b.host, bytes, cudaHostAllocPortable));
+    SHARDPLAN_CUDA(watchdog_, cudaHostAlloc(&b.check, bytes, cudaHostAllocPortable));
+  }
   SHARDPLAN_CUDA(watchdog_, cudaMalloc(&b.device, bytes));
   b.bytes = bytes;
   return b;

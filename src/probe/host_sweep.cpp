@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <set>
 #include <string>
 
 #include "harness.hpp"
+#include "stream.hpp"
 
 namespace shardplan::probe {
 
@@ -97,6 +99,44 @@ size_t node_llc_bytes() {
   size_t total = 0;
   for (const auto& [key, bytes] : caches) total += bytes;
   return total;
+}
+
+RankTiming stream_on_process(const HostMoveShape& shape, const Settings& settings, int threads,
+                             int rank, const std::function<void()>& barrier) {
+  RankTiming t = run_stream(shape, threads, settings.warmup, settings.iters, barrier);
+  t.rank = rank;
+  return t;
+}
+
+DevicePick pick_local_device(int local_index, int local_processes, int visible,
+                             const std::string& host) {
+  DevicePick p;
+  if (visible >= local_processes && local_index < visible) {
+    p.device = local_index;
+  } else if (visible == 1) {
+    p.device = 0;  // each task sees its own GPU only
+  } else {
+    p.error = fmt::format(
+        "{} runs {} probe processes but they see {} GPU(s) each: start one process per GPU "
+        "(mpirun -np <GPUs per node> per node), or bind each task to one GPU (srun "
+        "--gpus-per-task=1, or a CUDA_VISIBLE_DEVICES of one device per rank)",
+        host, local_processes, visible);
+  }
+  return p;
+}
+
+int numa_node_of_pci(const std::string& bus_id, const std::string& sysfs) {
+  std::string id = bus_id;
+  for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // cudaDeviceGetPCIBusId writes an 8-digit domain ("00000000:18:00.0"); sysfs uses 4.
+  const size_t colon = id.find(':');
+  if (colon != std::string::npos && colon > 4) id = id.substr(colon - 4);
+  const std::string text = read_line(sysfs + "/bus/pci/devices/" + id + "/numa_node");
+  try {
+    return text.empty() ? -1 : std::max(-1, std::stoi(text));
+  } catch (const std::exception&) {
+    return -1;
+  }
 }
 
 namespace {

@@ -35,6 +35,14 @@ double round_to(double v, int digits) {
   return std::round(v * scale) / scale;
 }
 
+// `digits` significant digits: an efficiency of a tiny GEMM (1e-5 of peak) stays above zero,
+// which the loader requires, where a fixed 4 decimals wrote 0.
+double round_significant(double v, int digits) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  return round_to(v, digits - 1 - magnitude);
+}
+
 // The GPU object the profile starts from, and the cluster preset if there is one.
 json base_gpu(const ProfileInputs& in, const json& cluster) {
   if (!in.gpu.empty()) return parse_profile(ProfileKind::gpu, in.gpu, "--gpu");
@@ -158,7 +166,7 @@ json measurements_json(const Results& r) {
     gemms.push_back({{"m", g.shape.m},
                      {"n", g.shape.n},
                      {"k", g.shape.k},
-                     {"dtype", to_string(g.shape.dtype)},
+                     {"dtype", gemm_format_name(g.shape)},
                      {"label", g.shape.label},
                      {"flops", g.shape.flops()},
                      {"time_us", time_json(g.time)},
@@ -238,11 +246,11 @@ json tiers_json(const FitResult& fit) {
 json gemm_fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, bool curve_applied) {
   json curve = json::array();
   for (const EfficiencyPoint& p : fit.gemm_curve)
-    curve.push_back({p.flops, round_to(p.efficiency, 4)});
+    curve.push_back({p.flops, round_significant(p.efficiency, 4)});
   json achieved = json::array();
   for (const GemmRow& g : r.gemms) {
     achieved.push_back(
-        {g.shape.flops(), round_to(g.flops_per_s / kTera, 6), to_string(g.shape.dtype)});
+        {g.shape.flops(), round_to(g.flops_per_s / kTera, 6), gemm_format_name(g.shape)});
   }
   json gemm = {{"device", r.gemm_on_gpu ? "gpu" : "cpu"},
                {"achieved_tflop_per_s", achieved},
@@ -251,7 +259,13 @@ json gemm_fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, b
     gemm["dtype"] = to_string(fit.curve_dtype);
     gemm["peak_tflops"] = gpu.peak_flops[static_cast<int>(fit.curve_dtype)] / kTera;
     gemm["curve"] = curve;
-    gemm["note"] = "efficiency = achieved / the GPU profile's dense peak; the best shape per size";
+    gemm["in_step_share"] = kInStepShare;
+    gemm["note"] = fmt::format(
+        "efficiency = {} x achieved / the GPU profile's dense peak, the best shape per size: "
+        "the probe times isolated GEMMs (median call after a timed warm-up), and {} is the "
+        "share of an isolated GEMM's speed that GEMMs inside a training step reach, as every "
+        "GPU preset applies it to MAMF; achieved_tflop_per_s holds the raw figures",
+        kInStepShare, kInStepShare);
   } else {
     gemm["note"] =
         "measured on the CPU (the mpi back-end's BLAS): kept here and out of the GPU "
@@ -272,7 +286,7 @@ json per_rank_json(const Results& r) {
   }
   for (const GemmRow& g : r.gemms) {
     const std::string key =
-        fmt::format("{}x{}x{} {}", g.shape.m, g.shape.n, g.shape.k, to_string(g.shape.dtype));
+        fmt::format("{}x{}x{} {}", g.shape.m, g.shape.n, g.shape.k, gemm_format_name(g.shape));
     for (const auto& [rank, s] : g.rank_s) per_rank[rank]["gemm_us"][key] = round_to(s * 1e6, 3);
   }
   std::map<std::string, const CollectiveRow*> largest;
@@ -387,14 +401,15 @@ bool apply_gpu_measurements(json& gpu, const Results& r, const FitResult& fit,
   if (curve_applied) {
     json curve = json::array();
     for (const EfficiencyPoint& p : fit.gemm_curve)
-      curve.push_back({p.flops, round_to(p.efficiency, 4)});
+      curve.push_back({p.flops, round_significant(p.efficiency, 4)});
     gpu["gemm_efficiency"] = curve;
     gpu["calibrated"] = true;
     gpu["sources"]["gemm_efficiency"] = fmt::format(
         "measured by shardplan probe ({}) on {} ({}) at {}: cublasLtMatmul {}, {} shapes, "
-        "efficiency = achieved / {} dense peak {:.1f} TFLOP/s of the {} profile",
+        "efficiency = {} x achieved (the in-step share of an isolated GEMM, as the presets apply "
+        "to MAMF) / {} dense peak {:.1f} TFLOP/s of the {} profile",
         r.backend, host_list, r.ranks.front().device, in.date_utc, to_string(fit.curve_dtype),
-        fit.gemm_curve.size(), to_string(fit.curve_dtype),
+        fit.gemm_curve.size(), kInStepShare, to_string(fit.curve_dtype),
         gpu_spec.peak_flops[static_cast<int>(fit.curve_dtype)] / kTera, gpu_spec.name);
   }
   if (r.gemm_on_gpu && !r.ranks.empty() && r.ranks.front().device_memory_bytes > 0) {

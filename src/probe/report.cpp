@@ -72,16 +72,17 @@ class TableReporter final : public Reporter {
     if (!gemm_header_) {
       gemm_header_ = true;
       fmt::print(out_,
-                 "#\n# GEMM D = A^T B of m x n x k on every rank at once; TFLOP/s = 2mnk / "
-                 "the average time across ranks\n#\n");
-      fmt::print(out_, "#{:>8}  {:>8}  {:>8}  {:>6}  {:>11}  {:>9}  {:>6}  {}\n", "m", "n", "k",
-                 "dtype", "time", "TFLOP/s", "#wrong", "call, shape");
-      fmt::print(out_, "#{:>8}  {:>8}  {:>8}  {:>6}  {:>11}  {:>9}  {:>6}\n", "", "", "", "",
-                 "(us)", "", "");
+                 "#\n# GEMM D = A^T B of m x n x k on every rank at once, after a timed "
+                 "warm-up; TFLOP/s = 2mnk / the median call (averaged across ranks); iters = "
+                 "timed calls\n#\n");
+      fmt::print(out_, "#{:>8}  {:>8}  {:>8}  {:>6}  {:>11}  {:>9}  {:>6}  {:>6}  {}\n", "m", "n",
+                 "k", "dtype", "median", "TFLOP/s", "iters", "#wrong", "call, shape");
+      fmt::print(out_, "#{:>8}  {:>8}  {:>8}  {:>6}  {:>11}  {:>9}  {:>6}  {:>6}\n", "", "", "", "",
+                 "(us)", "", "", "");
     }
-    fmt::print(out_, "{:>9}  {:>8}  {:>8}  {:>6}  {:>11.2f}  {:>9.3f}  {:>6}  {}, {}\n", g.shape.m,
-               g.shape.n, g.shape.k, to_string(g.shape.dtype), g.time.avg_s * 1e6,
-               g.flops_per_s / kTera, g.wrong, g.detail, g.shape.label);
+    fmt::print(out_, "{:>9}  {:>8}  {:>8}  {:>6}  {:>11.2f}  {:>9.3f}  {:>6}  {:>6}  {}, {}\n",
+               g.shape.m, g.shape.n, g.shape.k, gemm_format_name(g.shape), g.time.median_s * 1e6,
+               g.flops_per_s / kTera, g.iters, g.wrong, g.detail, g.shape.label);
     std::fflush(out_);
   }
 
@@ -135,7 +136,7 @@ class ProgressReporter final : public Reporter {
   }
   void gemm_row(const GemmRow& g) override {
     fmt::print(out_, "probe: GEMM {}x{}x{} {}: {:.3f} TFLOP/s{}\n", g.shape.m, g.shape.n, g.shape.k,
-               to_string(g.shape.dtype), g.flops_per_s / kTera,
+               gemm_format_name(g.shape), g.flops_per_s / kTera,
                g.wrong ? fmt::format(", {} WRONG", g.wrong) : "");
     std::fflush(out_);
   }
@@ -237,28 +238,33 @@ std::string render_summary(const Results& r, const FitResult& fit, const GpuSpec
       out += fmt::format("#  {}: not measured ({})\n", to_string(g.tier), g.skipped);
   }
   for (const std::string& w : probe_warnings(r, fit)) out += "# WARNING: " + w + "\n";
-  // The best GEMM per data type.
-  for (MathDtype d : {MathDtype::fp8, MathDtype::bf16, MathDtype::fp16, MathDtype::tf32,
-                      MathDtype::fp32, MathDtype::fp64}) {
+  // The best GEMM per format.
+  for (const GemmFormat& f : gemm_formats()) {
     const GemmRow* best = nullptr;
     for (const GemmRow& g : r.gemms) {
-      if (g.shape.dtype == d && g.wrong == 0 && (!best || g.flops_per_s > best->flops_per_s))
+      if (&gemm_format_of(g.shape) == &f && g.wrong == 0 &&
+          (!best || g.flops_per_s > best->flops_per_s))
         best = &g;
     }
     if (!best) continue;
-    const double peak = gpu.peak_flops[static_cast<int>(d)];
-    out += fmt::format("# GEMM best {} {:.3f} TFLOP/s at {}x{}x{}", to_string(d),
+    const double peak = gpu.peak_flops[static_cast<int>(f.dtype)];
+    out += fmt::format("# GEMM best {} {:.3f} TFLOP/s at {}x{}x{}", f.name,
                        best->flops_per_s / kTera, best->shape.m, best->shape.n, best->shape.k);
     if (r.gemm_on_gpu && peak > 0) {
-      out += fmt::format(" = {:.1f}% of the {} dense peak {:.1f} TFLOP/s",
-                         100 * best->flops_per_s / peak, gpu.name, peak / kTera);
+      out +=
+          fmt::format(" = {:.1f}% of the {} dense {} peak {:.1f} TFLOP/s (isolated, median call)",
+                      100 * best->flops_per_s / peak, gpu.name, to_string(f.dtype), peak / kTera);
     } else if (!r.gemm_on_gpu) {
       out += " (CPU; kept out of the GPU profile's efficiency curve)";
     }
     out += "\n";
   }
   if (!fit.gemm_curve.empty()) {
-    out += fmt::format("# GEMM efficiency curve ({} vs peak):", to_string(fit.curve_dtype));
+    out += fmt::format(
+        "# GEMM efficiency curve ({} vs peak, {} x the isolated figure: the share of an isolated "
+        "GEMM's speed that GEMMs inside a training step reach, as every GPU preset applies it to "
+        "MAMF):",
+        to_string(fit.curve_dtype), kInStepShare);
     for (const EfficiencyPoint& p : fit.gemm_curve) {
       out += fmt::format(" [{:.3g}, {:.3f}]", p.flops, p.efficiency);
     }

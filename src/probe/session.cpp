@@ -1,5 +1,6 @@
 // What the CLI sees of a started back-end (probe.hpp's Session) and the sweep from start to
 // calibrated profile: run, fit, build, summarise.
+#include <algorithm>
 #include <utility>
 
 #include "backends.hpp"
@@ -26,8 +27,27 @@ bool Session::measures_gpu() const {
 std::string Session::device() const {
   return launch_->backend->ranks().front().device;
 }
-std::vector<MathDtype> Session::gemm_dtypes() const {
-  return launch_->backend->gemm_dtypes();
+std::vector<std::string> Session::gemm_formats() const {
+  std::vector<std::string> out;
+  for (const GemmFormat* f : launch_->backend->gemm_formats_here()) out.emplace_back(f->name);
+  return out;
+}
+
+std::vector<const GemmFormat*> Backend::gemm_formats_here() const {
+  std::vector<const GemmFormat*> out;
+  for (const GemmFormat& f : gemm_formats()) {
+    // Lowest precision first; fp32 and fp64 only where nothing faster runs (CPUs).
+    if (why_not(f).empty()) out.push_back(&f);
+  }
+  const bool tensor_cores = std::any_of(out.begin(), out.end(), [](const GemmFormat* f) {
+    return f->dtype != MathDtype::fp32 && f->dtype != MathDtype::fp64;
+  });
+  if (tensor_cores) {
+    std::erase_if(out, [](const GemmFormat* f) {
+      return f->dtype == MathDtype::fp32 || f->dtype == MathDtype::fp64;
+    });
+  }
+  return out;
 }
 const std::string& Session::note() const {
   return launch_->note;

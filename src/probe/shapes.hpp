@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -65,15 +66,6 @@ size_t count_wrong(const CollectiveShape& s, int rank, std::span<const float> re
 /// A value no collective produces from fill_send's data, to pre-fill receive buffers with.
 inline constexpr float kPoison = -1.0f;
 
-/// GEMM inputs: A (k x m, column-major) and B (k x n) hold values from {-1, -0.5, 0, 0.5, 1},
-/// exact in every type down to FP8 E4M3; index 0 of the set is -1.
-int gemm_input_code(int matrix, size_t index);  // 0 .. 4; matrix 0 = A, 1 = B
-inline constexpr float kGemmValues[5] = {-1.0f, -0.5f, 0.0f, 0.5f, 1.0f};
-/// The outputs D(i, j) the harness checks: corners and a few spread over D.
-std::vector<std::pair<long, long>> gemm_check_points(const GemmShape& shape);
-/// Whether D(i, j) is within 1% of the exact result (16-bit and FP8 outputs round).
-bool gemm_output_ok(const GemmShape& shape, long i, long j, double value);
-
 /// Seconds of each timed iteration on one rank (nccl-tests averages them per rank, then across
 /// ranks), and the elements that failed the correctness check.
 struct RankTiming {
@@ -82,6 +74,25 @@ struct RankTiming {
   size_t wrong = 0;
   std::string detail;  // the kernel or library call that ran (GEMMs, collectives)
 };
+
+/// How a GEMM is timed (the harness sets it, the back-ends follow it): a warm-up of at least
+/// `warmup_iters` calls and `warmup_s` seconds (clocks and power settle, the heuristic's kernel
+/// is loaded), whose last batch sizes the timed run to `budget_s` within [min_iters, max_iters].
+/// Buffers, descriptors and the kernel choice are made once, before the warm-up; every timed
+/// call's seconds come back and the harness reports their median.
+struct GemmTiming {
+  int warmup_iters = 5;
+  double warmup_s = 0;
+  double budget_s = 1;
+  int min_iters = 5;
+  int max_iters = 20;
+};
+/// The warm-up: `batch(n)` runs n calls back to back and returns the seconds they took, the
+/// device synchronised. Batches double from one call until both bounds of `t` are met; returns
+/// the seconds per call of the last batch (what sizes the timed run).
+double warm_up(const GemmTiming& t, const std::function<double(int)>& batch);
+/// The timed calls for calls of `per_call_s`: budget_s / per_call_s within [min_iters, max_iters].
+int timed_iterations(const GemmTiming& t, double per_call_s);
 
 /// Host-memory measurements. h2d / d2h: one pinned host buffer copied to / from device memory
 /// (cudaMemcpyAsync on the GPU's own stream), every GPU of the node at once, so the figure is one

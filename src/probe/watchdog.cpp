@@ -84,8 +84,7 @@ std::string Watchdog::who() const {
   return (local_ranks_.size() == 1 ? "rank " : "ranks ") + list;
 }
 
-void Watchdog::wait(const std::function<bool()>& done, const std::string& what, const char* file,
-                    int line, const std::function<std::string()>& describe) {
+bool Watchdog::poll(const std::function<bool()>& done) {
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration<double>(timeout_s_);
   while (!done()) {
@@ -100,11 +99,39 @@ void Watchdog::wait(const std::function<bool()>& done, const std::string& what, 
       std::this_thread::sleep_for(
           std::min<Clock::duration>(waited / 50, std::chrono::milliseconds(1)));
     }
-    if (now <= deadline) continue;
-    const std::string known = describe ? describe() : "";
-    fire(what, file, line,
-         fmt::format("no progress for {} s (--timeout-s){}", timeout_s_,
-                     known.empty() ? "" : "; " + known));
+    if (now > deadline) return false;
+  }
+  return true;
+}
+
+void Watchdog::wait(const std::function<bool()>& done, const std::string& what, const char* file,
+                    int line, const std::function<std::string()>& describe) {
+  if (poll(done)) return;
+  const std::string known = describe ? describe() : "";
+  fire(what, file, line,
+       fmt::format("no progress for {} s (--timeout-s){}", timeout_s_,
+                   known.empty() ? "" : "; " + known));
+}
+
+void Watchdog::wait_on_peers(const std::function<bool()>& done, const std::string& what,
+                             const char* file, int line) {
+  double waited_s = 0;
+  while (!poll(done)) {
+    waited_s += timeout_s_;
+    if (control_.processes() > 1) {
+      const double grace_s = std::clamp(timeout_s_ / 4, 0.5, 2.0);
+      if (static_cast<int>(control_.roll_call(grace_s).size()) == control_.processes()) {
+        if (waited_s == timeout_s_) {
+          std::fprintf(stderr,
+                       "probe: %s %s: %s: no answer after %g s (--timeout-s), but every process "
+                       "answers: the others are busy measuring; waiting on\n",
+                       control_.host().c_str(), who().c_str(), what.c_str(), timeout_s_);
+          std::fflush(stderr);
+        }
+        continue;
+      }
+    }
+    fire(what, file, line, fmt::format("no progress for {} s (--timeout-s)", waited_s));
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "fit.hpp"
 #include "shardplan/collectives.hpp"
+#include "shardplan/compute.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
 #include "shardplan/profiles.hpp"
@@ -165,8 +166,9 @@ TEST_CASE("a two-node profile round-trips through load_cluster with the measured
   CHECK(c.gpu.memory_bytes == doctest::Approx(85520809984.0).epsilon(1e-4));
   REQUIRE(c.gpu.gemm_efficiency.size() == 2);
   CHECK(c.gpu.gemm_efficiency[0].flops == doctest::Approx(2.0 * 1024 * 1024 * 1024));
-  CHECK(c.gpu.gemm_efficiency[0].efficiency == doctest::Approx(400.0 / 989.4).epsilon(1e-3));
-  CHECK(c.gpu.gemm_efficiency[1].efficiency == doctest::Approx(790.0 / 989.4).epsilon(1e-3));
+  // 0.84 x the isolated figure: the in-step share every GPU preset applies to MAMF.
+  CHECK(c.gpu.gemm_efficiency[0].efficiency == doctest::Approx(0.84 * 400.0 / 989.4).epsilon(1e-3));
+  CHECK(c.gpu.gemm_efficiency[1].efficiency == doctest::Approx(0.84 * 790.0 / 989.4).epsilon(1e-3));
   CHECK(c.gpu.peak_flops[static_cast<int>(MathDtype::bf16)] == doctest::Approx(989.4e12));
 
   // Raw rows, fit, stragglers and provenance travel with it.
@@ -226,6 +228,43 @@ TEST_CASE(
   CHECK(profile.at("fit").at("gemm").at("note").get<std::string>().find("CPU") !=
         std::string::npos);
   CHECK(profile.at("fit").at("skipped_tiers").contains("inter"));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("a calibrated GEMM curve prices a step as the preset does for the same silicon") {
+  // An H100 whose isolated bf16 GEMM reaches the published MAMF (794.5 TFLOP/s, ml-engineering's
+  // table): its calibrated ceiling must be the preset's e_max, 0.84 x 794.5 / 989.4 = 0.675, not
+  // the raw 0.803 that made a calibrated profile price every step 1.19x faster.
+  Results r = two_nodes();
+  r.gemms = {gemm_row(16384, MathDtype::bf16, 794.5e12)};
+  const FitResult fit = fit_results(r, load_gpu("H100-SXM"));
+  REQUIRE(fit.gemm_curve.size() == 1);
+  CHECK(fit.gemm_curve[0].efficiency == doctest::Approx(0.675).epsilon(2e-3));
+  const GpuSpec preset = load_gpu("H100-SXM");
+  CHECK(fit.gemm_curve[0].efficiency ==
+        doctest::Approx(gemm_efficiency(preset, 1e18)).epsilon(5e-3));
+  // The raw figure stays in the measurements, labelled.
+  const nlohmann::json profile = build_profile(r, fit, inputs("H100-SXM"));
+  CHECK(profile.at("measurements").at("gemm").at(0).at("tflop_per_s").get<double>() ==
+        doctest::Approx(794.5));
+  CHECK(profile.at("fit").at("gemm").at("in_step_share").get<double>() == doctest::Approx(0.84));
+}
+
+TEST_CASE(
+    "a tiny --gemm-sizes writes a profile that loads: efficiencies keep 4 significant digits") {
+  // 16^3 GEMMs at 2 GFLOP/s: 2e-6 of the H100's peak, which 4 decimals rounded to 0 and the
+  // loader then refused ("gemm_efficiency ... must be > 0").
+  Results r = two_nodes();
+  r.gemms = {gemm_row(16, MathDtype::bf16, 2e9), gemm_row(32, MathDtype::bf16, 9e9)};
+  const FitResult fit = fit_results(r, load_gpu("H100-SXM"));
+  const nlohmann::json profile = build_profile(r, fit, inputs("H100-SXM"));
+  const std::string path = temp_path();
+  write_file_atomically(path, profile.dump(2), "--out");
+  const ClusterSpec c = load_cluster(path);
+  REQUIRE(c.gpu.gemm_efficiency.size() == 2);
+  CHECK(c.gpu.gemm_efficiency[0].efficiency ==
+        doctest::Approx(0.84 * 2e9 / 989.4e12).epsilon(1e-3));
+  CHECK(c.gpu.gemm_efficiency[0].efficiency > 0);
   std::remove(path.c_str());
 }
 

@@ -24,6 +24,9 @@ struct GemmShape {
   long m = 0, n = 0, k = 0;
   MathDtype dtype = MathDtype::bf16;
   std::string label;  // "sweep" or the model op, e.g. "llama-2-7b mlp up projection"
+  /// Inputs scaled per block of K elements (MXFP8; NVFP4 is always block-scaled) rather than per
+  /// tensor: the format row in src/probe/gemm_formats.cpp.
+  bool block_scaled = false;
   double flops() const { return 2.0 * static_cast<double>(m) * n * k; }
 };
 
@@ -34,13 +37,24 @@ struct Settings {
   int debug_hang_rank = -1;  // tests: this rank stops responding before its first collective
 };
 
+/// A GEMM of a named format (fp8, mxfp8, nvfp4 or fp4, bf16, fp16, tf32, fp32, fp64);
+/// InputError naming `field` and the formats for an unknown name.
+GemmShape gemm_shape(long m, long n, long k, const std::string& format, std::string label,
+                     const std::string& field);
+/// The format names gemm_shape takes, for help and messages.
+std::string gemm_format_names();
+
 /// What the probe is asked to measure.
 struct SweepPlan {
   std::vector<Collective> collectives;
   size_t min_bytes = 8;
   size_t max_bytes = 1ull << 30;
   std::vector<GemmShape> gemms;  // model shapes and the size sweep, dtypes already chosen
-  double gemm_budget_s = 1.0;    // per shape: fewer iterations than Settings::iters if slower
+  /// GEMM timing per shape: a warm-up of Settings::warmup calls and at least gemm_warmup_s
+  /// seconds, then timed calls filling gemm_budget_s, at most gemm_max_iters.
+  double gemm_warmup_s = 0.5;
+  double gemm_budget_s = 1.0;
+  int gemm_max_iters = 2000;
   /// Host <-> device copies: the sizes of one pinned buffer (GPU back-ends only).
   std::vector<size_t> host_link_bytes = {1ull << 20, 16ull << 20, 256ull << 20};
   /// STREAM arrays per rank; 0: 4x the last-level cache shared by the node's ranks, at least
@@ -83,8 +97,8 @@ class Session {
   /// Whether GEMM measurements describe the GPU the profile is for (not a CPU stand-in).
   bool measures_gpu() const;
   std::string device() const;  // the first rank's GPU name, or the CPU model
-  /// The GEMM data types worth sweeping on this hardware, fastest first.
-  std::vector<MathDtype> gemm_dtypes() const;
+  /// The GEMM formats worth sweeping on this hardware ("fp8", "bf16", ...), fastest first.
+  std::vector<std::string> gemm_formats() const;
   const std::string& note() const;  // why `auto` picked what it picked
   Launch& launch() { return *launch_; }
 
