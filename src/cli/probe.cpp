@@ -13,10 +13,12 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "shardplan/emit.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
 #include "shardplan/layer.hpp"
@@ -50,6 +52,12 @@ struct ProbeOptions {
   bool json = false;
   std::string html;
   int debug_hang_rank = -1;
+  int debug_slow_rank = -1;
+  // At scale: node pairs, the forecast, and the probe as a cluster job.
+  std::string pair_rounds, pair_bytes, nodes_per_domain, nodes_per_leaf;
+  bool forecast = false;
+  std::string job, job_out, nodes, image, volume_claim, shardplan_path = "shardplan";
+  std::string slurm_mpi = "pmix";
 };
 
 size_t as_bytes(const std::string& text, const std::string& field) {
@@ -189,6 +197,46 @@ void add_probe_options(CLI::App& sub, ProbeOptions& o) {
   sub.add_option("--html", o.html, "Also write a self-contained HTML report with charts");
   sub.add_option("--debug-hang-rank", o.debug_hang_rank, "Tests: this rank stops responding")
       ->group("");  // hidden
+  sub.add_option("--debug-slow-rank", o.debug_slow_rank,
+                 "Tests: this rank's GEMMs take 2 ms longer (the mpi back-end)")
+      ->group("");  // hidden
+  sub.add_option("--pair-rounds", o.pair_rounds,
+                 "Rounds of disjoint node pairs measured after the tiers, chosen to cover inside "
+                 "a domain, across domains and across the spine (default 4; 0 skips)")
+      ->group("At scale");
+  sub.add_option("--pair-bytes", o.pair_bytes,
+                 "Bytes each pair exchanges both ways (default 256MiB on GPUs, 1MiB on CPUs)")
+      ->group("At scale");
+  sub.add_option("--nodes-per-domain", o.nodes_per_domain,
+                 "Nodes per scale-up (NVLink) domain (default: the --cluster preset's, e.g. 18 "
+                 "for GB200 NVL72; else 1)")
+      ->group("At scale");
+  sub.add_option("--nodes-per-leaf", o.nodes_per_leaf,
+                 "Nodes under one leaf switch, to tell pairs across the spine (default unknown)")
+      ->group("At scale");
+  sub.add_flag("--forecast", o.forecast,
+               "Print what the probe would measure on --nodes nodes and how long it takes, then "
+               "exit without starting")
+      ->group("At scale");
+  sub.add_option("--job", o.job,
+                 "slurm | k8s: write the probe as a cluster job (sbatch script or Kubeflow "
+                 "MPIJob) to --job-out instead of running it; the job writes --out")
+      ->group("At scale");
+  sub.add_option("--job-out", o.job_out, "The job file --job writes")->group("At scale");
+  sub.add_option("--nodes", o.nodes, "Nodes the job or forecast spans")->group("At scale");
+  sub.add_option("--image", o.image,
+                 "Container image holding shardplan (Kubernetes: required; Slurm: pyxis "
+                 "--container-image)")
+      ->group("At scale");
+  sub.add_option("--volume-claim", o.volume_claim,
+                 "Kubernetes: the PersistentVolumeClaim mounted at --out's folder, where the "
+                 "profile is kept")
+      ->group("At scale");
+  sub.add_option("--shardplan", o.shardplan_path,
+                 "The shardplan binary's path on the job's nodes (default: shardplan on PATH)")
+      ->group("At scale");
+  sub.add_option("--slurm-mpi", o.slurm_mpi, "srun --mpi for the Slurm job (default pmix)")
+      ->group("At scale");
   add_model_options(sub, o.model);
   sub.add_option("--seq-len", o.model.seq_len, "Sequence length for --model's GEMM shapes")
       ->group("Model");
@@ -209,6 +257,7 @@ struct Prepared {
   std::vector<std::string> formats;  // empty: the back-end's
   std::string model_format = "bf16";
   bool warmup_given = false;
+  bool pair_bytes_given = false;
 };
 
 // Everything that can be checked before any process starts talking to another.
@@ -223,6 +272,12 @@ Prepared prepare(const ProbeOptions& o) {
                      fmt::format("'{}' must be between 0.1 s and one day", o.timeout_s));
   }
   s.debug_hang_rank = o.debug_hang_rank;
+  s.debug_slow_rank = o.debug_slow_rank;
+  p.plan.max_pair_rounds =
+      o.pair_rounds == "0" ? 0 : parse_int_or(o.pair_rounds, "--pair-rounds", 4, 64);
+  p.pair_bytes_given = !o.pair_bytes.empty();
+  if (p.pair_bytes_given) p.plan.pair_bytes = as_bytes(o.pair_bytes, "--pair-bytes");
+  p.plan.nodes_per_leaf = parse_int_or(o.nodes_per_leaf, "--nodes-per-leaf", 0, 1 << 20);
   p.plan.min_bytes = as_bytes(o.min_bytes, "--min-bytes");
   p.max_given = !o.max_bytes.empty();
   if (p.max_given) p.plan.max_bytes = as_bytes(o.max_bytes, "--max-bytes");
@@ -263,7 +318,15 @@ Prepared prepare(const ProbeOptions& o) {
   probe::ProfileInputs& in = p.inputs;
   in.gpu = o.gpu;
   in.cluster = o.cluster;
-  if (!o.cluster.empty()) load_cluster(o.cluster, "--cluster");
+  // Nodes per NVLink domain: the flag, else the cluster preset's domain (NVL72: 72 / 4 = 18).
+  p.plan.nodes_per_domain = parse_int_or(o.nodes_per_domain, "--nodes-per-domain", 1, 1 << 20);
+  if (!o.cluster.empty()) {
+    const ClusterSpec c = load_cluster(o.cluster, "--cluster");
+    if (o.nodes_per_domain.empty()) {
+      p.plan.nodes_per_domain = std::max(1, c.domain_gpus() / std::max(1, c.gpus_per_node));
+    }
+  }
+  if (o.nodes_per_domain.empty() && o.cluster.empty()) p.plan.nodes_per_domain = 1;
   if (!o.gpu.empty()) load_gpu(o.gpu, "--gpu");
   in.gpus_per_node = parse_int_or(o.gpus_per_node, "--gpus-per-node", 0, 1024);
   in.nics_per_node = parse_int_or(o.nics_per_node, "--nics-per-node", 0, 1024);
@@ -282,6 +345,7 @@ void apply_hardware_defaults(const ProbeOptions& o, const probe::Session& sessio
   for (auto& g : p.plan.gemms) {
     if (!gpu) g = probe::gemm_shape(g.m, g.n, g.k, "fp32", g.label, "--precision");  // CPU: fp32
   }
+  if (!p.pair_bytes_given) p.plan.pair_bytes = gpu ? (256ull << 20) : (1ull << 20);
   // CPUs: no clocks to settle and slow calls, so the --warmup / --iters counts bound the GEMMs.
   if (!gpu && !p.warmup_given) p.plan.gemm_warmup_s = 0;
   if (!gpu) p.plan.gemm_max_iters = p.plan.settings.iters;
@@ -339,8 +403,138 @@ int finish_lead(const ProbeOptions& o, const probe::Calibration& result,
   return 0;
 }
 
+// The network the forecast and the job describe: --nodes, the GPUs per node of the flag or the
+// --cluster preset (8 without either), the domain and leaf sizes.
+struct JobShape {
+  probe::NetworkShape net;
+  int gpus_per_node = 8;
+  ClusterSpec cluster;
+};
+
+JobShape job_shape(const ProbeOptions& o, const Prepared& p, const std::string& why) {
+  JobShape j;
+  if (o.nodes.empty()) {
+    throw InputError("--nodes", why + " needs the number of nodes the probe spans: give --nodes N");
+  }
+  j.net.nodes = parse_int(o.nodes, "--nodes", 1 << 20);
+  j.cluster = load_cluster(o.cluster.empty() ? "dgx-h100" : o.cluster, "--cluster");
+  j.gpus_per_node = p.inputs.gpus_per_node > 0 ? p.inputs.gpus_per_node : j.cluster.gpus_per_node;
+  j.net.nodes_per_domain = p.plan.nodes_per_domain;
+  j.net.nodes_per_leaf = p.plan.nodes_per_leaf;
+  return j;
+}
+
+// The forecast from the cluster preset's links. `default_sweep`: before any GPU is seen (the
+// forecast and the job), the GEMM sweep a GPU would run: the named formats or fp8, bf16, fp16
+// and tf32 (Hopper's) at the GPU sizes, and the GPU defaults for sizes and pair bytes.
+probe::ProbeForecast forecast_of(const ProbeOptions& o, const Prepared& prepared, const JobShape& j,
+                                 bool gpu, bool default_sweep) {
+  Prepared p = prepared;
+  if (default_sweep) {
+    const std::vector<std::string> formats =
+        !p.formats.empty() ? p.formats
+        : gpu              ? std::vector<std::string>{"fp8", "bf16", "fp16", "tf32"}
+                           : std::vector<std::string>{"fp32", "fp64"};
+    if (!p.max_given) p.plan.max_bytes = gpu ? (1ull << 30) : (64ull << 20);
+    if (!p.pair_bytes_given) p.plan.pair_bytes = gpu ? (256ull << 20) : (1ull << 20);
+    if (!gpu && !p.warmup_given) p.plan.gemm_warmup_s = 0;
+    const std::string sizes = !o.gemm_sizes.empty() ? o.gemm_sizes
+                              : gpu                 ? "512,1024,2048,4096,8192,16384"
+                                                    : "128,256,512,1024";
+    for (const auto& g : sweep_shapes(sizes, formats)) p.plan.gemms.push_back(g);
+  }
+  const ClusterSpec& c = j.cluster;
+  return probe::forecast_probe(p.plan, j.net, j.gpus_per_node, c.intra.busbw_bytes_per_s,
+                               c.inter.busbw_bytes_per_s, c.intra.latency_s, c.inter.latency_s);
+}
+
+std::string forecast_text(const probe::ProbeForecast& f, const JobShape& j) {
+  std::string out = fmt::format(
+      "# probe forecast: {} node(s) x {} rank(s) ({} node(s) per NVLink domain{}): {} "
+      "measurements, about {:.1f} min, from the {} preset's links\n",
+      j.net.nodes, j.gpus_per_node, j.net.nodes_per_domain,
+      j.net.nodes_per_leaf > 0 ? fmt::format(", {} per leaf", j.net.nodes_per_leaf) : "",
+      f.measurements(), f.seconds / 60, j.cluster.name);
+  for (const std::string& line : f.lines) out += "#   " + line + "\n";
+  return out;
+}
+
+// The probe's own arguments for the job: what the user typed after `probe`, less the flags that
+// describe the job rather than the probe.
+std::vector<std::string> probe_args_for_job() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> argv;
+  for (std::string a; std::getline(in, a, '\0');) argv.push_back(a);
+  static const std::set<std::string> with_value = {"--job",       "--job-out",      "--nodes",
+                                                   "--image",     "--volume-claim", "--shardplan",
+                                                   "--slurm-mpi", "--out"};
+  std::vector<std::string> out;
+  bool after_probe = false;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (!after_probe) {
+      after_probe = a == "probe";
+      continue;
+    }
+    const std::string name = a.substr(0, a.find('='));
+    if (a == "--forecast") continue;
+    if (with_value.count(name)) {
+      if (a.find('=') == std::string::npos) ++i;  // its value is the next word
+      continue;
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+int write_probe_job(const ProbeOptions& o, const Prepared& p) {
+  if (o.job != "slurm" && o.job != "k8s") {
+    throw InputError("--job", fmt::format("'{}' is not a scheduler; use slurm or k8s", o.job));
+  }
+  if (o.job_out.empty()) throw InputError("--job-out", "--job needs the file to write the job to");
+  if (o.out.empty()) {
+    throw InputError("--out",
+                     "the job's probe writes its profile to --out: give a path on "
+                     "storage the nodes share");
+  }
+  if (o.job == "k8s" && o.image.empty()) {
+    throw InputError("--image", "the Kubernetes job needs a container image holding shardplan");
+  }
+  const bool gpu = o.backend != "mpi";
+  const JobShape j = job_shape(o, p, "--job");
+  const probe::ProbeForecast f = forecast_of(o, p, j, gpu, true);
+  ProbeJob job;
+  job.nodes = j.net.nodes;
+  job.ranks_per_node = j.gpus_per_node;
+  job.gpus_per_node = gpu ? j.gpus_per_node : 0;
+  job.nodes_per_domain = j.net.nodes_per_domain;
+  job.image = o.image;
+  job.out_path = o.out;
+  job.volume_claim = o.volume_claim;
+  job.mpi = o.slurm_mpi;
+  job.shardplan = o.shardplan_path;
+  job.probe_args = probe_args_for_job();
+  job.forecast_s = f.seconds;
+  // Twice the forecast, plus five minutes for start-up and the roll call of a failure.
+  job.time_limit_s = std::ceil((2 * f.seconds + 300) / 60) * 60;
+  const std::string text = o.job == "slurm" ? probe_slurm_job(job) : probe_k8s_job(job);
+  write_file_atomically(o.job_out, text, "--job-out");
+  std::fputs(forecast_text(f, j).c_str(), stdout);
+  std::printf(
+      "# wrote %s (%s, %d nodes x %d ranks, bounded at %.0f min); the profile lands at %s\n",
+      o.job_out.c_str(), o.job == "slurm" ? "Slurm batch script" : "Kubeflow MPIJob", job.nodes,
+      job.ranks_per_node, job.time_limit_s / 60, o.out.c_str());
+  return 0;
+}
+
 int run_probe_command(const ProbeOptions& o) {
   Prepared p = prepare(o);
+  if (!o.job.empty()) return write_probe_job(o, p);
+  if (o.forecast) {
+    const JobShape j = job_shape(o, p, "--forecast");
+    std::fputs(forecast_text(forecast_of(o, p, j, o.backend != "mpi", true), j).c_str(), stdout);
+    return 0;
+  }
   if (!o.model.model.empty() || !o.model.params.empty() || !o.model.layers.empty()) {
     p.plan.gemms = model_shapes(o.model, p.model_format);  // validated before the launch
   }
@@ -355,6 +549,19 @@ int run_probe_command(const ProbeOptions& o) {
                     "profile's measurements and fit only, never into the {} "
                     "efficiency curve",
                     session.backend(), gpu_spec.name));
+  }
+  if (session.lead()) {
+    // Said before the sweep starts: what it will measure and how long it will take.
+    JobShape j;
+    j.net.nodes = session.nodes();
+    j.gpus_per_node = session.ranks() / std::max(1, session.nodes());
+    j.net.nodes_per_domain = p.plan.nodes_per_domain;
+    j.net.nodes_per_leaf = p.plan.nodes_per_leaf;
+    j.cluster = load_cluster(o.cluster.empty() ? "dgx-h100" : o.cluster, "--cluster");
+    const probe::ProbeForecast f = forecast_of(o, p, j, session.measures_gpu(), false);
+    std::fprintf(stderr,
+                 "probe: forecast: %d measurements, about %.1f min (from the %s preset's links)\n",
+                 f.measurements(), f.seconds / 60, j.cluster.name.c_str());
   }
   const probe::Calibration result = probe::calibrate(session, p.plan, p.inputs, gpu_spec, !o.json);
   if (!session.lead()) return result.wrong == 0 ? 0 : 1;

@@ -27,6 +27,15 @@ class Backend {
   /// iterations. One RankTiming per local rank that belongs to one of the tier's groups.
   virtual std::vector<RankTiming> collective(Tier tier, const CollectiveShape& shape,
                                              const Settings& settings) = 0;
+  /// One round of node pairs (sampling.hpp): the first rank of node i exchanges `shape.bytes`
+  /// both ways with the first rank of node partner_node[i] (-1: idle this round) over the inter
+  /// tier's communicator, which the harness has opened; `shape` is a two-rank send_recv, the
+  /// lower node of a pair its rank 0. One RankTiming per local rank that took part.
+  virtual std::vector<RankTiming> exchange(const std::vector<int>& /*partner_node*/,
+                                           const CollectiveShape& /*shape*/,
+                                           const Settings& /*settings*/) {
+    return {};
+  }
   /// The rank stops issuing work (tests of the watchdog); false: the harness stops the process.
   virtual bool hang(int /*rank*/) { return false; }
   /// Why this back-end's devices cannot run a GEMM format ("" when they can): the format row's

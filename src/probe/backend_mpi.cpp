@@ -158,6 +158,38 @@ class MpiBackend final : public Backend {
     return {timing};
   }
 
+  std::vector<RankTiming> exchange(const std::vector<int>& partner_node,
+                                   const CollectiveShape& shape,
+                                   const Settings& settings) override {
+    MPI_Comm comm = comms_[static_cast<int>(Tier::inter)];
+    if (comm == MPI_COMM_NULL) return {};
+    int node = 0;
+    MPI_Comm_rank(comm, &node);  // the inter tier's ranks are the nodes in order
+    const int partner = partner_node.at(static_cast<size_t>(node));
+    if (partner < 0) return {};
+    const int me = node < partner ? 0 : 1;
+    send_.resize(std::max<size_t>(shape.send_count, 1));
+    recv_.assign(std::max<size_t>(shape.recv_count, 1), kPoison);
+    fill_send(shape, me, send_);
+    const std::string what =
+        fmt::format("MPI exchange of {} B between nodes {} and {}", shape.bytes, node, partner);
+    RankTiming timing;
+    timing.rank = control_.process();
+    timing.detail = call_of(Collective::send_recv, true);
+    Watchdog::Guard guard(watchdog_, what, __FILE__, __LINE__);
+    stream(comm, shape.send_count, partner, partner, kPieceCount, guard);
+    timing.wrong = count_wrong(shape, me, recv_);
+    for (int i = 0; i < settings.warmup; ++i) {
+      stream(comm, shape.send_count, partner, partner, kPieceCount, guard);
+    }
+    for (int i = 0; i < settings.iters; ++i) {
+      const double start = MPI_Wtime();
+      stream(comm, shape.send_count, partner, partner, kPieceCount, guard);
+      timing.iteration_s.push_back(MPI_Wtime() - start);
+    }
+    return {timing};
+  }
+
   std::string why_not(const GemmFormat& f) const override {
     if (f.dtype == MathDtype::fp32 || f.dtype == MathDtype::fp64) return "";
     return "the mpi back-end times OpenBLAS sgemm and dgemm on CPUs: fp32 and fp64 only";
@@ -320,6 +352,8 @@ class MpiBackend final : public Backend {
     for (int i = 0; i < iters; ++i) {
       const auto start = Clock::now();
       call();
+      if (t.debug_delay_s > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double>(t.debug_delay_s));
       timing.iteration_s.push_back(seconds_since(start));
     }
     for (const auto& [i, j] : gemm_check_points(s)) {

@@ -263,6 +263,63 @@ class NcclBackend final : public Backend {
     return out;
   }
 
+  std::vector<RankTiming> exchange(const std::vector<int>& partner_node, const CollectiveShape& s,
+                                   const Settings& settings) override {
+    const int t = static_cast<int>(Tier::inter);
+    Device* d = nullptr;
+    for (Device& dev : devices_) {
+      if (dev.comm[t] != nullptr) d = &dev;
+    }
+    if (d == nullptr) return {};
+    const int node = d->group_rank[t];  // the inter tier's ranks are the nodes in order
+    const int partner = partner_node.at(static_cast<size_t>(node));
+    if (partner < 0) return {};
+    const int me = node < partner ? 0 : 1;
+    const std::string what =
+        fmt::format("NCCL exchange of {} B between nodes {} and {}", s.bytes, node, partner);
+    reserve(*d, s.send_count * sizeof(float));
+    std::vector<float> data(s.send_count), poison(s.recv_count, kPoison), host(s.recv_count);
+    fill_send(s, me, data);
+    SHARDPLAN_CUDA(watchdog_, cudaSetDevice(d->index));
+    SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(d->send, data.data(), s.send_count * sizeof(float),
+                                              cudaMemcpyHostToDevice, d->stream));
+    SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(d->recv, poison.data(), s.recv_count * sizeof(float),
+                                              cudaMemcpyHostToDevice, d->stream));
+    synchronize({d}, t, what + ", staging the data");
+    auto once = [&] {
+      nccl(ncclGroupStart(), nullptr, "ncclGroupStart", __FILE__, __LINE__);
+      nccl(ncclSend(d->send, s.send_count, ncclFloat, partner, d->comm[t], d->stream), d->comm[t],
+           "ncclSend", __FILE__, __LINE__);
+      nccl(ncclRecv(d->recv, s.recv_count, ncclFloat, partner, d->comm[t], d->stream), d->comm[t],
+           "ncclRecv", __FILE__, __LINE__);
+      const ncclResult_t ended = ncclGroupEnd();
+      nccl(ended, nullptr, "ncclGroupEnd", __FILE__, __LINE__);
+      if (ended == ncclInProgress) settle(d->comm[t], what + ", enqueue");
+    };
+    RankTiming out;
+    out.rank = d->rank;
+    out.detail = "ncclSend/ncclRecv with one peer";
+    once();
+    synchronize({d}, t, what + ", correctness run");
+    SHARDPLAN_CUDA(watchdog_, cudaMemcpy(host.data(), d->recv, s.recv_count * sizeof(float),
+                                         cudaMemcpyDeviceToHost));
+    out.wrong = count_wrong(s, me, host);
+    for (int i = 0; i < settings.warmup; ++i) once();
+    synchronize({d}, t, what + ", warm-up");
+    std::deque<Timeline> line;
+    line.emplace_back(watchdog_, d->index, d->stream, settings.iters).mark(0);
+    for (int it = 1; it <= settings.iters; ++it) {
+      once();
+      line.front().mark(it);
+    }
+    for (int it = 1; it <= settings.iters; ++it) {
+      watchdog_.wait([&] { return all_reached({d}, t, line, it); },
+                     fmt::format("{}, iteration {}", what, it), __FILE__, __LINE__);
+    }
+    out.iteration_s = line.front().intervals_s();
+    return {out};
+  }
+
   std::string why_not(const GemmFormat& f) const override {
     for (const Device& d : devices_) {
       std::string why = CublasLtGemm::why_not(d.compute_capability, f);

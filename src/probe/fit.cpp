@@ -164,6 +164,32 @@ FitResult fit_results(const Results& results, const GpuSpec& gpu) {
     }
     if (!tier.collectives.empty()) out.tiers.push_back(tier);
   }
+  // Node pairs: each against the median of the pairs of its kind (inside a domain, across the
+  // spine, ...): a pair well below its peers is a slow link or a slow NIC at either end.
+  std::map<std::string, std::vector<const PairRow*>> by_where;
+  for (const PairRow& p : results.pairs) {
+    if (p.wrong == 0 && p.seconds > 0) by_where[p.where].push_back(&p);
+  }
+  for (const auto& [where, pairs] : by_where) {
+    std::vector<double> times;
+    for (const PairRow* p : pairs) times.push_back(p->seconds);
+    std::sort(times.begin(), times.end());
+    const size_t mid = times.size() / 2;
+    const double median = times.size() % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
+    if (pairs.size() < 2) continue;
+    for (const PairRow* p : pairs) {
+      if (p->seconds <= kStragglerThreshold * median) continue;
+      Straggler st;
+      st.what = fmt::format("link between nodes {} and {} ({}), {} B both ways", p->node_a,
+                            p->node_b, where, p->bytes);
+      st.rank = p->rank_a;
+      st.host = p->host_a + " <-> " + p->host_b;
+      st.seconds = p->seconds;
+      st.median_s = median;
+      st.ratio = p->seconds / median;
+      out.stragglers.push_back(st);
+    }
+  }
   for (const GemmRow& g : results.gemms) {
     const auto flagged = find_stragglers(
         fmt::format("GEMM {}x{}x{} {}", g.shape.m, g.shape.n, g.shape.k, gemm_format_name(g.shape)),

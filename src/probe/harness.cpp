@@ -13,6 +13,7 @@
 #include <map>
 #include <numeric>
 
+#include "sampling.hpp"
 #include "shardplan/error.hpp"
 
 namespace shardplan::probe {
@@ -176,6 +177,7 @@ size_t Results::wrong() const {
   for (const auto& r : rows) total += r.wrong;
   for (const auto& g : gemms) total += g.wrong;
   for (const auto& h : host) total += h.wrong;
+  for (const auto& p : pairs) total += p.wrong;
   return total;
 }
 
@@ -217,6 +219,7 @@ Gathered gather(Control& control, const std::vector<RankTiming>& mine, const std
       g.rank_s.emplace_back(t.at("rank").get<int>(), t.at("s").get<double>());
       median_sum += t.at("median").get<double>();
       g.wrong += t.at("wrong").get<size_t>();
+      g.rank_wrong.emplace_back(t.at("rank").get<int>(), t.at("wrong").get<size_t>());
       if (g.detail.empty() || !t.at("ran").get<bool>())
         g.detail = t.at("detail").get<std::string>();
       g.ran = g.ran && t.at("ran").get<bool>();
@@ -269,6 +272,7 @@ class Run {
       backend_.open(g.tier);
       for (Collective c : plan_.collectives) sweep(g, c);
     }
+    measure_pairs();
     for (const GemmShape& shape : plan_.gemms) gemm(shape);
     if (plan_.host) measure_host(backend_, control_, plan_, reporter_, results_);
     return std::move(results_);
@@ -324,6 +328,55 @@ class Run {
     }
   }
 
+  // Rounds of disjoint node pairs (sampling.hpp) over the inter tier's communicator.
+  void measure_pairs() {
+    const GroupInfo& inter = results_.groups[static_cast<size_t>(Tier::inter)];
+    if (plan_.max_pair_rounds <= 0 || !inter.skipped.empty() || plan_.pair_bytes == 0) return;
+    NetworkShape net;
+    net.nodes = inter.ranks;
+    net.nodes_per_domain = plan_.nodes_per_domain;
+    net.nodes_per_leaf = plan_.nodes_per_leaf;
+    const auto rounds = plan_pair_rounds(net, plan_.max_pair_rounds);
+    std::vector<int> first_rank(static_cast<size_t>(net.nodes), -1);
+    for (const RankInfo& r : results_.ranks) {
+      if (r.local_rank == 0) first_rank[static_cast<size_t>(r.node)] = r.rank;
+    }
+    const CollectiveShape shape = shape_of(Collective::send_recv, plan_.pair_bytes, 2);
+    for (const PairRound& round : rounds) {
+      std::vector<int> partner(static_cast<size_t>(net.nodes), -1);
+      for (const auto& [a, b] : round.pairs) {
+        partner[static_cast<size_t>(a)] = b;
+        partner[static_cast<size_t>(b)] = a;
+      }
+      const std::string what =
+          fmt::format("node pairs at offset {} ({} B both ways)", round.offset, shape.bytes);
+      const Gathered all =
+          gather(control_, backend_.exchange(partner, shape, plan_.settings), what);
+      std::map<int, double> seconds;
+      std::map<int, size_t> wrong;
+      for (const auto& [rank, s] : all.rank_s) seconds[rank] = s;
+      for (const auto& [rank, w] : all.rank_wrong) wrong[rank] = w;
+      for (size_t i = 0; i < round.pairs.size(); ++i) {
+        const auto [a, b] = round.pairs[i];
+        PairRow row;
+        row.offset = round.offset;
+        row.node_a = a;
+        row.node_b = b;
+        row.rank_a = first_rank[static_cast<size_t>(a)];
+        row.rank_b = first_rank[static_cast<size_t>(b)];
+        row.host_a = results_.ranks.at(static_cast<size_t>(row.rank_a)).host;
+        row.host_b = results_.ranks.at(static_cast<size_t>(row.rank_b)).host;
+        row.where = to_string(round.classes[i]);
+        row.bytes = shape.bytes;
+        row.seconds = std::max(seconds[row.rank_a], seconds[row.rank_b]);
+        row.bytes_per_s = row.seconds > 0 ? static_cast<double>(row.bytes) / row.seconds : 0;
+        row.wrong = wrong[row.rank_a] + wrong[row.rank_b];
+        results_.pairs.push_back(row);
+        if (lead()) reporter_.pair_row(row);
+      }
+    }
+  }
+
   void gemm(const GemmShape& shape) {
     const std::string what =
         fmt::format("GEMM {}x{}x{} {}", shape.m, shape.n, shape.k, gemm_format_name(shape));
@@ -338,6 +391,10 @@ class Run {
     timing.budget_s = plan_.gemm_budget_s;
     timing.max_iters = plan_.gemm_max_iters;
     timing.min_iters = std::min(kMinGemmIters, timing.max_iters);
+    const auto local = backend_.local_ranks();
+    if (std::find(local.begin(), local.end(), plan_.settings.debug_slow_rank) != local.end()) {
+      timing.debug_delay_s = 2e-3;  // a straggler for the tests to find
+    }
     const Gathered all = gather(control_, backend_.gemm(shape, timing), what);
     if (!all.ran) {
       note(fmt::format("{}: {}; skipped", what, all.detail));

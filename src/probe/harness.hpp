@@ -44,6 +44,19 @@ struct GemmRow {
   std::vector<std::pair<int, double>> rank_s;
 };
 
+/// One node pair of a sampling round: both nodes' first ranks exchanged `bytes` both ways.
+struct PairRow {
+  int offset = 0;  // the round: node a XOR offset = node b
+  int node_a = 0, node_b = 0;
+  int rank_a = 0, rank_b = 0;
+  std::string host_a, host_b;
+  std::string where;  // to_string(PairClass)
+  size_t bytes = 0;
+  double seconds = 0;      // the slower side's median exchange
+  double bytes_per_s = 0;  // bytes / seconds, one direction
+  size_t wrong = 0;
+};
+
 /// One host-memory measurement across ranks. Link copies: `rank_bytes_per_s` is one GPU's rate
 /// (moved bytes / the average over ranks of each rank's mean iteration, as nccl-tests' algbw).
 /// STREAM: `node_bytes_per_s` is the node's rate, every rank's moved bytes over its own mean
@@ -69,6 +82,7 @@ class Reporter {
                            std::span<const CollectiveRow> /*rows*/) {}
   virtual void gemm_row(const GemmRow& /*row*/) {}
   virtual void host_row(const HostRow& /*row*/) {}
+  virtual void pair_row(const PairRow& /*row*/) {}
   virtual void note(const std::string& /*text*/) {}
 };
 
@@ -80,6 +94,7 @@ struct Results {
   std::vector<CollectiveRow> rows;
   std::vector<GemmRow> gemms;
   std::vector<HostRow> host;
+  std::vector<PairRow> pairs;
   std::vector<std::string> notes;
   nlohmann::json libraries;
   bool gemm_on_gpu = false;
@@ -95,6 +110,7 @@ Results run_probe(Backend& backend, Control& control, Watchdog& watchdog, const 
 /// min / avg / max, wrong elements.
 struct Gathered {
   std::vector<std::pair<int, double>> rank_s;
+  std::vector<std::pair<int, size_t>> rank_wrong;
   size_t wrong = 0;
   std::string detail;
   TimeStats time;

@@ -187,7 +187,24 @@ json measurements_json(const Results& r) {
                     {"wrong", h.wrong},
                     {"correct", h.wrong == 0}});
   }
-  return {{"collectives", rows}, {"gemm", gemms}, {"host", host}};
+  json measured = {{"collectives", rows}, {"gemm", gemms}, {"host", host}};
+  if (!r.pairs.empty()) {
+    json pairs = json::array();
+    for (const PairRow& p : r.pairs) {
+      pairs.push_back({{"offset", p.offset},
+                       {"nodes", {p.node_a, p.node_b}},
+                       {"hosts", {p.host_a, p.host_b}},
+                       {"ranks", {p.rank_a, p.rank_b}},
+                       {"where", p.where},
+                       {"size_bytes", p.bytes},
+                       {"time_us", round_to(p.seconds * 1e6, 3)},
+                       {"gb_per_s", round_to(p.bytes_per_s / kGB, 6)},
+                       {"wrong", p.wrong},
+                       {"correct", p.wrong == 0}});
+    }
+    measured["pairs"] = pairs;
+  }
+  return measured;
 }
 
 // The host side: the preset's facts (the --cluster preset's host, else the GPU profile's) with

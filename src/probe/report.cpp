@@ -106,12 +106,30 @@ class TableReporter final : public Reporter {
     std::fflush(out_);
   }
 
+  void pair_row(const PairRow& p) override {
+    if (!pair_header_) {
+      pair_header_ = true;
+      fmt::print(out_,
+                 "#\n# Node pairs: in each round every pair's first ranks exchange the size both "
+                 "ways at once; GB/s = size / the slower side's mean time (one direction)\n#\n");
+      fmt::print(out_, "#{:>6}  {:>6}  {:>6}  {:>12}  {:>11}  {:>9}  {:>6}  {}\n", "offset",
+                 "node a", "node b", "size", "time", "GB/s", "#wrong", "hosts, where");
+      fmt::print(out_, "#{:>6}  {:>6}  {:>6}  {:>12}  {:>11}  {:>9}  {:>6}\n", "", "", "", "(B)",
+                 "(us)", "", "");
+    }
+    fmt::print(out_, "{:>7}  {:>6}  {:>6}  {:>12}  {:>11.1f}  {:>9.3f}  {:>6}  {} <-> {}, {}\n",
+               p.offset, p.node_a, p.node_b, p.bytes, p.seconds * 1e6, p.bytes_per_s / kGB, p.wrong,
+               p.host_a, p.host_b, p.where);
+    std::fflush(out_);
+  }
+
   void note(const std::string& text) override { fmt::print(out_, "# note: {}\n", text); }
 
  private:
   std::FILE* out_;
   bool gemm_header_ = false;
   bool host_header_ = false;
+  bool pair_header_ = false;
 };
 
 class ProgressReporter final : public Reporter {
@@ -146,6 +164,11 @@ class ProgressReporter final : public Reporter {
                h.node_bytes_per_s / kGB, h.wrong ? fmt::format(", {} WRONG", h.wrong) : "");
     std::fflush(out_);
   }
+  void pair_row(const PairRow& p) override {
+    fmt::print(out_, "probe: pair {} <-> {} ({}): {:.3f} GB/s{}\n", p.host_a, p.host_b, p.where,
+               p.bytes_per_s / kGB, p.wrong ? fmt::format(", {} WRONG", p.wrong) : "");
+    std::fflush(out_);
+  }
   void note(const std::string& text) override {
     fmt::print(out_, "probe: note: {}\n", text);
     std::fflush(out_);
@@ -172,6 +195,9 @@ class TeeReporter final : public Reporter {
   }
   void gemm_row(const GemmRow& g) override {
     for (auto& x : parts_) x->gemm_row(g);
+  }
+  void pair_row(const PairRow& p) override {
+    for (auto& x : parts_) x->pair_row(p);
   }
   void host_row(const HostRow& h) override {
     for (auto& x : parts_) x->host_row(h);

@@ -27,6 +27,15 @@ bool Session::measures_gpu() const {
 std::string Session::device() const {
   return launch_->backend->ranks().front().device;
 }
+int Session::ranks() const {
+  return static_cast<int>(launch_->backend->ranks().size());
+}
+int Session::nodes() const {
+  int nodes = 0;
+  for (const RankInfo& r : launch_->backend->ranks()) nodes = std::max(nodes, r.node + 1);
+  return nodes;
+}
+
 std::vector<std::string> Session::gemm_formats() const {
   std::vector<std::string> out;
   for (const GemmFormat* f : launch_->backend->gemm_formats_here()) out.emplace_back(f->name);

@@ -86,6 +86,7 @@ struct GemmTiming {
   double budget_s = 1;
   int min_iters = 5;
   int max_iters = 20;
+  double debug_delay_s = 0;  // tests (--debug-slow-rank): added to every timed call
 };
 /// The warm-up: `batch(n)` runs n calls back to back and returns the seconds they took, the
 /// device synchronised. Batches double from one call until both bounds of `t` are met; returns

@@ -130,6 +130,14 @@ echo "inter-node busbw: send_recv $send_recv GB/s, all_reduce $all_reduce GB/s; 
 within "$send_recv" || fail "send_recv busbw $send_recv GB/s is not within 25% of $shaped_gb_per_s GB/s"
 same "$nic" "$send_recv" || fail "the profile's inter gb_per_s $nic is not the measured $send_recv"
 [ "$(get "$profile" inter.measured)" = true ] || fail "the inter link is not marked measured"
+# The node-pair round: the two hosts' only pair exchanged 1 MiB both ways, checked, over the same
+# shaped link (full duplex, so each direction near the line rate, and never above it).
+[ "$(get "$profile" measurements.pairs.0.correct)" = true ] || fail "the node pair's exchange was wrong or missing"
+[ "$(get "$profile" measurements.pairs.0.hosts.1)" = "$ns2" ] || fail "the node pair is not $ns1 <-> $ns2"
+pair=$(get "$profile" measurements.pairs.0.gb_per_s)
+echo "node pair $ns1 <-> $ns2: $pair GB/s each way (1 MiB both ways at once)"
+awk -v x="$pair" -v r="$shaped_gb_per_s" 'BEGIN { exit !(x > 0.4 * r && x <= 1.1 * r) }' ||
+  fail "the node pair's $pair GB/s is not near the shaped $shaped_gb_per_s GB/s"
 # What was measured is said: CPU processes over the hosts' network, not the GPUs' NICs.
 case "$(get "$profile" inter.medium)" in
   *"network between CPU processes"*) ;;

@@ -69,6 +69,28 @@ std::vector<std::string> fields(const std::string& line) {
 }  // namespace
 
 #ifdef SHARDPLAN_MPIRUN
+TEST_CASE("a straggler injected into an MPI run is named, with its host and how much slower" *
+          doctest::test_suite("probe_mpi")) {
+  const std::string out = temp_path("probe-straggler");
+  // Rank 1's GEMM calls take 2 ms longer (--debug-slow-rank, for tests): 64^3 takes ~0.01 ms.
+  const auto r = run_command(mpirun(2, "probe --backend mpi --out " + out +
+                                           " --collectives all_reduce --max-bytes 4KiB --iters 5"
+                                           " --warmup 1 --gemm-sizes 64 --stream-bytes none"
+                                           " --debug-slow-rank 1"));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.out, "# Stragglers"));
+  CHECK(contains(r.out, "rank 1 on " + host_name() + ": GEMM 64x64x64 fp32 took"));
+  CHECK_FALSE(contains(r.out, "rank 0 on " + host_name() + ": GEMM"));
+  const auto p = read_json(out);
+  const auto& flagged = p.at("fit").at("stragglers").at("flagged");
+  REQUIRE(flagged.size() >= 2);  // fp32 and fp64
+  for (const auto& f : flagged) CHECK(f.at("rank") == 1);
+  // Said before it started: the forecast.
+  CHECK(contains(r.err, "probe: forecast:"));
+  std::remove(out.c_str());
+}
+
 TEST_CASE("mpirun -np 2 probe --backend mpi: nccl-tests table, a profile, and a plan with it" *
           doctest::test_suite("probe_mpi")) {
   const std::string out = temp_path("probe-mpi");

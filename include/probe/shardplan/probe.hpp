@@ -35,6 +35,7 @@ struct Settings {
   int iters = 20;
   double timeout_s = 60;     // the watchdog: longest wait for any one operation
   int debug_hang_rank = -1;  // tests: this rank stops responding before its first collective
+  int debug_slow_rank = -1;  // tests: this rank's GEMM calls take 2 ms longer (mpi back-end)
 };
 
 /// A GEMM of a named format (fp8, mxfp8, nvfp4 or fp4, bf16, fp16, tf32, fp32, fp64);
@@ -61,10 +62,46 @@ struct SweepPlan {
   /// kMinStreamArrayBytes (STREAM's rule: each array at least 4x the caches).
   size_t stream_array_bytes = 0;
   bool host = true;  // measure host memory (copies to / from GPUs, CPU memory bandwidth)
+  /// Node pairs (src/probe/sampling.hpp): the network's shape in nodes, at most max_pair_rounds
+  /// rounds of disjoint pairs, each pair's first GPUs exchanging pair_bytes both ways. Measured
+  /// after the tiers when the job spans two nodes or more; 0 rounds skips them.
+  int nodes_per_domain = 1;
+  int nodes_per_leaf = 0;
+  int max_pair_rounds = 4;
+  size_t pair_bytes = 64ull << 20;
   Settings settings;
   std::vector<std::string> notes;  // reported after the header
 };
 inline constexpr size_t kMinStreamArrayBytes = 64ull << 20;
+
+/// The network's shape in nodes: nodes per scale-up domain (an NVL72 rack is 18 nodes of 4
+/// GPUs; 1 where NVLink stays inside a node) and per leaf switch (0: unknown, every pair outside
+/// a domain counts as across the spine).
+struct NetworkShape {
+  int nodes = 1;
+  int nodes_per_domain = 1;
+  int nodes_per_leaf = 0;
+};
+
+/// What the whole probe will do, before it starts: measurements (one row each) and the
+/// expected wall time from a preset's link figures (src/probe/sampling.cpp).
+struct ProbeForecast {
+  int collective_rows = 0;
+  int pair_rows = 0;  // node pairs measured, all rounds together
+  int gemm_rows = 0;
+  int host_rows = 0;
+  double seconds = 0;
+  std::vector<std::string> lines;  // "intra tier (8 ranks a group): 140 collective sizes, ~12 s"
+  int measurements() const { return collective_rows + pair_rows + gemm_rows + host_rows; }
+};
+/// The forecast of `plan` on `net`: the tiers' sweeps at the links' bus bandwidth
+/// (`intra_bytes_per_s` inside a node, `inter_bytes_per_s` per GPU across nodes) plus a ring
+/// step's latency (`intra_step_s`, `inter_step_s`) times the collective's steps at the group size,
+/// the node-pair rounds plan_pair_rounds chooses, each GEMM at its warm-up and budget, the host
+/// measurements.
+ProbeForecast forecast_probe(const SweepPlan& plan, const NetworkShape& net, int gpus_per_node,
+                             double intra_bytes_per_s, double inter_bytes_per_s,
+                             double intra_step_s, double inter_step_s);
 
 /// What the profile starts from and what the user stated.
 struct ProfileInputs {
@@ -97,6 +134,8 @@ class Session {
   /// Whether GEMM measurements describe the GPU the profile is for (not a CPU stand-in).
   bool measures_gpu() const;
   std::string device() const;  // the first rank's GPU name, or the CPU model
+  int ranks() const;           // every rank of the job
+  int nodes() const;
   /// The GEMM formats worth sweeping on this hardware ("fp8", "bf16", ...), fastest first.
   std::vector<std::string> gemm_formats() const;
   const std::string& note() const;  // why `auto` picked what it picked
