@@ -18,10 +18,13 @@ PACKAGES=(build-essential cmake ninja-build pkg-config libcli11-dev nlohmann-jso
 # The --html reports' charting libraries come from npm (third_party/charts); a node that is
 # already installed (with its npm) is used as it is.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
-# Headless Chromium renders the --html reports in the tests; only `./build.sh test` needs it.
-[ "${1:-}" = test ] && PACKAGES+=(chromium)
+# Headless Chromium renders the --html reports in the tests; a single-node Slurm (with munge)
+# runs the probe as a Slurm job; python3-yaml reads the scheduler jobs for their schema test.
+# Only `./build.sh test` needs them.
+[ "${1:-}" = test ] && PACKAGES+=(chromium slurmd slurmctld slurm-client munge python3-yaml)
 # Only for the checks CI runs after the tests (sanitize, tidy, fuzz, the JSON schema test).
-CHECK_PACKAGES=(clang clang-tidy libclang-rt-dev python3-jsonschema)
+CHECK_PACKAGES=(clang clang-tidy libclang-rt-dev python3-jsonschema slurmd slurmctld slurm-client
+                munge python3-yaml)
 
 install_missing() {
   local missing=()

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "commands.hpp"
 #include "emit_options.hpp"
@@ -25,7 +26,8 @@ namespace shardplan::cli {
 namespace {
 
 struct EmitFlags {
-  std::string format, plan_file, pick, output, seed, slurm;
+  std::string format, plan_file, pick, output, seed, slurm, k8s, skypilot;
+  SchedulerOptions scheduler;
 };
 
 // With --plan the plan comes from the file; a planning flag beside it would be silently ignored,
@@ -142,9 +144,25 @@ void write_output(const std::string& text, const EmitFlags& e, LauncherFormat fo
 
 int run_emit(const CLI::App& app, const EmitFlags& e, const RunbookFlags& f,
              const OptimizerFlags& opt, PlanningOptions& o) {
-  if (!e.slurm.empty() && e.slurm == e.output)
-    throw InputError("--slurm",
-                     "'" + e.slurm + "' is also the -o config; give the script its own file");
+  // Every job file its own: none may overwrite the config or another job.
+  const std::vector<std::pair<const char*, std::string>> jobs = {
+      {"--slurm", e.slurm}, {"--k8s", e.k8s}, {"--skypilot", e.skypilot}};
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto& [flag, path] = jobs[i];
+    if (path.empty()) continue;
+    if (path == e.output)
+      throw InputError(flag, "'" + path + "' is also the -o config; give the job its own file");
+    for (size_t k = i + 1; k < jobs.size(); ++k) {
+      if (jobs[k].second == path) {
+        throw InputError(jobs[k].first,
+                         "'" + path + "' is also " + flag + "'s file; give each job its own file");
+      }
+    }
+  }
+  if (e.scheduler.restarts < 0 || e.scheduler.restarts > 1000) {
+    throw InputError("--restarts",
+                     fmt::format("{} must be between 0 and 1000", e.scheduler.restarts));
+  }
   const std::optional<ChosenPlan> chosen = choose_plan(app, e, o);
   if (!chosen) return 1;
   const Inputs& in = chosen->in;
@@ -165,11 +183,18 @@ int run_emit(const CLI::App& app, const EmitFlags& e, const RunbookFlags& f,
   for (const auto& w : runbook_warnings(ei.runbook))
     std::fprintf(stderr, "shardplan: warning: %s\n", w.c_str());
   const std::string text = emit_text(format, ei);
+  // Every document is made before any is written: nothing half-written when one fails.
   const std::string slurm = e.slurm.empty() ? "" : emit_slurm(format, ei);
+  const std::string k8s = e.k8s.empty() ? "" : emit_k8s(format, ei, e.scheduler);
+  const std::string sky = e.skypilot.empty() ? "" : emit_skypilot(format, ei, e.scheduler);
   write_output(text, e, format, ei);
-  if (!e.slurm.empty()) {
-    write_file_atomically(e.slurm, slurm, "--slurm");
-    std::fprintf(stderr, "shardplan: wrote %s (Slurm, %d nodes)\n", e.slurm.c_str(),
+  for (const auto& [flag, path, body, what] :
+       {std::tuple{"--slurm", e.slurm, slurm, "Slurm"},
+        std::tuple{"--k8s", e.k8s, k8s, "Kubeflow TrainJob"},
+        std::tuple{"--skypilot", e.skypilot, sky, "SkyPilot task"}}) {
+    if (path.empty()) continue;
+    write_file_atomically(path, body, flag);
+    std::fprintf(stderr, "shardplan: wrote %s (%s, %d nodes)\n", path.c_str(), what,
                  ei.cluster.nodes());
   }
   return 0;
@@ -197,6 +222,23 @@ Runner setup_emit(CLI::App& sub) {
   sub.add_option("--slurm", e->slurm,
                  "Also write a Slurm batch script to FILE that launches the config (give -o for "
                  "the config's path)")
+      ->group("Emit");
+  sub.add_option("--k8s", e->k8s,
+                 "Also write a Kubeflow Trainer v2 TrainJob (Kubernetes) to FILE that launches the "
+                 "config, with Kueue topology hints where the plan needs an NVLink domain")
+      ->group("Emit");
+  sub.add_option("--skypilot", e->skypilot,
+                 "Also write a SkyPilot task to FILE (sky jobs launch) that launches the config")
+      ->group("Emit");
+  sub.add_option(
+         "--image", e->scheduler.image,
+         "The container image of the --k8s / --skypilot job (default " + e->scheduler.image + ")")
+      ->group("Emit");
+  sub.add_option("--namespace", e->scheduler.name_space, "The --k8s job's namespace")
+      ->group("Emit");
+  sub.add_option("--queue", e->scheduler.queue, "The --k8s job's Kueue local queue")->group("Emit");
+  sub.add_option("--restarts", e->scheduler.restarts,
+                 "Relaunches after a failure in the --k8s / --skypilot job (default 10)")
       ->group("Emit");
   auto f = std::make_shared<RunbookFlags>();
   add_runbook_options(

@@ -31,7 +31,7 @@ std::string deepspeed_launch(const EmitInputs&, const std::string& torchrun,
 std::string accelerate_launch(const EmitInputs& in, const std::string&, const std::string& config) {
   return fmt::format(
       "bash -c 'ACCELERATE_GRADIENT_ACCUMULATION_STEPS={} accelerate launch --config_file {} "
-      "--machine_rank \"$SLURM_NODEID\" --main_process_ip \"$MASTER_ADDR\" "
+      "--machine_rank \"${{NODE_RANK:-$SLURM_NODEID}}\" --main_process_ip \"$MASTER_ADDR\" "
       "--main_process_port \"$MASTER_PORT\" train.py'",
       accumulation_steps(in), config);
 }

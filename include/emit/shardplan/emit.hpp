@@ -114,6 +114,45 @@ std::string emit_text(LauncherFormat f, const EmitInputs& in);
 /// timeout behaviour and the checkpoint-resume loop.
 std::string emit_slurm(LauncherFormat f, const EmitInputs& in);
 
+/// What the Kubernetes and SkyPilot jobs need beyond the plan (schedulers.cpp).
+struct SchedulerOptions {
+  std::string name = "shardplan-train";
+  std::string image = "nvcr.io/nvidia/pytorch:25.08-py3";  // the training container
+  std::string name_space;  // Kubernetes namespace ("" = the current one)
+  std::string queue;       // Kueue local queue ("" = none)
+  std::string topology_label = "nvidia.com/gpu.clique";  // the NVLink-domain node label
+  int restarts = 10;  // relaunches after a failure, each resuming from the newest checkpoint
+};
+/// A Kubeflow Trainer v2 TrainJob (torch-distributed runtime) that runs the config
+/// `emit_text(f, in)` wrote: nodes, GPUs per node, the launch with the resume loop, the Slurm
+/// script's environment, and Kueue topology annotations when the plan's tensor / expert groups
+/// span the hosts of an NVLink domain.
+std::string emit_k8s(LauncherFormat f, const EmitInputs& in, const SchedulerOptions& o);
+/// A SkyPilot task (sky jobs launch) for the same launch: num_nodes, accelerators, job recovery.
+std::string emit_skypilot(LauncherFormat f, const EmitInputs& in, const SchedulerOptions& o);
+
+/// The probe as a cluster job: `shardplan probe` under srun (Slurm) or mpirun in a Kubeflow
+/// MPIJob, one rank per GPU, bounded in time, writing its profile to `out_path`.
+struct ProbeJob {
+  int nodes = 1;
+  int ranks_per_node = 1;
+  int gpus_per_node = 0;     // 0: a CPU probe (--backend mpi): no GPU requested
+  int nodes_per_domain = 1;  // > 1: an NVLink domain spans hosts (Slurm --segment, Kueue hint)
+  std::string image;         // container image ("" on Slurm: the host's binary)
+  std::string out_path;      // where the profile is written (shared storage)
+  std::string volume_claim;  // Kubernetes: the PVC mounted at out_path's folder
+  std::string topology_label = "nvidia.com/gpu.clique";
+  std::string mpi = "pmix";             // srun --mpi
+  std::string shardplan = "shardplan";  // the binary's path on the nodes
+  std::vector<std::string> probe_args;  // after `probe --out PATH`
+  double forecast_s = 0;                // the probe's own forecast
+  double time_limit_s = 600;            // the job's bound
+  std::vector<std::string> command() const;
+  std::string command_line() const;  // shell-quoted
+};
+std::string probe_slurm_job(const ProbeJob& job);
+std::string probe_k8s_job(const ProbeJob& job);
+
 /// Gradient accumulation steps: global batch / (micro-batch x data-parallel degree).
 int accumulation_steps(const EmitInputs& in);
 
