@@ -61,20 +61,45 @@ void note_moe_routing(Inputs& in) {
       "states balanced routing");
 }
 
+// A model described by flags alone takes GPT-3's conventions for what the flags leave out; each
+// one is said with the flag that sets it (32 heads were once assumed for --hidden 4096 unsaid).
+void note_flag_model(const PlanningOptions& o, Inputs& in) {
+  if (!o.model.empty() || !o.from.empty() || o.layers.empty()) return;
+  const ModelSpec& m = in.model;
+  std::vector<std::string> taken;
+  if (o.heads.empty()) {
+    taken.push_back(fmt::format("{} attention heads of 128 (hidden / 128; --heads)", m.heads));
+  }
+  if (o.heads.empty() && o.kv_heads.empty())
+    taken.push_back("no grouped-query attention (--kv-heads)");
+  if (o.ffn_hidden.empty() && o.mlp.empty()) {
+    taken.push_back(fmt::format("a 4h GeLU MLP of {} (--ffn-hidden, --mlp)", m.ffn_hidden));
+  }
+  if (o.vocab.empty()) taken.push_back(fmt::format("vocabulary {} (--vocab)", m.vocab));
+  if (taken.empty()) return;
+  std::string list;
+  for (const std::string& t : taken) list += (list.empty() ? "" : ", ") + t;
+  in.notes.push_back(
+      "the model from --layers/--hidden takes GPT-3's conventions for what the "
+      "flags leave out: " +
+      list);
+}
+
 void price_at_list(const PlanningOptions& o, Inputs& in) {
   TrainingSpec& t = in.training;
   const GpuSpec& g = in.cluster.gpu;
   if (t.tokens <= 0 || !o.gpu_hour_cost.empty() || g.list_price_usd_per_gpu_hour <= 0) return;
   t.gpu_hour_cost = g.list_price_usd_per_gpu_hour;
-  in.notes.push_back(fmt::format(
-      "cost at {}'s list price, ${:g} per GPU-hour ({}); --gpu-hour-cost sets yours", g.name,
-      g.list_price_usd_per_gpu_hour, g.list_price_source));
+  in.notes.push_back(
+      fmt::format("cost at {}'s list price, ${:g} per GPU-hour ({}); --gpu-hour-cost sets yours",
+                  g.name, g.list_price_usd_per_gpu_hour, g.list_price_source));
 }
 
 }  // namespace
 
 void note_assumptions(const PlanningOptions& o, Inputs& in, AssumedFor what) {
   note_sequence(o, in);
+  note_flag_model(o, in);
   if (what.plan_given) note_zero(o, in);
   note_gpu_override(o, in);
   note_cpu_links(in);
@@ -83,8 +108,8 @@ void note_assumptions(const PlanningOptions& o, Inputs& in, AssumedFor what) {
 }
 
 void refuse_run_flags(const PlanningOptions& o, const char* command) {
-  for (const auto& [flag, value] : {std::pair{"--tokens", &o.tokens},
-                                    std::pair{"--gpu-hour-cost", &o.gpu_hour_cost}}) {
+  for (const auto& [flag, value] :
+       {std::pair{"--tokens", &o.tokens}, std::pair{"--gpu-hour-cost", &o.gpu_hour_cost}}) {
     if (value->empty()) continue;
     throw InputError(flag, fmt::format("'{}': `{}` times no training run; the time and cost "
                                        "to train come from estimate, plan and provision",

@@ -14,6 +14,7 @@
 #include "shardplan/emit.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/names.hpp"
+#include "shardplan/version.hpp"
 
 namespace shardplan::cli {
 namespace {
@@ -57,7 +58,7 @@ int run(int argc, char** argv) {
       "shardplan: plan LLM training that does not fit on one GPU: memory, communication, "
       "step time, the decision ladder, cluster probes and launcher configs."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "shardplan 0.1.0");
+  app.set_version_flag("--version", std::string("shardplan ") + shardplan_version());
   std::vector<std::pair<CLI::App*, Runner>> runners;
   for (const Command& c : command_table()) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);

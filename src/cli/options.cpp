@@ -21,6 +21,7 @@
 #include "shardplan/table.hpp"
 #include "shardplan/trace.hpp"
 #include "shardplan/units.hpp"
+#include "shardplan/version.hpp"
 
 namespace shardplan::cli {
 namespace {
@@ -64,8 +65,7 @@ void resolve_pipeline(const PlanningOptions& o, ParallelPlan& p) {
   }
   p.schedule = parse_schedule(o.schedule, "--schedule");
   const ScheduleChunks chunks = schedule_row(p.schedule).chunks;
-  const bool two_chunks =
-      chunks == ScheduleChunks::at_least_two || chunks == ScheduleChunks::two_v;
+  const bool two_chunks = chunks == ScheduleChunks::at_least_two || chunks == ScheduleChunks::two_v;
   if (o.interleave.empty() && two_chunks) p.interleave = 2;
   if (p.schedule == Schedule::one_f_one_b && p.interleave > 1) {
     throw InputError("--schedule",
@@ -304,8 +304,8 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   t.framework = load_framework(o.framework.empty() ? Framework::megatron
                                                    : parse_framework(o.framework, "--framework"));
   // After the framework: fp8 means its default recipe (its profile's fp8_default_recipe).
-  set_precision(t, o.precision.empty() ? Precision::bf16
-                                       : parse_precision(o.precision, "--precision"));
+  set_precision(
+      t, o.precision.empty() ? Precision::bf16 : parse_precision(o.precision, "--precision"));
   t.tp_comm_overlap = o.tp_comm_overlap || t.framework.pricing.tp_comm_overlap;
   t.overlap_grad_reduce = t.overlap_grad_reduce && t.framework.pricing.overlap_grad_reduce;
   if (!o.fragmentation.empty()) {
@@ -327,26 +327,25 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
 }
 
 ParallelPlan plan_from_flags(const PlanningOptions& o) {
-  ParallelPlan p = {
-      .dp = parse_int_or(o.dp, "--dp", 0),
-      .tp = parse_int_or(o.tp, "--tp", 1),
-      .pp = parse_int_or(o.pp, "--pp", 1),
-      .cp = parse_int_or(o.cp, "--cp", 1),
-      .ep = parse_int_or(o.ep, "--ep", 1),
-      .etp = parse_int_or(o.expert_tp, "--expert-tp", 0),
-      .zero = parse_zero(o.zero),
-      .dp_shard = parse_int_or(o.dp_shard, "--dp-shard", 0),
-      .micro_batch = parse_int_or(o.micro_batch, "--micro-batch", 1),
-      .recompute =
-          o.recompute.empty() ? Recompute::none : parse_recompute(o.recompute, "--recompute"),
-      .recompute_modules = o.recompute_modules.empty()
-                               ? 0u
-                               : parse_recompute_modules(o.recompute_modules,
-                                                         "--recompute-modules"),
-      .sequence_parallel = o.sequence_parallel,
-      .interleave = parse_int_or(o.interleave, "--interleave", 1),
-      .offload = parse_offload(o.offload, o.offload_to, o.offload_activation_layers),
-      .moe_a2a_overlap = o.moe_a2a_overlap};
+  ParallelPlan p = {.dp = parse_int_or(o.dp, "--dp", 0),
+                    .tp = parse_int_or(o.tp, "--tp", 1),
+                    .pp = parse_int_or(o.pp, "--pp", 1),
+                    .cp = parse_int_or(o.cp, "--cp", 1),
+                    .ep = parse_int_or(o.ep, "--ep", 1),
+                    .etp = parse_int_or(o.expert_tp, "--expert-tp", 0),
+                    .zero = parse_zero(o.zero),
+                    .dp_shard = parse_int_or(o.dp_shard, "--dp-shard", 0),
+                    .micro_batch = parse_int_or(o.micro_batch, "--micro-batch", 1),
+                    .recompute = o.recompute.empty() ? Recompute::none
+                                                     : parse_recompute(o.recompute, "--recompute"),
+                    .recompute_modules =
+                        o.recompute_modules.empty()
+                            ? 0u
+                            : parse_recompute_modules(o.recompute_modules, "--recompute-modules"),
+                    .sequence_parallel = o.sequence_parallel,
+                    .interleave = parse_int_or(o.interleave, "--interleave", 1),
+                    .offload = parse_offload(o.offload, o.offload_to, o.offload_activation_layers),
+                    .moe_a2a_overlap = o.moe_a2a_overlap};
   resolve_pipeline(o, p);
   return p;
 }
@@ -464,6 +463,7 @@ void print_json(const nlohmann::json& j) {
   nlohmann::json stamped = j;
   if (stamped.is_object()) {
     stamped["schema_version"] = kJsonSchemaVersion;
+    stamped["shardplan_version"] = shardplan_version();  // the code that made these numbers
     if (!stamped.contains("notes")) stamped["notes"] = nlohmann::json::array();
   }
   std::cout << stamped.dump(2) << "\n";

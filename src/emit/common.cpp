@@ -4,12 +4,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/table.hpp"
+#include "shardplan/version.hpp"
 
 namespace shardplan {
 
@@ -103,6 +105,26 @@ std::vector<PlanProblem> common_problems(const EmitInputs& in) {
                      "of processes on every node",
                      in.cluster.gpus, in.cluster.gpus_per_node)});
   }
+  // A warm-up the user asked for that the run cannot hold: refused, not shortened in silence
+  // (a recipe's own warm-up is shortened with a note, as Megatron needs warm-up < decay).
+  const OptimizerSettings o = optimizer_of(in);
+  const bool asked = std::any_of(o.given.begin(), o.given.end(),
+                                 [](const std::string& g) { return g.rfind("--warmup-", 0) == 0; });
+  const auto steps = train_steps(in);
+  if (asked && steps) {
+    const long long decay =
+        std::max(1LL, std::llround(static_cast<double>(*steps) * o.decay_end_fraction));
+    const int warmup = warmup_steps_at(o, in.training);
+    if (warmup >= decay) {
+      out.push_back(
+          {"--warmup-steps",
+           fmt::format("{} warm-up steps do not fit a run of {} steps ({} decay steps: --tokens "
+                       "{:.3g} at {} sequences of {} tokens a step); give fewer warm-up steps or "
+                       "more --tokens",
+                       warmup, *steps, decay, in.training.tokens, in.training.global_batch,
+                       in.training.seq_len)});
+    }
+  }
   return out;
 }
 
@@ -131,8 +153,8 @@ std::string summary_line(const EmitInputs& in) {
 void finish_meta(EmitMeta& meta, const EmitInputs& in, const std::string& what) {
   const ParallelPlan& p = in.plan;
   std::vector<std::string> h = {
-      fmt::format("{} for {} on {}, written by shardplan", what, in.model.name,
-                  describe_cluster(in.cluster)),
+      fmt::format("{} for {} on {}, written by shardplan {}", what, in.model.name,
+                  describe_cluster(in.cluster), shardplan_version()),
       fmt::format("plan: {} ({})", describe(p), plan_origin(in)),
       fmt::format("batch: global {} = micro-batch {} x accumulation {} x data parallel {}; GPUs {} "
                   "= dp {} x tp {} x "

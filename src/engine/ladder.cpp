@@ -309,6 +309,7 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
     } else {
       v.blocker = Blocker::no_valid_plan;
       v.top_rule = top_rule(r, space);
+      v.batch_per_gpu = c.gpus > 0 ? static_cast<double>(tr.global_batch) / c.gpus : 0;
     }
     out.rungs.push_back(v);
     if (v.passes()) {

@@ -94,8 +94,15 @@ double parse_count(std::string_view text, const std::string& field) {
 double parse_bandwidth(std::string_view text, const std::string& field) {
   const std::string s = lower_without_spaces(text);
   auto [value, rest] = split_number(s, field, "900GB/s, 10Gbit/s, 400Gb/s");
-  if (rest.empty() || rest == "b/s" || rest == "bytes/s")
-    return require_positive(value, text, field);
+  // A bare number has no unit, and none is the obvious one: "--link 5" meant 5 GB/s or
+  // 5 Gbit/s, never 5 bytes per second (which a 54,594-day step once priced).
+  if (rest.empty()) {
+    throw InputError(field, "'" + std::string(text) +
+                                "' has no unit; a bandwidth needs one: e.g. " + std::string(text) +
+                                "GB/s (bytes) or " + std::string(text) +
+                                "Gbit/s (bits); write B/s for bytes per second");
+  }
+  if (rest == "b/s" || rest == "bytes/s") return require_positive(value, text, field);
   const double prefix = decimal_prefix(rest[0]);
   const std::string unit = prefix > 0 ? rest.substr(1) : rest;
   double bytes_per_unit = 0;
@@ -174,8 +181,8 @@ long long whole_count(std::string_view text, const std::string& field, long long
   // A degree, a batch or a GPU count: told to look like one, not like a parameter count.
   const double value = count_with_example(text, field, "8, 64, 1k");
   if (value > static_cast<double>(max)) {
-    throw InputError(field, "'" + std::string(text) + "' is too large; at most " +
-                                std::to_string(max));
+    throw InputError(field,
+                     "'" + std::string(text) + "' is too large; at most " + std::to_string(max));
   }
   if (value != std::floor(value)) {
     throw InputError(field, "'" + std::string(text) + "' must be a whole number");

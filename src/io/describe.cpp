@@ -53,11 +53,11 @@ std::string describe_precision(const TrainingSpec& tr) {
       break;
     case Precision::fp8:
       // The alias says which recipe it priced.
-      return p == tr.recipe.id ? "fp8 mixed precision"
-                               : fmt::format("fp8 mixed precision ({}, {}'s default)",
-                                             tr.recipe.name, tr.framework.name.empty()
-                                                                 ? std::string("the stack")
-                                                                 : tr.framework.name);
+      return p == tr.recipe.id
+                 ? "fp8 mixed precision"
+                 : fmt::format(
+                       "fp8 mixed precision ({}, {}'s default)", tr.recipe.name,
+                       tr.framework.name.empty() ? std::string("the stack") : tr.framework.name);
     case Precision::fp8_delayed:
     case Precision::fp8_tensorwise:
     case Precision::fp8_blockwise:
@@ -107,11 +107,27 @@ std::string describe_cluster(const ClusterSpec& c) {
   } else {
     s += fmt::format(", {}{} between GPUs", c.intra.name, cpu_mark(c.intra));
   }
+  if (c.rack_scale()) {
+    // A scale-up domain across hosts (NVL72): how many, and a partial one named.
+    const int full = c.gpus / c.domain_gpus(), rest = c.gpus % c.domain_gpus();
+    s += fmt::format("; {} NVLink domain(s) of {} GPUs", c.domains(), c.domain_gpus());
+    if (rest > 0) s += fmt::format(" ({} full, one of {})", full, rest);
+  }
   return s;
 }
 
 std::vector<std::string> cluster_notes(const ClusterSpec& c) {
   std::vector<std::string> notes;
+  if (c.rack_scale() && c.gpus % c.domain_gpus() != 0) {
+    notes.push_back(fmt::format(
+        "{} GPUs fill {} NVLink domain(s) of {} and {} GPUs of another: groups placed there "
+        "share a partial rack; --gpus {} fills whole domains",
+        c.gpus, c.gpus / c.domain_gpus(), c.domain_gpus(), c.gpus % c.domain_gpus(),
+        c.gpus >= c.domain_gpus()
+            ? fmt::format("{} or {}", c.gpus / c.domain_gpus() * c.domain_gpus(),
+                          c.domains() * c.domain_gpus())
+            : std::to_string(c.domain_gpus())));
+  }
   if (!c.intra.medium.empty() && c.gpus_per_node > 1 && c.gpus > 1) {
     notes.push_back(cpu_link_note(c.intra, "intra-node", "inside a node", c));
   }

@@ -24,10 +24,11 @@ std::string read_text_file(const std::string& path, const std::string& field) {
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
     const bool dir = S_ISDIR(st.st_mode);
-    throw InputError(field,
-                     "'" + path + "' is " +
-                         (dir ? "a directory" : "not a regular file (a device, FIFO or socket)") +
-                         "; give a JSON file");
+    throw InputError(
+        field, "'" + path + "' is " +
+                   (dir ? "a directory" : "not a regular file (a device, FIFO or socket)") +
+                   "; give a file" +
+                   (field == "--from" ? " (a launcher config: .sh, .json, .toml or .yaml)" : ""));
   }
   const auto too_large = [&] {
     close(fd);

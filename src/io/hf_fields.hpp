@@ -19,8 +19,15 @@ inline int first_int(const nlohmann::json& j, std::initializer_list<const char*>
   for (const char* k : keys) {
     if (j.contains(k) && !j.at(k).is_null()) {
       const auto& v = j.at(k);
-      if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 2'000'000'000) {
+      if (!v.is_number_integer() || v.get<long long>() < 0) {
         throw InputError(origin + ": " + k, "expected a whole number, got " + v.dump());
+      }
+      if (v.get<long long>() > 2'000'000'000) {
+        // Whole, but absurd: no model's size is in the billions in one dimension.
+        throw InputError(origin + ": " + k,
+                         fmt::format("{} is far beyond any model's (at most 2,000,000,000 here); "
+                                     "check the config",
+                                     v.dump()));
       }
       if (v.get<long long>() < least) {
         throw InputError(origin + ": " + k,

@@ -17,8 +17,9 @@ MathDtype parse_dtype(StrictObject& o, const std::string& key) {
   for (int i = 0; i < kMathDtypes; ++i) {
     if (text == to_string(static_cast<MathDtype>(i))) return static_cast<MathDtype>(i);
   }
-  throw InputError(o.field(key), "'" + text + "' is not a GEMM dtype; use fp32, bf16, fp16, "
-                                              "fp8 or fp4");
+  throw InputError(o.field(key), "'" + text +
+                                     "' is not a GEMM dtype; use fp32, bf16, fp16, "
+                                     "fp8 or fp4");
 }
 
 void read_kept(StrictObject& o, PrecisionRecipe& r) {
@@ -38,8 +39,9 @@ void read_kept(StrictObject& o, PrecisionRecipe& r) {
   }
   // The engine prices the attention core in 16 bits under every recipe (compute.cpp).
   if (!attention)
-    throw InputError(o.field("bf16_gemms"), "must list attention: no recipe here runs the "
-                                            "attention core in low precision");
+    throw InputError(o.field("bf16_gemms"),
+                     "must list attention: no recipe here runs the "
+                     "attention core in low precision");
 }
 
 void read_bytes(StrictObject b, PrecisionRecipe& r) {
@@ -69,11 +71,17 @@ PrecisionRecipe recipe_from_json(const nlohmann::json& j, const std::string& whe
   r.attention_output_copy = o.boolean_or("attention_output_copy", false);
   read_bytes(o.object("bytes"), r);
   r.gpu_generations = o.strings_or_empty("gpu_generations");
+  if (o.present("hardware_without_stack")) {
+    StrictObject h = o.object("hardware_without_stack");
+    for (const std::string& gen : h.keys())
+      r.hardware_without_stack.emplace_back(gen, h.string(gen));
+    h.finish();
+  }
   for (const std::string& f : o.strings_or_empty("frameworks"))
     r.frameworks.push_back(parse_framework(f, o.field("frameworks")));
   StrictObject sources = o.object("sources");
-  for (const char* key : {"gemm_dtype", "bf16_gemms", "quantize_bytes_per_element",
-                          "gpu_generations", "frameworks"})
+  for (const char* key :
+       {"gemm_dtype", "bf16_gemms", "quantize_bytes_per_element", "gpu_generations", "frameworks"})
     sources.string(key);
   if (r.bf16_first_layers + r.bf16_last_layers > 0) sources.string("bf16_layers");
   if (o.has("attention_output_copy")) sources.string("attention_output_copy");
@@ -108,7 +116,8 @@ Precision resolve_precision(Precision precision, const FrameworkProfile& framewo
   // No framework named: the ideal stack, priced as Megatron-LM's default (fp8-delayed).
   const std::string name =
       framework.fp8_default_recipe.empty() ? "fp8-delayed" : framework.fp8_default_recipe;
-  return parse_precision(name, "profiles/frameworks/" + framework.name + ".json: fp8_default_recipe");
+  return parse_precision(name,
+                         "profiles/frameworks/" + framework.name + ".json: fp8_default_recipe");
 }
 
 void set_precision(TrainingSpec& training, Precision precision) {

@@ -35,6 +35,14 @@ std::string generation_with_presets(const std::string& generation) {
 std::string generation_words(const RuleContext& c) {
   const PrecisionRecipe& r = c.training.recipe;
   const GpuSpec& g = c.cluster.gpu;
+  // The hardware has the format but no stack here runs the recipe on it: say that, not that
+  // the GPU lacks it.
+  for (const auto& [gen, why] : r.hardware_without_stack) {
+    if (gen == g.generation) {
+      return fmt::format("{} does not run on {} ({}): {}", r.name, g.name,
+                         generation_name(g.generation), why);
+    }
+  }
   std::string needs;
   for (const std::string& gen : r.gpu_generations)
     needs += (needs.empty() ? "" : " or ") + generation_with_presets(gen);
@@ -43,7 +51,8 @@ std::string generation_words(const RuleContext& c) {
 
 std::string recipe_frameworks(const PrecisionRecipe& r) {
   std::string out;
-  for (const Framework f : r.frameworks) out += (out.empty() ? "" : ", ") + std::string(to_string(f));
+  for (const Framework f : r.frameworks)
+    out += (out.empty() ? "" : ", ") + std::string(to_string(f));
   return out;
 }
 

@@ -106,7 +106,7 @@ bool looks_like_path(const std::string& s) {
 
 // The profile's JSON for a preset name or a file path.
 std::pair<nlohmann::json, std::string> resolve_profile(ProfileKind kind, const std::string& name,
-                                               const std::string& field) {
+                                                       const std::string& field) {
   if (const Preset* p = find_preset(kind, name)) return {p->json, p->path};
   if (looks_like_path(name)) return {parse_json(read_text_file(name, field), name), name};
   unknown_preset(kind, name, field);
@@ -188,11 +188,10 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   }
   g.host = host_from_json(o);
   g.source = where;
-  require_sources(
-      o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency", "attention_efficiency",
-          "memory_efficiency", "kernel_overhead_us", "overlap_slowdown", "context_gib",
-          "intra_link", "inter_link", "system", "list_price_usd_per_gpu_hour", "generation",
-          "accuracy_class"});
+  require_sources(o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency",
+                      "attention_efficiency", "memory_efficiency", "kernel_overhead_us",
+                      "overlap_slowdown", "context_gib", "intra_link", "inter_link", "system",
+                      "list_price_usd_per_gpu_hour", "generation", "accuracy_class"});
   if (g.list_price_usd_per_gpu_hour > 0) {
     g.list_price_source = j.at("sources").at("list_price_usd_per_gpu_hour").get<std::string>();
   }
@@ -320,8 +319,10 @@ std::string device_words(const std::string& name) {
   std::string out = " ";
   for (const char ch : lowered(name)) {
     const bool word = std::isalnum(static_cast<unsigned char>(ch)) != 0;
-    if (word) out += ch;
-    else if (out.back() != ' ') out += ' ';
+    if (word)
+      out += ch;
+    else if (out.back() != ' ')
+      out += ' ';
   }
   return out.back() == ' ' ? out : out + ' ';
 }
@@ -359,6 +360,18 @@ LinkSpec load_link(const std::string& name_or_bandwidth, const std::string& fiel
   return resolve_link(nlohmann::json(name_or_bandwidth), field).link;
 }
 
+namespace {
+
+std::string sixteen_bit_peak(const GpuSpec& g) {
+  for (MathDtype d : {MathDtype::bf16, MathDtype::fp16}) {
+    const double peak = g.peak_flops[static_cast<int>(d)];
+    if (peak > 0) return fmt::format("{:.0f} TFLOP/s {}", peak / kTera, to_string(d));
+  }
+  return "-";
+}
+
+}  // namespace
+
 std::vector<PresetSummary> list_presets(ProfileKind kind) {
   std::vector<PresetSummary> out;
   for (const Preset& p : presets(kind)) {
@@ -372,8 +385,8 @@ std::vector<PresetSummary> list_presets(ProfileKind kind) {
         const GpuSpec g = gpu_from_json(j, p.path);
         s.figures = {
             {"memory", fmt::format("{:.1f} GiB", g.memory_bytes / kGiB)},
-            {"bf16 dense", fmt::format("{:.0f} TFLOP/s",
-                                       g.peak_flops[static_cast<int>(MathDtype::bf16)] / kTera)},
+            // bf16's peak, or fp16's where the GPU has no bf16 (V100), named: a 0 read as none.
+            {"16-bit dense", sixteen_bit_peak(g)},
             {"HBM", fmt::format("{:.0f} GB/s", g.hbm_bytes_per_s / kGB)},
             {"node link", j.value("intra_link", std::string("-"))}};
         s.source = j.at("sources").value("peak_tflops", std::string());

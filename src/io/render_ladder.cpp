@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -115,6 +116,13 @@ std::string rung_reason(const RungVerdict& v, const ClusterSpec& c, double max_c
                          gb(v.capacity_bytes - v.memory_bytes), format_percent(v.comm_share), wire);
     case Blocker::no_valid_plan:
       if (v.rung == Rung::gradient_accumulation) {
+        if (v.batch_per_gpu != std::floor(v.batch_per_gpu)) {
+          // 24 sequences on 16 GPUs: 1.5 each, which no micro-batch divides.
+          return fmt::format(
+              "the global batch does not split evenly over the {} GPUs ({:g} sequences each): "
+              "nothing to accumulate (a --global-batch that is a multiple of {} would)",
+              c.gpus, v.batch_per_gpu, c.gpus);
+        }
         return "each GPU's share of the global batch is one micro-batch already: nothing to "
                "accumulate "
                "(a larger --global-batch would make room)";
@@ -221,8 +229,9 @@ std::string render_ladder(const LadderResult& l, const ClusterSpec& c) {
     const bool any_plan = std::any_of(l.rungs.begin(), l.rungs.end(),
                                       [](const RungVerdict& v) { return v.has_plan; });
     if (any_fits) {
-      out += "No rung is comfortable: those that fit in memory wait on the interconnect "
-             "for more than the limit.\n";
+      out +=
+          "No rung is comfortable: those that fit in memory wait on the interconnect "
+          "for more than the limit.\n";
     } else if (any_plan) {
       out += fmt::format(
           "No rung fits in memory: even the smallest plan needs more than the {} of a {}.\n",
@@ -233,10 +242,11 @@ std::string render_ladder(const LadderResult& l, const ClusterSpec& c) {
       out += fmt::format(
           "No rung has a plan that can run on {} GPUs: every plan breaks a rule before memory "
           "is counted (the reasons above){}.\n",
-          c.gpus, top_rule_of(l) == RuleId::batch_split
-                      ? "; the global batch is too small to give every data-parallel rank a "
-                        "sequence: raise --global-batch or use fewer GPUs"
-                      : "");
+          c.gpus,
+          top_rule_of(l) == RuleId::batch_split
+              ? "; the global batch is too small to give every data-parallel rank a "
+                "sequence: raise --global-batch or use fewer GPUs"
+              : "");
     }
   }
   return out;

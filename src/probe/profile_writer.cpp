@@ -13,6 +13,7 @@
 #include "shardplan/names.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/units.hpp"
+#include "shardplan/version.hpp"
 
 namespace shardplan::probe {
 namespace {
@@ -368,6 +369,7 @@ json provenance_json(const Results& r, const ProfileInputs& in) {
           {"backend", r.backend},
           {"date", in.date_utc},
           {"command_line", in.command_line},
+          {"shardplan", shardplan_version()},
           {"hosts", hosts},
           {"devices", devices},
           {"ranks", ranks},

@@ -56,7 +56,12 @@ TEST_CASE("bandwidths: bytes with B, bits with b or bit") {
   CHECK(parse_bandwidth("10Gbit/s", "--link") == 1.25e9);  // 10 GbE = 10e9 / 8 = 1.25 GB/s
   CHECK(parse_bandwidth("400Gb/s", "--link") == 50e9);
   CHECK(parse_bandwidth("25Gbps", "--link") == doctest::Approx(3.125e9));
-  CHECK(parse_bandwidth("1.25e9", "--link") == 1.25e9);
+  CHECK(parse_bandwidth("1.25e9B/s", "--link") == 1.25e9);
+  // No unit, no guess: "--link 5" priced 5 bytes per second (a 54,594-day step).
+  CHECK_THROWS_WITH_AS(parse_bandwidth("5", "--link"),
+                       doctest::Contains("'5' has no unit; a bandwidth needs one: e.g. 5GB/s"),
+                       InputError);
+  CHECK_THROWS_AS(parse_bandwidth("100", "--inter"), InputError);
   CHECK_THROWS_AS(parse_bandwidth("fast", "--link"), InputError);
   CHECK_THROWS_AS(parse_bandwidth("10 parsecs", "--link"), InputError);
   CHECK_THROWS_AS(parse_bandwidth("0GB/s", "--link"), InputError);

@@ -73,6 +73,7 @@ struct RungVerdict {
   Candidate plan;  // the fastest passing plan; else the best fitting; else least memory
   long long evaluated = 0;
   std::optional<RuleId> top_rule;  // no_valid_plan: the rule that refused most of its plans
+  double batch_per_gpu = 0;        // no_valid_plan: the global batch / GPUs (1.5: no split)
   double offload_s = 0;            // offload rung: what offload adds to the plan's step
   double without_offload_s = 0;    // the same plan's step without offload (which does not fit)
   double without_offload_bytes = 0;

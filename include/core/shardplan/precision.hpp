@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shardplan/framework.hpp"
@@ -44,10 +45,10 @@ struct PrecisionRecipe {
   MathDtype gemm_dtype = MathDtype::bf16;  // the transformer blocks' linear layers
   // The attention core (QK^T, AV) always runs in 16 bits (Transformer Engine's fused attention
   // outside fp8_dot_product_attention; torchao converts nn.Linear only). These stay too:
-  bool head_in_bf16 = false;    // the LM head (and embedding) GEMM
-  bool router_in_bf16 = true;   // the MoE router
-  int bf16_first_layers = 0;    // transformer layers at the start kept in bf16
-  int bf16_last_layers = 0;     // and at the end
+  bool head_in_bf16 = false;   // the LM head (and embedding) GEMM
+  bool router_in_bf16 = true;  // the MoE router
+  int bf16_first_layers = 0;   // transformer layers at the start kept in bf16
+  int bf16_last_layers = 0;    // and at the end
   // Memory-bound traffic of quantizing one GEMM input element (cast, amax, transpose, scale
   // writes): forward once per activation element, backward once per output-gradient element.
   double quantize_bytes_per_element = 0;
@@ -62,12 +63,15 @@ struct PrecisionRecipe {
   // 16-bit output the attention kernel saves (Megatron-Core sets save_original_input on
   // linear_proj for every low-precision recipe but delayed scaling).
   bool attention_output_copy = false;
-  double gradient_bytes = 2;     // per gradient element (Megatron's fp32 main grads: 4)
-  double master_bytes = 4;       // the fp32 master copy the optimizer updates (0: none)
-  double moment_bytes = 4;       // per optimizer moment
-  double all_gather_bytes = 2;   // per weight element in ZeRO / FSDP parameter all-gathers
+  double gradient_bytes = 2;    // per gradient element (Megatron's fp32 main grads: 4)
+  double master_bytes = 4;      // the fp32 master copy the optimizer updates (0: none)
+  double moment_bytes = 4;      // per optimizer moment
+  double all_gather_bytes = 2;  // per weight element in ZeRO / FSDP parameter all-gathers
   std::vector<std::string> gpu_generations;  // empty: every GPU with gemm_dtype's peak
-  std::vector<Framework> frameworks;         // empty: every framework
+  /// Generations whose hardware runs the format although no framework here runs the recipe on
+  /// them, with the reason (MI355X's CDNA 4 has MXFP8 matrix cores; no ROCm stack runs mxfp8).
+  std::vector<std::pair<std::string, std::string>> hardware_without_stack;
+  std::vector<Framework> frameworks;  // empty: every framework
 
   bool runs_on(const std::string& generation) const;
   bool runs_under(Framework framework) const;
