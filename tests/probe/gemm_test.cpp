@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "fork_capture.hpp"
 #include "gemm_formats.hpp"
 #include "harness.hpp"
 #include "shardplan/error.hpp"
@@ -309,12 +310,7 @@ TEST_CASE(
   CHECK(busy.roll_calls >= 3);
 
   // A silent peer: exit 3 after one timeout, naming it.
-  int pipe_fds[2];
-  REQUIRE(pipe(pipe_fds) == 0);
-  const pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    dup2(pipe_fds[1], 2);
+  const test::Forked f = test::run_forked([] {
     TwoProcesses silent(1);
     Watchdog w(silent, 0.1);
     RankInfo peer;
@@ -324,16 +320,8 @@ TEST_CASE(
     me.host = "idle-node";
     w.set_local_ranks({0}, {me, peer});
     w.wait_on_peers([] { return false; }, "exchanging results", "control_mpi.cpp", 2);
-    _exit(0);
-  }
-  close(pipe_fds[1]);
-  std::string err;
-  char buf[512];
-  for (ssize_t n; (n = read(pipe_fds[0], buf, sizeof(buf))) > 0;) err.append(buf, n);
-  close(pipe_fds[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == kExitTimeout);
-  CHECK(err.find("rank 1 on host busy-node") != std::string::npos);
+  });
+  REQUIRE(f.exited);
+  CHECK(f.status == kExitTimeout);
+  CHECK(f.err.find("rank 1 on host busy-node") != std::string::npos);
 }

@@ -1,15 +1,15 @@
 // The harness's definitions: buffer shapes and the data check (against an independent host
 // emulation of each collective), busbw as nccl-tests defines it, the tiers a layout measures,
-// the GEMM check, and a watchdog that ends a wait that never completes.
+// and a watchdog that ends a wait that never completes.
 #include "harness.hpp"
 
 #include <doctest/doctest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include "fork_capture.hpp"
 
 using namespace shardplan;
 using namespace shardplan::probe;
@@ -150,27 +150,14 @@ TEST_CASE("tiers: what each layout of ranks measures") {
 }
 
 TEST_CASE("the watchdog ends a wait that never completes: exit 3 and a report") {
-  int pipe_fds[2];
-  REQUIRE(pipe(pipe_fds) == 0);
-  const pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    dup2(pipe_fds[1], 2);
+  const test::Forked f = test::run_forked([] {
     auto control = make_local_control();
     Watchdog watchdog(*control, 0.2);
     watchdog.wait([] { return false; }, "a collective that never ends", "dir/backend_x.cpp", 42);
-    _exit(0);  // not reached
-  }
-  close(pipe_fds[1]);
-  std::string err;
-  char buf[512];
-  for (ssize_t n; (n = read(pipe_fds[0], buf, sizeof(buf))) > 0;) err.append(buf, n);
-  close(pipe_fds[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == kExitTimeout);
-  CHECK(err.find("backend_x.cpp:42") != std::string::npos);
-  CHECK(err.find("a collective that never ends") != std::string::npos);
-  CHECK(err.find("no progress for 0.2 s") != std::string::npos);
+  });
+  REQUIRE(f.exited);
+  CHECK(f.status == kExitTimeout);
+  CHECK(f.err.find("backend_x.cpp:42") != std::string::npos);
+  CHECK(f.err.find("a collective that never ends") != std::string::npos);
+  CHECK(f.err.find("no progress for 0.2 s") != std::string::npos);
 }
