@@ -17,20 +17,34 @@
 # 1.5 minutes for step 3. Each probe runs under `timeout` ($PROBE_TIMEOUT_S, default 420 s).
 #
 #   bench/gpu-probe.sh [--dry-run] [extra probe flags, e.g. --gemm-sizes 4096 --model llama-3-8b]
+#   bench/gpu-probe.sh --bundle
 #
 # --dry-run: no GPU needed; runs the driver check (reporting, not stopping), then the same steps
 # with the mpi back-end (CPU processes), to check the script and the report path here.
+# --bundle (on the build machine): copies the Debian libraries the binary loads (fmt, yaml-cpp,
+# toml++, Open MPI, OpenBLAS and theirs; 43 MB) into $BUILD_DIR/gpu-probe-libs, for a GPU machine
+# whose image has none of them: carry build/shardplan, build/libshardplan_nccl.so and
+# build/gpu-probe-libs (51 MB together). The CUDA runtime, cuBLASLt and NCCL come from the GPU
+# machine (/usr/local/cuda, or the nvidia-* Python wheels PyTorch installs).
 # Environment: BUILD_DIR (default build); OUT (default $BUILD_DIR/gpu-probe); NVIDIA_SMI (the
 # nvidia-smi to ask, default nvidia-smi); SHARDPLAN_GPU, a GPU preset or profile file when the
 # device name matches none; PROBE_TIMEOUT_S.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dry=0
+build=${BUILD_DIR:-build}
+if [ "${1:-}" = --bundle ]; then
+  mkdir -p "$build/gpu-probe-libs"
+  ldd "$build/shardplan" "$build/libshardplan_nccl.so" | awk '/=> \//{print $3}' | sort -u |
+    grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*|libdl|libpthread|librt)\.so|libcuda|libnccl|libcublas|libcudart' |
+    while read -r lib; do cp -L "$lib" "$build/gpu-probe-libs/"; done
+  du -sh "$build/gpu-probe-libs" "$build/shardplan" "$build/libshardplan_nccl.so"
+  exit 0
+fi
 if [ "${1:-}" = --dry-run ]; then
   dry=1
   shift
 fi
-build=${BUILD_DIR:-build}
 out=${OUT:-$build/gpu-probe}
 smi=${NVIDIA_SMI:-nvidia-smi}
 limit=${PROBE_TIMEOUT_S:-420}
@@ -71,16 +85,33 @@ if [ ! -x "$build/shardplan" ] || { [ "$dry" = 0 ] && [ ! -e "$build/libshardpla
   cmake --build "$build" -j "${JOBS:-$(nproc)}" --target shardplan shardplan_nccl
 fi
 ls -l "$build/shardplan" "$build"/libshardplan_nccl.so 2>/dev/null || true
+# The libraries: the bundle carried with the binary, the CUDA toolkit's, and the nvidia-* wheels
+# (NCCL, cuBLAS, the CUDA runtime) of the Python that holds PyTorch.
+libs=/usr/local/cuda/lib64
+[ -d "$build/gpu-probe-libs" ] && libs=$(readlink -f "$build/gpu-probe-libs"):$libs
+if command -v python3 >/dev/null; then
+  for pkg in nccl cublas cuda_runtime; do
+    dir=$(python3 -c "import importlib.util as u; s = u.find_spec('nvidia.$pkg'); print(list(s.submodule_search_locations)[0] if s else '')" 2>/dev/null || true)
+    [ -n "$dir" ] && [ -d "$dir/lib" ] && libs=$libs:$dir/lib
+  done
+fi
+export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 backend=nccl
 if [ "$dry" = 1 ]; then
   backend=mpi
-elif missing=$(LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64 ldd "$build/libshardplan_nccl.so" | grep 'not found'); then
-  echo "gpu-probe: the plug-in's libraries do not resolve:" >&2
-  echo "$missing" >&2
-  echo "gpu-probe: install the CUDA 13 runtime, NCCL and cuBLASLt, or point LD_LIBRARY_PATH at them" >&2
-  exit 2
 fi
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64
+for file in "$build/shardplan" "$build/libshardplan_nccl.so"; do
+  [ -e "$file" ] || continue
+  [ "$dry" = 1 ] && [ "$file" != "$build/shardplan" ] && continue
+  if missing=$(ldd "$file" | grep 'not found'); then
+    echo "gpu-probe: $file's libraries do not resolve (LD_LIBRARY_PATH=$LD_LIBRARY_PATH):" >&2
+    echo "$missing" >&2
+    echo "gpu-probe: carry build/gpu-probe-libs (bench/gpu-probe.sh --bundle on the build" \
+         "machine) for the Debian ones; install the CUDA 13 runtime, NCCL and cuBLASLt for the" \
+         "others" >&2
+    exit 2
+  fi
+done
 gpu_flag=()
 [ -n "${SHARDPLAN_GPU:-}" ] && gpu_flag=(--gpu "$SHARDPLAN_GPU")
 
