@@ -118,7 +118,18 @@ std::vector<GpuOffer> resolve_offers(const ProvisionFlags& f) {
     }
   }
   // The default grid is the presets with a list price (the H800, sold in China only, has none);
-  // a GPU named in --gpu must have a price, from its profile or --gpu-hour-cost.
+  // a GPU named in --gpu must have a price, from its profile or --gpu-hour-cost. The ones left
+  // out are named, with how to bring them in.
+  std::string unpriced;
+  for (const GpuOffer& o : offers) {
+    if (o.gpu_hour_cost <= 0) unpriced += (unpriced.empty() ? "" : ", ") + o.cluster.gpu.name;
+  }
+  if (!unpriced.empty()) {
+    std::fprintf(stderr,
+                 "shardplan: note: left out of the grid, no public list price in their profiles: "
+                 "%s; price them with --gpu NAME,... --gpu-hour-cost NAME=USD,...\n",
+                 unpriced.c_str());
+  }
   std::erase_if(offers, [](const GpuOffer& o) { return o.gpu_hour_cost <= 0; });
   return offers;
 }
@@ -188,8 +199,8 @@ void keep_offers_that_run(ProvisionRequest& rq, const Inputs& in) {
     }
   }
   if (kept.empty() && !rq.offers.empty()) {
-    require_runnable_inputs({in.model, in.training, rq.offers.front().cluster,
-                             rq.planning.search.rules});
+    require_runnable_inputs(
+        {in.model, in.training, rq.offers.front().cluster, rq.planning.search.rules});
   }
   for (const std::string& n : notes) std::fprintf(stderr, "shardplan: note: %s\n", n.c_str());
   rq.offers = kept;
@@ -203,15 +214,14 @@ int report(const ProvisionResult& r, const ProvisionRequest& rq, const Inputs& i
     print_json(j);
     return r.best ? 0 : 1;
   }
-  std::cout << fmt::format("model    {}\ntraining {} tokens, sequence {}, global batch {}\n\n",
-                           describe_model(in.model), format_count(in.training.tokens),
-                           in.training.seq_len,
-                           in.training.global_batch > 0
-                               ? std::to_string(in.training.global_batch)
-                               : fmt::format("{} (the default of {} tokens per step; the same "
-                                             "run on every option)",
-                                             default_global_batch(in.training.seq_len),
-                                             format_count(kDefaultTokensPerStep)));
+  std::cout << fmt::format(
+      "model    {}\ntraining {} tokens, sequence {}, global batch {}\n\n", describe_model(in.model),
+      format_count(in.training.tokens), in.training.seq_len,
+      in.training.global_batch > 0 ? std::to_string(in.training.global_batch)
+                                   : fmt::format("{} (the default of {} tokens per step; the same "
+                                                 "run on every option)",
+                                                 default_global_batch(in.training.seq_len),
+                                                 format_count(kDefaultTokensPerStep)));
   std::cout << render_provision(r, rq);
   std::cout << fmt::format("  > best by {}{}   * Pareto frontier of time to train vs cost\n",
                            to_string(rq.objective),

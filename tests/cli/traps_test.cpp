@@ -123,3 +123,16 @@ TEST_CASE("messages that misled now say what is wrong") {
   CHECK(dir.status == 2);
   CHECK(contains(dir.err, "is a directory; give a file (a launcher config: .sh, .json, .toml"));
 }
+
+TEST_CASE("provision names the GPU types its default grid leaves out for lack of a list price") {
+  // Was: "16 GPU types" planned as 9 with B300, GB300, H800, MI325X, MI355X and V100 dropped
+  // without a word.
+  const auto r = run_cli("provision --model llama-2-7b --tokens 100B --gpus 8");
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.err, "left out of the grid, no public list price in their profiles:"));
+  for (const char* gpu : {"B300", "GB300", "H800", "MI325X", "MI355X", "V100"}) {
+    CAPTURE(gpu);
+    CHECK(contains(r.err, gpu));
+  }
+  CHECK(contains(r.err, "--gpu-hour-cost NAME=USD"));
+}
