@@ -1,6 +1,9 @@
 // Wall time of whole shardplan runs, process start included, as a user meets them: `memory`,
 // `estimate` and `plan` for a 70B model. Usage: run_latency [path/to/shardplan]
+// Exit status 1 is shardplan's answer "does not fit" (the estimate of a plan that needs more
+// memory than the GPU has), a run like any other; 2 and up, or a signal, is a failure.
 #include <fmt/format.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,8 +25,9 @@ int main(int argc, char** argv) {
     std::vector<double> ms;
     for (int i = 0; i < 20; ++i) {
       const auto start = std::chrono::steady_clock::now();
-      if (std::system(cmd.c_str()) != 0) {
-        fmt::print(stderr, "failed: {}\n", cmd);
+      const int status = std::system(cmd.c_str());
+      if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
+        fmt::print(stderr, "failed (status {}): {}\n", status, cmd);
         return 1;
       }
       ms.push_back(
