@@ -165,8 +165,8 @@ SearchSpace all_axes(const ModelSpec& m, const TrainingSpec& tr, const ClusterSp
   // Shard groups the size of the NVLink domain and of the host, where they are smaller than the
   // cluster: FSDP's HYBRID_SHARD default (shard inside a node, PyTorch ShardingStrategy docs).
   for (int g : {cluster.domain_gpus(), cluster.gpus_per_node}) {
-    if (g > 1 && g < gpus && std::find(s.shard_gpus.begin(), s.shard_gpus.end(), g) ==
-                                 s.shard_gpus.end())
+    if (g > 1 && g < gpus &&
+        std::find(s.shard_gpus.begin(), s.shard_gpus.end(), g) == s.shard_gpus.end())
       s.shard_gpus.push_back(g);
   }
   return s;
@@ -179,11 +179,17 @@ SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const Cluster
   return s;
 }
 
+// ZeRO-1 and ZeRO-3 on one GPU price 311.72121027210846 s against ...784 s: the same plan.
+double objective_key(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, 11 - std::floor(std::log10(std::fabs(v))));
+  return std::round(v * scale) / scale;
+}
+
 namespace {
 
-using Key =
-    std::tuple<double, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int,
-               int>;
+using Key = std::tuple<double, int, int, int, int, int, int, int, int, int, int, int, int, int, int,
+                       int, int>;
 
 int offload_code(const Offload& o) {
   return (o.optimizer ? 1 : 0) | (o.params ? 2 : 0) | (o.activations ? 4 : 0) |
@@ -192,7 +198,7 @@ int offload_code(const Offload& o) {
 
 Key key_of(const Candidate& cand) {
   const ParallelPlan& p = cand.plan;
-  return {cand.objective,
+  return {objective_key(cand.objective),
           p.tp,
           p.pp,
           p.cp,
@@ -384,8 +390,8 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
                                                           .schedule = schedule,
                                                           .offload = off});
               if (lighter) set_lighter_ends(w.m.layers, pp * v, p, w.m.mtp_layers);
-              for (unsigned modules : rc == Recompute::selective ? space.recompute_modules
-                                                                 : kFrameworkRecompute) {
+              for (unsigned modules :
+                   rc == Recompute::selective ? space.recompute_modules : kFrameworkRecompute) {
                 p.recompute_modules = modules;
                 visit_overlap_and_shards(p, w, shared, out);
               }

@@ -185,8 +185,7 @@ SimulatedStep simulate_step(const ModelSpec& m, const TrainingSpec& tr, const Pa
 }
 
 int rerank_by_simulation(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
-                         Objective objective, int k, std::vector<Candidate>& ranked,
-                         int threads) {
+                         Objective objective, int k, std::vector<Candidate>& ranked, int threads) {
   const int n = std::min(k, static_cast<int>(ranked.size()));
   if (n <= 0 || !m.has_architecture()) return 0;
   parallel_for(static_cast<size_t>(n), threads, [&](size_t, size_t i) {
@@ -204,7 +203,7 @@ int rerank_by_simulation(const ModelSpec& m, const TrainingSpec& tr, const Clust
                                                     : -cand.tokens_per_s;
   });
   std::stable_sort(ranked.begin(), ranked.begin() + n, [](const Candidate& a, const Candidate& b) {
-    return a.objective < b.objective;
+    return objective_key(a.objective) < objective_key(b.objective);
   });
   return n;
 }
@@ -214,11 +213,10 @@ namespace {
 bool same_plan(const ParallelPlan& a, const ParallelPlan& b) {
   auto fields = [](const ParallelPlan& p) {
     return std::tie(p.dp, p.tp, p.pp, p.cp, p.ep, p.etp, p.zero, p.dp_shard, p.micro_batch,
-                    p.recompute,
-                    p.sequence_parallel, p.interleave, p.schedule, p.first_stage_layers,
-                    p.last_stage_layers, p.offload.optimizer, p.offload.params,
-                    p.offload.activations, p.offload.to, p.offload.activation_layers,
-                    p.moe_a2a_overlap);
+                    p.recompute, p.sequence_parallel, p.interleave, p.schedule,
+                    p.first_stage_layers, p.last_stage_layers, p.offload.optimizer,
+                    p.offload.params, p.offload.activations, p.offload.to,
+                    p.offload.activation_layers, p.moe_a2a_overlap);
   };
   return fields(a) == fields(b);
 }

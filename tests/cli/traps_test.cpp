@@ -136,3 +136,13 @@ TEST_CASE("provision names the GPU types its default grid leaves out for lack of
   }
   CHECK(contains(r.err, "--gpu-hour-cost NAME=USD"));
 }
+
+TEST_CASE("on one GPU the plan names ZeRO-1 with offload, not ZeRO-3 at the same speed") {
+  // dp 1: the stages shard nothing, and their times differed only in the last bits of a sum
+  // (311.72121027210846 s against ...784 s), which used to rank ZeRO-3 first.
+  const auto r = run_cli("plan --model llama-2-7b --gpus 1");
+  CHECK(contains(r.out,
+                 "Recommended (offload, the simplest rung that works): dp 1 x tp 1 x pp 1, "
+                 "ZeRO-1, micro-batch 2, recompute none, offload optimizer to cpu"));
+  CHECK(contains(r.out, "Fastest found: dp 1 x tp 1 x pp 1, ZeRO-1, micro-batch 2"));
+}

@@ -83,9 +83,15 @@ TEST_CASE("a straggler injected into an MPI run is named, with its host and how 
   CHECK(contains(r.out, "rank 1 on " + host_name() + ": GEMM 64x64x64 fp32 took"));
   CHECK_FALSE(contains(r.out, "rank 0 on " + host_name() + ": GEMM"));
   const auto p = read_json(out);
-  const auto& flagged = p.at("fit").at("stragglers").at("flagged");
-  REQUIRE(flagged.size() >= 2);  // fp32 and fp64
-  for (const auto& f : flagged) CHECK(f.at("rank") == 1);
+  // Rank 1's two GEMMs (fp32, fp64) and no GEMM of rank 0; a collective may also be flagged on
+  // a loaded machine, which this test does not judge.
+  int slow_gemms[2] = {0, 0};
+  for (const auto& f : p.at("fit").at("stragglers").at("flagged")) {
+    if (f.at("what").get<std::string>().rfind("GEMM", 0) == 0)
+      ++slow_gemms[f.at("rank").get<int>()];
+  }
+  CHECK(slow_gemms[1] == 2);
+  CHECK(slow_gemms[0] == 0);
   // Said before it started: the forecast.
   CHECK(contains(r.err, "probe: forecast:"));
   std::remove(out.c_str());

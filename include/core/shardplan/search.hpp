@@ -13,6 +13,10 @@ namespace shardplan {
 
 enum class Objective { time, cost, throughput };
 const char* to_string(Objective o);
+/// An objective as the ranking compares it: 12 significant digits, so plans whose times differ
+/// only by the order of a floating-point sum tie, and the ranking's next keys (fewer degrees,
+/// lower ZeRO stages) name the simpler plan.
+double objective_key(double objective);
 Objective parse_objective(const std::string& text, const std::string& field);
 
 /// The axes. dp is derived: gpus / (tp x pp x cp).
