@@ -18,7 +18,15 @@ void note_sequence(const PlanningOptions& o, Inputs& in) {
 }
 
 void note_zero(const PlanningOptions& o, Inputs& in) {
-  if (!o.zero.empty() || in.plan.dp <= 1) return;
+  // Only when the plan is ZeRO-0 and nothing chose it: a --from file's stage is a choice.
+  if (!o.zero.empty() || in.plan.dp <= 1 || in.plan.zero != 0) return;
+  if (!o.from.empty()) {
+    in.notes.push_back(fmt::format(
+        "ZeRO-0 (plain data parallel): {} sets no ZeRO stage, so every data-parallel rank holds "
+        "all weights, gradients and optimizer state",
+        o.from));
+    return;
+  }
   in.notes.push_back(
       "ZeRO-0 (plain data parallel): no --zero was given, so every data-parallel rank holds all "
       "weights, gradients and optimizer state; `shardplan plan` picks a stage");

@@ -146,3 +146,10 @@ TEST_CASE("on one GPU the plan names ZeRO-1 with offload, not ZeRO-3 at the same
                  "ZeRO-1, micro-batch 2, recompute none, offload optimizer to cpu"));
   CHECK(contains(r.out, "Fastest found: dp 1 x tp 1 x pp 1, ZeRO-1, micro-batch 2"));
 }
+
+TEST_CASE("a --from file's ZeRO stage is not followed by 'ZeRO-0: no --zero was given'") {
+  const auto r = run_cli("estimate --from " + std::string(SHARDPLAN_TEST_DATA) +
+                         "/launch/deepspeed-zero3-offload.json --model llama-2-7b");
+  CHECK(contains(r.out, "ZeRO-3"));
+  CHECK_FALSE(contains(r.out, "no --zero was given"));
+}
