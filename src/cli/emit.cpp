@@ -30,34 +30,6 @@ struct EmitFlags {
   SchedulerOptions scheduler;
 };
 
-// With --plan the plan comes from the file; a planning flag beside it would be silently ignored,
-// so it is an error (--tokens only sets the run's length and is allowed).
-void refuse_planning_flags(const CLI::App& sub) {
-  static const std::set<std::string> groups = {"Model", "Training", "Cluster", "Plan"};
-  for (const CLI::Option* opt : sub.get_options()) {
-    if (opt->count() == 0 || groups.count(opt->get_group()) == 0 || opt->get_name() == "--tokens")
-      continue;
-    throw InputError(opt->get_name(), "the plan comes from --plan FILE; drop " + opt->get_name() +
-                                          " or describe the plan with flags instead of --plan");
-  }
-}
-
-Inputs plan_from_file(const EmitFlags& e, const PlanningOptions& o, std::string& source,
-                      double& file_step_s) {
-  PlanPick pick = PlanPick::recommended;
-  if (e.pick == "fastest") {
-    pick = PlanPick::fastest;
-  } else if (!e.pick.empty() && e.pick != "recommended") {
-    throw InputError("--pick", "'" + e.pick + "' is not a choice; use recommended or fastest");
-  }
-  const PlanFile f = read_plan_file(read_text_file(e.plan_file, "--plan"), e.plan_file, pick);
-  Inputs in{f.model, f.cluster, f.training, f.plan, {}};
-  if (!o.tokens.empty()) in.training.tokens = parse_count(o.tokens, "--tokens");
-  source = f.where;
-  file_step_s = f.step_s;
-  return in;
-}
-
 void throw_problems(LauncherFormat format, const std::vector<PlanProblem>& problems) {
   std::string message =
       fmt::format("{} cannot run this plan: {}", to_string(format), problems.front().message);
@@ -78,7 +50,10 @@ std::optional<ChosenPlan> choose_plan(const CLI::App& app, const EmitFlags& e, P
   ChosenPlan c;
   if (!e.plan_file.empty()) {
     refuse_planning_flags(app);
-    c.in = plan_from_file(e, o, c.source, c.file_step_s);
+    FilePlan f = plan_from_file(e.plan_file, e.pick, o);
+    c.in = std::move(f.in);
+    c.source = f.source;
+    c.file_step_s = f.file_step_s;
     return c;
   }
   if (!e.pick.empty())

@@ -1,9 +1,13 @@
 // `shardplan estimate`: memory, communication and time of one plan.
+#include <fmt/format.h>
+
 #include <iostream>
 
-#include "commands.hpp"
 #include "assumed.hpp"
+#include "commands.hpp"
 #include "options.hpp"
+#include "recommended.hpp"
+#include "shardplan/error.hpp"
 #include "shardplan/render_comm.hpp"
 #include "shardplan/render_estimate.hpp"
 #include "shardplan/render_memory.hpp"
@@ -17,13 +21,34 @@ Runner setup_estimate(CLI::App& sub) {
   add_trace_option(sub, *trace);
   auto html = std::make_shared<std::string>();
   sub.add_option("--html", *html, "Also write a self-contained HTML report with charts");
-  return [o, trace, html]() {
-    Inputs in = resolve_timed_inputs(*o);
-    note_assumptions(*o, in, {.plan_given = true, .prices = true});
+  auto plan_file = std::make_shared<std::string>();
+  auto pick = std::make_shared<std::string>();
+  sub.add_option("--plan", *plan_file,
+                 "Re-price a plan from a `plan --json` or `estimate --json` file instead of "
+                 "flags (its model, cluster, training and plan)");
+  sub.add_option("--pick", *pick, "With a `plan --json` file: recommended (default) or fastest");
+  CLI::App* app = &sub;
+  return [o, trace, html, plan_file, pick, app]() {
+    Inputs in;
+    if (!plan_file->empty()) {
+      refuse_planning_flags(*app);
+      FilePlan f = plan_from_file(*plan_file, *pick, *o);
+      in = std::move(f.in);
+      in.notes.push_back("plan from " + f.source + ", re-priced by this build" +
+                         (f.file_step_s > 0
+                              ? fmt::format(" (the file predicted a {:.2f} s step)", f.file_step_s)
+                              : ""));
+    } else {
+      if (!pick->empty())
+        throw InputError("--pick", "chooses a plan in a --plan FILE; give --plan too");
+      in = resolve_timed_inputs(*o);
+    }
+    note_assumptions(*o, in, {.plan_given = plan_file->empty(), .prices = true});
     const Estimate e = estimate(in.model, in.training, in.plan, in.cluster);
     write_trace(*trace, in, e);
     if (!html->empty()) {
-      write_html(*html, estimate_report(e, in.model, in.training, in.plan, in.cluster, in.notes), "--html");
+      write_html(*html, estimate_report(e, in.model, in.training, in.plan, in.cluster, in.notes),
+                 "--html");
     }
     if (o->json) {
       nlohmann::json j = to_json(e, in.plan, in.training, in.cluster);

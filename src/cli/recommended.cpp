@@ -3,11 +3,17 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "planning_flags.hpp"
+#include "shardplan/error.hpp"
+#include "shardplan/files.hpp"
 #include "shardplan/ladder.hpp"
+#include "shardplan/plan_file.hpp"
 #include "shardplan/planning.hpp"
 #include "shardplan/rule_words.hpp"
 #include "shardplan/search.hpp"
+#include "shardplan/units.hpp"
 
 namespace shardplan::cli {
 
@@ -71,6 +77,33 @@ std::optional<Inputs> inputs_or_recommended(const PlanningOptions& o) {
       "leave out every plan flag for the one `shardplan plan` recommends",
       describe(in.plan), flags));
   return in;
+}
+
+FilePlan plan_from_file(const std::string& path, const std::string& pick,
+                        const PlanningOptions& o) {
+  PlanPick which = PlanPick::recommended;
+  if (pick == "fastest") {
+    which = PlanPick::fastest;
+  } else if (!pick.empty() && pick != "recommended") {
+    throw InputError("--pick", "'" + pick + "' is not a choice; use recommended or fastest");
+  }
+  const PlanFile f = read_plan_file(read_text_file(path, "--plan"), path, which);
+  FilePlan out;
+  out.in = Inputs{f.model, f.cluster, f.training, f.plan, {}};
+  if (!o.tokens.empty()) out.in.training.tokens = parse_count(o.tokens, "--tokens");
+  out.source = f.where;
+  out.file_step_s = f.step_s;
+  return out;
+}
+
+void refuse_planning_flags(const CLI::App& sub) {
+  static const std::set<std::string> groups = {"Model", "Training", "Cluster", "Plan"};
+  for (const CLI::Option* opt : sub.get_options()) {
+    if (opt->count() == 0 || groups.count(opt->get_group()) == 0 || opt->get_name() == "--tokens")
+      continue;
+    throw InputError(opt->get_name(), "the plan comes from --plan FILE; drop " + opt->get_name() +
+                                          " or describe the plan with flags instead of --plan");
+  }
 }
 
 }  // namespace shardplan::cli

@@ -2,7 +2,9 @@
 // `runbook` and `emit` given no plan flag plan the run `plan` would advise, not an unsharded one.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <optional>
+#include <string>
 
 #include "options.hpp"
 
@@ -19,6 +21,19 @@ Inputs resolve_search_inputs(const PlanningOptions& o);
 /// The plan `shardplan plan` recommends for these inputs: the ladder's stop, or the fastest plan
 /// found when no rung passes; a note says which. Empty when no plan fits in memory.
 std::optional<Inputs> recommended_inputs(const PlanningOptions& o, int threads = 0);
+
+/// A plan read back from a `plan --json` or `estimate --json` file (--plan FILE, --pick
+/// recommended|fastest): its model, cluster, training and plan, as that command priced them;
+/// --tokens, when given, sets the run's length. `source` says which file and pick.
+struct FilePlan {
+  Inputs in;
+  std::string source;
+  double file_step_s = 0;  // the step the file predicted; 0 when it holds none
+};
+FilePlan plan_from_file(const std::string& path, const std::string& pick, const PlanningOptions& o);
+/// With --plan the plan comes from the file: a model, training, cluster or plan flag beside it
+/// would be silently ignored, so it is an error (--tokens only sets the run's length).
+void refuse_planning_flags(const CLI::App& sub);
 
 /// recommended_inputs when no plan flag is given, else resolve_timed_inputs; either way a note
 /// says which plan it is. "No plan fits" is an empty result, not an InputError.

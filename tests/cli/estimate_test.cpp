@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
@@ -121,7 +122,36 @@ TEST_CASE("the accuracy paragraph and held-out tables in the docs are the cross-
                         "accuracy") == paragraph.out);
   const auto groups = run_cli("validate --cross-validate --markdown-groups");
   REQUIRE(groups.status == 0);
-  CHECK(between_markers(
-            shardplan::test::read_file(SHARDPLAN_SOURCE_DIR "/docs/validation-corpus.md"),
-            "held-out-groups") == groups.out);
+  CHECK(
+      between_markers(shardplan::test::read_file(SHARDPLAN_SOURCE_DIR "/docs/validation-corpus.md"),
+                      "held-out-groups") == groups.out);
+}
+
+TEST_CASE(
+    "estimate --plan FILE re-prices the plan a `plan --json` file holds, without retyping it") {
+  const std::string file = "/tmp/shardplan-estimate-plan-file.json";
+  const auto planned = run_cli("plan --model llama-2-7b --cluster dgx-h100 --gpus 16 --json");
+  REQUIRE(planned.status == 0);
+  {
+    std::ofstream out(file);
+    out << planned.out;
+  }
+  const auto p = nlohmann::json::parse(planned.out);
+  for (const char* pick : {"recommended", "fastest"}) {
+    CAPTURE(pick);
+    const auto r = run_cli("estimate --plan " + file + " --pick " + pick + " --json");
+    REQUIRE(r.status == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    // The same plan and, priced by the same build, the same step.
+    CHECK(j.at("plan").at("summary") == p.at(pick).at("plan").at("summary"));
+    CHECK(j.at("time").at("step_s").get<double>() ==
+          doctest::Approx(p.at(pick).at("time").at("step_s").get<double>()));
+  }
+  const auto text = run_cli("estimate --plan " + file);
+  CHECK(contains(text.out, "plan from " + file + ": recommended, re-priced by this build"));
+  // A plan flag beside --plan would be ignored: refused.
+  const auto both = run_cli("estimate --plan " + file + " --tp 2");
+  CHECK(both.status == 2);
+  CHECK(contains(both.err, "--tp: the plan comes from --plan FILE"));
+  std::remove(file.c_str());
 }
