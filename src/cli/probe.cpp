@@ -56,7 +56,7 @@ struct ProbeOptions {
   // At scale: node pairs, the forecast, and the probe as a cluster job.
   std::string pair_rounds, pair_bytes, nodes_per_domain, nodes_per_leaf;
   bool forecast = false;
-  std::string job, job_out, nodes, image, volume_claim, shardplan_path = "shardplan";
+  std::string job, job_out, nodes, gpus, image, volume_claim, shardplan_path = "shardplan";
   std::string slurm_mpi = "pmix";
 };
 
@@ -224,6 +224,10 @@ void add_probe_options(CLI::App& sub, ProbeOptions& o) {
       ->group("At scale");
   sub.add_option("--job-out", o.job_out, "The job file --job writes")->group("At scale");
   sub.add_option("--nodes", o.nodes, "Nodes the job or forecast spans")->group("At scale");
+  sub.add_option("--gpus", o.gpus,
+                 "GPUs the job or forecast spans, in whole nodes of --gpus-per-node (or the "
+                 "--cluster preset's)")
+      ->group("At scale");
   sub.add_option("--image", o.image,
                  "Container image holding shardplan (Kubernetes: required; Slurm: pyxis "
                  "--container-image)")
@@ -413,12 +417,26 @@ struct JobShape {
 
 JobShape job_shape(const ProbeOptions& o, const Prepared& p, const std::string& why) {
   JobShape j;
-  if (o.nodes.empty()) {
-    throw InputError("--nodes", why + " needs the number of nodes the probe spans: give --nodes N");
-  }
-  j.net.nodes = parse_int(o.nodes, "--nodes", 1 << 20);
   j.cluster = load_cluster(o.cluster.empty() ? "dgx-h100" : o.cluster, "--cluster");
   j.gpus_per_node = p.inputs.gpus_per_node > 0 ? p.inputs.gpus_per_node : j.cluster.gpus_per_node;
+  if (!o.nodes.empty() && !o.gpus.empty()) {
+    throw InputError("--gpus", "give the job's size once: --nodes N or --gpus N, not both");
+  }
+  if (!o.gpus.empty()) {
+    // --gpus: whole nodes of the GPUs per node (the flag's, else the cluster preset's).
+    const int gpus = parse_int(o.gpus, "--gpus", 1 << 24);
+    if (gpus % j.gpus_per_node != 0) {
+      throw InputError("--gpus", fmt::format("{} GPUs do not fill whole nodes of {}; give a "
+                                             "multiple of {} or --nodes",
+                                             gpus, j.gpus_per_node, j.gpus_per_node));
+    }
+    j.net.nodes = gpus / j.gpus_per_node;
+  } else if (o.nodes.empty()) {
+    throw InputError("--nodes",
+                     why + " needs the size the probe spans: give --nodes N or --gpus N");
+  } else {
+    j.net.nodes = parse_int(o.nodes, "--nodes", 1 << 20);
+  }
   j.net.nodes_per_domain = p.plan.nodes_per_domain;
   j.net.nodes_per_leaf = p.plan.nodes_per_leaf;
   return j;
@@ -465,9 +483,9 @@ std::vector<std::string> probe_args_for_job() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> argv;
   for (std::string a; std::getline(in, a, '\0');) argv.push_back(a);
-  static const std::set<std::string> with_value = {"--job",       "--job-out",      "--nodes",
-                                                   "--image",     "--volume-claim", "--shardplan",
-                                                   "--slurm-mpi", "--out"};
+  static const std::set<std::string> with_value = {"--job",       "--job-out",   "--nodes",
+                                                   "--gpus",      "--image",     "--volume-claim",
+                                                   "--shardplan", "--slurm-mpi", "--out"};
   std::vector<std::string> out;
   bool after_probe = false;
   for (size_t i = 1; i < argv.size(); ++i) {

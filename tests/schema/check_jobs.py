@@ -116,10 +116,11 @@ with tempfile.TemporaryDirectory() as tmp:
             check(list(jsonschema.Draft202012Validator(schema("skypilot-task"))
                        .iter_errors(bad)), "SkyPilot schema accepted a misspelt accelerators")
 
-    # The probe as an MPIJob, on 64 NVL72 nodes (18 per domain) and on 2 H100 nodes.
-    for cluster, nodes, per_node, domain in (("gb200-nvl72", 64, 4, 18), ("dgx-h100", 2, 8, 1)):
+    # The probe as an MPIJob, on 64 NVL72 nodes (18 per domain) and on 16 H100s (--gpus: 2 nodes).
+    for cluster, size, nodes, per_node, domain in (("gb200-nvl72", ["--nodes", "64"], 64, 4, 18),
+                                                   ("dgx-h100", ["--gpus", "16"], 2, 8, 1)):
         out = os.path.join(tmp, f"mpijob-{cluster}.yaml")
-        r = run(["probe", "--job", "k8s", "--job-out", out, "--nodes", str(nodes), "--cluster",
+        r = run(["probe", "--job", "k8s", "--job-out", out] + size + ["--cluster",
                  cluster, "--image", "registry.example/shardplan:1", "--volume-claim", "probes",
                  "--out", "/profiles/probe.json"])
         if r.returncode != 0:
@@ -139,7 +140,8 @@ with tempfile.TemporaryDirectory() as tmp:
             check(cmd[:4] == ["mpirun", "--allow-run-as-root", "-np", str(nodes * per_node)],
                   f"{what}: launcher command {cmd[:4]}")
             check("/profiles/probe.json" in cmd, f"{what}: --out not passed to the probe")
-            check("--job" not in cmd and "--image" not in cmd, f"{what}: job flags left in the probe")
+            check("--job" not in cmd and "--image" not in cmd and "--gpus" not in cmd,
+                  f"{what}: job flags left in the probe")
             hint = worker["template"].get("metadata", {}).get("annotations", {})
             check(("kueue.x-k8s.io/podset-preferred-topology" in hint) == (domain > 1),
                   f"{what}: topology hint")
