@@ -262,6 +262,8 @@ struct Prepared {
   std::string model_format = "bf16";
   bool warmup_given = false;
   bool pair_bytes_given = false;
+  // The cluster whose links the forecast prices: --cluster, else dgx-h100 (loaded once).
+  ClusterSpec links;
 };
 
 // Everything that can be checked before any process starts talking to another.
@@ -322,15 +324,13 @@ Prepared prepare(const ProbeOptions& o) {
   probe::ProfileInputs& in = p.inputs;
   in.gpu = o.gpu;
   in.cluster = o.cluster;
-  // Nodes per NVLink domain: the flag, else the cluster preset's domain (NVL72: 72 / 4 = 18).
-  p.plan.nodes_per_domain = parse_int_or(o.nodes_per_domain, "--nodes-per-domain", 1, 1 << 20);
-  if (!o.cluster.empty()) {
-    const ClusterSpec c = load_cluster(o.cluster, "--cluster");
-    if (o.nodes_per_domain.empty()) {
-      p.plan.nodes_per_domain = std::max(1, c.domain_gpus() / std::max(1, c.gpus_per_node));
-    }
-  }
-  if (o.nodes_per_domain.empty() && o.cluster.empty()) p.plan.nodes_per_domain = 1;
+  // Nodes per NVLink domain: the flag, else the --cluster preset's domain (NVL72: 72 / 4 = 18),
+  // else 1.
+  p.links = load_cluster(o.cluster.empty() ? "dgx-h100" : o.cluster, "--cluster");
+  p.plan.nodes_per_domain =
+      !o.nodes_per_domain.empty() || o.cluster.empty()
+          ? parse_int_or(o.nodes_per_domain, "--nodes-per-domain", 1, 1 << 20)
+          : std::max(1, p.links.domain_gpus() / std::max(1, p.links.gpus_per_node));
   if (!o.gpu.empty()) load_gpu(o.gpu, "--gpu");
   in.gpus_per_node = parse_int_or(o.gpus_per_node, "--gpus-per-node", 0, 1024);
   in.nics_per_node = parse_int_or(o.nics_per_node, "--nics-per-node", 0, 1024);
@@ -341,11 +341,14 @@ Prepared prepare(const ProbeOptions& o) {
 
 // Defaults that depend on the hardware the back-end measures: the largest size, the GEMM data
 // types and sweep, and the GPU preset the device name matches.
-void apply_hardware_defaults(const ProbeOptions& o, const probe::Session& session, Prepared& p) {
-  const bool gpu = session.measures_gpu();
+// The sweep's defaults for the hardware measured (`gpu`: GPUs, else CPUs): the largest size, the
+// pair bytes, the GEMM warm-up and count, and the sweep in `formats` unless --gemm-dtypes names
+// them. The run takes them from the back-end it started; the forecast and the job, before any
+// back-end, from what a GPU of the preset's generation runs.
+void apply_sweep_defaults(const ProbeOptions& o, bool gpu, const std::vector<std::string>& formats,
+                          Prepared& p) {
   if (!p.max_given) p.plan.max_bytes = gpu ? (1ull << 30) : (64ull << 20);
   p.plan.max_bytes = std::max(p.plan.max_bytes, p.plan.min_bytes);
-  const std::vector<std::string> formats = p.formats.empty() ? session.gemm_formats() : p.formats;
   for (auto& g : p.plan.gemms) {
     if (!gpu) g = probe::gemm_shape(g.m, g.n, g.k, "fp32", g.label, "--precision");  // CPU: fp32
   }
@@ -356,7 +359,14 @@ void apply_hardware_defaults(const ProbeOptions& o, const probe::Session& sessio
   const std::string sizes = !o.gemm_sizes.empty() ? o.gemm_sizes
                             : gpu                 ? "512,1024,2048,4096,8192,16384"
                                                   : "128,256,512,1024";
-  for (const auto& g : sweep_shapes(sizes, formats)) p.plan.gemms.push_back(g);
+  for (const auto& g : sweep_shapes(sizes, p.formats.empty() ? formats : p.formats)) {
+    p.plan.gemms.push_back(g);
+  }
+}
+
+void apply_hardware_defaults(const ProbeOptions& o, const probe::Session& session, Prepared& p) {
+  const bool gpu = session.measures_gpu();
+  apply_sweep_defaults(o, gpu, session.gemm_formats(), p);
   if (p.inputs.gpu.empty() && p.inputs.cluster.empty()) {
     const std::string device = session.device();
     p.inputs.gpu = gpu ? gpu_preset_for_device(device) : "H100-SXM";
@@ -417,7 +427,7 @@ struct JobShape {
 
 JobShape job_shape(const ProbeOptions& o, const Prepared& p, const std::string& why) {
   JobShape j;
-  j.cluster = load_cluster(o.cluster.empty() ? "dgx-h100" : o.cluster, "--cluster");
+  j.cluster = p.links;
   j.gpus_per_node = p.inputs.gpus_per_node > 0 ? p.inputs.gpus_per_node : j.cluster.gpus_per_node;
   if (!o.nodes.empty() && !o.gpus.empty()) {
     throw InputError("--gpus", "give the job's size once: --nodes N or --gpus N, not both");
@@ -443,23 +453,16 @@ JobShape job_shape(const ProbeOptions& o, const Prepared& p, const std::string& 
 }
 
 // The forecast from the cluster preset's links. `default_sweep`: before any GPU is seen (the
-// forecast and the job), the GEMM sweep a GPU would run: the named formats or fp8, bf16, fp16
-// and tf32 (Hopper's) at the GPU sizes, and the GPU defaults for sizes and pair bytes.
+// forecast and the job), the sweep a GPU of Hopper's generation would run (fp8, bf16, fp16,
+// tf32), or a CPU's (fp32, fp64).
 probe::ProbeForecast forecast_of(const ProbeOptions& o, const Prepared& prepared, const JobShape& j,
                                  bool gpu, bool default_sweep) {
   Prepared p = prepared;
   if (default_sweep) {
-    const std::vector<std::string> formats =
-        !p.formats.empty() ? p.formats
-        : gpu              ? std::vector<std::string>{"fp8", "bf16", "fp16", "tf32"}
-                           : std::vector<std::string>{"fp32", "fp64"};
-    if (!p.max_given) p.plan.max_bytes = gpu ? (1ull << 30) : (64ull << 20);
-    if (!p.pair_bytes_given) p.plan.pair_bytes = gpu ? (256ull << 20) : (1ull << 20);
-    if (!gpu && !p.warmup_given) p.plan.gemm_warmup_s = 0;
-    const std::string sizes = !o.gemm_sizes.empty() ? o.gemm_sizes
-                              : gpu                 ? "512,1024,2048,4096,8192,16384"
-                                                    : "128,256,512,1024";
-    for (const auto& g : sweep_shapes(sizes, formats)) p.plan.gemms.push_back(g);
+    apply_sweep_defaults(o, gpu,
+                         gpu ? std::vector<std::string>{"fp8", "bf16", "fp16", "tf32"}
+                             : std::vector<std::string>{"fp32", "fp64"},
+                         p);
   }
   const ClusterSpec& c = j.cluster;
   return probe::forecast_probe(p.plan, j.net, j.gpus_per_node, c.intra.busbw_bytes_per_s,
@@ -575,7 +578,7 @@ int run_probe_command(const ProbeOptions& o) {
     j.gpus_per_node = session.ranks() / std::max(1, session.nodes());
     j.net.nodes_per_domain = p.plan.nodes_per_domain;
     j.net.nodes_per_leaf = p.plan.nodes_per_leaf;
-    j.cluster = load_cluster(o.cluster.empty() ? "dgx-h100" : o.cluster, "--cluster");
+    j.cluster = p.links;
     const probe::ProbeForecast f = forecast_of(o, p, j, session.measures_gpu(), false);
     std::fprintf(stderr,
                  "probe: forecast: %d measurements, about %.1f min (from the %s preset's links)\n",
