@@ -19,6 +19,7 @@
 #include "shardplan/parallel.hpp"
 #include "shardplan/schedule.hpp"
 #include "shardplan/step_time.hpp"
+#include "shardplan/units.hpp"
 
 namespace shardplan {
 
@@ -181,9 +182,7 @@ SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const Cluster
 
 // ZeRO-1 and ZeRO-3 on one GPU price 311.72121027210846 s against ...784 s: the same plan.
 double objective_key(double v) {
-  if (v == 0 || !std::isfinite(v)) return v;
-  const double scale = std::pow(10.0, 11 - std::floor(std::log10(std::fabs(v))));
-  return std::round(v * scale) / scale;
+  return round_significant(v, 12);
 }
 
 namespace {

@@ -123,6 +123,12 @@ double parse_bandwidth(std::string_view text, const std::string& field) {
   return require_positive(value * (prefix > 0 ? prefix : 1.0) * bytes_per_unit, text, field);
 }
 
+double round_significant(double v, int digits) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, digits - 1 - std::floor(std::log10(std::fabs(v))));
+  return std::round(v * scale) / scale;
+}
+
 double parse_bytes(std::string_view text, const std::string& field) {
   const std::string s = lower_without_spaces(text);
   auto [value, rest] = split_number(s, field, "80GB, 80GiB, 2TB");

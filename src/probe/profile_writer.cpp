@@ -36,12 +36,14 @@ double round_to(double v, int digits) {
   return std::round(v * scale) / scale;
 }
 
-// `digits` significant digits: an efficiency of a tiny GEMM (1e-5 of peak) stays above zero,
-// which the loader requires, where a fixed 4 decimals wrote 0.
-double round_significant(double v, int digits) {
-  if (v == 0 || !std::isfinite(v)) return v;
-  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(v))));
-  return round_to(v, digits - 1 - magnitude);
+// The fitted GEMM curve as [flops, efficiency] pairs, efficiencies to 4 significant digits: a
+// tiny GEMM's (1e-5 of peak) stays above the 0 the loader refuses, where 4 decimals wrote 0.
+json curve_json(const FitResult& fit) {
+  json curve = json::array();
+  for (const EfficiencyPoint& p : fit.gemm_curve) {
+    curve.push_back({p.flops, round_significant(p.efficiency, 4)});
+  }
+  return curve;
 }
 
 // The GPU object the profile starts from, and the cluster preset if there is one.
@@ -262,9 +264,7 @@ json tiers_json(const FitResult& fit) {
 }
 
 json gemm_fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, bool curve_applied) {
-  json curve = json::array();
-  for (const EfficiencyPoint& p : fit.gemm_curve)
-    curve.push_back({p.flops, round_significant(p.efficiency, 4)});
+  const json curve = curve_json(fit);
   json achieved = json::array();
   for (const GemmRow& g : r.gemms) {
     achieved.push_back(
@@ -418,10 +418,7 @@ bool apply_gpu_measurements(json& gpu, const Results& r, const FitResult& fit,
                             const std::string& host_list) {
   const bool curve_applied = r.gemm_on_gpu && !fit.gemm_curve.empty();
   if (curve_applied) {
-    json curve = json::array();
-    for (const EfficiencyPoint& p : fit.gemm_curve)
-      curve.push_back({p.flops, round_significant(p.efficiency, 4)});
-    gpu["gemm_efficiency"] = curve;
+    gpu["gemm_efficiency"] = curve_json(fit);
     gpu["calibrated"] = true;
     gpu["sources"]["gemm_efficiency"] = fmt::format(
         "measured by shardplan probe ({}) on {} ({}) at {}: cublasLtMatmul {}, {} shapes, "

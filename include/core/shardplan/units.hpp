@@ -16,8 +16,12 @@ inline constexpr double kTera = 1e12;
 double parse_count(std::string_view text, const std::string& field);
 
 /// A bandwidth in bytes per second: "900GB/s", "450 GB/s", "10Gbit/s", "400Gb/s", "25Gbps",
-/// "1.25e9" (bytes/s). Bits are divided by 8; k/M/G/T are powers of 10 as on datasheets.
+/// "1.25e9B/s". Bits are divided by 8; k/M/G/T are powers of 10 as on datasheets. A bare number
+/// has no unit and is refused ("--link 5" meant GB/s or Gbit/s, never bytes per second).
 double parse_bandwidth(std::string_view text, const std::string& field);
+
+/// `v` rounded to `digits` significant digits (0, infinities and NaN as they are).
+double round_significant(double v, int digits);
 
 /// A size in bytes: "80GB" (1e9), "80GiB" (2^30), "1.5TB", "2e12". A bare number is bytes.
 double parse_bytes(std::string_view text, const std::string& field);
