@@ -112,8 +112,7 @@ std::vector<PlanProblem> common_problems(const EmitInputs& in) {
                                  [](const std::string& g) { return g.rfind("--warmup-", 0) == 0; });
   const auto steps = train_steps(in);
   if (asked && steps) {
-    const long long decay =
-        std::max(1LL, std::llround(static_cast<double>(*steps) * o.decay_end_fraction));
+    const long long decay = decay_steps(o, *steps);
     const int warmup = warmup_steps_at(o, in.training);
     if (warmup >= decay) {
       out.push_back(
@@ -126,6 +125,28 @@ std::vector<PlanProblem> common_problems(const EmitInputs& in) {
     }
   }
   return out;
+}
+
+std::string resume_loop(const std::string& launch, const std::string& restarts) {
+  return fmt::format(
+      "for attempt in $(seq 0 \"{0}\"); do\n"
+      "  echo \"launch $attempt of {0}: $(date)\"\n"
+      "  if {1}; then\n"
+      "    exit 0\n"
+      "  fi\n"
+      "  sleep 60   # let the failed node drain before the next launch resumes\n"
+      "done\n"
+      "exit 1\n",
+      restarts, launch);
+}
+
+std::vector<LaunchEnv> launch_env(LauncherFormat format, const EmitInputs& in) {
+  std::vector<LaunchEnv> env = {{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", ""},
+                                {"NCCL_DEBUG", "WARN", ""}};
+  if (const auto own = launcher_row(format).env) {
+    for (LaunchEnv& e : own(in)) env.push_back(std::move(e));
+  }
+  return env;
 }
 
 std::vector<PlanProblem> framework_problems(const EmitInputs& in, Framework framework) {

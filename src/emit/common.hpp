@@ -39,6 +39,16 @@ std::string optimizer_duty(const EmitInputs& in);
 /// Where the optimizer settings came from: the flags given (last first), then the recipe.
 std::string optimizer_source(const OptimizerSettings& o);
 
+/// The environment every scheduler's job sets for the launch (Slurm exports it, the TrainJob and
+/// the SkyPilot task list it): a collective that times out ends the process instead of hanging
+/// (the runbook's timeout is in the config), NCCL says what went wrong, then the launcher's own.
+std::vector<LaunchEnv> launch_env(LauncherFormat format, const EmitInputs& in);
+
+/// The runbook's resume loop around a launch, the same for every scheduler: up to `restarts`
+/// relaunches (a number, or a shell variable such as $MAX_RESTARTS), each loading the newest
+/// checkpoint, a minute apart so that a failed peer can come back; exit 1 when all fail.
+std::string resume_loop(const std::string& launch, const std::string& restarts);
+
 /// Lines as a "# " comment block.
 std::string comment_block(const std::vector<std::string>& lines);
 

@@ -36,9 +36,9 @@ std::string accelerate_launch(const EmitInputs& in, const std::string&, const st
       accumulation_steps(in), config);
 }
 
-std::string deepspeed_exports(const EmitInputs& in) {
-  return fmt::format("export DEEPSPEED_TIMEOUT={}   # minutes (deepspeed.comm)\n",
-                     in.settings.timeout_minutes);
+std::vector<LaunchEnv> deepspeed_env(const EmitInputs& in) {
+  return {{"DEEPSPEED_TIMEOUT", std::to_string(in.settings.timeout_minutes),
+           "minutes (deepspeed.comm)"}};
 }
 
 }  // namespace
@@ -54,7 +54,7 @@ const std::vector<LauncherRow>& launcher_rows() {
        deepspeed_problems,
        [](const EmitInputs& in) { return write_deepspeed(emit_deepspeed(in)); },
        deepspeed_launch,
-       deepspeed_exports},
+       deepspeed_env},
       {LauncherFormat::megatron,
        "megatron",
        "Megatron-LM",

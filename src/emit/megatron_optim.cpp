@@ -16,7 +16,9 @@ namespace shardplan::emit {
 namespace {
 
 // Megatron-LM's --lr-decay-style spells the schedules as shardplan does, WSD in capitals.
-const char* decay_style(LrDecay d) { return d == LrDecay::wsd ? "WSD" : to_string(d); }
+const char* decay_style(LrDecay d) {
+  return d == LrDecay::wsd ? "WSD" : to_string(d);
+}
 
 // A share of the run in whole parts per 10,000, for the script's integer arithmetic.
 long long per_ten_thousand(double fraction) {
@@ -25,8 +27,7 @@ long long per_ten_thousand(double fraction) {
 
 // Known length: decay and WSD iterations as numbers, warm-up shortened if the run is shorter.
 void known_length(MegatronArgs& a, const OptimizerSettings& o, long long steps, int warmup) {
-  const long long decay =
-      std::max(1LL, std::llround(static_cast<double>(steps) * o.decay_end_fraction));
+  const long long decay = decay_steps(o, steps);
   long long w = warmup;
   if (w >= decay) {
     w = decay / 10;

@@ -172,6 +172,10 @@ OptimizerSettings published_recipe(const ModelSpec& m) {
   return o;
 }
 
+long long decay_steps(const OptimizerSettings& o, long long steps) {
+  return std::max(1LL, std::llround(static_cast<double>(steps) * o.decay_end_fraction));
+}
+
 int warmup_steps_at(const OptimizerSettings& o, const TrainingSpec& t) {
   if (o.warmup_tokens <= 0) return o.warmup_steps;
   const double tokens_per_step = static_cast<double>(t.global_batch) * t.seq_len;

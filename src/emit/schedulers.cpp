@@ -37,31 +37,6 @@
 namespace shardplan {
 namespace {
 
-// Environment every scheduler's launch sets, as the Slurm script exports it: a collective that
-// times out ends the process instead of hanging (the runbook's timeout is in the config), NCCL
-// says what went wrong, and the launcher's own lines ("export DEEPSPEED_TIMEOUT=30  # ...").
-std::vector<std::pair<std::string, std::string>> launch_env(LauncherFormat f,
-                                                            const EmitInputs& in) {
-  std::vector<std::pair<std::string, std::string>> env = {{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
-                                                          {"NCCL_DEBUG", "WARN"}};
-  if (const auto exports = launcher_row(f).slurm_exports) {
-    const std::string text = exports(in);
-    size_t at = 0;
-    while (at < text.size()) {
-      const size_t end = std::min(text.find('\n', at), text.size());
-      std::string line = text.substr(at, end - at);
-      at = end + 1;
-      line = line.substr(0, line.find('#'));
-      if (line.rfind("export ", 0) != 0) continue;
-      const size_t eq = line.find('=');
-      std::string value = line.substr(eq + 1);
-      while (!value.empty() && value.back() == ' ') value.pop_back();
-      env.emplace_back(line.substr(7, eq - 7), value);
-    }
-  }
-  return env;
-}
-
 // The scale-up group the plan's collectives need inside one NVLink domain, in GPUs.
 int scale_up_group(const ParallelPlan& p) {
   return std::max(p.tp * p.cp, p.ep * p.expert_tp());
@@ -83,20 +58,6 @@ std::string accelerator_name(const ClusterSpec& c) {
 
 void header(YAML::Emitter& y, const std::vector<std::string>& lines) {
   for (const std::string& l : lines) y << YAML::Comment(l) << YAML::Newline;
-}
-
-// The container command: the resume loop the Slurm script runs, once per node, reading the
-// node rank and master address the scheduler gives.
-std::string resume_loop(const std::string& launch, int restarts) {
-  return fmt::format(
-      "set -uo pipefail\n"
-      "for attempt in $(seq 0 {0}); do\n"
-      "  echo \"launch $attempt of {0}: $(date)\"\n"
-      "  if {1}; then exit 0; fi\n"
-      "  sleep 60  # let a failed peer come back before the next launch resumes\n"
-      "done\n"
-      "exit 1\n",
-      restarts, launch);
 }
 
 }  // namespace
@@ -148,16 +109,17 @@ std::string emit_k8s(LauncherFormat f, const EmitInputs& in, const SchedulerOpti
   y << YAML::Key << "trainer" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "image" << YAML::Value << o.image;
   y << YAML::Key << "command" << YAML::Value << YAML::BeginSeq << "bash"
-    << "-c" << YAML::Literal << resume_loop(launch, o.restarts) << YAML::EndSeq;
+    << "-c" << YAML::Literal
+    << "set -uo pipefail\n" + emit::resume_loop(launch, std::to_string(o.restarts)) << YAML::EndSeq;
   y << YAML::Key << "numNodes" << YAML::Value << c.nodes();
   y << YAML::Key << "numProcPerNode" << YAML::Value << c.gpus_per_node;
   y << YAML::Key << "resourcesPerNode" << YAML::Value << YAML::BeginMap << YAML::Key << "limits"
     << YAML::Value << YAML::BeginMap << YAML::Key << "nvidia.com/gpu" << YAML::Value
     << c.gpus_per_node << YAML::EndMap << YAML::EndMap;
   y << YAML::Key << "env" << YAML::Value << YAML::BeginSeq;
-  for (const auto& [k, v] : launch_env(f, in)) {
-    y << YAML::BeginMap << YAML::Key << "name" << YAML::Value << k << YAML::Key << "value"
-      << YAML::Value << YAML::DoubleQuoted << v << YAML::EndMap;
+  for (const LaunchEnv& e : emit::launch_env(f, in)) {
+    y << YAML::BeginMap << YAML::Key << "name" << YAML::Value << e.name << YAML::Key << "value"
+      << YAML::Value << YAML::DoubleQuoted << e.value << YAML::EndMap;
   }
   y << YAML::EndSeq;
   y << YAML::EndMap;  // trainer
@@ -195,8 +157,8 @@ std::string emit_skypilot(LauncherFormat f, const EmitInputs& in, const Schedule
       "NODE_RANK=\"$SKYPILOT_NODE_RANK\" " + launcher_row(f).node_launch(in, torchrun, config);
   const std::string run =
       "export MASTER_ADDR=\"$(echo \"$SKYPILOT_NODE_IPS\" | head -n 1)\"\n"
-      "export MASTER_PORT=\"${MASTER_PORT:-29500}\"\n" +
-      resume_loop(launch, o.restarts);
+      "export MASTER_PORT=\"${MASTER_PORT:-29500}\"\nset -uo pipefail\n" +
+      emit::resume_loop(launch, std::to_string(o.restarts));
   YAML::Emitter y;
   header(y, {fmt::format("SkyPilot task for {} on {} nodes x {} {}, written by shardplan",
                          in.model.name, c.nodes(), c.gpus_per_node, accelerator_name(c)),
@@ -224,8 +186,9 @@ std::string emit_skypilot(LauncherFormat f, const EmitInputs& in, const Schedule
     << o.restarts << YAML::EndMap;
   y << YAML::EndMap;
   y << YAML::Key << "envs" << YAML::Value << YAML::BeginMap;
-  for (const auto& [k, v] : launch_env(f, in))
-    y << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
+  for (const LaunchEnv& e : emit::launch_env(f, in)) {
+    y << YAML::Key << e.name << YAML::Value << YAML::DoubleQuoted << e.value;
+  }
   y << YAML::EndMap;
   y << YAML::Key << "run" << YAML::Value << YAML::Literal << run;
   y << YAML::EndMap;

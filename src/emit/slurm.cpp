@@ -49,19 +49,15 @@ std::string emit_slurm(LauncherFormat f, const EmitInputs& in) {
   out += "set -uo pipefail\n\n";
   out += "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n";
   out += "export MASTER_PORT=\"${MASTER_PORT:-29500}\"\n";
-  out += "export TORCH_NCCL_ASYNC_ERROR_HANDLING=1\nexport NCCL_DEBUG=WARN\n";
-  if (const auto exports = launcher_row(f).slurm_exports) out += exports(in);
+  for (const LaunchEnv& e : emit::launch_env(f, in)) {
+    out += fmt::format("export {}={}{}\n", e.name, e.value,
+                       e.comment.empty() ? "" : "   # " + e.comment);
+  }
   out += "MAX_RESTARTS=\"${MAX_RESTARTS:-10}\"\n\n";
-  out += fmt::format(
-      "for attempt in $(seq 0 \"$MAX_RESTARTS\"); do\n"
-      "  echo \"launch $attempt of $MAX_RESTARTS: $(date)\"\n"
-      "  if srun --nodes={} --ntasks-per-node=1 --kill-on-bad-exit=1 {}; then\n"
-      "    exit 0\n"
-      "  fi\n"
-      "  sleep 60   # let the failed node drain before the next launch resumes\n"
-      "done\n"
-      "exit 1\n",
-      c.nodes(), node_launch(f, in, config));
+  out +=
+      emit::resume_loop(fmt::format("srun --nodes={} --ntasks-per-node=1 --kill-on-bad-exit=1 {}",
+                                    c.nodes(), node_launch(f, in, config)),
+                        "$MAX_RESTARTS");
   return out;
 }
 

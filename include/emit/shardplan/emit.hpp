@@ -81,6 +81,9 @@ OptimizerSettings published_recipe(const ModelSpec& m);
 
 /// Warm-up steps at this batch: warmup_steps, or warmup_tokens in whole steps.
 int warmup_steps_at(const OptimizerSettings& o, const TrainingSpec& t);
+/// The steps the learning rate decays over in a run of `steps`: decay_end_fraction of it, at
+/// least 1 (Megatron asserts the warm-up is shorter).
+long long decay_steps(const OptimizerSettings& o, long long steps);
 
 /// Everything an emitter reads.
 struct EmitInputs {
@@ -156,6 +159,11 @@ std::string probe_k8s_job(const ProbeJob& job);
 /// Gradient accumulation steps: global batch / (micro-batch x data-parallel degree).
 int accumulation_steps(const EmitInputs& in);
 
+/// One environment variable a launch needs, with what it means.
+struct LaunchEnv {
+  std::string name, value, comment;
+};
+
 /// One row per launcher format, holding everything about it (src/emit/launchers.cpp); every
 /// switch on the format, the --format parser and its help, and the emit summary read it. A new
 /// launcher is its value in LauncherFormat, one row, and its own file in src/emit/.
@@ -173,8 +181,9 @@ struct LauncherRow {
   /// --nnodes N ... --rdzv_endpoint ..."), `config` the config's path.
   std::string (*node_launch)(const EmitInputs& in, const std::string& torchrun,
                              const std::string& config);
-  /// Environment lines the Slurm script exports for it (DeepSpeed's timeout); may be null.
-  std::string (*slurm_exports)(const EmitInputs& in);
+  /// Environment the launch needs (DeepSpeed's timeout), which every scheduler's job sets: the
+  /// Slurm script exports it, the TrainJob and the SkyPilot task list it; may be null.
+  std::vector<LaunchEnv> (*env)(const EmitInputs& in);
 };
 const std::vector<LauncherRow>& launcher_rows();
 const LauncherRow& launcher_row(LauncherFormat f);
