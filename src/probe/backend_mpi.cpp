@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "backends.hpp"
@@ -130,32 +131,12 @@ class MpiBackend final : public Backend {
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &n);
     SHARDPLAN_CHECK(n == shape.ranks, "group size differs from the planned shape");
-    send_.resize(std::max<size_t>(shape.send_count, 1));
-    recv_.assign(std::max<size_t>(shape.recv_count, 1), kPoison);
-    fill_send(shape, me, send_);
     const std::string what =
         fmt::format("MPI {} of {} B ({} tier, rank {} of {})", info(shape.kind).name, shape.bytes,
                     to_string(tier), me, n);
-    RankTiming timing;
-    timing.rank = control_.process();
     const bool network = tier != Tier::intra;
-    timing.detail = call_of(shape.kind, network);
-    {
-      Watchdog::Guard guard(watchdog_, what + ", correctness run", __FILE__, __LINE__);
-      run(comm, shape, me, n, network, guard);
-    }
-    timing.wrong = count_wrong(shape, me, recv_);
-    {
-      Watchdog::Guard guard(watchdog_, what + ", warm-up", __FILE__, __LINE__);
-      for (int i = 0; i < settings.warmup; ++i) run(comm, shape, me, n, network, guard);
-    }
-    Watchdog::Guard guard(watchdog_, what, __FILE__, __LINE__);
-    for (int i = 0; i < settings.iters; ++i) {
-      const double start = MPI_Wtime();
-      run(comm, shape, me, n, network, guard);
-      timing.iteration_s.push_back(MPI_Wtime() - start);
-    }
-    return {timing};
+    return {measure(shape, me, settings, what, call_of(shape.kind, network),
+                    [&](Watchdog::Guard& guard) { run(comm, shape, me, n, network, guard); })};
   }
 
   std::vector<RankTiming> exchange(const std::vector<int>& partner_node,
@@ -168,26 +149,12 @@ class MpiBackend final : public Backend {
     const int partner = partner_node.at(static_cast<size_t>(node));
     if (partner < 0) return {};
     const int me = node < partner ? 0 : 1;
-    send_.resize(std::max<size_t>(shape.send_count, 1));
-    recv_.assign(std::max<size_t>(shape.recv_count, 1), kPoison);
-    fill_send(shape, me, send_);
     const std::string what =
         fmt::format("MPI exchange of {} B between nodes {} and {}", shape.bytes, node, partner);
-    RankTiming timing;
-    timing.rank = control_.process();
-    timing.detail = call_of(Collective::send_recv, true);
-    Watchdog::Guard guard(watchdog_, what, __FILE__, __LINE__);
-    stream(comm, shape.send_count, partner, partner, kPieceCount, guard);
-    timing.wrong = count_wrong(shape, me, recv_);
-    for (int i = 0; i < settings.warmup; ++i) {
-      stream(comm, shape.send_count, partner, partner, kPieceCount, guard);
-    }
-    for (int i = 0; i < settings.iters; ++i) {
-      const double start = MPI_Wtime();
-      stream(comm, shape.send_count, partner, partner, kPieceCount, guard);
-      timing.iteration_s.push_back(MPI_Wtime() - start);
-    }
-    return {timing};
+    return {measure(shape, me, settings, what, call_of(Collective::send_recv, true),
+                    [&](Watchdog::Guard& guard) {
+                      stream(comm, shape.send_count, partner, partner, kPieceCount, guard);
+                    })};
   }
 
   std::string why_not(const GemmFormat& f) const override {
@@ -250,6 +217,36 @@ class MpiBackend final : public Backend {
   }
 
  private:
+  // One measurement as nccl-tests makes it: this rank's data in the send buffer (`me` places it in
+  // the shape's pattern), one correctness run checked, the warm-up, then `iters` timed runs.
+  // `once` runs the operation once; the guard's monitor thread watches every blocking call.
+  RankTiming measure(const CollectiveShape& shape, int me, const Settings& settings,
+                     const std::string& what, const std::string& detail,
+                     const std::function<void(Watchdog::Guard&)>& once) {
+    send_.resize(std::max<size_t>(shape.send_count, 1));
+    recv_.assign(std::max<size_t>(shape.recv_count, 1), kPoison);
+    fill_send(shape, me, send_);
+    RankTiming timing;
+    timing.rank = control_.process();
+    timing.detail = detail;
+    {
+      Watchdog::Guard guard(watchdog_, what + ", correctness run", __FILE__, __LINE__);
+      once(guard);
+    }
+    timing.wrong = count_wrong(shape, me, recv_);
+    {
+      Watchdog::Guard guard(watchdog_, what + ", warm-up", __FILE__, __LINE__);
+      for (int i = 0; i < settings.warmup; ++i) once(guard);
+    }
+    Watchdog::Guard guard(watchdog_, what, __FILE__, __LINE__);
+    for (int i = 0; i < settings.iters; ++i) {
+      const double start = MPI_Wtime();
+      once(guard);
+      timing.iteration_s.push_back(MPI_Wtime() - start);
+    }
+    return timing;
+  }
+
   // One blocking collective (the guard's thread watches it); guard.progress() when it returns.
   void run(MPI_Comm comm, const CollectiveShape& s, int me, int n, bool network,
            Watchdog::Guard& guard) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -212,55 +213,9 @@ class NcclBackend final : public Backend {
     if (members.empty()) return {};
     const std::string what =
         fmt::format("NCCL {} of {} B ({} tier)", info(s.kind).name, s.bytes, to_string(tier));
-    const size_t need = std::max(s.send_count, s.recv_count) * sizeof(float);
-    // Copies on the member's own stream, so the collective after them waits for them (our
-    // streams do not synchronise with the default one). Two host buffers, and the member's
-    // stream waited for before either is written again: CUDA's API synchronisation rules do not
-    // let a pageable source be reused while an asynchronous copy from it may still run.
-    std::vector<float> data(s.send_count), poison(s.recv_count, kPoison);
-    std::vector<float> host(std::max(s.send_count, s.recv_count));
-    for (Device* d : members) {
-      reserve(*d, need);
-      fill_send(s, d->group_rank[t], data);
-      SHARDPLAN_CUDA(watchdog_, cudaSetDevice(d->index));
-      SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(d->send, data.data(), s.send_count * sizeof(float),
-                                                cudaMemcpyHostToDevice, d->stream));
-      SHARDPLAN_CUDA(watchdog_,
-                     cudaMemcpyAsync(d->recv, poison.data(), s.recv_count * sizeof(float),
-                                     cudaMemcpyHostToDevice, d->stream));
-      synchronize({d}, t, what + ", staging the data");
-    }
-    std::vector<RankTiming> out(members.size());
-    // The correctness run, then the check on the host.
-    launch(members, t, s, what);
-    synchronize(members, t, what + ", correctness run");
-    for (size_t i = 0; i < members.size(); ++i) {
-      SHARDPLAN_CUDA(watchdog_, cudaSetDevice(members[i]->index));
-      SHARDPLAN_CUDA(watchdog_, cudaMemcpy(host.data(), members[i]->recv,
-                                           s.recv_count * sizeof(float), cudaMemcpyDeviceToHost));
-      out[i].rank = members[i]->rank;
-      out[i].detail = call_of(s.kind);
-      out[i].wrong =
-          count_wrong(s, members[i]->group_rank[t], std::span(host.data(), s.recv_count));
-    }
-    for (int i = 0; i < settings.warmup; ++i) launch(members, t, s, what);
-    synchronize(members, t, what + ", warm-up");
-    // Timed: an event after every iteration on every stream, as nccl-tests times the loop.
-    std::deque<Timeline> timelines;
-    for (Device* d : members)
-      timelines.emplace_back(watchdog_, d->index, d->stream, settings.iters);
-    for (Timeline& line : timelines) line.mark(0);
-    for (int it = 1; it <= settings.iters; ++it) {
-      launch(members, t, s, what);
-      for (Timeline& line : timelines) line.mark(it);
-    }
-    for (int it = 1; it <= settings.iters; ++it) {
-      watchdog_.wait([&] { return all_reached(members, t, timelines, it); },
-                     fmt::format("{}, iteration {}", what, it), __FILE__, __LINE__,
-                     [&] { return progress(members, timelines, it); });
-    }
-    for (size_t i = 0; i < members.size(); ++i) out[i].iteration_s = timelines[i].intervals_s();
-    return out;
+    return measure(
+        members, t, s, settings, what, call_of(s.kind),
+        [&](const Device* d) { return d->group_rank[t]; }, [&] { launch(members, t, s, what); });
   }
 
   std::vector<RankTiming> exchange(const std::vector<int>& partner_node, const CollectiveShape& s,
@@ -277,15 +232,6 @@ class NcclBackend final : public Backend {
     const int me = node < partner ? 0 : 1;
     const std::string what =
         fmt::format("NCCL exchange of {} B between nodes {} and {}", s.bytes, node, partner);
-    reserve(*d, s.send_count * sizeof(float));
-    std::vector<float> data(s.send_count), poison(s.recv_count, kPoison), host(s.recv_count);
-    fill_send(s, me, data);
-    SHARDPLAN_CUDA(watchdog_, cudaSetDevice(d->index));
-    SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(d->send, data.data(), s.send_count * sizeof(float),
-                                              cudaMemcpyHostToDevice, d->stream));
-    SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(d->recv, poison.data(), s.recv_count * sizeof(float),
-                                              cudaMemcpyHostToDevice, d->stream));
-    synchronize({d}, t, what + ", staging the data");
     auto once = [&] {
       nccl(ncclGroupStart(), nullptr, "ncclGroupStart", __FILE__, __LINE__);
       nccl(ncclSend(d->send, s.send_count, ncclFloat, partner, d->comm[t], d->stream), d->comm[t],
@@ -296,28 +242,9 @@ class NcclBackend final : public Backend {
       nccl(ended, nullptr, "ncclGroupEnd", __FILE__, __LINE__);
       if (ended == ncclInProgress) settle(d->comm[t], what + ", enqueue");
     };
-    RankTiming out;
-    out.rank = d->rank;
-    out.detail = "ncclSend/ncclRecv with one peer";
-    once();
-    synchronize({d}, t, what + ", correctness run");
-    SHARDPLAN_CUDA(watchdog_, cudaMemcpy(host.data(), d->recv, s.recv_count * sizeof(float),
-                                         cudaMemcpyDeviceToHost));
-    out.wrong = count_wrong(s, me, host);
-    for (int i = 0; i < settings.warmup; ++i) once();
-    synchronize({d}, t, what + ", warm-up");
-    std::deque<Timeline> line;
-    line.emplace_back(watchdog_, d->index, d->stream, settings.iters).mark(0);
-    for (int it = 1; it <= settings.iters; ++it) {
-      once();
-      line.front().mark(it);
-    }
-    for (int it = 1; it <= settings.iters; ++it) {
-      watchdog_.wait([&] { return all_reached({d}, t, line, it); },
-                     fmt::format("{}, iteration {}", what, it), __FILE__, __LINE__);
-    }
-    out.iteration_s = line.front().intervals_s();
-    return {out};
+    return measure(
+        {d}, t, s, settings, what, "ncclSend/ncclRecv with one peer",
+        [me](const Device*) { return me; }, once);
   }
 
   std::string why_not(const GemmFormat& f) const override {
@@ -477,6 +404,61 @@ class NcclBackend final : public Backend {
     SHARDPLAN_CUDA(watchdog_, cudaMalloc(&d.send, bytes));
     SHARDPLAN_CUDA(watchdog_, cudaMalloc(&d.recv, bytes));
     d.capacity = bytes;
+  }
+
+  // One measurement on `members` (a tier's, or one pair's GPU), as nccl-tests makes it: each
+  // member's data staged, one correctness run checked on the host (`rank_in_shape` places a
+  // member in the shape's pattern), the warm-up, then `iters` timed runs with an event after each
+  // on every stream. `launch` issues one run on every member.
+  std::vector<RankTiming> measure(const std::vector<Device*>& members, int t,
+                                  const CollectiveShape& s, const Settings& settings,
+                                  const std::string& what, const std::string& detail,
+                                  const std::function<int(const Device*)>& rank_in_shape,
+                                  const std::function<void()>& launch_all) {
+    // Copies on the member's own stream, so the runs after them wait for them (our streams do not
+    // synchronise with the default one). Two host buffers, and the member's stream waited for
+    // before either is written again: CUDA's API synchronisation rules do not let a pageable
+    // source be reused while an asynchronous copy from it may still run.
+    std::vector<float> data(s.send_count), poison(s.recv_count, kPoison), host(s.recv_count);
+    for (Device* d : members) {
+      reserve(*d, std::max(s.send_count, s.recv_count) * sizeof(float));
+      fill_send(s, rank_in_shape(d), data);
+      SHARDPLAN_CUDA(watchdog_, cudaSetDevice(d->index));
+      SHARDPLAN_CUDA(watchdog_, cudaMemcpyAsync(d->send, data.data(), s.send_count * sizeof(float),
+                                                cudaMemcpyHostToDevice, d->stream));
+      SHARDPLAN_CUDA(watchdog_,
+                     cudaMemcpyAsync(d->recv, poison.data(), s.recv_count * sizeof(float),
+                                     cudaMemcpyHostToDevice, d->stream));
+      synchronize({d}, t, what + ", staging the data");
+    }
+    std::vector<RankTiming> out(members.size());
+    launch_all();
+    synchronize(members, t, what + ", correctness run");
+    for (size_t i = 0; i < members.size(); ++i) {
+      SHARDPLAN_CUDA(watchdog_, cudaSetDevice(members[i]->index));
+      SHARDPLAN_CUDA(watchdog_, cudaMemcpy(host.data(), members[i]->recv,
+                                           s.recv_count * sizeof(float), cudaMemcpyDeviceToHost));
+      out[i].rank = members[i]->rank;
+      out[i].detail = detail;
+      out[i].wrong = count_wrong(s, rank_in_shape(members[i]), host);
+    }
+    for (int i = 0; i < settings.warmup; ++i) launch_all();
+    synchronize(members, t, what + ", warm-up");
+    std::deque<Timeline> timelines;
+    for (Device* d : members)
+      timelines.emplace_back(watchdog_, d->index, d->stream, settings.iters);
+    for (Timeline& line : timelines) line.mark(0);
+    for (int it = 1; it <= settings.iters; ++it) {
+      launch_all();
+      for (Timeline& line : timelines) line.mark(it);
+    }
+    for (int it = 1; it <= settings.iters; ++it) {
+      watchdog_.wait([&] { return all_reached(members, t, timelines, it); },
+                     fmt::format("{}, iteration {}", what, it), __FILE__, __LINE__,
+                     [&] { return progress(members, timelines, it); });
+    }
+    for (size_t i = 0; i < members.size(); ++i) out[i].iteration_s = timelines[i].intervals_s();
+    return out;
   }
 
   // One operation on every member, in one NCCL group (one process may drive several GPUs).
