@@ -279,6 +279,11 @@ Prepared prepare(const ProbeOptions& o) {
   }
   s.debug_hang_rank = o.debug_hang_rank;
   s.debug_slow_rank = o.debug_slow_rank;
+  // 0 skips the rounds, which the whole-number parser (counts from 1) would word as an error.
+  if (!o.pair_rounds.empty() && o.pair_rounds.front() == '-') {
+    throw InputError("--pair-rounds",
+                     fmt::format("'{}' must be 0 (no node pairs) to 64", o.pair_rounds));
+  }
   p.plan.max_pair_rounds =
       o.pair_rounds == "0" ? 0 : parse_int_or(o.pair_rounds, "--pair-rounds", 4, 64);
   p.pair_bytes_given = !o.pair_bytes.empty();

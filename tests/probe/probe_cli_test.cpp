@@ -423,6 +423,10 @@ TEST_CASE("probe: bad flags exit 2 naming the flag, before any process starts" *
       {"probe --backend mpi --cluster no-such-cluster", "--cluster"},
       {"probe --backend mpi --params 7B", "--model"},
       {"probe --backend mpi --model llama-2-7b --tp 3", "--tp"},
+      {"probe --backend mpi --pair-rounds -1", "'-1' must be 0 (no node pairs) to 64"},
+      {"probe --backend mpi --pair-rounds 65", "--pair-rounds"},
+      {"probe --job slurm --nodes 2 --out /tmp/shardplan-never.json", "--job-out"},
+      {"probe --forecast --nodes 2 --gpus 16", "--nodes N or --gpus N, not both"},
   };
   for (const Case& c : cases) {
     const std::string args = c.args;
