@@ -55,18 +55,18 @@ int main() {
   for (PublishedRun& r : load_published_runs(default_holdout_runs(), "holdout-runs.json"))
     raw.push_back(std::move(r));
   const std::vector<PublishedRun> fixed = with_step_ratios(raw, StepModel::simulated);
-  const std::vector<Knob>& ks = knobs();
+  const std::vector<KnobFit> ks = knob_table(raw);
   fmt::print("# |closed form x fixed ratio / simulated - 1| of the predicted figure\n");
   fmt::print("{:<44} {:>5} {:>9} {:>9} {:>5}  {}\n", "constants", "cases", "mean", "max",
              "plan*", "case of the max");
   Deviation overall;
   for (size_t j = 0; j < ks.size(); ++j) {
     for (double m : {0.5, 0.8, 1.25, 2.0}) {
-      std::vector<KnobFit> trial(ks.size());
+      std::vector<KnobFit> trial = ks;
       trial[j].multiplier = m;
       Deviation d;
       for (size_t i = 0; i < raw.size(); ++i) {
-        if (!is_step(raw[i]) || !ks[j].applies(raw[i])) continue;
+        if (!is_step(raw[i]) || !ks[j].knob->applies(raw[i])) continue;
         d.add(with_knobs(fixed[i], trial), with_knobs(raw[i], trial));
       }
       d.print(fmt::format("{} x {}", ks[j].name, m));

@@ -15,10 +15,9 @@ namespace {
 
 bool is_step_metric(Metric m) { return m != Metric::activations_gib; }
 
-bool fitted_on(const PublishedRun& r, const char* framework, const char* gpu_class_name) {
-  return !r.held_out && is_step_metric(r.metric) && r.training.framework.name == framework &&
-         r.cluster.gpu.accuracy_class == gpu_class_name;
-}
+// Every step-time case fits the step model: the constants are shared by all of them, and
+// cross-validation leaves each source group out of the fit that predicts it.
+bool fits_step(const PublishedRun& r) { return is_step_metric(r.metric); }
 
 void scale_gemm(GpuSpec& g, double k) {
   for (EfficiencyPoint& p : g.gemm_efficiency) p.efficiency = std::min(0.99, p.efficiency * k);
@@ -30,39 +29,136 @@ double* kernel_speed_of(FrameworkPricing& p, const std::string& cls) {
   return nullptr;
 }
 
-constexpr const char* kGrandTeton = "H100-96GB-500W";
+const std::string& framework_of(const PublishedRun& r) { return r.training.framework.name; }
+const std::string& class_of(const PublishedRun& r) { return r.cluster.gpu.accuracy_class; }
 
-std::vector<Knob> make_knobs() {
+constexpr const char* kGrandTeton = "H100-96GB-500W";
+// Its profile's efficiencies are this share of the H100 SXM's (the fit writes it), and the prior.
+constexpr double kGrandTetonShipped = 0.639, kGrandTetonPrior = 0.786;
+// How far a framework's speed on one GPU class may stray from its speed on every class before
+// the data must pay for it (one standard deviation of log speed): the prior that shrinks a class
+// with few runs toward its framework, and that a held-out class falls back to.
+constexpr double kClassSigma = 0.1;
+// The same for a framework's speed against Megatron-LM's fused kernels (speed 1).
+constexpr double kFrameworkSigma = 0.3;
+// The fixed costs per layer: a weak prior around the profiles' estimates (100 us a layer, 300 us
+// more a MoE layer; profiles/frameworks kernels.layer_fixed_us).
+constexpr double kFixedSigma = 1.0;
+constexpr double kLayerFixedPrior = 100e-6, kMoeLayerFixedPrior = 300e-6;
+
+// The frameworks and (framework, GPU class) pairs the corpus has step cases of, in order.
+std::vector<std::string> frameworks_in(const std::vector<PublishedRun>& runs) {
+  std::vector<std::string> out;
+  for (const PublishedRun& r : runs)
+    if (fits_step(r) && !framework_of(r).empty() && framework_of(r) != "megatron" &&
+        std::find(out.begin(), out.end(), framework_of(r)) == out.end())
+      out.push_back(framework_of(r));
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> stacks_in(const std::vector<PublishedRun>& runs) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const PublishedRun& r : runs) {
+    const std::pair<std::string, std::string> key{framework_of(r), class_of(r)};
+    if (fits_step(r) && !key.first.empty() && !key.second.empty() &&
+        std::find(out.begin(), out.end(), key) == out.end())
+      out.push_back(key);
+  }
+  return out;
+}
+
+std::vector<Knob> make_knobs(const std::vector<PublishedRun>& corpus) {
   std::vector<Knob> k;
-  // The share of MAMF that GEMMs inside a Megatron-LM step reach (0.84 in every GPU profile's
-  // gemm_efficiency) and the memory-bound kernels' share of HBM (0.72): fitted together on the
-  // Megatron-LM A100 paper cases (Narayanan et al. 2021 Table 1, Korthikanti et al. 2022
-  // Tables 4-5), and carried to every GPU and framework.
-  const auto megatron_a100 = [](const PublishedRun& r) { return fitted_on(r, "megatron", "A100"); };
-  const auto any_step = [](const PublishedRun& r) { return is_step_metric(r.metric); };
+  const auto all = [](const PublishedRun& r) { return fits_step(r); };
+  const auto any = [](const PublishedRun&) { return true; };
+  // Hardware terms every case shares: the share of MAMF GEMMs reach inside a step (0.84 in
+  // every GPU profile's gemm_efficiency), the memory-bound kernels' share of HBM (0.72) and the
+  // fused attention kernels' level (attention_efficiency). No prior: every case informs them.
   k.push_back({"gemm_share_of_mamf",
                "every GPU profile's gemm_efficiency curve (e_max = 0.84 x MAMF / peak)", nullptr,
-               megatron_a100, any_step,
-               [](PublishedRun& r, double m) { scale_gemm(r.cluster.gpu, m); }});
+               all, any, [](PublishedRun& r, double m) { scale_gemm(r.cluster.gpu, m); }});
   k.push_back({"memory_kernel_efficiency", "every GPU profile's memory_efficiency (0.72)", nullptr,
-               megatron_a100, any_step,
+               all, any,
                [](PublishedRun& r, double m) { r.cluster.gpu.memory_efficiency *= m; }});
-  // PyTorch FSDP's eager kernels on A100 (fsdp kernels.speed_by_gpu A100, 0.933), fitted on
-  // llm-foundry's one-node A100 rows; without them the generation falls back to kernels.speed.
-  k.push_back({"fsdp_a100_kernel_speed", "profiles/frameworks/fsdp.json kernels.speed_by_gpu A100",
-               [](const PublishedRun& r) {
-                 FrameworkPricing p = r.training.framework.pricing;
-                 const double* s = kernel_speed_of(p, "A100");
-                 return s ? p.kernel_speed / *s : 1.0;
-               },
-               [](const PublishedRun& r) { return fitted_on(r, "fsdp", "A100"); },
-               [](const PublishedRun& r) {
-                 return r.training.framework.name == "fsdp" &&
-                        r.cluster.gpu.accuracy_class == "A100";
-               },
+  k.push_back({"attention_share", "every GPU profile's attention_efficiency (the curve's level)",
+               nullptr, all, any,
                [](PublishedRun& r, double m) {
-                 if (double* s = kernel_speed_of(r.training.framework.pricing, "A100")) *s *= m;
+                 r.cluster.gpu.attention_efficiency =
+                     std::min(0.95, r.cluster.gpu.attention_efficiency * m);
                }});
+  // fp8 and fp4 GEMMs against the MAMF-derived share of their peaks (gemm_dtype_share): the
+  // GEMMs of a low-precision step also quantize, scale and run smaller tiles than a best-shape
+  // sweep. Fitted on every case whose recipe runs its GEMMs in 8 or 4 bits.
+  const auto low = [](const PublishedRun& r) {
+    const MathDtype d = r.training.recipe.gemm_dtype;
+    return d == MathDtype::fp8 || d == MathDtype::fp4;
+  };
+  k.push_back({"low_precision_gemm_share",
+               "every GPU profile's gemm_dtype_share fp8 and fp4 (MAMF fp8 / bf16 fractions)",
+               nullptr, [low](const PublishedRun& r) { return fits_step(r) && low(r); }, low,
+               [](PublishedRun& r, double m) {
+                 for (MathDtype d : {MathDtype::fp8, MathDtype::fp4})
+                   r.cluster.gpu.gemm_dtype_share[static_cast<int>(d)] *= m;
+               }});
+  // Fixed costs per layer and micro-batch (the same in every framework profile).
+  Knob layer{"layer_fixed_cost", "every framework profile's kernels.layer_fixed_us",
+             [](const PublishedRun& r) {
+               return kLayerFixedPrior / r.training.framework.pricing.layer_fixed_s;
+             },
+             all, any,
+             [](PublishedRun& r, double m) { r.training.framework.pricing.layer_fixed_s *= m; }};
+  layer.prior_sigma = kFixedSigma;
+  k.push_back(layer);
+  const auto moe = [](const PublishedRun& r) { return r.model.experts > 0; };
+  Knob moe_fixed{"moe_layer_fixed_cost", "every framework profile's kernels.moe_layer_fixed_us",
+                 [](const PublishedRun& r) {
+                   return kMoeLayerFixedPrior / r.training.framework.pricing.moe_layer_fixed_s;
+                 },
+                 [moe](const PublishedRun& r) { return fits_step(r) && moe(r); }, moe,
+                 [](PublishedRun& r, double m) {
+                   r.training.framework.pricing.moe_layer_fixed_s *= m;
+                 }};
+  moe_fixed.prior_sigma = kFixedSigma;
+  k.push_back(moe_fixed);
+  // The software stack apart from the hardware: each framework's speed against Megatron-LM's
+  // fused kernels (kernels.speed; prior 1), and its speed on each GPU class against its speed
+  // on all (kernels.speed_by_gpu; prior: the framework's own).
+  for (const std::string& fw : frameworks_in(corpus)) {
+    const auto mine = [fw](const PublishedRun& r) { return framework_of(r) == fw; };
+    Knob f{"stack " + fw, "profiles/frameworks/" + fw + ".json kernels.speed (and speed_by_gpu)",
+           [](const PublishedRun& r) { return 1.0 / r.training.framework.pricing.kernel_speed; },
+           [mine](const PublishedRun& r) { return fits_step(r) && mine(r); }, mine,
+           [](PublishedRun& r, double m) {
+             FrameworkPricing& p = r.training.framework.pricing;
+             p.kernel_speed *= m;
+             for (auto& [cls, s] : p.kernel_speed_by_gpu) s *= m;
+           }};
+    f.prior_sigma = kFrameworkSigma;
+    k.push_back(f);
+  }
+  for (const auto& [fw, cls] : stacks_in(corpus)) {
+    const auto mine = [fw, cls](const PublishedRun& r) {
+      return framework_of(r) == fw && class_of(r) == cls;
+    };
+    Knob c{"stack " + fw + " x " + cls,
+           "profiles/frameworks/" + fw + ".json kernels.speed_by_gpu " + cls,
+           [cls](const PublishedRun& r) {
+             FrameworkPricing p = r.training.framework.pricing;
+             const double* s = kernel_speed_of(p, cls);
+             return s ? p.kernel_speed / *s : 1.0;
+           },
+           [mine](const PublishedRun& r) { return fits_step(r) && mine(r); }, mine,
+           [cls](PublishedRun& r, double m) {
+             FrameworkPricing& p = r.training.framework.pricing;
+             if (double* s = kernel_speed_of(p, cls)) {
+               *s *= m;
+             } else {
+               p.kernel_speed_by_gpu.emplace_back(cls, p.kernel_speed * m);
+             }
+           }};
+    c.prior_sigma = kClassSigma;
+    k.push_back(c);
+  }
   // DeepSpeed's pipeline engine against Megatron-LM's (deepspeed kernels.pipeline_engine 0.78),
   // fitted on MT-NLG 530B on 2,240 A100s; unfitted it is Megatron-LM's speed (1).
   const auto ds_pipeline = [](const PublishedRun& r) {
@@ -73,9 +169,7 @@ std::vector<Knob> make_knobs() {
                [](const PublishedRun& r) {
                  return 1.0 / r.training.framework.pricing.pipeline_engine_speed;
                },
-               [ds_pipeline](const PublishedRun& r) {
-                 return ds_pipeline(r) && !r.held_out && is_step_metric(r.metric);
-               },
+               [ds_pipeline](const PublishedRun& r) { return ds_pipeline(r) && fits_step(r); },
                ds_pipeline,
                [](PublishedRun& r, double m) {
                  r.training.framework.pricing.pipeline_engine_speed *= m;
@@ -95,7 +189,7 @@ std::vector<Knob> make_knobs() {
                  },
                  [zero3, i](const PublishedRun& r) {
                    const auto& pts = r.training.framework.pricing.zero3_busbw.points;
-                   return zero3(r) && !r.held_out && i < pts.size() &&
+                   return zero3(r) && fits_step(r) && i < pts.size() &&
                           r.cluster.gpus == static_cast<int>(pts[i].first);
                  },
                  zero3,
@@ -105,60 +199,59 @@ std::vector<Knob> make_knobs() {
                  }});
   }
   // The Grand Teton H100 at 500 W: one factor on its GEMM, attention and memory efficiencies
-  // (0.639 of the H100 SXM's), fitted on torchtitan's Table 1 compiled row.
-  k.push_back({"h100_500w_part_factor",
-               "profiles/gpus/h100-96gb-500w.json efficiencies (x 0.639 of H100 SXM)",
-               [](const PublishedRun&) { return 1.0 / 0.639; },
+  // against the H100 SXM at 700 W (its power cap lowers the clocks), fitted on every case run
+  // on it, beside the stack terms of the frameworks those cases ran. Prior: 0.786 of the 700 W
+  // part, from B200 at a 750 W cap reaching 2.0x an H100 where GB200 at 1200 W reaches 2.8x
+  // (pytorch/FBGEMM PR #4197): speed ~ power^0.716, and (500 / 700)^0.716 = 0.786.
+  Knob part{"h100_500w_part_factor",
+            "profiles/gpus/h100-96gb-500w.json efficiencies (x 0.639 of H100 SXM)",
+            [](const PublishedRun&) { return kGrandTetonPrior / kGrandTetonShipped; },
                [](const PublishedRun& r) {
-                 return !r.held_out && is_step_metric(r.metric) && r.cluster.gpu.name == kGrandTeton;
+                 return fits_step(r) && r.cluster.gpu.name == kGrandTeton;
                },
-               [](const PublishedRun& r) { return r.cluster.gpu.name == kGrandTeton; },
-               [](PublishedRun& r, double m) {
+            [](const PublishedRun& r) { return r.cluster.gpu.name == kGrandTeton; },
+            [](PublishedRun& r, double m) {
                  scale_gemm(r.cluster.gpu, m);
                  r.cluster.gpu.attention_efficiency *= m;
                  r.cluster.gpu.memory_efficiency *= m;
-               }});
+               }};
+  part.prior_sigma = kClassSigma;
+  k.push_back(part);
   return k;
 }
 
 double log_error(const PublishedRun& run) {
   const Prediction p = predict(run);
   if (p.predicted <= 0 || run.measured <= 0) return 10;
-  return std::log(p.predicted / run.measured);
+  // Slower is positive: a time's error as it is, a throughput's inverted.
+  const double e = std::log(p.predicted / run.measured);
+  return run.metric == Metric::iteration_time_s || run.metric == Metric::layer_fwd_bwd_ms ? e
+                                                                                          : -e;
 }
 
-// Mean squared log error of `training` with knob j at multiplier m over the others in `fit`.
-double loss(const std::vector<const PublishedRun*>& training, const std::vector<KnobFit>& fit,
-            size_t j, double m) {
-  std::vector<KnobFit> trial = fit;
-  trial[j].multiplier = m;
-  double sum = 0;
-  for (const PublishedRun* r : training) {
-    const double e = log_error(with_knobs(*r, trial));
-    sum += e * e;
-  }
-  return sum / static_cast<double>(training.size());
-}
-
-// Golden-section search on log m in [1/2.5, 2.5] (the loss is unimodal in a speed factor).
-double golden_section(const std::vector<const PublishedRun*>& training,
-                      const std::vector<KnobFit>& fit, size_t j) {
-  const double phi = (std::sqrt(5.0) - 1) / 2;
-  double a = std::log(0.4), b = std::log(2.5);
-  double c = b - phi * (b - a), d = a + phi * (b - a);
-  double fc = loss(training, fit, j, std::exp(c)), fd = loss(training, fit, j, std::exp(d));
-  for (int it = 0; it < 22; ++it) {
-    if (fc < fd) {
-      b = d, d = c, fd = fc;
-      c = b - phi * (b - a);
-      fc = loss(training, fit, j, std::exp(c));
-    } else {
-      a = c, c = d, fc = fd;
-      d = a + phi * (b - a);
-      fd = loss(training, fit, j, std::exp(d));
+// Solves the symmetric positive-definite system a x = b (Cholesky); false if it is not.
+bool solve_spd(std::vector<double> a, std::vector<double> b, size_t n, std::vector<double>* x) {
+  for (size_t j = 0; j < n; ++j) {
+    double d = a[j * n + j];
+    for (size_t k = 0; k < j; ++k) d -= a[j * n + k] * a[j * n + k];
+    if (d <= 0) return false;
+    a[j * n + j] = std::sqrt(d);
+    for (size_t i = j + 1; i < n; ++i) {
+      double v = a[i * n + j];
+      for (size_t k = 0; k < j; ++k) v -= a[i * n + k] * a[j * n + k];
+      a[i * n + j] = v / a[j * n + j];
     }
   }
-  return std::exp((a + b) / 2);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t k = 0; k < i; ++k) b[i] -= a[i * n + k] * b[k];
+    b[i] /= a[i * n + i];
+  }
+  for (size_t i = n; i-- > 0;) {
+    for (size_t k = i + 1; k < n; ++k) b[i] -= a[k * n + i] * b[k];
+    b[i] /= a[i * n + i];
+  }
+  *x = std::move(b);
+  return true;
 }
 
 double quantile(std::vector<std::pair<double, double>> weighted, double q) {
@@ -177,15 +270,21 @@ std::string percent(double x) { return fmt::format("{:+.1f}%", x * 100); }
 
 }  // namespace
 
-const std::vector<Knob>& knobs() {
-  static const std::vector<Knob> table = make_knobs();
-  return table;
+std::vector<KnobFit> knob_table(const std::vector<PublishedRun>& corpus) {
+  std::vector<KnobFit> out;
+  for (Knob& k : make_knobs(corpus)) {
+    KnobFit f;
+    f.name = k.name;
+    f.figure = k.figure;
+    f.knob = std::make_shared<const Knob>(std::move(k));
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 PublishedRun with_knobs(PublishedRun run, const std::vector<KnobFit>& fit) {
-  const std::vector<Knob>& ks = knobs();
-  for (size_t j = 0; j < ks.size() && j < fit.size(); ++j) {
-    if (fit[j].multiplier != 1 && ks[j].applies(run)) ks[j].apply(run, fit[j].multiplier);
+  for (const KnobFit& f : fit) {
+    if (f.multiplier != 1 && f.knob && f.knob->applies(run)) f.knob->apply(run, f.multiplier);
   }
   return run;
 }
@@ -198,28 +297,156 @@ std::vector<PublishedRun> with_step_ratios(std::vector<PublishedRun> runs, StepM
   return runs;
 }
 
+namespace {
+
+// The weighted least-squares problem of one fit: each training run's log error, weighing
+// 1 / sqrt(its group's cases) (a table of 70 rows counts more than one row, not 70 times
+// more), with a Huber weight beyond kHuber so one broken row cannot drag a shared constant;
+// and each knob's prior, (log m - log prior)^2 x (kResidualSigma / sigma)^2.
+constexpr double kHuber = 0.3;
+constexpr double kResidualSigma = 0.15;  // the spread of a good prediction's log error
+constexpr double kStep = 0.01;           // finite-difference step in log m
+
+struct Problem {
+  std::vector<const PublishedRun*> runs;     // training runs
+  std::vector<double> weight;                // per run, before the Huber factor
+  std::vector<double> prior_log;             // per knob
+  std::vector<double> prior_weight;          // per knob (0: no prior)
+  std::vector<std::vector<size_t>> touches;  // per knob, the training runs it applies to
+};
+
+std::vector<double> errors(const Problem& p, const std::vector<KnobFit>& fit) {
+  std::vector<double> e(p.runs.size());
+  for (size_t i = 0; i < p.runs.size(); ++i) e[i] = log_error(with_knobs(*p.runs[i], fit));
+  return e;
+}
+
+double huber_weight(double e) { return std::fabs(e) <= kHuber ? 1.0 : kHuber / std::fabs(e); }
+
+double objective(const Problem& p, const std::vector<KnobFit>& fit, const std::vector<double>& e,
+                 const std::vector<double>& hw) {
+  double f = 0;
+  for (size_t i = 0; i < e.size(); ++i) f += p.weight[i] * hw[i] * e[i] * e[i];
+  for (size_t j = 0; j < fit.size(); ++j) {
+    const double d = std::log(fit[j].multiplier) - p.prior_log[j];
+    f += p.prior_weight[j] * d * d;
+  }
+  return f;
+}
+
+// Levenberg-Marquardt on log m over the knobs that have training runs, the Huber weights
+// refreshed each iteration (iteratively reweighted least squares).
+void levenberg_marquardt(const Problem& p, std::vector<KnobFit>& fit, int iterations) {
+  std::vector<size_t> free;
+  for (size_t j = 0; j < fit.size(); ++j)
+    if (fit[j].cases > 0) free.push_back(j);
+  const size_t n = free.size();
+  if (n == 0 || p.runs.empty()) return;
+  std::vector<double> e = errors(p, fit);
+  double damping = 1e-3;
+  for (int it = 0; it < iterations; ++it) {
+    std::vector<double> hw(e.size());
+    for (size_t i = 0; i < e.size(); ++i) hw[i] = huber_weight(e[i]);
+    const double f0 = objective(p, fit, e, hw);
+    // Jacobian of the errors in log m, by forward differences over the runs each knob touches.
+    std::vector<std::vector<double>> jac(n, std::vector<double>(e.size(), 0.0));
+    for (size_t a = 0; a < n; ++a) {
+      const size_t j = free[a];
+      std::vector<KnobFit> moved = fit;
+      moved[j].multiplier *= std::exp(kStep);
+      for (size_t i : p.touches[j])
+        jac[a][i] = (log_error(with_knobs(*p.runs[i], moved)) - e[i]) / kStep;
+    }
+    std::vector<double> jtj(n * n, 0.0), g(n, 0.0);
+    for (size_t a = 0; a < n; ++a) {
+      const size_t j = free[a];
+      for (size_t i : p.touches[j]) g[a] += p.weight[i] * hw[i] * jac[a][i] * e[i];
+      for (size_t b = 0; b <= a; ++b) {
+        double v = 0;
+        for (size_t i : p.touches[j]) v += p.weight[i] * hw[i] * jac[a][i] * jac[b][i];
+        jtj[a * n + b] = jtj[b * n + a] = v;
+      }
+      jtj[a * n + a] += p.prior_weight[j];
+      g[a] += p.prior_weight[j] * (std::log(fit[j].multiplier) - p.prior_log[j]);
+    }
+    bool improved = false;
+    for (int tries = 0; tries < 8 && !improved; ++tries) {
+      std::vector<double> a = jtj, delta;
+      for (size_t q = 0; q < n; ++q) a[q * n + q] += damping * (1.0 + jtj[q * n + q]);
+      std::vector<double> rhs(n);
+      for (size_t q = 0; q < n; ++q) rhs[q] = -g[q];
+      if (!solve_spd(a, rhs, n, &delta)) {
+        damping *= 10;
+        continue;
+      }
+      std::vector<KnobFit> trial = fit;
+      double largest = 0;
+      for (size_t q = 0; q < n; ++q) {
+        const double step = std::clamp(delta[q], -0.5, 0.5);
+        largest = std::max(largest, std::fabs(step));
+        trial[free[q]].multiplier =
+            std::clamp(fit[free[q]].multiplier * std::exp(step), 1.0 / 20, 20.0);
+      }
+      std::vector<double> te = errors(p, trial);
+      if (objective(p, trial, te, hw) < f0) {
+        fit = std::move(trial);
+        e = std::move(te);
+        damping = std::max(1e-6, damping / 4);
+        improved = true;
+        if (largest < 1e-3) return;
+      } else {
+        damping *= 8;
+      }
+    }
+    if (!improved) return;
+  }
+}
+
+}  // namespace
+
 std::vector<KnobFit> fit_knobs(const std::vector<PublishedRun>& given,
-                               const std::vector<bool>& use) {
+                               const std::vector<bool>& use, const std::vector<KnobFit>* start) {
   const std::vector<PublishedRun> runs = with_step_ratios(given, StepModel::simulated);
-  const std::vector<Knob>& ks = knobs();
-  std::vector<KnobFit> fit(ks.size());
-  std::vector<std::vector<const PublishedRun*>> training(ks.size());
-  for (size_t j = 0; j < ks.size(); ++j) {
-    fit[j].name = ks[j].name;
+  std::vector<KnobFit> fit = start ? *start : knob_table(runs);
+  Problem p;
+  std::map<std::string, int> per_group;
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (use[i] && fits_step(runs[i])) ++per_group[runs[i].source_group];
+  std::vector<size_t> index(runs.size(), SIZE_MAX);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!use[i] || !fits_step(runs[i])) continue;
+    index[i] = p.runs.size();
+    p.runs.push_back(&runs[i]);
+    p.weight.push_back(1.0 / std::sqrt(per_group[runs[i].source_group]));
+  }
+  p.touches.resize(fit.size());
+  for (size_t j = 0; j < fit.size(); ++j) {
+    const Knob& k = *fit[j].knob;
     const PublishedRun* any = nullptr;
+    int cases = 0;
     for (size_t i = 0; i < runs.size(); ++i) {
-      if (ks[j].applies(runs[i]) && !any) any = &runs[i];
-      if (use[i] && ks[j].trains(runs[i])) training[j].push_back(&runs[i]);
+      if (k.applies(runs[i]) && !any) any = &runs[i];
+      if (index[i] != SIZE_MAX && k.applies(runs[i])) p.touches[j].push_back(index[i]);
+      if (index[i] != SIZE_MAX && k.trains(runs[i])) ++cases;
     }
-    fit[j].cases = static_cast<int>(training[j].size());
-    if (training[j].empty() && any && ks[j].prior) fit[j].multiplier = ks[j].prior(*any);
+    fit[j].cases = cases;
+    fit[j].prior_sigma = k.prior_sigma;
+    fit[j].prior = any && k.prior ? k.prior(*any) : 1.0;
+    p.prior_log.push_back(std::log(fit[j].prior));
+    p.prior_weight.push_back(k.prior_sigma > 0 ? std::pow(kResidualSigma / k.prior_sigma, 2)
+                                               : 0.0);
+    // A constant no training run informs is its prior: the unfitted default, or the level of
+    // the tier above it (a GPU class falls back to its framework's speed).
+    if (cases == 0) fit[j].multiplier = fit[j].prior;
   }
-  for (int sweep = 0; sweep < 2; ++sweep) {
-    for (size_t j = 0; j < ks.size(); ++j) {
-      if (!training[j].empty()) fit[j].multiplier = golden_section(training[j], fit, j);
-    }
-  }
+  levenberg_marquardt(p, fit, start ? 4 : 16);
   return fit;
+}
+
+int free_parameters(const std::vector<KnobFit>& fit) {
+  int n = 0;
+  for (const KnobFit& f : fit) n += f.cases > 0 ? 1 : 0;
+  return n;
 }
 
 bool step_residual(const Prediction& p, double* residual) {
@@ -393,9 +620,8 @@ bool extrapolated_in_fold(const PublishedRun& run, const std::vector<KnobFit>& f
                           const std::map<std::string, CorpusReach>& seen_classes) {
   const auto seen = seen_classes.find(accuracy_class_of(run));
   if (seen == seen_classes.end() || !seen->second.outside(scope_of(run)).empty()) return true;
-  const std::vector<Knob>& ks = knobs();
-  for (size_t j = 0; j < ks.size(); ++j)
-    if (fold[j].cases == 0 && ks[j].applies(run)) return true;
+  for (const KnobFit& f : fold)
+    if (f.cases == 0 && f.knob->applies(run)) return true;
   return false;
 }
 
@@ -404,10 +630,10 @@ bool extrapolated_in_fold(const PublishedRun& run, const std::vector<KnobFit>& f
 CrossValidation cross_validate(const std::vector<PublishedRun>& given, StepModel step) {
   CrossValidation cv;
   cv.step = step;
-  const std::vector<Knob>& ks = knobs();
   // The predictions point into `given`; the refits read each run's ratio fixed here, once.
   const std::vector<PublishedRun> runs = with_step_ratios(given, step);
   cv.fit = fit_knobs(runs, std::vector<bool>(runs.size(), true));
+  cv.free_parameters = free_parameters(cv.fit);
   for (const PublishedRun& r : runs) {
     if (std::find(cv.groups.begin(), cv.groups.end(), r.source_group) == cv.groups.end())
       cv.groups.push_back(r.source_group);
@@ -417,10 +643,11 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& given, StepModel
     bool refit = false;
     for (size_t i = 0; i < runs.size(); ++i) {
       use[i] = runs[i].source_group != g;
-      for (const Knob& k : ks) refit = refit || (!use[i] && k.trains(runs[i]));
+      for (const KnobFit& k : cv.fit) refit = refit || (!use[i] && k.knob->trains(runs[i]));
     }
     // Constants none of the group's runs trained are the same without it: no refit needed.
-    const std::vector<KnobFit> fold = refit ? fit_knobs(runs, use) : cv.fit;
+    // A refit starts from the full fit (Levenberg-Marquardt, a few iterations).
+    const std::vector<KnobFit> fold = refit ? fit_knobs(runs, use, &cv.fit) : cv.fit;
     std::map<std::string, CorpusReach> seen;
     for (size_t i = 0; i < runs.size(); ++i)
       if (use[i] && is_step_metric(runs[i].metric))
@@ -456,6 +683,37 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& given, StepModel
   cv.pooled = pooled_interval(cv.cases, kIntervalLevel);
   cv.extrapolation = extrapolation_interval(cv.cases, kIntervalLevel);
   return cv;
+}
+
+}  // namespace shardplan
+
+namespace shardplan {
+
+PairOrder pair_order(const CrossValidation& cv, double tie) {
+  std::map<std::string, std::vector<const CvCase*>> tables;
+  for (const CvCase& c : cv.cases) {
+    if (!c.step || !c.run) continue;
+    const PublishedRun& r = *c.run;
+    const std::string model = fmt::format("{} {}x{}x{} {}", r.model.name, r.model.layers,
+                                          r.model.hidden, r.model.experts,
+                                          r.model.params_only);
+    tables[fmt::format("{}|{}|{}|{}|{}|{}", c.group, model, r.training.seq_len,
+                       r.cluster.gpu.name, r.cluster.gpus, to_string(r.metric))]
+        .push_back(&c);
+  }
+  PairOrder out;
+  for (const auto& [key, cases] : tables) {
+    for (size_t a = 0; a < cases.size(); ++a) {
+      for (size_t b = a + 1; b < cases.size(); ++b) {
+        const double ma = cases[a]->run->measured, mb = cases[b]->run->measured;
+        if (std::fabs(ma - mb) <= tie * std::max(ma, mb)) continue;
+        const double pa = ma * (1 + cases[a]->cv_error), pb = mb * (1 + cases[b]->cv_error);
+        ++out.pairs;
+        if ((ma < mb) == (pa < pb)) ++out.concordant;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace shardplan

@@ -48,8 +48,17 @@ double stream_s(double bytes, const GpuSpec& gpu) {
 // tail are paid per expert: its efficiency is that of one expert's GEMM.
 double gemm_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
   const double sized = op.grouped && op.batch > 1 ? op.flops / op.batch : op.flops;
-  return std::max(op.flops / (peak_flops(gpu, dtype) * gemm_efficiency(gpu, sized)),
+  const double share = gpu.gemm_dtype_share[static_cast<int>(dtype)];
+  return std::max(op.flops / (peak_flops(gpu, dtype) * gemm_efficiency(gpu, sized) * share),
                   stream_s(op.bytes, gpu));
+}
+
+// A fused attention kernel's seconds for `flops` at its sequence length and head dim (the op's
+// n and k; layer.cpp).
+double attention_s(const Op& op, double flops, const GpuSpec& gpu, MathDtype dtype) {
+  return flops / (peak_flops(gpu, attention_dtype(dtype)) *
+                  attention_efficiency_at(gpu, op.n, op.k)) +
+         gpu.kernel_overhead_s;
 }
 
 }  // namespace
@@ -70,13 +79,22 @@ double gemm_efficiency(const GpuSpec& gpu, double flops) {
   return c.back().efficiency;
 }
 
+double attention_efficiency_at(const GpuSpec& gpu, double seq, double head_dim) {
+  double e = gpu.attention_efficiency;
+  if (gpu.attention_half_seq > 0 && seq > 0) e *= seq / (seq + gpu.attention_half_seq);
+  if (gpu.attention_half_head_dim > 0 && head_dim > 0) {
+    const double d = gpu.attention_half_head_dim;
+    e *= (head_dim / (head_dim + d)) / (128.0 / (128.0 + d));
+  }
+  return std::min(e, 0.95);
+}
+
 double op_forward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
   switch (op.kind) {
     case OpKind::gemm:
       return gemm_s(op, gpu, dtype);
     case OpKind::attention:
-      return op.flops / (peak_flops(gpu, attention_dtype(dtype)) * gpu.attention_efficiency) +
-             gpu.kernel_overhead_s;
+      return attention_s(op, op.flops, gpu, dtype);
     case OpKind::elementwise:
       return stream_s(op.bytes, gpu) + gpu.kernel_overhead_s;
   }
@@ -89,9 +107,7 @@ double op_backward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
       // dgrad and wgrad: two GEMMs of the forward's size.
       return 2.0 * gemm_s(op, gpu, dtype);
     case OpKind::attention:
-      return op.backward_flops /
-                 (peak_flops(gpu, attention_dtype(dtype)) * gpu.attention_efficiency) +
-             gpu.kernel_overhead_s;
+      return attention_s(op, op.backward_flops, gpu, dtype);
     case OpKind::elementwise:
       // Reads the incoming gradient and the saved tensor, writes the outgoing gradient: three
       // tensors where the forward moved two.

@@ -5,6 +5,8 @@
 // parallelism. Other widths (GQA, gated MLPs, MoE, flash attention) fall out of the same list.
 #include "shardplan/layer.hpp"
 
+#include <algorithm>
+
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
 
@@ -194,6 +196,12 @@ void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const
     op.flops =
         causal_attention_density(m, x.s_kv) * 2.0 * x.b * x.heads * x.s * x.s_kv * (x.dqk + x.dv);
     op.backward_flops = 2.5 * op.flops;
+    // What its efficiency depends on (compute.cpp attention_efficiency_at): the causal
+    // sequence length of one kernel call with the same keys per query (a sliding window's
+    // layers attend fewer), over the ring's chunks under context parallelism (each ring step
+    // is its own kernel over s / cp queries and keys), and the head dim.
+    op.n = std::min(2.0 * causal_attention_density(m, x.s_kv) * x.s_kv, x.s);
+    op.k = x.dqk;
     op.saved_bytes = (q_elems + k_elems + v_elems) * x.e + x.tokens * x.heads * 4.0;
     blk.ops.push_back(recomputed(op, core, up_proj, (q_elems + k_elems + v_elems) * x.e));
   } else {

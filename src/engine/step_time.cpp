@@ -339,6 +339,15 @@ BlockTime stage_compute(const Context& x, int stage, StageCost& s) {
   s.forward_s /= speed;
   s.backward_s /= speed;
   s.recompute_s /= speed;
+  // Fixed costs per layer and micro-batch (host-side, so not scaled by the kernels' speed):
+  // a third in forward, two thirds in backward (twice the kernels), and the forward's again
+  // where the layer is recomputed in full.
+  const FrameworkPricing& fp = x.tr.framework.pricing;
+  const double fixed = s.layers * fp.layer_fixed_s + s.moe_layers * fp.moe_layer_fixed_s;
+  const double rerun = p.recompute == Recompute::full ? fixed / 3.0 : 0.0;
+  s.forward_s += fixed / 3.0;
+  s.backward_s += 2.0 * fixed / 3.0 + rerun;
+  s.recompute_s += rerun;
   s.compute_s = s.forward_s + s.backward_s;
   return l;
 }

@@ -51,8 +51,13 @@ double predicted_value(const PublishedRun& run, const ParallelPlan& p, bool* fit
       if (p.recompute == Recompute::selective) rec = cost.layer.selective_s;
       const double tp =
           (p.recompute == Recompute::full ? 2.0 : 1.0) * cost.tp_forward_s + cost.tp_backward_s;
+      // The layer's fixed cost per micro-batch (step_time.cpp), its forward third again when
+      // recomputed in full.
+      const FrameworkPricing& fp = tr.framework.pricing;
+      const double fixed = (fp.layer_fixed_s + (m.is_moe() ? fp.moe_layer_fixed_s : 0.0)) *
+                           (p.recompute == Recompute::full ? 4.0 / 3.0 : 1.0);
       *fits = true;
-      return (cost.layer.forward_s + cost.layer.backward_s + rec + tp) * 1e3;
+      return (cost.layer.forward_s + cost.layer.backward_s + rec + tp + fixed) * 1e3;
     }
     case Metric::iteration_time_s:
     case Metric::tflops_per_gpu:

@@ -206,6 +206,10 @@ void read_kernels(StrictObject o, FrameworkPricing& p) {
       g.finish();
     }
   }
+  // Fixed costs per layer and micro-batch: microseconds in the profile.
+  if (o.has("layer_fixed_us")) p.layer_fixed_s = o.positive("layer_fixed_us") * 1e-6;
+  if (o.has("moe_layer_fixed_us"))
+    p.moe_layer_fixed_s = o.positive("moe_layer_fixed_us") * 1e-6;
   if (o.has("pipeline_engine")) {
     StrictObject e = o.object("pipeline_engine");
     p.pipeline_engine_speed = e.positive("speed");

@@ -173,6 +173,28 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   g.hbm_bytes_per_s = o.positive("hbm_gb_per_s") * kGB;
   g.gemm_efficiency = read_curve(o, "gemm_efficiency");
   g.attention_efficiency = fraction(o, "attention_efficiency");
+  g.attention_half_seq = o.number_or("attention_half_seq", 0);
+  g.attention_half_head_dim = o.number_or("attention_half_head_dim", 0);
+  if (g.attention_half_seq < 0 || g.attention_half_head_dim < 0) {
+    throw InputError(o.field(g.attention_half_seq < 0 ? "attention_half_seq"
+                                                      : "attention_half_head_dim"),
+                     "is a length (tokens or head dim); must be 0 (a flat curve) or more");
+  }
+  if (o.has("gemm_dtype_share")) {
+    StrictObject shares = o.object("gemm_dtype_share");
+    for (int i = 0; i < kMathDtypes; ++i) {
+      const char* dtype = to_string(static_cast<MathDtype>(i));
+      if (!shares.has(dtype)) continue;
+      const double v = shares.positive(dtype);
+      if (v > 1.5) {
+        throw InputError(shares.field(dtype),
+                         "is the share of the bf16 GEMM efficiency this dtype reaches; give a "
+                         "value between 0 and 1.5");
+      }
+      g.gemm_dtype_share[i] = v;
+    }
+    shares.finish();
+  }
   g.memory_efficiency = fraction(o, "memory_efficiency");
   g.kernel_overhead_s = o.number("kernel_overhead_us") * 1e-6;
   g.overlap_slowdown = o.number("overlap_slowdown");
@@ -189,6 +211,7 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   g.host = host_from_json(o);
   g.source = where;
   require_sources(o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency",
+                      "gemm_dtype_share", "attention_half_seq", "attention_half_head_dim",
                       "attention_efficiency", "memory_efficiency", "kernel_overhead_us",
                       "overlap_slowdown", "context_gib", "intra_link", "inter_link", "system",
                       "list_price_usd_per_gpu_hour", "generation", "accuracy_class"});

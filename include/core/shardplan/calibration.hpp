@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,26 +15,41 @@
 namespace shardplan {
 
 /// One fitted constant: a multiplier k on a figure of the shipped profiles (k = 1 is the value
-/// they ship), fitted on the `fitted` runs `trains` selects, changing the runs `applies` selects.
+/// they ship), fitted on the runs `trains` selects, changing the runs `applies` selects.
 struct Knob {
   std::string name;
-  std::string figure;    // the profile figure it scales and the value shipped
-  /// The multiplier when no training run remains (the unfitted default), read from a run it
-  /// applies to; empty: 1.
+  std::string figure;  // the profile figure it scales and the value shipped
+  /// The multiplier of its prior, read from a run it applies to: the unfitted default, or the
+  /// tier above it (a framework's speed on one GPU class shrinks toward its speed on all);
+  /// empty: 1.
   std::function<double(const PublishedRun&)> prior;
   std::function<bool(const PublishedRun&)> trains;
   std::function<bool(const PublishedRun&)> applies;
   std::function<void(PublishedRun&, double)> apply;
+  /// How far (one standard deviation of log k) the fit may move it from its prior before the
+  /// data must pay for it; 0: no prior (the data alone).
+  double prior_sigma = 0;
 };
-
-/// The table of every fitted constant, in fitting order.
-const std::vector<Knob>& knobs();
 
 struct KnobFit {
   std::string name;
-  double multiplier = 1;  // relative to the shipped value
-  int cases = 0;          // training runs it was fitted on (0: the prior)
+  std::string figure;
+  double multiplier = 1;   // relative to the shipped value
+  int cases = 0;           // training runs it was fitted on (0: the prior)
+  double prior = 1;        // the prior's multiplier
+  double prior_sigma = 0;  // Knob::prior_sigma
+  std::shared_ptr<const Knob> knob;
 };
+
+/// Every fitted constant for a corpus, in fitting order: the hardware terms every case shares
+/// (GEMM share of MAMF, memory-bound and attention efficiency), the fixed costs per layer and
+/// MoE layer, the software stack per framework and per (framework, GPU class) the corpus has,
+/// and the few terms of one stack (DeepSpeed's pipeline engine and ZeRO-3 shares, the 500 W
+/// H100 part). Every multiplier 1.
+std::vector<KnobFit> knob_table(const std::vector<PublishedRun>& corpus);
+
+/// The knobs of `fit` that had training runs: the model's free parameters.
+int free_parameters(const std::vector<KnobFit>& fit);
 
 /// What the predictions read: the simulated step (what `estimate` reports and the intervals
 /// are taken around), or the closed forms alone (the search's bound).
@@ -43,12 +59,14 @@ enum class StepModel { simulated, closed_form };
 /// own constants (simulated), or 1 (closed_form). A refit then scales the closed form by it.
 std::vector<PublishedRun> with_step_ratios(std::vector<PublishedRun> runs, StepModel step);
 
-/// Fits every knob on the fitted runs among `runs` with use[i] set: each minimises the mean
-/// squared log error of its training runs (golden-section search on log k, coordinate descent
-/// over the knobs, two sweeps). Runs without a simulated_step_ratio get theirs first
-/// (with_step_ratios, simulated).
-std::vector<KnobFit> fit_knobs(const std::vector<PublishedRun>& runs, const std::vector<bool>& use);
-
+/// Fits every knob on the step-time runs among `runs` with use[i] set, all at once: weighted
+/// least squares in log error (each run weighing 1 / sqrt(its group's cases), Huber beyond
+/// 0.3), each knob pulled toward its prior by its prior_sigma, solved by Levenberg-Marquardt in
+/// log k. A knob without training runs is its prior. `start` (a fit of the same table) warms
+/// the solver, as cross-validation's folds do. Runs without a simulated_step_ratio get theirs
+/// first (with_step_ratios, simulated).
+std::vector<KnobFit> fit_knobs(const std::vector<PublishedRun>& runs, const std::vector<bool>& use,
+                               const std::vector<KnobFit>* start = nullptr);
 /// The run with every knob of `fit` applied.
 PublishedRun with_knobs(PublishedRun run, const std::vector<KnobFit>& fit);
 
@@ -109,6 +127,7 @@ inline constexpr double kPooledWeight = 4;  // pooled residuals count as this ma
 struct CrossValidation {
   StepModel step = StepModel::simulated;
   std::vector<KnobFit> fit;  // every run fitted (the constants as shipped should be these)
+  int free_parameters = 0;   // knobs fitted on at least one run
   std::vector<CvCase> cases;
   std::vector<std::string> groups;
   std::vector<ClassInterval> intervals;  // from every residual
@@ -122,5 +141,19 @@ struct CrossValidation {
 /// as `step` reads it (the simulated one: each run's ratio fixed once, with_step_ratios).
 CrossValidation cross_validate(const std::vector<PublishedRun>& runs,
                                StepModel step = StepModel::simulated);
+
+}  // namespace shardplan
+
+namespace shardplan {
+
+/// How often the held-out predictions order two plans of one model on one cluster as measured:
+/// every pair of step-time cases of one source group with the same model, GPU, GPU count and
+/// figure, whose measured figures differ by more than `tie` (a relative gap).
+struct PairOrder {
+  int pairs = 0;
+  int concordant = 0;
+  double share() const { return pairs ? static_cast<double>(concordant) / pairs : 0; }
+};
+PairOrder pair_order(const CrossValidation& cv, double tie = 0.02);
 
 }  // namespace shardplan

@@ -14,6 +14,10 @@ double peak_flops(const GpuSpec& gpu, MathDtype dtype);
 /// log(flops) and clamped at its ends.
 double gemm_efficiency(const GpuSpec& gpu, double flops);
 
+/// The share of peak a fused attention kernel reaches at causal sequence length `seq` and head
+/// dim `head_dim` (0: unknown, the profile's level): GpuSpec::attention_half_seq.
+double attention_efficiency_at(const GpuSpec& gpu, double seq, double head_dim);
+
 /// Forward and backward seconds of one op on one GPU (a roofline per op: FLOPs at the curve's
 /// efficiency or bytes at the memory efficiency, whichever is slower, plus launch cost).
 double op_forward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype);

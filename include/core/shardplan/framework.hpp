@@ -143,6 +143,14 @@ struct FrameworkPricing {
   /// framework's pipeline engine loses against Megatron-LM's (DeepSpeed's PipelineEngine
   /// issues its instructions from Python and does not overlap its sends); 1 = no loss.
   double pipeline_engine_speed = 1;
+  /// Fixed time each transformer layer costs per micro-batch, forward and backward together,
+  /// beside its kernels' own time (profile kernels.layer_fixed_us): launch gaps, host work
+  /// between kernels, stream waits. It is what makes small layers and small micro-batches slow.
+  double layer_fixed_s = 0;
+  /// The same for each mixture-of-experts layer on top (kernels.moe_layer_fixed_us): the router's
+  /// top-k, the permute and unpermute, and the device-to-host sync of the token counts a
+  /// dropless dispatcher waits on.
+  double moe_layer_fixed_s = 0;
   /// Bytes per logit element at the loss's peak (profile loss.peak_bytes_per_logit); 0 = the
   /// activation dtype's, the 16-bit logits of Megatron's fused vocab-parallel loss.
   double logit_bytes = 0;

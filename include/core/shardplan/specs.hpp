@@ -295,6 +295,14 @@ struct GpuSpec {
   double hbm_bytes_per_s = 0;
   std::vector<EfficiencyPoint> gemm_efficiency;  // ascending flops; interpolated in log(flops)
   double attention_efficiency = 0;               // fused (flash) attention kernels, share of peak
+  // Its shape (compute.cpp attention_efficiency_at): e_max S / (S + half_seq) at a kernel's
+  // causal sequence length S, times D / (D + half_head_dim) against head dim 128; 0 = flat.
+  double attention_half_seq = 0;
+  double attention_half_head_dim = 0;
+  // The share of its GEMM efficiency curve (fitted at bf16) a GEMM in each math dtype reaches:
+  // fp8 reaches a smaller fraction of its doubled peak (MAMF fp8 / fp8 peak against MAMF bf16 /
+  // bf16 peak). 1 where no measurement says otherwise.
+  std::array<double, kMathDtypes> gemm_dtype_share{1, 1, 1, 1, 1, 1, 1};
   double memory_efficiency = 0;                  // streaming kernels, share of hbm_bytes_per_s
   double kernel_overhead_s = 0;                  // fixed cost per kernel launch
   double overlap_slowdown = 0;  // compute lost per second of communication it overlaps
