@@ -459,3 +459,34 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& given, StepModel
 }
 
 }  // namespace shardplan
+
+namespace shardplan {
+
+PairOrder pair_order(const CrossValidation& cv, double tie) {
+  std::map<std::string, std::vector<const CvCase*>> tables;
+  for (const CvCase& c : cv.cases) {
+    if (!c.step || !c.run) continue;
+    const PublishedRun& r = *c.run;
+    const std::string model = fmt::format("{} {}x{}x{} {}", r.model.name, r.model.layers,
+                                          r.model.hidden, r.model.experts,
+                                          r.model.params_only);
+    tables[fmt::format("{}|{}|{}|{}|{}|{}", c.group, model, r.training.seq_len,
+                       r.cluster.gpu.name, r.cluster.gpus, to_string(r.metric))]
+        .push_back(&c);
+  }
+  PairOrder out;
+  for (const auto& [key, cases] : tables) {
+    for (size_t a = 0; a < cases.size(); ++a) {
+      for (size_t b = a + 1; b < cases.size(); ++b) {
+        const double ma = cases[a]->run->measured, mb = cases[b]->run->measured;
+        if (std::fabs(ma - mb) <= tie * std::max(ma, mb)) continue;
+        const double pa = ma * (1 + cases[a]->cv_error), pb = mb * (1 + cases[b]->cv_error);
+        ++out.pairs;
+        if ((ma < mb) == (pa < pb)) ++out.concordant;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace shardplan

@@ -19,15 +19,28 @@ struct ErrorStats {
   int cases = 0;
   double mean = 0, median = 0, max = 0;  // of |error|
   double in_sample_mean = 0;
+  // Of measured step / predicted step - 1: above 0 the prediction is too fast.
+  double median_signed = 0;
+  int too_fast = 0;
 };
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 ErrorStats stats_of(const std::vector<const CvCase*>& cases) {
   ErrorStats s;
-  std::vector<double> abs;
+  std::vector<double> abs, signed_residuals;
   for (const CvCase* c : cases) {
     abs.push_back(std::fabs(c->cv_error));
     s.in_sample_mean += std::fabs(c->in_sample_error);
+    signed_residuals.push_back(c->residual);
+    s.too_fast += c->residual > 0 ? 1 : 0;
   }
+  s.median_signed = median_of(signed_residuals);
   s.cases = static_cast<int>(abs.size());
   if (abs.empty()) return s;
   std::sort(abs.begin(), abs.end());
@@ -49,6 +62,22 @@ std::string generation_precision_key(const CvCase& c) {
   const GpuSpec& g = c.run->cluster.gpu;
   return fmt::format("{} {}", g.accuracy_class.empty() ? g.name : g.accuracy_class,
                      c.run->training.recipe.name);
+}
+
+// The slices the step-time error is reported over: framework, GPU generation, precision recipe,
+// dense or MoE, and GPU count.
+std::string framework_key(const CvCase& c) {
+  const std::string& f = c.run->training.framework.name;
+  return "framework " + (f.empty() ? std::string("none") : f);
+}
+std::string generation_key(const CvCase& c) {
+  return "GPU " + c.run->cluster.gpu.generation;
+}
+std::string precision_key(const CvCase& c) { return "precision " + c.run->training.recipe.name; }
+std::string kind_key(const CvCase& c) { return c.run->model.experts > 0 ? "MoE" : "dense"; }
+std::string gpus_key(const CvCase& c) {
+  const int n = c.run->cluster.gpus;
+  return n <= 8 ? "1-8 GPUs" : n <= 64 ? "9-64 GPUs" : n <= 256 ? "65-256 GPUs" : "> 256 GPUs";
 }
 
 // Step-time cases keyed by `key`, in first-seen order.
@@ -131,7 +160,9 @@ nlohmann::json stats_json(const ErrorStats& s) {
           {"in_sample_mean_abs_error", s.in_sample_mean},
           {"mean_abs_error", s.mean},
           {"median_abs_error", s.median},
-          {"max_abs_error", s.max}};
+          {"max_abs_error", s.max},
+          {"median_signed_error", s.median_signed},
+          {"too_fast", s.too_fast}};
 }
 
 int covered_in(const std::vector<const CvCase*>& cases) {
@@ -196,6 +227,59 @@ std::string generation_precision_table(const CrossValidation& cv, const CrossVal
          gp.render("");
 }
 
+// Every slice the step-time goals are stated over, with the signed error beside the absolute:
+// a median signed error above 0 is a prediction that is too fast.
+std::vector<std::pair<std::string, std::vector<const CvCase*>>> slices(const CrossValidation& cv) {
+  std::vector<std::pair<std::string, std::vector<const CvCase*>>> out;
+  std::vector<const CvCase*> all;
+  for (const CvCase& c : cv.cases)
+    if (c.step) all.push_back(&c);
+  out.push_back({"all", all});
+  for (CaseKey key : {framework_key, generation_key, precision_key, kind_key, gpus_key}) {
+    auto rows = step_cases_by(cv, key);
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    out.insert(out.end(), rows.begin(), rows.end());
+  }
+  return out;
+}
+
+std::string slice_table(const CrossValidation& cv) {
+  Table t({{"slice", Table::Align::left},
+           {"cases"},
+           {"groups"},
+           {"held-out mean"},
+           {"median"},
+           {"max"},
+           {"median signed"},
+           {"too fast"},
+           {"coverage"}});
+  for (const auto& [name, cases] : slices(cv)) {
+    const ErrorStats s = stats_of(cases);
+    const auto covered = std::count_if(cases.begin(), cases.end(),
+                                       [](const CvCase* c) { return c->covered; });
+    t.add_row({name, std::to_string(s.cases), std::to_string(groups_in(cases)), pct(s.mean),
+               pct(s.median), pct(s.max), fmt::format("{:+.1f}%", s.median_signed * 100),
+               fmt::format("{} of {}", s.too_fast, s.cases),
+               pct(s.cases ? static_cast<double>(covered) / s.cases : 0)});
+  }
+  const PairOrder order = pair_order(cv);
+  return "## step-time error per slice (held out; signed: measured step / predicted step - 1, "
+         "above 0 the prediction is too fast)\n" +
+         t.render("") +
+         fmt::format("\nplans of one model on one cluster (same source table, figure, GPU and GPU "
+                     "count; measured more than 2% apart): the held-out prediction orders {} of "
+                     "{} pairs as measured ({})\n",
+                     order.concordant, order.pairs, pct(order.share()));
+}
+
+nlohmann::json slices_json(const CrossValidation& cv) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, cases] : slices(cv))
+    out.push_back({{"slice", name}, {"groups", groups_in(cases)},
+                   {"covered", covered_in(cases)}, {"errors", stats_json(stats_of(cases))}});
+  return out;
+}
+
 // The held-out predictions' peak memory against the published peaks.
 std::string peak_table(const CrossValidation& cv) {
   Table pk({{"peak memory", Table::Align::left},
@@ -226,10 +310,16 @@ std::string render_cross_validation(const CrossValidation& cv, const CrossValida
            {"cases"},
            {"profile figure", Table::Align::left}});
   const std::vector<Knob>& ks = knobs();
-  for (size_t j = 0; j < cv.fit.size(); ++j)
+  int free = 0;
+  for (size_t j = 0; j < cv.fit.size(); ++j) {
     k.add_row({cv.fit[j].name, fmt::format("{:.3f}", cv.fit[j].multiplier),
                std::to_string(cv.fit[j].cases), ks[j].figure});
-  out += "## fitted constants (the procedure's fit on every fitted run, against the profiles)\n" +
+    free += cv.fit[j].cases > 0 ? 1 : 0;
+  }
+  out += fmt::format(
+             "## fitted constants ({} free parameters; the procedure's fit on every fitted run, "
+             "against the profiles)\n",
+             free) +
          k.render("") + "\n";
   Table g({{"source group", Table::Align::left},
            {"cases"},
@@ -278,18 +368,21 @@ std::string render_cross_validation(const CrossValidation& cv, const CrossValida
       "from the other groups' residuals ({}; closed form: {} of {}, {})\n\n",
       covered_count(cv), cv.step_cases, pct(cv.coverage), coverage_by_kind(cv),
       covered_count(closed), closed.step_cases, pct(closed.coverage));
-  out += generation_precision_table(cv, closed) + "\n" + peak_table(cv);
+  out += slice_table(cv) + "\n" + generation_precision_table(cv, closed) + "\n" + peak_table(cv);
   return out;
 }
 
 nlohmann::json to_json(const CrossValidation& cv, const CrossValidation& closed) {
   nlohmann::json fit = nlohmann::json::array();
   const std::vector<Knob>& ks = knobs();
-  for (size_t j = 0; j < cv.fit.size(); ++j)
+  int free = 0;
+  for (size_t j = 0; j < cv.fit.size(); ++j) {
     fit.push_back({{"name", cv.fit[j].name},
                    {"multiplier", cv.fit[j].multiplier},
                    {"cases", cv.fit[j].cases},
                    {"figure", ks[j].figure}});
+    free += cv.fit[j].cases > 0 ? 1 : 0;
+  }
   nlohmann::json groups = nlohmann::json::array(), classes = nlohmann::json::array();
   for (const auto& [name, cases] : step_cases_by(cv, group_key))
     groups.push_back({{"group", name},
@@ -344,6 +437,9 @@ nlohmann::json to_json(const CrossValidation& cv, const CrossValidation& closed)
           {"groups", cv.groups.size()},
           {"step_cases", cv.step_cases},
           {"fitted_constants", fit},
+          {"free_parameters", free},
+          {"slices", slices_json(cv)},
+          {"pair_order", {{"pairs", pair_order(cv).pairs}, {"concordant", pair_order(cv).concordant}}},
           {"per_group", groups},
           {"per_class", classes},
           {"per_gpu_precision", generations},

@@ -124,3 +124,17 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& runs,
                                StepModel step = StepModel::simulated);
 
 }  // namespace shardplan
+
+namespace shardplan {
+
+/// How often the held-out predictions order two plans of one model on one cluster as measured:
+/// every pair of step-time cases of one source group with the same model, GPU, GPU count and
+/// figure, whose measured figures differ by more than `tie` (a relative gap).
+struct PairOrder {
+  int pairs = 0;
+  int concordant = 0;
+  double share() const { return pairs ? static_cast<double>(concordant) / pairs : 0; }
+};
+PairOrder pair_order(const CrossValidation& cv, double tie = 0.02);
+
+}  // namespace shardplan
