@@ -380,6 +380,7 @@ nlohmann::json to_json(const CrossValidation& cv, const CrossValidation& closed)
                    {"prior", f.prior},
                    {"prior_sigma", f.prior_sigma},
                    {"figure", f.figure}});
+  const PairOrder order = pair_order(cv);
   nlohmann::json groups = nlohmann::json::array(), classes = nlohmann::json::array();
   for (const auto& [name, cases] : step_cases_by(cv, group_key))
     groups.push_back({{"group", name},
@@ -436,7 +437,7 @@ nlohmann::json to_json(const CrossValidation& cv, const CrossValidation& closed)
           {"fitted_constants", fit},
           {"free_parameters", cv.free_parameters},
           {"slices", slices_json(cv)},
-          {"pair_order", {{"pairs", pair_order(cv).pairs}, {"concordant", pair_order(cv).concordant}}},
+          {"pair_order", {{"pairs", order.pairs}, {"concordant", order.concordant}}},
           {"per_group", groups},
           {"per_class", classes},
           {"per_gpu_precision", generations},

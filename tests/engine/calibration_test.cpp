@@ -333,3 +333,29 @@ TEST_CASE("cross-validation carries each published peak against its held-out pre
   CHECK(first->peak_error ==
         doctest::Approx(p.predicted_peak_gib / first->run->measured_peak_gib - 1));
 }
+
+TEST_CASE("pair order: plans of one table counted concordant when the prediction orders them") {
+  // Three plans of one model on one cluster, measured 100, 120 and 121 tokens/s (the last two
+  // within the 2% tie: not a pair). Predicted 110, 108 and 125: 100 < 120 is predicted
+  // 110 > 108 (discordant), 100 < 121 as 110 < 125 (concordant).
+  PublishedRun base = corpus().front();
+  base.metric = Metric::tokens_per_s_per_gpu;
+  std::vector<PublishedRun> runs(3, base);
+  const double measured[] = {100, 120, 121}, predicted[] = {110, 108, 125};
+  CrossValidation cv;
+  for (int i = 0; i < 3; ++i) {
+    runs[i].measured = measured[i];
+    CvCase c;
+    c.run = &runs[i];
+    c.group = "g";
+    c.step = true;
+    c.cv_error = predicted[i] / measured[i] - 1;
+    cv.cases.push_back(c);
+  }
+  const PairOrder order = pair_order(cv);
+  CHECK(order.pairs == 2);
+  CHECK(order.concordant == 1);
+  // Another cluster size is another table: no pair across them.
+  runs[2].cluster.gpus = base.cluster.gpus * 2;
+  CHECK(pair_order(cv).pairs == 1);
+}
