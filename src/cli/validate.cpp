@@ -1,10 +1,15 @@
 // `shardplan validate [FILE]`: predicts every published run and prints predicted vs measured.
 
 #include <iostream>
+#include <map>
+
+#include <fmt/format.h>
 
 #include "commands.hpp"
 #include "options.hpp"
 #include "shardplan/error.hpp"
+#include "shardplan/files.hpp"
+#include "shardplan/fitted_profile.hpp"
 #include "shardplan/json_out.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/profiles.hpp"
@@ -33,6 +38,7 @@ struct ValidateFlags {
   bool cross_validate = false;
   bool markdown = false;
   bool markdown_groups = false;
+  std::string write_fit;
 };
 
 // The file's runs; by default the fitted runs, then the held-out ones marked as such.
@@ -81,6 +87,8 @@ int run_validate(const ValidateFlags& f) {
   if (f.markdown_groups && !f.cross_validate)
     throw InputError("--markdown-groups",
                      "goes with --cross-validate (the validation doc's tables it prints)");
+  if (!f.write_fit.empty() && !f.cross_validate)
+    throw InputError("--write-fit", "goes with --cross-validate (the fit it writes)");
   if (f.cross_validate) {
     std::vector<PublishedRun> picked;
     for (const PublishedRun& r : runs)
@@ -89,6 +97,24 @@ int run_validate(const ValidateFlags& f) {
     // The simulated step, and the closed forms alone beside it (fitted the same way).
     const CrossValidation cv = cross_validate(picked, StepModel::simulated);
     const CrossValidation closed = cross_validate(picked, StepModel::closed_form);
+    if (!f.write_fit.empty()) {
+      std::map<std::string, bool> groups;
+      for (const PublishedRun& r : picked) groups[r.source_group] = true;
+      const FittedConstants fit = compose(
+          shipped_fit(), cv.fit,
+          fmt::format("shardplan validate --cross-validate --write-fit on {} runs ({} with a "
+                      "step-time figure) in {} source groups{}",
+                      picked.size(), cv.step_cases, groups.size(),
+                      f.file.empty() ? std::string(" (profiles/validation)") : " (" + f.file + ")"),
+          "every constant fitted at once on every step-time run: least squares in log(predicted "
+          "/ measured step), each run weighing 1 / sqrt(its source group's runs), Huber beyond "
+          "0.3, each constant pulled toward its prior by its stated spread, Levenberg-Marquardt "
+          "in log multiplier (src/engine/calibration.cpp fit_knobs); each multiplier is on the "
+          "figure the profiles hold, composed with the constants the build shipped");
+      write_file_atomically(f.write_fit, fitted_to_text(fit), "--write-fit");
+      std::cerr << "wrote " << f.write_fit << " (" << fit.constants.size()
+                << " constants); rebuild to ship them\n";
+    }
     if (f.json)
       print_json(to_json(cv, closed));
     else if (f.markdown_groups)
@@ -127,6 +153,9 @@ Runner setup_validate(CLI::App& sub) {
   sub.add_flag("--markdown-groups", f->markdown_groups,
                "With --cross-validate: the validation doc's held-out errors, closed form against "
                "simulated step, per source group and for the pipeline-heavy and MoE cases");
+  sub.add_option("--write-fit", f->write_fit,
+                 "With --cross-validate: write the full fit's constants (composed with the ones "
+                 "this build ships) to this file, e.g. profiles/fit/step-time.json");
   return [f]() { return run_validate(*f); };
 }
 

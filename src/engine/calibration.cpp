@@ -32,9 +32,9 @@ double* kernel_speed_of(FrameworkPricing& p, const std::string& cls) {
 const std::string& framework_of(const PublishedRun& r) { return r.training.framework.name; }
 const std::string& class_of(const PublishedRun& r) { return r.cluster.gpu.accuracy_class; }
 
-constexpr const char* kGrandTeton = "H100-96GB-500W";
-// Its profile's efficiencies are this share of the H100 SXM's (the fit writes it), and the prior.
-constexpr double kGrandTetonShipped = 0.639, kGrandTetonPrior = 0.786;
+const auto kAll = [](const PublishedRun& r) { return fits_step(r); };
+const auto kAny = [](const PublishedRun&) { return true; };
+
 // How far a framework's speed on one GPU class may stray from its speed on every class before
 // the data must pay for it (one standard deviation of log speed): the prior that shrinks a class
 // with few runs toward its framework, and that a held-out class falls back to.
@@ -45,6 +45,195 @@ constexpr double kFrameworkSigma = 0.3;
 // more a MoE layer; profiles/frameworks kernels.layer_fixed_us).
 constexpr double kFixedSigma = 1.0;
 constexpr double kLayerFixedPrior = 100e-6, kMoeLayerFixedPrior = 300e-6;
+// fp8 and fp4 GEMMs against their MAMF share (gemm_dtype_share): MAMF is the best a shape sweep
+// reaches, so a step's low-precision GEMMs are priced at it unless the data pays to move them.
+constexpr double kLowPrecisionSigma = 0.15;
+// The power-limited part's prior: B200 at a 750 W cap reaches 2.0x an H100 where GB200 at 1200 W
+// reaches 2.8x (pytorch/FBGEMM PR #4197): speed ~ power^0.716, and (500 / 700)^0.716 = 0.786
+// (profiles/gpus/h100-96gb-500w.json power_derate).
+constexpr const char* kGrandTeton = "H100-96GB-500W";
+constexpr double kGrandTetonPrior = 0.786;
+
+Knob gpu_knob(std::string name, std::string figure, std::function<void(GpuSpec&, double)> edit) {
+  Knob k;
+  k.name = std::move(name);
+  k.figure = std::move(figure);
+  k.trains = kAll;
+  k.applies = kAny;
+  k.on_gpu = std::move(edit);
+  return k;
+}
+
+Knob stack_knob(std::string name, std::string figure, std::string framework,
+                std::function<bool(const PublishedRun&)> applies,
+                std::function<void(FrameworkPricing&, double)> edit) {
+  Knob k;
+  k.name = std::move(name);
+  k.figure = std::move(figure);
+  k.applies = applies;
+  k.trains = [applies](const PublishedRun& r) { return fits_step(r) && applies(r); };
+  k.framework_name = std::move(framework);
+  k.on_stack = std::move(edit);
+  return k;
+}
+
+// The knobs every corpus has: hardware terms and fixed costs.
+std::vector<Knob> shared_knobs() {
+  std::vector<Knob> k;
+  // Hardware terms every case shares: the share of MAMF GEMMs reach inside a step (0.84 in
+  // every GPU profile's gemm_efficiency), the memory-bound kernels' share of HBM (0.72) and the
+  // fused attention kernels' level (attention_efficiency). No prior: every case informs them.
+  k.push_back(gpu_knob("gemm_share_of_mamf",
+                       "every GPU profile's gemm_efficiency curve (e_max = 0.84 x MAMF / peak)",
+                       [](GpuSpec& g, double m) { scale_gemm(g, m); }));
+  k.push_back(gpu_knob("memory_kernel_efficiency", "every GPU profile's memory_efficiency (0.72)",
+                       [](GpuSpec& g, double m) { g.memory_efficiency *= m; }));
+  k.push_back(gpu_knob("attention_share",
+                       "every GPU profile's attention_efficiency (the curve's level)",
+                       [](GpuSpec& g, double m) {
+                         g.attention_efficiency = std::min(0.95, g.attention_efficiency * m);
+                       }));
+  // fp8 and fp4 GEMMs against the MAMF-derived share of their peaks (gemm_dtype_share): the
+  // GEMMs of a low-precision step also quantize, scale and run smaller tiles than a best-shape
+  // sweep. Fitted on every case whose recipe runs its GEMMs in 8 or 4 bits.
+  const auto low = [](const PublishedRun& r) {
+    const MathDtype d = r.training.recipe.gemm_dtype;
+    return d == MathDtype::fp8 || d == MathDtype::fp4;
+  };
+  Knob lp = gpu_knob("low_precision_gemm_share",
+                     "the share of gemm_dtype_share fp8 and fp4 (MAMF fp8 / bf16 fractions) a "
+                     "step's GEMMs reach",
+                     [](GpuSpec& g, double m) { g.low_precision_gemm_factor *= m; });
+  lp.trains = [low](const PublishedRun& r) { return fits_step(r) && low(r); };
+  lp.applies = low;
+  lp.prior_sigma = kLowPrecisionSigma;
+  lp.prior = [](const PublishedRun& r) { return 1.0 / r.cluster.gpu.low_precision_gemm_factor; };
+  k.push_back(lp);
+  // Fixed costs per layer and micro-batch (the same in every framework profile).
+  Knob layer = stack_knob("layer_fixed_cost", "every framework profile's kernels.layer_fixed_us",
+                          "", kAny, [](FrameworkPricing& p, double m) { p.layer_fixed_s *= m; });
+  layer.trains = kAll;
+  layer.prior = [](const PublishedRun& r) {
+    return kLayerFixedPrior / r.training.framework.pricing.layer_fixed_s;
+  };
+  layer.prior_sigma = kFixedSigma;
+  k.push_back(layer);
+  Knob moe = stack_knob(
+      "moe_layer_fixed_cost", "every framework profile's kernels.moe_layer_fixed_us", "",
+      [](const PublishedRun& r) { return r.model.experts > 0; },
+      [](FrameworkPricing& p, double m) { p.moe_layer_fixed_s *= m; });
+  moe.prior = [](const PublishedRun& r) {
+    return kMoeLayerFixedPrior / r.training.framework.pricing.moe_layer_fixed_s;
+  };
+  moe.prior_sigma = kFixedSigma;
+  k.push_back(moe);
+  return k;
+}
+
+// The terms of one stack or one part: DeepSpeed's pipeline engine and ZeRO-3 shares, the 500 W
+// H100's power derate.
+std::vector<Knob> one_stack_knobs() {
+  std::vector<Knob> k;
+  // DeepSpeed's pipeline engine against Megatron-LM's (deepspeed kernels.pipeline_engine 0.78),
+  // fitted on MT-NLG 530B on 2,240 A100s; unfitted it is Megatron-LM's speed (1).
+  Knob pipe = stack_knob(
+      "deepspeed_pipeline_engine_speed",
+      "profiles/frameworks/deepspeed.json kernels.pipeline_engine.speed", "deepspeed",
+      [](const PublishedRun& r) {
+        return r.training.framework.name == "deepspeed" && r.plan.pp > 1;
+      },
+      [](FrameworkPricing& p, double m) { p.pipeline_engine_speed *= m; });
+  pipe.prior = [](const PublishedRun& r) {
+    return 1.0 / r.training.framework.pricing.pipeline_engine_speed;
+  };
+  k.push_back(pipe);
+  // DeepSpeed ZeRO-3's effective bus-bandwidth share at each fitted group size (deepspeed
+  // collectives.sharded_data_parallel.busbw_share), each fitted on its Narayanan et al. 2021
+  // Table 2 row; unfitted the share is 1 (the link's nccl-tests busbw).
+  for (size_t i = 0; i < 2; ++i) {
+    const auto zero3 = [](const PublishedRun& r) {
+      return r.training.framework.name == "deepspeed" && r.plan.zero == 3;
+    };
+    Knob z = stack_knob(i == 0 ? "deepspeed_zero3_share_384" : "deepspeed_zero3_share_768",
+                        "profiles/frameworks/deepspeed.json busbw_share point " +
+                            std::to_string(i + 1),
+                        "deepspeed", zero3, [i](FrameworkPricing& p, double m) {
+                          auto& pts = p.zero3_busbw.points;
+                          if (i < pts.size()) pts[i].second = std::min(1.0, pts[i].second * m);
+                        });
+    z.trains = [zero3, i](const PublishedRun& r) {
+      const auto& pts = r.training.framework.pricing.zero3_busbw.points;
+      return zero3(r) && fits_step(r) && i < pts.size() &&
+             r.cluster.gpus == static_cast<int>(pts[i].first);
+    };
+    z.prior = [i](const PublishedRun& r) {
+      const auto& pts = r.training.framework.pricing.zero3_busbw.points;
+      return i < pts.size() ? 1.0 / pts[i].second : 1.0;
+    };
+    k.push_back(z);
+  }
+  // The Grand Teton H100 at 500 W: one factor on its GEMM, attention and memory efficiencies
+  // against the H100 SXM at 700 W (its power cap lowers the clocks), fitted on every case run
+  // on it beside the stack terms of the frameworks those cases ran; prior kGrandTetonPrior.
+  Knob part = gpu_knob("h100_500w_part_factor",
+                       "profiles/gpus/h100-96gb-500w.json power_derate (of the H100 SXM's "
+                       "efficiencies)",
+                       [](GpuSpec& g, double m) {
+                         scale_gemm(g, m);
+                         g.attention_efficiency *= m;
+                         g.memory_efficiency *= m;
+                         g.power_derate *= m;
+                       });
+  part.gpu_name = kGrandTeton;
+  part.trains = [](const PublishedRun& r) {
+    return fits_step(r) && r.cluster.gpu.name == kGrandTeton;
+  };
+  part.applies = [](const PublishedRun& r) { return r.cluster.gpu.name == kGrandTeton; };
+  part.prior = [](const PublishedRun& r) {
+    return kGrandTetonPrior / r.cluster.gpu.power_derate;
+  };
+  part.prior_sigma = kClassSigma;
+  k.push_back(part);
+  return k;
+}
+
+// The software stack apart from the hardware: a framework's speed against Megatron-LM's fused
+// kernels (kernels.speed; prior 1) ...
+Knob framework_knob(const std::string& fw) {
+  Knob f = stack_knob(
+      "stack " + fw, "profiles/frameworks/" + fw + ".json kernels.speed (and speed_by_gpu)", fw,
+      [fw](const PublishedRun& r) { return framework_of(r) == fw; },
+      [](FrameworkPricing& p, double m) {
+        p.kernel_speed *= m;
+        for (auto& [cls, s] : p.kernel_speed_by_gpu) s *= m;
+      });
+  f.prior = [](const PublishedRun& r) { return 1.0 / r.training.framework.pricing.kernel_speed; };
+  f.prior_sigma = kFrameworkSigma;
+  return f;
+}
+
+// ... and its speed on each GPU class against its speed on all (kernels.speed_by_gpu; prior:
+// the framework's own).
+Knob class_knob(const std::string& fw, const std::string& cls) {
+  Knob c = stack_knob(
+      "stack " + fw + " x " + cls,
+      "profiles/frameworks/" + fw + ".json kernels.speed_by_gpu " + cls, fw,
+      [fw, cls](const PublishedRun& r) { return framework_of(r) == fw && class_of(r) == cls; },
+      [cls](FrameworkPricing& p, double m) {
+        if (double* s = kernel_speed_of(p, cls)) {
+          *s *= m;
+        } else {
+          p.kernel_speed_by_gpu.emplace_back(cls, p.kernel_speed * m);
+        }
+      });
+  c.prior = [cls](const PublishedRun& r) {
+    FrameworkPricing p = r.training.framework.pricing;
+    const double* s = kernel_speed_of(p, cls);
+    return s ? p.kernel_speed / *s : 1.0;
+  };
+  c.prior_sigma = kClassSigma;
+  return c;
+}
 
 // The frameworks and (framework, GPU class) pairs the corpus has step cases of, in order.
 std::vector<std::string> frameworks_in(const std::vector<PublishedRun>& runs) {
@@ -68,155 +257,10 @@ std::vector<std::pair<std::string, std::string>> stacks_in(const std::vector<Pub
 }
 
 std::vector<Knob> make_knobs(const std::vector<PublishedRun>& corpus) {
-  std::vector<Knob> k;
-  const auto all = [](const PublishedRun& r) { return fits_step(r); };
-  const auto any = [](const PublishedRun&) { return true; };
-  // Hardware terms every case shares: the share of MAMF GEMMs reach inside a step (0.84 in
-  // every GPU profile's gemm_efficiency), the memory-bound kernels' share of HBM (0.72) and the
-  // fused attention kernels' level (attention_efficiency). No prior: every case informs them.
-  k.push_back({"gemm_share_of_mamf",
-               "every GPU profile's gemm_efficiency curve (e_max = 0.84 x MAMF / peak)", nullptr,
-               all, any, [](PublishedRun& r, double m) { scale_gemm(r.cluster.gpu, m); }});
-  k.push_back({"memory_kernel_efficiency", "every GPU profile's memory_efficiency (0.72)", nullptr,
-               all, any,
-               [](PublishedRun& r, double m) { r.cluster.gpu.memory_efficiency *= m; }});
-  k.push_back({"attention_share", "every GPU profile's attention_efficiency (the curve's level)",
-               nullptr, all, any,
-               [](PublishedRun& r, double m) {
-                 r.cluster.gpu.attention_efficiency =
-                     std::min(0.95, r.cluster.gpu.attention_efficiency * m);
-               }});
-  // fp8 and fp4 GEMMs against the MAMF-derived share of their peaks (gemm_dtype_share): the
-  // GEMMs of a low-precision step also quantize, scale and run smaller tiles than a best-shape
-  // sweep. Fitted on every case whose recipe runs its GEMMs in 8 or 4 bits.
-  const auto low = [](const PublishedRun& r) {
-    const MathDtype d = r.training.recipe.gemm_dtype;
-    return d == MathDtype::fp8 || d == MathDtype::fp4;
-  };
-  k.push_back({"low_precision_gemm_share",
-               "every GPU profile's gemm_dtype_share fp8 and fp4 (MAMF fp8 / bf16 fractions)",
-               nullptr, [low](const PublishedRun& r) { return fits_step(r) && low(r); }, low,
-               [](PublishedRun& r, double m) {
-                 for (MathDtype d : {MathDtype::fp8, MathDtype::fp4})
-                   r.cluster.gpu.gemm_dtype_share[static_cast<int>(d)] *= m;
-               }});
-  // Fixed costs per layer and micro-batch (the same in every framework profile).
-  Knob layer{"layer_fixed_cost", "every framework profile's kernels.layer_fixed_us",
-             [](const PublishedRun& r) {
-               return kLayerFixedPrior / r.training.framework.pricing.layer_fixed_s;
-             },
-             all, any,
-             [](PublishedRun& r, double m) { r.training.framework.pricing.layer_fixed_s *= m; }};
-  layer.prior_sigma = kFixedSigma;
-  k.push_back(layer);
-  const auto moe = [](const PublishedRun& r) { return r.model.experts > 0; };
-  Knob moe_fixed{"moe_layer_fixed_cost", "every framework profile's kernels.moe_layer_fixed_us",
-                 [](const PublishedRun& r) {
-                   return kMoeLayerFixedPrior / r.training.framework.pricing.moe_layer_fixed_s;
-                 },
-                 [moe](const PublishedRun& r) { return fits_step(r) && moe(r); }, moe,
-                 [](PublishedRun& r, double m) {
-                   r.training.framework.pricing.moe_layer_fixed_s *= m;
-                 }};
-  moe_fixed.prior_sigma = kFixedSigma;
-  k.push_back(moe_fixed);
-  // The software stack apart from the hardware: each framework's speed against Megatron-LM's
-  // fused kernels (kernels.speed; prior 1), and its speed on each GPU class against its speed
-  // on all (kernels.speed_by_gpu; prior: the framework's own).
-  for (const std::string& fw : frameworks_in(corpus)) {
-    const auto mine = [fw](const PublishedRun& r) { return framework_of(r) == fw; };
-    Knob f{"stack " + fw, "profiles/frameworks/" + fw + ".json kernels.speed (and speed_by_gpu)",
-           [](const PublishedRun& r) { return 1.0 / r.training.framework.pricing.kernel_speed; },
-           [mine](const PublishedRun& r) { return fits_step(r) && mine(r); }, mine,
-           [](PublishedRun& r, double m) {
-             FrameworkPricing& p = r.training.framework.pricing;
-             p.kernel_speed *= m;
-             for (auto& [cls, s] : p.kernel_speed_by_gpu) s *= m;
-           }};
-    f.prior_sigma = kFrameworkSigma;
-    k.push_back(f);
-  }
-  for (const auto& [fw, cls] : stacks_in(corpus)) {
-    const auto mine = [fw, cls](const PublishedRun& r) {
-      return framework_of(r) == fw && class_of(r) == cls;
-    };
-    Knob c{"stack " + fw + " x " + cls,
-           "profiles/frameworks/" + fw + ".json kernels.speed_by_gpu " + cls,
-           [cls](const PublishedRun& r) {
-             FrameworkPricing p = r.training.framework.pricing;
-             const double* s = kernel_speed_of(p, cls);
-             return s ? p.kernel_speed / *s : 1.0;
-           },
-           [mine](const PublishedRun& r) { return fits_step(r) && mine(r); }, mine,
-           [cls](PublishedRun& r, double m) {
-             FrameworkPricing& p = r.training.framework.pricing;
-             if (double* s = kernel_speed_of(p, cls)) {
-               *s *= m;
-             } else {
-               p.kernel_speed_by_gpu.emplace_back(cls, p.kernel_speed * m);
-             }
-           }};
-    c.prior_sigma = kClassSigma;
-    k.push_back(c);
-  }
-  // DeepSpeed's pipeline engine against Megatron-LM's (deepspeed kernels.pipeline_engine 0.78),
-  // fitted on MT-NLG 530B on 2,240 A100s; unfitted it is Megatron-LM's speed (1).
-  const auto ds_pipeline = [](const PublishedRun& r) {
-    return r.training.framework.name == "deepspeed" && r.plan.pp > 1;
-  };
-  k.push_back({"deepspeed_pipeline_engine_speed",
-               "profiles/frameworks/deepspeed.json kernels.pipeline_engine.speed",
-               [](const PublishedRun& r) {
-                 return 1.0 / r.training.framework.pricing.pipeline_engine_speed;
-               },
-               [ds_pipeline](const PublishedRun& r) { return ds_pipeline(r) && fits_step(r); },
-               ds_pipeline,
-               [](PublishedRun& r, double m) {
-                 r.training.framework.pricing.pipeline_engine_speed *= m;
-               }});
-  // DeepSpeed ZeRO-3's effective bus-bandwidth share at each fitted group size (deepspeed
-  // collectives.sharded_data_parallel.busbw_share), each fitted on its Narayanan et al. 2021
-  // Table 2 row; unfitted the share is 1 (the link's nccl-tests busbw).
-  for (size_t i = 0; i < 2; ++i) {
-    const auto zero3 = [](const PublishedRun& r) {
-      return r.training.framework.name == "deepspeed" && r.plan.zero == 3;
-    };
-    k.push_back({i == 0 ? "deepspeed_zero3_share_384" : "deepspeed_zero3_share_768",
-                 "profiles/frameworks/deepspeed.json busbw_share point " + std::to_string(i + 1),
-                 [i](const PublishedRun& r) {
-                   const auto& pts = r.training.framework.pricing.zero3_busbw.points;
-                   return i < pts.size() ? 1.0 / pts[i].second : 1.0;
-                 },
-                 [zero3, i](const PublishedRun& r) {
-                   const auto& pts = r.training.framework.pricing.zero3_busbw.points;
-                   return zero3(r) && fits_step(r) && i < pts.size() &&
-                          r.cluster.gpus == static_cast<int>(pts[i].first);
-                 },
-                 zero3,
-                 [i](PublishedRun& r, double m) {
-                   auto& pts = r.training.framework.pricing.zero3_busbw.points;
-                   if (i < pts.size()) pts[i].second = std::min(1.0, pts[i].second * m);
-                 }});
-  }
-  // The Grand Teton H100 at 500 W: one factor on its GEMM, attention and memory efficiencies
-  // against the H100 SXM at 700 W (its power cap lowers the clocks), fitted on every case run
-  // on it, beside the stack terms of the frameworks those cases ran. Prior: 0.786 of the 700 W
-  // part, from B200 at a 750 W cap reaching 2.0x an H100 where GB200 at 1200 W reaches 2.8x
-  // (pytorch/FBGEMM PR #4197): speed ~ power^0.716, and (500 / 700)^0.716 = 0.786.
-  Knob part{"h100_500w_part_factor",
-            "profiles/gpus/h100-96gb-500w.json efficiencies (x 0.639 of H100 SXM)",
-            [](const PublishedRun&) { return kGrandTetonPrior / kGrandTetonShipped; },
-               [](const PublishedRun& r) {
-                 return fits_step(r) && r.cluster.gpu.name == kGrandTeton;
-               },
-            [](const PublishedRun& r) { return r.cluster.gpu.name == kGrandTeton; },
-            [](PublishedRun& r, double m) {
-                 scale_gemm(r.cluster.gpu, m);
-                 r.cluster.gpu.attention_efficiency *= m;
-                 r.cluster.gpu.memory_efficiency *= m;
-               }};
-  part.prior_sigma = kClassSigma;
-  k.push_back(part);
+  std::vector<Knob> k = shared_knobs();
+  for (const std::string& fw : frameworks_in(corpus)) k.push_back(framework_knob(fw));
+  for (const auto& [fw, cls] : stacks_in(corpus)) k.push_back(class_knob(fw, cls));
+  for (Knob& one : one_stack_knobs()) k.push_back(std::move(one));
   return k;
 }
 
@@ -270,6 +314,59 @@ std::string percent(double x) { return fmt::format("{:+.1f}%", x * 100); }
 
 }  // namespace
 
+std::shared_ptr<const Knob> knob_named(const std::string& name) {
+  static const std::vector<Knob> fixed = [] {
+    std::vector<Knob> k = shared_knobs();
+    for (Knob& one : one_stack_knobs()) k.push_back(std::move(one));
+    return k;
+  }();
+  for (const Knob& k : fixed)
+    if (k.name == name) return std::make_shared<const Knob>(k);
+  const std::string prefix = "stack ";
+  if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size()) return nullptr;
+  const std::string rest = name.substr(prefix.size());
+  const size_t x = rest.find(" x ");
+  if (x == std::string::npos) return std::make_shared<const Knob>(framework_knob(rest));
+  return std::make_shared<const Knob>(class_knob(rest.substr(0, x), rest.substr(x + 3)));
+}
+
+void apply_fitted(const FittedConstants& fit, GpuSpec& gpu) {
+  if (gpu.calibrated) return;  // measured on the cluster: nothing fitted elsewhere replaces it
+  for (const FittedConstant& c : fit.constants) {
+    const std::shared_ptr<const Knob> k = knob_named(c.name);
+    if (k && k->on_gpu && (k->gpu_name.empty() || k->gpu_name == gpu.name))
+      k->on_gpu(gpu, c.multiplier);
+  }
+}
+
+void apply_fitted(const FittedConstants& fit, const std::string& framework, FrameworkPricing& p) {
+  for (const FittedConstant& c : fit.constants) {
+    const std::shared_ptr<const Knob> k = knob_named(c.name);
+    if (k && k->on_stack && (k->framework_name.empty() || k->framework_name == framework))
+      k->on_stack(p, c.multiplier);
+  }
+}
+
+FittedConstants compose(const FittedConstants& shipped, const std::vector<KnobFit>& fit,
+                        const std::string& source, const std::string& procedure) {
+  FittedConstants out;
+  out.source = source;
+  out.procedure = procedure;
+  for (const KnobFit& f : fit) {
+    FittedConstant c{f.name, f.multiplier, f.cases};
+    for (const FittedConstant& s : shipped.constants)
+      if (s.name == f.name) c.multiplier *= s.multiplier;
+    out.constants.push_back(c);
+  }
+  // A shipped constant this corpus has no knob for (a stack no run of it uses) stays as shipped.
+  for (const FittedConstant& s : shipped.constants) {
+    const bool fitted = std::any_of(fit.begin(), fit.end(),
+                                    [&](const KnobFit& f) { return f.name == s.name; });
+    if (!fitted) out.constants.push_back(s);
+  }
+  return out;
+}
+
 std::vector<KnobFit> knob_table(const std::vector<PublishedRun>& corpus) {
   std::vector<KnobFit> out;
   for (Knob& k : make_knobs(corpus)) {
@@ -284,7 +381,9 @@ std::vector<KnobFit> knob_table(const std::vector<PublishedRun>& corpus) {
 
 PublishedRun with_knobs(PublishedRun run, const std::vector<KnobFit>& fit) {
   for (const KnobFit& f : fit) {
-    if (f.multiplier != 1 && f.knob && f.knob->applies(run)) f.knob->apply(run, f.multiplier);
+    if (f.multiplier == 1 || !f.knob || !f.knob->applies(run)) continue;
+    if (f.knob->on_gpu) f.knob->on_gpu(run.cluster.gpu, f.multiplier);
+    if (f.knob->on_stack) f.knob->on_stack(run.training.framework.pricing, f.multiplier);
   }
   return run;
 }

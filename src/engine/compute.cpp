@@ -48,7 +48,9 @@ double stream_s(double bytes, const GpuSpec& gpu) {
 // tail are paid per expert: its efficiency is that of one expert's GEMM.
 double gemm_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
   const double sized = op.grouped && op.batch > 1 ? op.flops / op.batch : op.flops;
-  const double share = gpu.gemm_dtype_share[static_cast<int>(dtype)];
+  const bool low = dtype == MathDtype::fp8 || dtype == MathDtype::fp4;
+  const double share =
+      gpu.gemm_dtype_share[static_cast<int>(dtype)] * (low ? gpu.low_precision_gemm_factor : 1.0);
   return std::max(op.flops / (peak_flops(gpu, dtype) * gemm_efficiency(gpu, sized) * share),
                   stream_s(op.bytes, gpu));
 }

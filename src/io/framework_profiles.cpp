@@ -8,6 +8,7 @@
 #include "json_reader.hpp"
 #include "spec_fields.hpp"
 #include "shardplan/error.hpp"
+#include "shardplan/fitted_profile.hpp"
 #include "shardplan/names.hpp"
 #include "shardplan/profiles.hpp"
 
@@ -342,6 +343,7 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
   f.max_published_mfu_source = j.at("sources").at("max_published_mfu").get<std::string>();
   sources.finish();
   o.finish();
+  apply_fitted(shipped_fit(), f.name, f.pricing);
   return f;
 }
 

@@ -14,6 +14,7 @@
 #include "profile_parts.hpp"
 #include "shardplan/collectives.hpp"
 #include "shardplan/error.hpp"
+#include "shardplan/fitted_profile.hpp"
 #include "shardplan/names.hpp"
 #include "shardplan/units.hpp"
 
@@ -196,6 +197,12 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
     shares.finish();
   }
   g.memory_efficiency = fraction(o, "memory_efficiency");
+  g.power_derate = o.number_or("power_derate", 1);
+  if (g.power_derate <= 0 || g.power_derate > 1) {
+    throw InputError(o.field("power_derate"),
+                     "is the share of its full-power sibling's efficiencies a power-limited part "
+                     "reaches; must be above 0 and at most 1");
+  }
   g.kernel_overhead_s = o.number("kernel_overhead_us") * 1e-6;
   g.overlap_slowdown = o.number("overlap_slowdown");
   if (g.overlap_slowdown < 0 || g.overlap_slowdown > 1) {
@@ -214,11 +221,19 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
                       "gemm_dtype_share", "attention_half_seq", "attention_half_head_dim",
                       "attention_efficiency", "memory_efficiency", "kernel_overhead_us",
                       "overlap_slowdown", "context_gib", "intra_link", "inter_link", "system",
-                      "list_price_usd_per_gpu_hour", "generation", "accuracy_class"});
+                      "list_price_usd_per_gpu_hour", "generation", "accuracy_class",
+                      "power_derate"});
   if (g.list_price_usd_per_gpu_hour > 0) {
     g.list_price_source = j.at("sources").at("list_price_usd_per_gpu_hour").get<std::string>();
   }
   o.finish();
+  if (!g.calibrated) {
+    // The profile ships its full-power sibling's efficiencies; measured ones are the part's own.
+    for (EfficiencyPoint& p : g.gemm_efficiency) p.efficiency *= g.power_derate;
+    g.attention_efficiency *= g.power_derate;
+    g.memory_efficiency *= g.power_derate;
+  }
+  apply_fitted(shipped_fit(), g);
   return g;
 }
 

@@ -51,7 +51,7 @@ TEST_CASE("every shipped run names its source group, and every knob has runs to 
     groups.insert(r.source_group);
   }
   CHECK(groups.size() == cv().groups.size());
-  REQUIRE(cv().fit.size() == knobs().size());
+  REQUIRE(cv().fit.size() == knob_table(corpus()).size());
   for (const KnobFit& k : cv().fit) {
     CAPTURE(k.name);
     CHECK(k.cases >= 1);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "shardplan/error.hpp"
+#include "shardplan/fitted_profile.hpp"
 #include "shardplan/validation.hpp"
 #include "shardplan/units.hpp"
 #include "support.hpp"
@@ -160,21 +161,94 @@ TEST_CASE("clusters from flags") {
   CHECK(f.intra.busbw_bytes_per_s == 1.25e9);
 }
 
-TEST_CASE("framework compute speed per GPU generation and for pipeline engines") {
-  // profiles/frameworks: fsdp eager 0.864 (torchtitan Table 1, H100) and 0.933 fitted on
-  // llm-foundry's one-node A100 rows; torchtitan compiled 1 (its Grand Teton shortfall lives
-  // in the H100-96GB-500W GPU preset);
-  // DeepSpeed's pipeline engine 0.78 (MT-NLG 530B), only with pipeline stages.
+namespace {
+
+// The multiplier profiles/fit/step-time.json ships for a constant (1 when it has none).
+double shipped(const std::string& name) {
+  for (const FittedConstant& c : shipped_fit().constants)
+    if (c.name == name) return c.multiplier;
+  return 1;
+}
+
+// A number from an embedded profile's raw JSON, as the file holds it (before any fit).
+nlohmann::json raw_profile(const std::string& path) {
+  const EmbeddedFile* f = find_embedded(path);
+  REQUIRE(f != nullptr);
+  return nlohmann::json::parse(f->text);
+}
+
+}  // namespace
+
+TEST_CASE("framework compute speed: the profile's figure times the shipped fit's multipliers") {
+  // profiles/frameworks hold the figures their sources give (fsdp eager 0.864 from torchtitan's
+  // Table 1, 0.933 on A100 from llm-foundry's rows; DeepSpeed's pipeline engine 0.78, MT-NLG);
+  // the fitted constants multiply them: the framework's speed on every class, then its class's.
+  const nlohmann::json fsdp_raw = raw_profile("frameworks/fsdp.json");
+  const double fsdp_speed = fsdp_raw.at("kernels").at("speed").get<double>();
+  CHECK(fsdp_speed == doctest::Approx(0.864));
   const FrameworkPricing fsdp = load_framework(Framework::fsdp).pricing;
-  CHECK(fsdp.compute_speed(load_gpu("A100-80GB"), 1) == doctest::Approx(0.933));
-  CHECK(fsdp.compute_speed(load_gpu("A100-40GB"), 1) == doctest::Approx(0.933));
-  CHECK(fsdp.compute_speed(load_gpu("H100-SXM"), 1) == doctest::Approx(0.864));
-  const FrameworkPricing titan = load_framework(Framework::torchtitan).pricing;
-  CHECK(titan.compute_speed(load_gpu("H100-SXM"), 1) == doctest::Approx(1.0));
+  CHECK(fsdp.compute_speed(load_gpu("H100-SXM"), 1) ==
+        doctest::Approx(fsdp_speed * shipped("stack fsdp") * shipped("stack fsdp x H100")));
+  CHECK(fsdp.compute_speed(load_gpu("A100-80GB"), 1) ==
+        doctest::Approx(0.933 * shipped("stack fsdp") * shipped("stack fsdp x A100")));
+  CHECK(fsdp.compute_speed(load_gpu("A100-40GB"), 1) ==
+        fsdp.compute_speed(load_gpu("A100-80GB"), 1));
   const FrameworkPricing ds = load_framework(Framework::deepspeed).pricing;
-  CHECK(ds.compute_speed(load_gpu("A100-80GB"), 1) == doctest::Approx(1.0));
-  CHECK(ds.compute_speed(load_gpu("A100-80GB"), 8) == doctest::Approx(0.78));
-  CHECK(load_framework(Framework::megatron).pricing.compute_speed(load_gpu("A100-80GB"), 8) == 1.0);
+  const double ds_a100 = ds.compute_speed(load_gpu("A100-80GB"), 1);
+  // Only with pipeline stages does DeepSpeed's pipeline engine speed apply.
+  CHECK(ds.compute_speed(load_gpu("A100-80GB"), 8) ==
+        doctest::Approx(ds_a100 * 0.78 * shipped("deepspeed_pipeline_engine_speed")));
+  // Megatron-LM is the reference stack: speed 1 before its per-class fit.
+  CHECK(load_framework(Framework::megatron).pricing.compute_speed(load_gpu("A100-80GB"), 8) ==
+        doctest::Approx(shipped("stack megatron x A100")));
+}
+
+TEST_CASE("a power-limited part reads its sibling's efficiencies times its power derate") {
+  // profiles/gpus/h100-96gb-500w.json ships the H100 SXM's curves and power_derate 0.786
+  // ((500 / 700)^0.716, pytorch/FBGEMM PR #4197's power law); the fit refines the derate.
+  const GpuSpec sxm = load_gpu("H100-SXM");
+  const GpuSpec capped = load_gpu("H100-96GB-500W");
+  const double derate = 0.786 * shipped("h100_500w_part_factor");
+  CHECK(capped.power_derate == doctest::Approx(derate));
+  CHECK(capped.memory_efficiency == doctest::Approx(sxm.memory_efficiency * derate));
+  CHECK(capped.attention_efficiency == doctest::Approx(sxm.attention_efficiency * derate));
+  REQUIRE(capped.gemm_efficiency.size() == sxm.gemm_efficiency.size());
+  CHECK(capped.gemm_efficiency.back().efficiency ==
+        doctest::Approx(sxm.gemm_efficiency.back().efficiency * derate));
+  CHECK(sxm.power_derate == 1);
+}
+
+TEST_CASE("the fitted-constants file: every constant the step-time model has, nothing else") {
+  // The shipped file names constants the model knows and round-trips through its writer.
+  REQUIRE_FALSE(shipped_fit().constants.empty());
+  const FittedConstants again =
+      fitted_from_text(fitted_to_text(shipped_fit()), "round trip");
+  REQUIRE(again.constants.size() == shipped_fit().constants.size());
+  for (size_t i = 0; i < again.constants.size(); ++i) {
+    CHECK(again.constants[i].name == shipped_fit().constants[i].name);
+    CHECK(again.constants[i].multiplier ==
+          doctest::Approx(shipped_fit().constants[i].multiplier).epsilon(1e-4));
+  }
+  const auto refused = [](const std::string& text) {
+    try {
+      fitted_from_text(text, "fit.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string head = R"({"source": "s", "procedure": "p", "constants": [)";
+  CHECK(contains(refused(head + R"({"name": "gemm_share", "multiplier": 1}]})"),
+                 "fit.json: constants[0]: name"));
+  CHECK(contains(refused(head + R"({"name": "gemm_share", "multiplier": 1}]})"),
+                 "is not a fitted constant"));
+  CHECK(contains(refused(head + R"({"name": "attention_share", "multiplier": -1}]})"),
+                 "constants[0]: multiplier"));
+  CHECK(contains(refused(R"({"source": "s", "procedure": "p", "constants": 3})"),
+                 "constants"));
+  // A stack the corpus does not have is still a constant a user's calibration may carry.
+  CHECK(fitted_from_text(head + R"({"name": "stack fsdp x B200", "multiplier": 0.9}]})", "f")
+            .constants.size() == 1);
 }
 
 // The accuracy classes are data, each GPU profile's accuracy_class with its source: the parts

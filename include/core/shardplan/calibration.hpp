@@ -14,22 +14,50 @@
 
 namespace shardplan {
 
-/// One fitted constant: a multiplier k on a figure of the shipped profiles (k = 1 is the value
-/// they ship), fitted on the runs `trains` selects, changing the runs `applies` selects.
+/// One fitted constant: a multiplier k on a figure of the profiles, fitted on the runs `trains`
+/// selects, changing the runs `applies` selects. It edits a GPU profile (`on_gpu`: every GPU, or
+/// the one `gpu_name` names) or a framework profile (`on_stack`: every framework, or
+/// `framework_name`), so a fit can be shipped as multipliers the profile readers apply
+/// (FittedConstants) and a run's copy can be edited the same way.
 struct Knob {
   std::string name;
-  std::string figure;  // the profile figure it scales and the value shipped
+  std::string figure;  // the profile figure it scales
   /// The multiplier of its prior, read from a run it applies to: the unfitted default, or the
   /// tier above it (a framework's speed on one GPU class shrinks toward its speed on all);
   /// empty: 1.
   std::function<double(const PublishedRun&)> prior;
   std::function<bool(const PublishedRun&)> trains;
   std::function<bool(const PublishedRun&)> applies;
-  std::function<void(PublishedRun&, double)> apply;
+  std::function<void(GpuSpec&, double)> on_gpu;
+  std::function<void(FrameworkPricing&, double)> on_stack;
+  std::string gpu_name;        // on_gpu: the one GPU profile it edits; empty: every one
+  std::string framework_name;  // on_stack: the one framework profile; empty: every one
   /// How far (one standard deviation of log k) the fit may move it from its prior before the
   /// data must pay for it; 0: no prior (the data alone).
   double prior_sigma = 0;
 };
+
+/// The knob called `name` (knob_table's names: "gemm_share_of_mamf", "stack torchtitan",
+/// "stack megatron x H100", ...); nullptr if no knob has that name.
+std::shared_ptr<const Knob> knob_named(const std::string& name);
+
+/// Fitted constants as shipped (profiles/fit/step-time.json) or calibrated on a user's run: each
+/// knob's multiplier on the figures the profiles hold, applied when a profile is read.
+struct FittedConstant {
+  std::string name;
+  double multiplier = 1;
+  int cases = 0;  // the runs it was fitted on
+};
+struct FittedConstants {
+  std::string source;     // where they come from
+  std::string procedure;  // how they were fitted, in words
+  std::vector<FittedConstant> constants;
+};
+/// A GPU profile with the fitted constants that edit it applied (not a probe-calibrated one:
+/// its efficiencies are measured).
+void apply_fitted(const FittedConstants& fit, GpuSpec& gpu);
+/// A framework profile's pricing with the fitted constants that edit it applied.
+void apply_fitted(const FittedConstants& fit, const std::string& framework, FrameworkPricing& p);
 
 struct KnobFit {
   std::string name;
@@ -40,6 +68,11 @@ struct KnobFit {
   double prior_sigma = 0;  // Knob::prior_sigma
   std::shared_ptr<const Knob> knob;
 };
+
+/// `shipped` composed with a fit made on top of it (each multiplier the product): what
+/// `validate --cross-validate --write-fit` writes.
+FittedConstants compose(const FittedConstants& shipped, const std::vector<KnobFit>& fit,
+                        const std::string& source, const std::string& procedure);
 
 /// Every fitted constant for a corpus, in fitting order: the hardware terms every case shares
 /// (GEMM share of MAMF, memory-bound and attention efficiency), the fixed costs per layer and

@@ -303,6 +303,9 @@ struct GpuSpec {
   // fp8 reaches a smaller fraction of its doubled peak (MAMF fp8 / fp8 peak against MAMF bf16 /
   // bf16 peak). 1 where no measurement says otherwise.
   std::array<double, kMathDtypes> gemm_dtype_share{1, 1, 1, 1, 1, 1, 1};
+  // The share of that MAMF-derived level a training step's fp8 and fp4 GEMMs reach (casts,
+  // scaling, smaller tiles than a best-shape sweep): a fitted constant (profiles/fit), 1 unfitted.
+  double low_precision_gemm_factor = 1;
   double memory_efficiency = 0;                  // streaming kernels, share of hbm_bytes_per_s
   double kernel_overhead_s = 0;                  // fixed cost per kernel launch
   double overlap_slowdown = 0;  // compute lost per second of communication it overlaps
@@ -314,6 +317,10 @@ struct GpuSpec {
   // NVL72 rack's GPU): `--gpu GB200` without --cluster plans on that system's tiers.
   std::string system;
   bool calibrated = false;      // efficiencies replaced by probe measurements
+  // A power-limited part: the share of its full-power sibling's GEMM, attention and memory
+  // efficiencies it reaches (its profile ships the sibling's figures; the reader multiplies
+  // them by this). 1: runs at its rated power. The fitted step-time constants may refine it.
+  double power_derate = 1;
   // A public on-demand list price of one GPU-hour in USD (0: none in the profile), and where it
   // was read. A list price, not a quote: `provision --gpu-hour-cost` replaces it.
   double list_price_usd_per_gpu_hour = 0;

@@ -1,0 +1,70 @@
+// Reads and writes the fitted step-time constants (profiles/fit/step-time.json).
+#include "shardplan/fitted_profile.hpp"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "json_reader.hpp"
+#include "shardplan/error.hpp"
+#include "shardplan/profiles.hpp"
+
+namespace shardplan {
+
+FittedConstants fitted_from_text(const std::string& text, const std::string& where) {
+  const nlohmann::json j = parse_json(text, where);  // StrictObject reads it in place
+  StrictObject o(j, where);
+  FittedConstants fit;
+  o.string_or("description", "");
+  fit.source = o.string("source");
+  fit.procedure = o.string("procedure");
+  const nlohmann::json& list = o.raw("constants");
+  if (!list.is_array()) throw InputError(o.field("constants"), "must be a list of constants");
+  for (size_t i = 0; i < list.size(); ++i) {
+    StrictObject c(list[i], o.field("constants") + "[" + std::to_string(i) + "]");
+    FittedConstant f;
+    f.name = c.string("name");
+    if (!knob_named(f.name)) {
+      throw InputError(c.field("name"),
+                       "'" + f.name + "' is not a fitted constant of the step-time model "
+                       "(`shardplan validate --cross-validate` lists them)");
+    }
+    f.multiplier = c.positive("multiplier");
+    f.cases = c.integer_or("cases", 0);
+    c.string_or("figure", "");
+    c.finish();
+    fit.constants.push_back(f);
+  }
+  o.finish();
+  return fit;
+}
+
+std::string fitted_to_text(const FittedConstants& fit) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const FittedConstant& c : fit.constants) {
+    const auto knob = knob_named(c.name);
+    list.push_back({{"name", c.name},
+                    {"multiplier", std::round(c.multiplier * 1e4) / 1e4},
+                    {"cases", c.cases},
+                    {"figure", knob ? knob->figure : std::string()}});
+  }
+  nlohmann::ordered_json j = {
+      {"description",
+       "The fitted constants of the step-time model: each a multiplier on a figure the GPU and "
+       "framework profiles hold (their own sources say where that figure comes from). The "
+       "profile readers apply them. Regenerate, never edit by hand."},
+      {"source", fit.source},
+      {"procedure", fit.procedure},
+      {"constants", list}};
+  return j.dump(2) + "\n";
+}
+
+const FittedConstants& shipped_fit() {
+  static const FittedConstants fit = [] {
+    const EmbeddedFile* f = find_embedded("fit/step-time.json");
+    return f ? fitted_from_text(f->text, "profiles/fit/step-time.json") : FittedConstants{};
+  }();
+  return fit;
+}
+
+}  // namespace shardplan
