@@ -8,7 +8,17 @@
 #include <cmath>
 #include <map>
 
+#include "shardplan/fitted_profile.hpp"
+
 namespace shardplan::probe {
+
+double in_step_share() {
+  double m = 1;
+  for (const FittedConstant& c : shipped_fit().constants)
+    if (c.name == "gemm_share_of_mamf") m = c.multiplier;
+  return 0.84 * m;  // the GPU presets' share of MAMF, as the fit refines it
+}
+
 
 LinkFit fit_link(Collective c, int ranks, std::span<const SizeTime> points) {
   // t = a + x / B with x = S x bus factor (the bytes each rank moves, in busbw terms). Each
@@ -206,7 +216,7 @@ FitResult fit_results(const Results& results, const GpuSpec& gpu) {
         !(g.flops_per_s > 0))
       continue;
     double& e = best[g.shape.flops()];
-    e = std::max(e, kInStepShare * std::min(1.0, g.flops_per_s / peak));
+    e = std::max(e, in_step_share() * std::min(1.0, g.flops_per_s / peak));
   }
   for (const auto& [flops, efficiency] : best) out.gemm_curve.push_back({flops, efficiency});
   return out;

@@ -70,12 +70,11 @@ HostFit fit_host(const Results& results);
 /// The share of an isolated GEMM's speed that the GEMMs inside a training step reach (clocks
 /// and power shared with the rest of the step, caches cold, other kernels between). Every GPU
 /// preset's gemm_efficiency applies it to the published MAMF (profiles/gpus/*.json:
-/// e_max = 0.84 x MAMF / peak, fitted on the Megatron-LM A100 cases by `shardplan validate`'s
-/// gemm_share_of_mamf knob); the probe times isolated cuBLASLt GEMMs, MAMF's kind of figure, so
-/// the curve it writes takes the same share, or a calibrated profile would price every step
-/// 1/0.84 = 1.19x faster than the preset for the same silicon. The raw figures stay in
-/// measurements.gemm.
-inline constexpr double kInStepShare = 0.84;
+/// e_max = 0.84 x MAMF / peak, times the gemm_share_of_mamf multiplier profiles/fit ships); the
+/// probe times isolated cuBLASLt GEMMs, MAMF's kind of figure, so the curve it writes takes the
+/// same share, or a calibrated profile would price every step 1/0.84 = 1.19x faster than the
+/// preset for the same silicon. The raw figures stay in measurements.gemm.
+double in_step_share();
 
 struct FitResult {
   HostFit host;

@@ -277,13 +277,13 @@ json gemm_fit_json(const Results& r, const FitResult& fit, const GpuSpec& gpu, b
     gemm["dtype"] = to_string(fit.curve_dtype);
     gemm["peak_tflops"] = gpu.peak_flops[static_cast<int>(fit.curve_dtype)] / kTera;
     gemm["curve"] = curve;
-    gemm["in_step_share"] = kInStepShare;
+    gemm["in_step_share"] = in_step_share();
     gemm["note"] = fmt::format(
-        "efficiency = {} x achieved / the GPU profile's dense peak, the best shape per size: "
-        "the probe times isolated GEMMs (median call after a timed warm-up), and {} is the "
+        "efficiency = {:.3f} x achieved / the GPU profile's dense peak, the best shape per size: "
+        "the probe times isolated GEMMs (median call after a timed warm-up), and {:.3f} is the "
         "share of an isolated GEMM's speed that GEMMs inside a training step reach, as every "
         "GPU preset applies it to MAMF; achieved_tflop_per_s holds the raw figures",
-        kInStepShare, kInStepShare);
+        in_step_share(), in_step_share());
   } else {
     gemm["note"] =
         "measured on the CPU (the mpi back-end's BLAS): kept here and out of the GPU "
@@ -422,10 +422,10 @@ bool apply_gpu_measurements(json& gpu, const Results& r, const FitResult& fit,
     gpu["calibrated"] = true;
     gpu["sources"]["gemm_efficiency"] = fmt::format(
         "measured by shardplan probe ({}) on {} ({}) at {}: cublasLtMatmul {}, {} shapes, "
-        "efficiency = {} x achieved (the in-step share of an isolated GEMM, as the presets apply "
+        "efficiency = {:.3f} x achieved (the in-step share of an isolated GEMM, as the presets apply "
         "to MAMF) / {} dense peak {:.1f} TFLOP/s of the {} profile",
         r.backend, host_list, r.ranks.front().device, in.date_utc, to_string(fit.curve_dtype),
-        fit.gemm_curve.size(), kInStepShare, to_string(fit.curve_dtype),
+        fit.gemm_curve.size(), in_step_share(), to_string(fit.curve_dtype),
         gpu_spec.peak_flops[static_cast<int>(fit.curve_dtype)] / kTera, gpu_spec.name);
   }
   if (r.gemm_on_gpu && !r.ranks.empty() && r.ranks.front().device_memory_bytes > 0) {

@@ -287,10 +287,10 @@ std::string render_summary(const Results& r, const FitResult& fit, const GpuSpec
   }
   if (!fit.gemm_curve.empty()) {
     out += fmt::format(
-        "# GEMM efficiency curve ({} vs peak, {} x the isolated figure: the share of an isolated "
+        "# GEMM efficiency curve ({} vs peak, {:.3f} x the isolated figure: the share of an isolated "
         "GEMM's speed that GEMMs inside a training step reach, as every GPU preset applies it to "
         "MAMF):",
-        to_string(fit.curve_dtype), kInStepShare);
+        to_string(fit.curve_dtype), in_step_share());
     for (const EfficiencyPoint& p : fit.gemm_curve) {
       out += fmt::format(" [{:.3g}, {:.3f}]", p.flops, p.efficiency);
     }

@@ -68,21 +68,34 @@ TEST_CASE("the fitting procedure re-derives the constants the profiles ship (wit
 }
 
 TEST_CASE("a constant fitted on one group falls to its prior when that group is held out") {
-  // DeepSpeed's pipeline-engine speed (0.78) is fitted on MT-NLG's 2,240-GPU row alone:
-  // without the MT-NLG group it is Megatron-LM's speed, 1 / 0.78 of the fitted one, so the
-  // held-out prediction of that row is faster than the in-sample one by about that much
-  // (the pipeline's compute is most of its step: Smith et al. 2022 Sec. 2.4).
+  // Every knob whose training runs all come from one source group prices that group's held-out
+  // cases from its prior alone: they are marked extrapolated (their interval is the wider one).
+  int checked = 0;
+  for (const KnobFit& k : cv().fit) {
+    std::set<std::string> groups;
+    for (const PublishedRun& r : corpus())
+      if (k.knob->trains(r)) groups.insert(r.source_group);
+    if (groups.size() != 1) continue;
+    CAPTURE(k.name);
+    for (const CvCase& c : cv().cases) {
+      if (c.group != *groups.begin() || !c.step || !k.knob->applies(*c.run)) continue;
+      CAPTURE(c.run->id);
+      CHECK(c.extrapolated);
+      ++checked;
+    }
+  }
+  CHECK(checked > 0);
+  // DeepSpeed ZeRO-3's bus-bandwidth share at 384 GPUs is fitted on Narayanan et al. 2021
+  // Table 2's one row: held out, the share falls to 1 (the link's nccl-tests busbw), so the
+  // prediction is faster than measured, where in sample it matched (Table 2: 384 A100s).
   for (const CvCase& c : cv().cases) {
-    if (c.run->id != "mtnlg-530b-2240xA100") continue;
+    if (c.run->id != "narayanan21-t2-zero3-175b-384xA100") continue;
     REQUIRE(c.step);
-    CHECK(c.extrapolated);
-    CHECK(std::fabs(c.in_sample_error) < 0.03);
-    // Iteration time: error = predicted / measured - 1, and the held-out step is shorter.
-    CHECK(c.cv_error < -0.15);
-    CHECK(c.cv_error > -0.30);
+    CHECK(std::fabs(c.in_sample_error) < 0.05);
+    CHECK(c.residual > 0.15);  // measured step / held-out predicted step - 1: too fast
     return;
   }
-  FAIL("the MT-NLG 2,240-GPU case is missing from the corpus");
+  FAIL("the ZeRO-3 384-GPU case is missing from the corpus");
 }
 
 TEST_CASE("intervals: symmetric in log space, split-conformal over groups") {

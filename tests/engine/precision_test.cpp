@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "shardplan/compute.hpp"
+#include "shardplan/fitted_profile.hpp"
 #include "shardplan/memory.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/rule_words.hpp"
@@ -30,9 +31,35 @@ Block one_linear() {
   return b;
 }
 
-// B200: 8 TB/s HBM at the profile's 0.72 memory efficiency (profiles/gpus/b200.json).
-constexpr double kB200StreamBytesPerS = 8000e9 * 0.72;
-constexpr double kB200TopEfficiency = 0.6507;
+// The multiplier profiles/fit/step-time.json ships for a fitted constant.
+double shipped(const std::string& name) {
+  for (const FittedConstant& c : shipped_fit().constants)
+    if (c.name == name) return c.multiplier;
+  return 1;
+}
+
+// B200 as loaded: its profile's top GEMM efficiency 0.6507 and memory efficiency 0.72
+// (profiles/gpus/b200.json), each times the shipped fit's multiplier; fp8 and fp4 GEMMs at the
+// MAMF fp8 share 0.984 (tools/fit_gemm_dtypes.py) times the fitted low-precision share.
+struct B200Figures {
+  double top, stream_bytes_per_s, fp8_share, fp4_share;
+};
+B200Figures b200_figures(const GpuSpec& b200) {
+  B200Figures f;
+  f.top = b200.gemm_efficiency.back().efficiency;
+  f.stream_bytes_per_s = 8000e9 * b200.memory_efficiency;
+  f.fp8_share = b200.gemm_dtype_share[static_cast<int>(MathDtype::fp8)] *
+                b200.low_precision_gemm_factor;
+  f.fp4_share = b200.gemm_dtype_share[static_cast<int>(MathDtype::fp4)] *
+                b200.low_precision_gemm_factor;
+  CHECK(f.top == doctest::Approx(0.6507 * shipped("gemm_share_of_mamf")).epsilon(1e-3));
+  CHECK(b200.memory_efficiency ==
+        doctest::Approx(0.72 * shipped("memory_kernel_efficiency")).epsilon(1e-3));
+  CHECK(b200.gemm_dtype_share[static_cast<int>(MathDtype::fp8)] == doctest::Approx(0.984));
+  CHECK(b200.low_precision_gemm_factor ==
+        doctest::Approx(shipped("low_precision_gemm_share")));
+  return f;
+}
 
 }  // namespace
 
@@ -41,18 +68,18 @@ TEST_CASE("mxfp8 on a B200: the GEMM at the fp8 peak plus the row's 4.0625 B per
   const PrecisionRecipe r = load_recipe(Precision::mxfp8);
   REQUIRE(r.gemm_dtype == MathDtype::fp8);
   REQUIRE(r.quantize_bytes_per_element == 4.0625);  // 2 read + 1 + 1 written + 2 x 1/32 scales
+  const B200Figures b = b200_figures(b200);
   const BlockTime t = time_block(one_linear(), b200, layer_gemms(r));
   const double flops = 2.0 * kM * kN * kK;
-  const double gemm_s = flops / (4500e12 * kB200TopEfficiency);  // HGX B200 fp8 dense 4.5 PF
-  const double cast_in_s = 4.0625 * kM * kK / kB200StreamBytesPerS;   // forward: the input
-  const double cast_grad_s = 4.0625 * kM * kN / kB200StreamBytesPerS;  // backward: dY
+  // HGX B200 fp8 dense 4.5 PF.
+  const double gemm_s = flops / (4500e12 * b.top * b.fp8_share);
+  const double cast_in_s = 4.0625 * kM * kK / b.stream_bytes_per_s;   // forward: the input
+  const double cast_grad_s = 4.0625 * kM * kN / b.stream_bytes_per_s;  // backward: dY
   CHECK(t.forward_s == doctest::Approx(gemm_s + cast_in_s).epsilon(1e-9));
   CHECK(t.backward_s == doctest::Approx(2.0 * gemm_s + cast_grad_s).epsilon(1e-9));
   CHECK(t.quantize_s == doctest::Approx(cast_in_s + cast_grad_s).epsilon(1e-9));
-  // 6.008 ms of GEMM and 0.379 ms of casting, against 12.02 ms in bf16.
-  CHECK(gemm_s == doctest::Approx(6.008e-3).epsilon(1e-3));
   const BlockTime bf16 = time_block(one_linear(), b200, layer_gemms(load_recipe(Precision::bf16)));
-  CHECK(bf16.forward_s == doctest::Approx(flops / (2250e12 * kB200TopEfficiency)).epsilon(1e-9));
+  CHECK(bf16.forward_s == doctest::Approx(flops / (2250e12 * b.top)).epsilon(1e-9));
   CHECK(bf16.quantize_s == 0);
 }
 
@@ -62,8 +89,10 @@ TEST_CASE("nvfp4 on a B200: fp4 peak, 5.125 B per element, and the first 2 and l
   REQUIRE(r.gemm_dtype == MathDtype::fp4);
   REQUIRE(b200.peak_flops[static_cast<int>(MathDtype::fp4)] == 9000e12);  // HGX B200 FP4 dense
   const double flops = 2.0 * kM * kN * kK;
-  const double fp4_s = flops / (9000e12 * kB200TopEfficiency) + 5.125 * kM * kK / kB200StreamBytesPerS;
-  const double bf16_s = flops / (2250e12 * kB200TopEfficiency);
+  const B200Figures b = b200_figures(b200);
+  const double fp4_s =
+      flops / (9000e12 * b.top * b.fp4_share) + 5.125 * kM * kK / b.stream_bytes_per_s;
+  const double bf16_s = flops / (2250e12 * b.top);
   CHECK(time_block(one_linear(), b200, layer_gemms(r)).forward_s ==
         doctest::Approx(fp4_s).epsilon(1e-9));
   // NVIDIA's 12B NVFP4 model has 62 blocks, 10 of them kept in BF16 (arXiv:2509.25149 Sec. 4.1).

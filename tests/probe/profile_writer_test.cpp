@@ -15,6 +15,7 @@
 #include "shardplan/compute.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
+#include "shardplan/fitted_profile.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/units.hpp"
 
@@ -22,6 +23,13 @@ using namespace shardplan;
 using namespace shardplan::probe;
 
 namespace {
+
+// The gemm_share_of_mamf multiplier profiles/fit/step-time.json ships.
+double shipped_gemm_share() {
+  for (const FittedConstant& c : shipped_fit().constants)
+    if (c.name == "gemm_share_of_mamf") return c.multiplier;
+  return 1;
+}
 
 struct Link {
   double latency_s;
@@ -167,8 +175,8 @@ TEST_CASE("a two-node profile round-trips through load_cluster with the measured
   REQUIRE(c.gpu.gemm_efficiency.size() == 2);
   CHECK(c.gpu.gemm_efficiency[0].flops == doctest::Approx(2.0 * 1024 * 1024 * 1024));
   // 0.84 x the isolated figure: the in-step share every GPU preset applies to MAMF.
-  CHECK(c.gpu.gemm_efficiency[0].efficiency == doctest::Approx(0.84 * 400.0 / 989.4).epsilon(1e-3));
-  CHECK(c.gpu.gemm_efficiency[1].efficiency == doctest::Approx(0.84 * 790.0 / 989.4).epsilon(1e-3));
+  CHECK(c.gpu.gemm_efficiency[0].efficiency == doctest::Approx(in_step_share() * 400.0 / 989.4).epsilon(1e-3));
+  CHECK(c.gpu.gemm_efficiency[1].efficiency == doctest::Approx(in_step_share() * 790.0 / 989.4).epsilon(1e-3));
   CHECK(c.gpu.peak_flops[static_cast<int>(MathDtype::bf16)] == doctest::Approx(989.4e12));
 
   // Raw rows, fit, stragglers and provenance travel with it.
@@ -233,13 +241,16 @@ TEST_CASE(
 
 TEST_CASE("a calibrated GEMM curve prices a step as the preset does for the same silicon") {
   // An H100 whose isolated bf16 GEMM reaches the published MAMF (794.5 TFLOP/s, ml-engineering's
-  // table): its calibrated ceiling must be the preset's e_max, 0.84 x 794.5 / 989.4 = 0.675, not
+  // table): its calibrated ceiling must be the preset's e_max, 0.84 x 794.5 / 989.4 = 0.675 (times
+  // the gemm_share_of_mamf multiplier profiles/fit ships, as the preset's curve), not
   // the raw 0.803 that made a calibrated profile price every step 1.19x faster.
   Results r = two_nodes();
   r.gemms = {gemm_row(16384, MathDtype::bf16, 794.5e12)};
   const FitResult fit = fit_results(r, load_gpu("H100-SXM"));
   REQUIRE(fit.gemm_curve.size() == 1);
-  CHECK(fit.gemm_curve[0].efficiency == doctest::Approx(0.675).epsilon(2e-3));
+  CHECK(in_step_share() == doctest::Approx(0.84 * shipped_gemm_share()));
+  CHECK(fit.gemm_curve[0].efficiency ==
+        doctest::Approx(0.675 * shipped_gemm_share()).epsilon(2e-3));
   const GpuSpec preset = load_gpu("H100-SXM");
   CHECK(fit.gemm_curve[0].efficiency ==
         doctest::Approx(gemm_efficiency(preset, 1e18)).epsilon(5e-3));
@@ -247,7 +258,7 @@ TEST_CASE("a calibrated GEMM curve prices a step as the preset does for the same
   const nlohmann::json profile = build_profile(r, fit, inputs("H100-SXM"));
   CHECK(profile.at("measurements").at("gemm").at(0).at("tflop_per_s").get<double>() ==
         doctest::Approx(794.5));
-  CHECK(profile.at("fit").at("gemm").at("in_step_share").get<double>() == doctest::Approx(0.84));
+  CHECK(profile.at("fit").at("gemm").at("in_step_share").get<double>() == doctest::Approx(in_step_share()));
 }
 
 TEST_CASE(
@@ -263,7 +274,7 @@ TEST_CASE(
   const ClusterSpec c = load_cluster(path);
   REQUIRE(c.gpu.gemm_efficiency.size() == 2);
   CHECK(c.gpu.gemm_efficiency[0].efficiency ==
-        doctest::Approx(0.84 * 2e9 / 989.4e12).epsilon(1e-3));
+        doctest::Approx(in_step_share() * 2e9 / 989.4e12).epsilon(1e-3));
   CHECK(c.gpu.gemm_efficiency[0].efficiency > 0);
   std::remove(path.c_str());
 }
