@@ -39,6 +39,7 @@ struct ValidateFlags {
   bool markdown = false;
   bool markdown_groups = false;
   std::string write_fit;
+  int calibrate_with = 0;
 };
 
 // The file's runs; by default the fitted runs, then the held-out ones marked as such.
@@ -87,6 +88,11 @@ int run_validate(const ValidateFlags& f) {
   if (f.markdown_groups && !f.cross_validate)
     throw InputError("--markdown-groups",
                      "goes with --cross-validate (the validation doc's tables it prints)");
+  if (f.calibrate_with != 0 && !f.cross_validate)
+    throw InputError("--calibrate-with", "goes with --cross-validate (the folds it calibrates)");
+  if (f.calibrate_with < 0 || f.calibrate_with > 5)
+    throw InputError("--calibrate-with",
+                     "is the number of calibration runs per bucket; give 1 to 5");
   if (!f.write_fit.empty() && !f.cross_validate)
     throw InputError("--write-fit", "goes with --cross-validate (the fit it writes)");
   if (f.cross_validate) {
@@ -115,8 +121,15 @@ int run_validate(const ValidateFlags& f) {
       std::cerr << "wrote " << f.write_fit << " (" << fit.constants.size()
                 << " constants); rebuild to ship them\n";
     }
-    if (f.json)
-      print_json(to_json(cv, closed));
+    std::vector<FewShot> shots;
+    for (int k = 0; k <= f.calibrate_with && f.calibrate_with > 0; ++k)
+      shots.push_back(few_shot(picked, cv, k, f.calibrate_with));
+    if (f.json) {
+      nlohmann::json j = to_json(cv, closed);
+      if (!shots.empty()) j["few_shot"] = few_shot_json(shots);
+      print_json(j);
+    } else if (!shots.empty() && !f.markdown && !f.markdown_groups)
+      std::cout << render_cross_validation(cv, closed) << "\n" << render_few_shot(shots);
     else if (f.markdown_groups)
       std::cout << group_table_markdown(cv, closed);
     else
@@ -153,6 +166,10 @@ Runner setup_validate(CLI::App& sub) {
   sub.add_flag("--markdown-groups", f->markdown_groups,
                "With --cross-validate: the validation doc's held-out errors, closed form against "
                "simulated step, per source group and for the pipeline-heavy and MoE cases");
+  sub.add_option("--calibrate-with", f->calibrate_with,
+                 "With --cross-validate: few-shot validation, each held-out group calibrated on "
+                 "its first K runs per stack and cluster (what `shardplan calibrate` does with a "
+                 "short run's log), K = 0 .. this, judged on the same later runs");
   sub.add_option("--write-fit", f->write_fit,
                  "With --cross-validate: write the full fit's constants (composed with the ones "
                  "this build ships) to this file, e.g. profiles/fit/step-time.json");

@@ -747,6 +747,7 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& given, StepModel
     // Constants none of the group's runs trained are the same without it: no refit needed.
     // A refit starts from the full fit (Levenberg-Marquardt, a few iterations).
     const std::vector<KnobFit> fold = refit ? fit_knobs(runs, use, &cv.fit) : cv.fit;
+    cv.folds[g] = fold;
     std::map<std::string, CorpusReach> seen;
     for (size_t i = 0; i < runs.size(); ++i)
       if (use[i] && is_step_metric(runs[i].metric))
@@ -782,6 +783,82 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& given, StepModel
   cv.pooled = pooled_interval(cv.cases, kIntervalLevel);
   cv.extrapolation = extrapolation_interval(cv.cases, kIntervalLevel);
   return cv;
+}
+
+std::vector<KnobFit> calibrate_stack(const std::vector<PublishedRun>& runs) {
+  std::vector<KnobFit> table;
+  for (const auto& [fw, cls] : stacks_in(runs)) {
+    Knob k = class_knob(fw, cls);
+    k.prior_sigma = 0;  // the user's own runs: the data alone
+    k.prior = nullptr;
+    KnobFit f;
+    f.name = k.name;
+    f.figure = k.figure;
+    f.knob = std::make_shared<const Knob>(std::move(k));
+    table.push_back(std::move(f));
+  }
+  if (table.empty()) return table;
+  return fit_knobs(runs, std::vector<bool>(runs.size(), true), &table);
+}
+
+FewShot few_shot(const std::vector<PublishedRun>& given, const CrossValidation& cv, int k,
+                 int evaluated_after) {
+  FewShot out;
+  out.k = k;
+  const std::vector<PublishedRun> runs = with_step_ratios(given, cv.step);
+  std::map<const PublishedRun*, size_t> index;
+  for (size_t i = 0; i < given.size(); ++i) index[&given[i]] = i;
+  // Buckets of step cases in file order: one user's model on one stack and cluster.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const CvCase*>> buckets;
+  for (const CvCase& c : cv.cases) {
+    if (!c.step || !index.count(c.run)) continue;
+    // A user calibrates on a short run of the model they will train, in its precision, and
+    // plans other scales and layouts of it.
+    const PublishedRun& r = *c.run;
+    const std::string key = fmt::format("{}|{}|{} {}x{}x{}|{}", c.group, c.cls, r.model.name,
+                                        r.model.layers, r.model.hidden, r.model.experts,
+                                        to_string(r.training.precision));
+    if (!buckets.count(key)) order.push_back(key);
+    buckets[key].push_back(&c);
+  }
+  for (const std::string& key : order) {
+    const std::vector<const CvCase*>& members = buckets[key];
+    if (static_cast<int>(members.size()) <= evaluated_after) continue;
+    const auto fold = cv.folds.find(members.front()->group);
+    if (fold == cv.folds.end()) continue;
+    std::vector<PublishedRun> held;
+    for (const CvCase* c : members) held.push_back(with_knobs(runs[index[c->run]], fold->second));
+    std::vector<KnobFit> calibration;
+    if (k > 0) calibration = calibrate_stack({held.begin(), held.begin() + k});
+    ++out.buckets;
+    for (size_t j = static_cast<size_t>(evaluated_after); j < members.size(); ++j) {
+      CvCase c = *members[j];
+      Prediction p = predict(with_knobs(held[j], calibration));
+      c.cv_error = p.error;
+      p.run = members[j]->run;
+      c.step = step_residual(p, &c.residual);
+      c.cls = "calibrated";
+      if (c.step) out.cases.push_back(c);
+    }
+  }
+  int covered = 0;
+  for (CvCase& c : out.cases) {
+    c.extrapolated = false;
+    c.covered = covered_without_group(out.cases, c);
+    covered += c.covered ? 1 : 0;
+  }
+  out.coverage = out.cases.empty() ? 0 : static_cast<double>(covered) / out.cases.size();
+  out.interval = pooled_interval(out.cases, kIntervalLevel);
+  out.interval.cls = k > 0 ? fmt::format("calibrated on {} run{}", k, k == 1 ? "" : "s")
+                           : "not calibrated";
+  out.interval.basis = fmt::format(
+      "{:.0f}% interval of a plan calibrated on {} run(s) of its stack and cluster: "
+      "validate --calibrate-with {}, the held-out residuals of {} calibrated predictions in {} "
+      "source groups (each group weighing one): {} to {} (measured step against predicted)",
+      kIntervalLevel * 100, k, k, out.interval.cases, out.interval.groups,
+      percent(out.interval.low), percent(out.interval.high));
+  return out;
 }
 
 }  // namespace shardplan

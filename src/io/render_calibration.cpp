@@ -559,3 +559,98 @@ std::string group_table_markdown(const CrossValidation& cv, const CrossValidatio
 }
 
 }  // namespace shardplan
+
+namespace shardplan {
+namespace {
+
+std::string stack_generation_key(const CvCase& c) {
+  const std::string& fw = c.run->training.framework.name;
+  return (fw.empty() ? std::string("none") : fw) + " " + c.run->cluster.gpu.generation;
+}
+
+// The step cases of one few-shot result keyed by framework x GPU generation (first-seen order),
+// then "all".
+std::vector<std::pair<std::string, std::vector<const CvCase*>>> by_stack(const FewShot& f) {
+  std::vector<std::pair<std::string, std::vector<const CvCase*>>> out;
+  for (const CvCase& c : f.cases) {
+    const std::string key = stack_generation_key(c);
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == key; });
+    if (it == out.end()) {
+      out.push_back({key, {}});
+      it = out.end() - 1;
+    }
+    it->second.push_back(&c);
+  }
+  std::sort(out.begin(), out.end());
+  std::vector<const CvCase*> all;
+  for (const CvCase& c : f.cases) all.push_back(&c);
+  out.push_back({"all", all});
+  return out;
+}
+
+}  // namespace
+
+std::string render_few_shot(const std::vector<FewShot>& shots) {
+  if (shots.empty()) return "";
+  std::vector<Table::Column> cols = {{"framework x GPU generation", Table::Align::left}, {"cases"}};
+  for (const FewShot& f : shots) {
+    const std::string k = fmt::format("K={}", f.k);
+    cols.push_back({k + " mean"});
+    cols.push_back({k + " signed"});
+    cols.push_back({k + " covered"});
+  }
+  Table t(cols);
+  const auto rows = by_stack(shots.front());
+  for (const auto& [key, cases] : rows) {
+    if (key == "all") t.add_rule();
+    std::vector<std::string> row = {key, std::to_string(cases.size())};
+    for (const FewShot& f : shots) {
+      std::vector<const CvCase*> mine;
+      for (const auto& [k2, c2] : by_stack(f))
+        if (k2 == key) mine = c2;
+      const ErrorStats s = stats_of(mine);
+      const int covered = static_cast<int>(
+          std::count_if(mine.begin(), mine.end(), [](const CvCase* c) { return c->covered; }));
+      row.push_back(pct(s.mean));
+      row.push_back(fmt::format("{:+.1f}%", s.median_signed * 100));
+      row.push_back(pct(mine.empty() ? 0 : static_cast<double>(covered) / mine.size()));
+    }
+    t.add_row(row);
+  }
+  const FewShot& first = shots.front();
+  std::string out = fmt::format(
+      "## few-shot: each source group predicted without it, then calibrated on the first K "
+      "step-time runs of each (source, framework, GPU class, model, precision) bucket in file "
+      "order (`shardplan calibrate` on a short run of the model); every K judged on the same {} cases (each "
+      "bucket's runs after its first {}, in {} buckets); mean |error|, median signed (measured "
+      "/ predicted step - 1), coverage of the 80% interval from the other groups' calibrated "
+      "residuals\n",
+      first.cases.size(), shots.back().k, first.buckets);
+  out += t.render("") + "\n";
+  for (const FewShot& f : shots) out += "  " + f.interval.basis + "\n";
+  return out;
+}
+
+nlohmann::json few_shot_json(const std::vector<FewShot>& shots) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const FewShot& f : shots) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& [key, cases] : by_stack(f)) {
+      const int covered = static_cast<int>(
+          std::count_if(cases.begin(), cases.end(), [](const CvCase* c) { return c->covered; }));
+      rows.push_back({{"stack", key},
+                      {"errors", stats_json(stats_of(cases))},
+                      {"covered", covered}});
+    }
+    out.push_back({{"k", f.k},
+                   {"cases", f.cases.size()},
+                   {"buckets", f.buckets},
+                   {"coverage", f.coverage},
+                   {"interval", {{"low", f.interval.low}, {"high", f.interval.high},
+                                 {"basis", f.interval.basis}}},
+                   {"per_stack", rows}});
+  }
+  return out;
+}
+
+}  // namespace shardplan

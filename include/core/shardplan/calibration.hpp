@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -160,6 +161,7 @@ inline constexpr double kPooledWeight = 4;  // pooled residuals count as this ma
 struct CrossValidation {
   StepModel step = StepModel::simulated;
   std::vector<KnobFit> fit;  // every run fitted (the constants as shipped should be these)
+  std::map<std::string, std::vector<KnobFit>> folds;  // per source group, fitted without it
   int free_parameters = 0;   // knobs fitted on at least one run
   std::vector<CvCase> cases;
   std::vector<std::string> groups;
@@ -178,6 +180,26 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& runs,
 }  // namespace shardplan
 
 namespace shardplan {
+
+/// Calibration on a user's own runs (a short run's log): the speed of the runs' stack on their
+/// cluster, the "stack <framework> x <GPU class>" constant, fitted on `runs` alone with no prior
+/// (the runs carry the constants already applied), so every plan on that stack and GPU class is
+/// priced through it. One multiplier per (framework, GPU class) the runs have.
+std::vector<KnobFit> calibrate_stack(const std::vector<PublishedRun>& runs);
+
+/// Few-shot validation: each source group predicted by the constants fitted without it, then
+/// calibrated (calibrate_stack) on the first `k` step-time runs of each (group, framework, GPU
+/// class, model, precision) bucket in file order, and judged on that bucket's runs after its first
+/// `evaluated_after` (the same cases for every k <= evaluated_after).
+struct FewShot {
+  int k = 0;
+  std::vector<CvCase> cases;  // the evaluated cases, residual after calibration on k runs
+  ClassInterval interval;     // split-conformal over groups of those residuals (all pooled)
+  double coverage = 0;        // share inside the interval built without their group
+  int buckets = 0;            // (group, stack, GPU class, model, precision) buckets evaluated
+};
+FewShot few_shot(const std::vector<PublishedRun>& runs, const CrossValidation& cv, int k,
+                 int evaluated_after);
 
 /// How often the held-out predictions order two plans of one model on one cluster as measured:
 /// every pair of step-time cases of one source group with the same model, GPU, GPU count and

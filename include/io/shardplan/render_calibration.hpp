@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "shardplan/calibration.hpp"
 
@@ -19,5 +20,10 @@ std::string accuracy_paragraph(const CrossValidation& cv, const CrossValidation&
 /// simulated step, for every case, the pipeline-heavy (PP >= 8 or interleaved) and the MoE
 /// ones, then per source group.
 std::string group_table_markdown(const CrossValidation& cv, const CrossValidation& closed);
+
+/// `validate --calibrate-with K`: error, signed error and coverage per framework x GPU
+/// generation for K = 0 .. K calibration runs per bucket, on the same cases.
+std::string render_few_shot(const std::vector<FewShot>& shots);
+nlohmann::json few_shot_json(const std::vector<FewShot>& shots);
 
 }  // namespace shardplan
