@@ -21,6 +21,7 @@ Runner setup_comm(CLI::App& sub);
 Runner setup_estimate(CLI::App& sub);
 Runner setup_plan(CLI::App& sub);
 Runner setup_validate(CLI::App& sub);
+Runner setup_calibrate(CLI::App& sub);
 Runner setup_runbook(CLI::App& sub);
 Runner setup_emit(CLI::App& sub);
 Runner setup_probe(CLI::App& sub);

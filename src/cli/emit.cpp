@@ -181,6 +181,7 @@ Runner setup_emit(CLI::App& sub) {
   auto o = std::make_shared<PlanningOptions>();
   add_model_options(sub, *o);
   add_training_options(sub, *o);
+  add_calibration_option(sub, *o);
   add_cluster_options(sub, *o);
   add_plan_options(sub, *o);
   auto e = std::make_shared<EmitFlags>();

@@ -12,6 +12,7 @@
 #include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
+#include "shardplan/fitted_profile.hpp"
 #include "shardplan/json_out.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/names.hpp"
@@ -134,6 +135,7 @@ std::shared_ptr<PlanningOptions> add_planning_options(CLI::App& app) {
   add_cluster_options(app, *o);
   add_plan_options(app, *o);
   add_from_option(app, *o);
+  add_calibration_option(app, *o);
   add_json_option(app, *o);
   return o;
 }
@@ -350,8 +352,70 @@ ParallelPlan plan_from_flags(const PlanningOptions& o) {
   return p;
 }
 
+void add_calibration_option(CLI::App& app, PlanningOptions& o) {
+  app.add_option("--calibration", o.calibration,
+                 "A calibration file `shardplan calibrate` wrote from a short run's log: the "
+                 "stack's speed on that cluster, and the interval calibrated plans claim");
+}
+
+// --calibration FILE: the stack speed it fitted applied to the framework profile, and its
+// interval (held-out residuals of calibrated predictions) in place of the class's, with the
+// calibrating run's reach: a plan beyond it takes the beyond-corpus interval and says why.
+bool apply_calibration(const PlanningOptions& o, Inputs& in, bool required) {
+  if (o.calibration.empty()) return false;
+  const FittedConstants fc =
+      fitted_from_text(read_text_file(o.calibration, "--calibration"), o.calibration);
+  FrameworkProfile& fw = in.training.framework;
+  const std::string mine = "stack " + fw.name + " x " + in.cluster.gpu.accuracy_class;
+  const bool applies = std::any_of(fc.constants.begin(), fc.constants.end(),
+                                   [&](const FittedConstant& c) { return c.name == mine; });
+  if (!applies && !required) return false;
+  if (!applies) {
+    std::string names;
+    for (const FittedConstant& c : fc.constants) names += (names.empty() ? "" : ", ") + c.name;
+    throw InputError("--calibration",
+                     o.calibration + " calibrates " + names + "; this plan runs " + fw.name +
+                         " on " + in.cluster.gpu.name + " (" + mine +
+                         "): calibrate on a run of this stack and GPU class, or leave it out");
+  }
+  apply_fitted(fc, fw.name, fw.pricing);
+  const bool moe = in.model.experts > 0;
+  AccuracyClass calibrated;
+  calibrated.gpu_class = in.cluster.gpu.accuracy_class;
+  calibrated.moe = moe;
+  calibrated.cases = fc.interval_cases;
+  calibrated.groups = fc.interval_groups;
+  calibrated.step_error_low = fc.interval_low;
+  calibrated.step_error_high = fc.interval_high;
+  calibrated.source = "calibrated: " + fc.interval_basis;
+  calibrated.reach = fc.reach;
+  std::erase_if(fw.accuracy, [&](const AccuracyClass& a) {
+    return a.gpu_class == calibrated.gpu_class && a.moe == moe;
+  });
+  if (!fc.interval_basis.empty()) fw.accuracy.push_back(calibrated);
+  double m = 1;
+  for (const FittedConstant& c : fc.constants)
+    if (c.name == mine) m = c.multiplier;
+  in.notes.push_back(fmt::format("calibrated by {}: {} x {:.3f} ({})", o.calibration, mine, m,
+                                 fc.run.empty() ? fc.source : fc.run));
+  return true;
+}
+
+namespace {
+
+Inputs resolve_flag_inputs(const PlanningOptions& o);
+
+}  // namespace
+
 Inputs resolve_inputs(const PlanningOptions& o) {
-  if (!o.from.empty()) return resolve_from_file(o);
+  Inputs in = o.from.empty() ? resolve_flag_inputs(o) : resolve_from_file(o);
+  apply_calibration(o, in);
+  return in;
+}
+
+namespace {
+
+Inputs resolve_flag_inputs(const PlanningOptions& o) {
   Inputs in;
   in.model = resolve_model(o);
   ParallelPlan& p = in.plan;
@@ -388,6 +452,8 @@ Inputs resolve_inputs(const PlanningOptions& o) {
   require_runnable(p, {in.model, in.training, in.cluster, rules});
   return in;
 }
+
+}  // namespace
 
 void note_precision(Inputs& in) {
   if (const std::string w = precision_warning(in.training.precision); !w.empty())

@@ -45,6 +45,8 @@ struct PlanningOptions {
   bool allow_tp_across_nodes = false;
   // a launcher config whose settings fill the flags above (--from FILE)
   std::string from;
+  // a calibration file `shardplan calibrate` wrote (--calibration FILE)
+  std::string calibration;
   // output
   bool json = false;
 };
@@ -58,7 +60,9 @@ void add_json_option(CLI::App& app, PlanningOptions& o);
 /// flag.
 Offload parse_offload(const std::string& list, const std::string& to,
                       const std::string& activation_layers = "");
-/// Model, training, cluster, plan, --from and --json flags on `app`; the options live as long as the
+/// --calibration FILE (a file `shardplan calibrate` wrote).
+void add_calibration_option(CLI::App& app, PlanningOptions& o);
+/// Model, training, cluster, plan, --from, --calibration and --json flags on `app`; the options live as long as the
 /// returned pointer (the subcommand's runner keeps it).
 std::shared_ptr<PlanningOptions> add_planning_options(CLI::App& app);
 
@@ -92,6 +96,12 @@ ParallelPlan plan_from_flags(const PlanningOptions& o);
 Inputs resolve_inputs(const PlanningOptions& o);
 /// resolve_inputs for commands that time a step (the layer-shape rule now covers every command).
 Inputs resolve_timed_inputs(const PlanningOptions& o);
+
+/// --calibration FILE applied to `in`: the stack speed it fitted on the framework profile, its
+/// interval and reach in place of the class's, and a note. False when not given, or (with
+/// `required` false) when it calibrates another stack or GPU class; with `required`, that is an
+/// InputError naming --calibration. (resolve_inputs applies it, required.)
+bool apply_calibration(const PlanningOptions& o, Inputs& in, bool required = true);
 
 /// The model / cluster / plan / training lines that head a command's table.
 std::string describe_inputs(const Inputs& in);

@@ -81,6 +81,7 @@ int plan_all(const PlanFlags& f, const PlanningRequest& request) {
   std::vector<FrameworkPlans> rows;
   std::vector<std::string> notes;  // the defaults taken, the same for every framework
   bool any = false;
+  bool calibrated = false;
   for (const FrameworkRow& framework : kFrameworkRows) {
     PlanningOptions o = f.o;
     o.framework = framework.name;
@@ -91,6 +92,7 @@ int plan_all(const PlanFlags& f, const PlanningRequest& request) {
     fill_default_global_batch(in, 1);
     note_precision(in);
     note_cluster(in);
+    calibrated = apply_calibration(o, in, false) || calibrated;
     note_assumptions(o, in, {.plan_given = false, .prices = true});
     notes = in.notes;
     FrameworkPlans row{o.framework, in.model, in.cluster, in.training, plan_problems(in, so.rules),
@@ -100,6 +102,11 @@ int plan_all(const PlanFlags& f, const PlanningRequest& request) {
       any = any || row.planned.fastest() != nullptr;
     }
     rows.push_back(std::move(row));
+  }
+  if (!f.o.calibration.empty() && !calibrated) {
+    throw InputError("--calibration", f.o.calibration +
+                                          " calibrates a stack and GPU class none of the "
+                                          "frameworks compared runs here");
   }
   if (f.o.json) {
     print_json(to_json(rows, notes));
@@ -112,6 +119,7 @@ int plan_all(const PlanFlags& f, const PlanningRequest& request) {
 CLI::Option* add_plan_flags(CLI::App& sub, PlanFlags& f) {
   add_model_options(sub, f.o);
   add_training_options(sub, f.o);
+  add_calibration_option(sub, f.o);
   add_cluster_options(sub, f.o);
   sub.add_option("--objective", f.objective, "Rank by time | cost | throughput (default time)")
       ->group("Plan");

@@ -29,6 +29,7 @@ Inputs resolve_search_inputs(const PlanningOptions& o) {
   fill_default_global_batch(in, 1);
   note_precision(in);
   note_cluster(in);
+  apply_calibration(o, in);
   return in;
 }
 

@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_fields.hpp"
 #include "json_reader.hpp"
+#include "spec_fields.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/profiles.hpp"
 
@@ -35,6 +37,26 @@ FittedConstants fitted_from_text(const std::string& text, const std::string& whe
     c.finish();
     fit.constants.push_back(f);
   }
+  fit.run = o.string_or("run", "");
+  if (o.has("interval")) {
+    StrictObject iv = o.object("interval");
+    fit.interval_low = iv.number("low");
+    fit.interval_high = iv.number("high");
+    fit.interval_basis = iv.string("basis");
+    fit.interval_cases = iv.integer_or("cases", 0);
+    fit.interval_groups = iv.integer_or("groups", 0);
+    iv.finish();
+    if (!(fit.interval_low > -1 && fit.interval_low <= 0 && fit.interval_high >= 0)) {
+      throw InputError(o.field("interval"),
+                       "low must be in (-1, 0] and high at least 0 (measured / predicted step - "
+                       "1)");
+    }
+  }
+  if (o.has("reach")) {
+    StrictObject r = o.object("reach");
+    read_fields(reach_fields(), r, fit.reach);
+    r.finish();
+  }
   o.finish();
   return fit;
 }
@@ -56,6 +78,17 @@ std::string fitted_to_text(const FittedConstants& fit) {
       {"source", fit.source},
       {"procedure", fit.procedure},
       {"constants", list}};
+  if (!fit.run.empty()) j["run"] = fit.run;
+  if (fit.reach.max_gpus > 0) {
+    j["reach"] = nlohmann::ordered_json::parse(write_fields(reach_fields(), fit.reach).dump());
+  }
+  if (!fit.interval_basis.empty()) {
+    j["interval"] = {{"low", std::round(fit.interval_low * 1e4) / 1e4},
+                     {"high", std::round(fit.interval_high * 1e4) / 1e4},
+                     {"cases", fit.interval_cases},
+                     {"groups", fit.interval_groups},
+                     {"basis", fit.interval_basis}};
+  }
   return j.dump(2) + "\n";
 }
 

@@ -144,6 +144,11 @@ std::string interval_text(const StepInterval& si, const TrainingSpec& tr) {
     return fmt::format("{} to {} (beyond the validation corpus, {} held-out cases: {})",
                        format_seconds(si.low_s), format_seconds(si.high_s), a.cases, si.beyond);
   }
+  if (a.source.rfind("calibrated", 0) == 0) {
+    return fmt::format("{} to {} ({} x {} calibrated on your run: {} held-out calibrated cases)",
+                       format_seconds(si.low_s), format_seconds(si.high_s), tr.framework.name,
+                       a.name(), a.cases);
+  }
   return fmt::format("{} to {} ({} x {}, {} {} case{})", format_seconds(si.low_s),
                      format_seconds(si.high_s), tr.framework.name, a.name(), a.cases,
                      a.held_out ? "held-out" : "fitted", a.cases == 1 ? "" : "s");

@@ -372,3 +372,41 @@ TEST_CASE("pair order: plans of one table counted concordant when the prediction
   runs[2].cluster.gpus = base.cluster.gpus * 2;
   CHECK(pair_order(cv).pairs == 1);
 }
+
+TEST_CASE("calibrate_stack: one run of a stack on a cluster calibrates its speed there") {
+  // Korthikanti et al. 2022 Table 5's 22B row (Megatron-LM, 8 A100s' worth of tensor parallel):
+  // its stack speed fitted on it alone predicts its own measured iteration time.
+  for (const PublishedRun& r : corpus()) {
+    if (r.id != "korthikanti22-t5-22B-selective+sp") continue;
+    const std::vector<KnobFit> fit = calibrate_stack({r});
+    REQUIRE(fit.size() == 1);
+    CHECK(fit[0].name == "stack megatron x A100");
+    CHECK(fit[0].prior_sigma == 0);  // the user's run alone, no prior
+    CHECK(std::fabs(predict(with_knobs(r, fit)).error) < 0.01);
+    return;
+  }
+  FAIL("the Korthikanti 22B selective row is missing from the corpus");
+}
+
+TEST_CASE("few-shot: calibrated on one run of the model, the rest predicted closer") {
+  // The same cases judged at K = 0 and K = 1 (each bucket's runs after its first); calibrating
+  // on a run of the same model, stack and cluster must cut the held-out error, and its interval
+  // must still hold 75-90% (issue 40's bar).
+  const FewShot none = few_shot(corpus(), cv(), 0, 1);
+  const FewShot one = few_shot(corpus(), cv(), 1, 1);
+  REQUIRE(none.cases.size() == one.cases.size());
+  REQUIRE(one.cases.size() >= 50);
+  double e0 = 0, e1 = 0;
+  for (size_t i = 0; i < one.cases.size(); ++i) {
+    CHECK(one.cases[i].run == none.cases[i].run);
+    e0 += std::fabs(none.cases[i].cv_error);
+    e1 += std::fabs(one.cases[i].cv_error);
+  }
+  MESSAGE("few-shot mean |error|: K=0 " << e0 / one.cases.size() * 100 << "%, K=1 "
+                                        << e1 / one.cases.size() * 100 << "%");
+  CHECK(e1 < e0);
+  CHECK(one.coverage >= 0.75);
+  CHECK(one.coverage <= 0.90);
+  CHECK(one.interval.low < 0);
+  CHECK(one.interval.high > 0);
+}

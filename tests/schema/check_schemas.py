@@ -6,6 +6,7 @@ Each case runs the binary, parses stdout and validates it (Draft 2020-12); a fai
 command, the JSON path and what the schema wanted. Exit 1 on any failure.
 """
 import json
+import tempfile
 import subprocess
 import sys
 
@@ -42,17 +43,23 @@ CASES = [
     ("list", "list clusters --json", 0),
     ("validate", "validate --json", 0),
     ("validate-cross-validate", "validate --cross-validate --json", 0),
+    ("validate-cross-validate", "validate --cross-validate --calibrate-with 1 --json", 0),
+    ("calibrate", "calibrate --model llama-3.1-8b --cluster dgx-h100 --gpus 8 --tp 1 --zero 1 "
+                  "--micro-batch 1 --global-batch 128 --seq-len 8192 "
+                  "--log {root}/tests/data/logs/megatron-llama3.1-8b-8xH100.log "
+                  "-o {tmp}/calibration.json --json", 0),
 ]
 
 
 def main():
     binary, root = sys.argv[1], sys.argv[2]
     failures = 0
+    tmp = tempfile.mkdtemp(prefix="shardplan-schema-")
     for command, args, status in CASES:
         with open(f"{root}/docs/schema/{command}.schema.json") as f:
             schema = json.load(f)
         jsonschema.Draft202012Validator.check_schema(schema)
-        run = subprocess.run([binary] + args.format(root=root).split(), capture_output=True,
+        run = subprocess.run([binary] + args.format(root=root, tmp=tmp).split(), capture_output=True,
                              text=True)
         if run.returncode != status:
             print(f"FAIL {args}: exit {run.returncode}, expected {status}\n{run.stderr}")

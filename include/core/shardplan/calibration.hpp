@@ -53,6 +53,16 @@ struct FittedConstants {
   std::string source;     // where they come from
   std::string procedure;  // how they were fitted, in words
   std::vector<FittedConstant> constants;
+  // A calibration on a user's run (`shardplan calibrate`): the run, in words, and the interval
+  // a plan priced through it claims (measured / predicted step - 1), with its basis; empty for
+  // the shipped fit.
+  std::string run;
+  double interval_low = 0, interval_high = 0;
+  int interval_cases = 0, interval_groups = 0;  // the calibrated residuals it is taken over
+  std::string interval_basis;
+  // What the calibrating run spans: a plan beyond it (more GPUs, context parallelism past it,
+  // another GEMM type or model kind) takes the framework's beyond-corpus interval and says why.
+  CorpusReach reach;
 };
 /// A GPU profile with the fitted constants that edit it applied (not a probe-calibrated one:
 /// its efficiencies are measured).
