@@ -16,6 +16,7 @@ BINARY = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "build" / "shardplan")
 FRAMEWORKS = ["megatron", "deepspeed", "torchtitan", "fsdp"]
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 GROUPS_BEGIN, GROUPS_END = "<!-- held-out-groups:begin -->", "<!-- held-out-groups:end -->"
+FEW_BEGIN, FEW_END = "<!-- few-shot:begin -->", "<!-- few-shot:end -->"
 
 
 def run(*args):
@@ -59,6 +60,36 @@ def main():
     replace_between(ROOT / "README.md", BEGIN, END, run("--markdown"))
     replace_between(ROOT / "docs" / "validation-corpus.md", GROUPS_BEGIN, GROUPS_END,
                     run("--markdown-groups"))
+    replace_between(ROOT / "README.md", FEW_BEGIN, FEW_END,
+                    few_shot_table(json.loads(run("--calibrate-with", "1", "--json"))))
+
+
+def few_shot_table(cv):
+    """The few-shot table of `validate --cross-validate --calibrate-with 1`, as Markdown."""
+    shots = cv["few_shot"]
+    rows = {}
+    for shot in shots:
+        for r in shot["per_stack"]:
+            rows.setdefault(r["stack"], {})[shot["k"]] = r
+    out = ["| framework x GPU generation | cases | not calibrated: mean | signed | covered "
+           "| calibrated on 1 run: mean | signed | covered |",
+           "|---|---|---|---|---|---|---|---|"]
+    for stack, by_k in rows.items():
+        cells = [stack, str(by_k[0]["errors"]["cases"])]
+        for k in (0, 1):
+            e = by_k[k]["errors"]
+            n = e["cases"]
+            cells += [f"{e['mean_abs_error'] * 100:.1f}%", f"{e['median_signed_error'] * 100:+.1f}%",
+                      f"{by_k[k]['covered']} of {n}"]
+        out.append("| " + " | ".join(cells) + " |")
+    one = shots[-1]
+    out.append("")
+    out.append(f"Calibrated on one run, a plan's 80% interval is {one['interval']['low'] * 100:+.1f}% "
+               f"to {one['interval']['high'] * 100:+.1f}% (measured step against predicted), "
+               f"from {one['cases']} held-out calibrated predictions in {one['buckets']} "
+               "(source, model, stack, GPU) buckets; it holds "
+               f"{one['coverage'] * 100:.1f}% of them.")
+    return "\n".join(out) + "\n"
 
 
 def replace_between(path, begin, end, body):
