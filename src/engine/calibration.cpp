@@ -65,7 +65,7 @@ Knob gpu_knob(std::string name, std::string figure, std::function<void(GpuSpec&,
 }
 
 Knob stack_knob(std::string name, std::string figure, std::string framework,
-                std::function<bool(const PublishedRun&)> applies,
+                const std::function<bool(const PublishedRun&)>& applies,
                 std::function<void(FrameworkPricing&, double)> edit) {
   Knob k;
   k.name = std::move(name);
@@ -828,6 +828,7 @@ FewShot few_shot(const std::vector<PublishedRun>& given, const CrossValidation& 
     const auto fold = cv.folds.find(members.front()->group);
     if (fold == cv.folds.end()) continue;
     std::vector<PublishedRun> held;
+    held.reserve(members.size());
     for (const CvCase* c : members) held.push_back(with_knobs(runs[index[c->run]], fold->second));
     std::vector<KnobFit> calibration;
     if (k > 0) calibration = calibrate_stack({held.begin(), held.begin() + k});
