@@ -80,15 +80,6 @@ void check_flops(const TrainingLog& log, const StepSample& sample, double step_s
                   planned / 1e12));
 }
 
-std::vector<PublishedRun> published_corpus() {
-  std::vector<PublishedRun> runs =
-      load_published_runs(default_published_runs(), "profiles/validation/published-runs.json");
-  for (PublishedRun& r :
-       load_published_runs(default_holdout_runs(), "profiles/validation/holdout-runs.json"))
-    runs.push_back(std::move(r));
-  return runs;
-}
-
 int run_calibrate(const CalibrateFlags& f, PlanningOptions& o) {
   if (f.log.empty()) throw InputError("--log", "give the training log of a short run");
   if (f.output.empty()) throw InputError("--output", "give the calibration file to write");
@@ -135,12 +126,9 @@ int run_calibrate(const CalibrateFlags& f, PlanningOptions& o) {
   }
   const Prediction after = predict(with_knobs(run, fit));
 
-  std::cerr << "validating calibration on the published runs (each group held out, calibrated "
-               "on one run of each model, judged on the rest)...\n";
-  const std::vector<PublishedRun> corpus = published_corpus();
-  const CrossValidation cv = cross_validate(corpus);
-  const FewShot shot = few_shot(corpus, cv, 1, 1);
-
+  // The interval of a plan calibrated on one run: validate --cross-validate --calibrate-with 1's
+  // held-out calibrated residuals, which the build ships with its fit (profiles/fit).
+  const FittedConstants& shipped = shipped_fit();
   FittedConstants out;
   out.source = fmt::format("shardplan calibrate --log {}", f.log);
   out.procedure =
@@ -154,11 +142,11 @@ int run_calibrate(const CalibrateFlags& f, PlanningOptions& o) {
       to_string(log.format), f.log, sample.used.size(), log.steps.size(), sample.skipped,
       measured, *lo, *hi, in.model.name.empty() ? "the model" : in.model.name, in.cluster.gpus,
       in.cluster.gpu.name, describe(in.plan));
-  out.interval_low = shot.interval.low;
-  out.interval_high = shot.interval.high;
-  out.interval_basis = shot.interval.basis;
-  out.interval_cases = shot.interval.cases;
-  out.interval_groups = shot.interval.groups;
+  out.interval_low = shipped.interval_low;
+  out.interval_high = shipped.interval_high;
+  out.interval_basis = shipped.interval_basis;
+  out.interval_cases = shipped.interval_cases;
+  out.interval_groups = shipped.interval_groups;
   out.reach.add(plan_scope(in.model, in.training, in.plan, in.cluster));
   write_file_atomically(f.output, fitted_to_text(out), "--output");
 

@@ -117,7 +117,16 @@ int run_validate(const ValidateFlags& f) {
           "0.3, each constant pulled toward its prior by its stated spread, Levenberg-Marquardt "
           "in log multiplier (src/engine/calibration.cpp fit_knobs); each multiplier is on the "
           "figure the profiles hold, composed with the constants the build shipped");
-      write_file_atomically(f.write_fit, fitted_to_text(fit), "--write-fit");
+      // The interval a plan calibrated on one run of its model claims (`shardplan calibrate`
+      // writes it into the user's file): the held-out calibrated residuals, few-shot K = 1.
+      const FewShot shot = few_shot(picked, cv, 1, 1);
+      FittedConstants shipped = fit;
+      shipped.interval_low = shot.interval.low;
+      shipped.interval_high = shot.interval.high;
+      shipped.interval_cases = shot.interval.cases;
+      shipped.interval_groups = shot.interval.groups;
+      shipped.interval_basis = shot.interval.basis;
+      write_file_atomically(f.write_fit, fitted_to_text(shipped), "--write-fit");
       std::cerr << "wrote " << f.write_fit << " (" << fit.constants.size()
                 << " constants); rebuild to ship them\n";
     }

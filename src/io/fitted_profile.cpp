@@ -83,8 +83,9 @@ std::string fitted_to_text(const FittedConstants& fit) {
     j["reach"] = nlohmann::ordered_json::parse(write_fields(reach_fields(), fit.reach).dump());
   }
   if (!fit.interval_basis.empty()) {
-    j["interval"] = {{"low", std::round(fit.interval_low * 1e4) / 1e4},
-                     {"high", std::round(fit.interval_high * 1e4) / 1e4},
+    // Unrounded: its basis prints the same figures in words.
+    j["interval"] = {{"low", fit.interval_low},
+                     {"high", fit.interval_high},
                      {"cases", fit.interval_cases},
                      {"groups", fit.interval_groups},
                      {"basis", fit.interval_basis}};

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "shardplan/fitted_profile.hpp"
 #include "shardplan/framework.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/step_time.hpp"
@@ -409,4 +410,8 @@ TEST_CASE("few-shot: calibrated on one run of the model, the rest predicted clos
   CHECK(one.coverage <= 0.90);
   CHECK(one.interval.low < 0);
   CHECK(one.interval.high > 0);
+  // `shardplan calibrate` writes the interval the build ships with its fit: this one (rerun
+  // validate --cross-validate --write-fit profiles/fit/step-time.json after a change).
+  CHECK(shipped_fit().interval_low == doctest::Approx(one.interval.low).epsilon(0.002));
+  CHECK(shipped_fit().interval_high == doctest::Approx(one.interval.high).epsilon(0.002));
 }
