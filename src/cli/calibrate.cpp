@@ -135,7 +135,7 @@ int run_calibrate(const CalibrateFlags& f, PlanningOptions& o) {
       "the stack's speed on this GPU class (the 'stack <framework> x <GPU class>' constant) "
       "fitted with no prior on the logged run: least squares in log(predicted / measured step) "
       "(src/engine/calibration.cpp calibrate_stack), on top of the constants this build ships";
-  for (const KnobFit& k : fit) out.constants.push_back({k.name, k.multiplier, 1});
+  for (const KnobFit& k : fit) out.constants.push_back({k.name, k.multiplier, 1, k.knob});
   out.run = fmt::format(
       "{} log {}: {} of {} steps (the first {} skipped as warm-up), median {:.4g} s per step "
       "(min {:.4g}, max {:.4g}); {} on {} x {}, plan {}",

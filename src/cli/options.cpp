@@ -367,8 +367,10 @@ bool apply_calibration(const PlanningOptions& o, Inputs& in, bool required) {
       fitted_from_text(read_text_file(o.calibration, "--calibration"), o.calibration);
   FrameworkProfile& fw = in.training.framework;
   const std::string mine = "stack " + fw.name + " x " + in.cluster.gpu.accuracy_class;
-  const bool applies = std::any_of(fc.constants.begin(), fc.constants.end(),
-                                   [&](const FittedConstant& c) { return c.name == mine; });
+  const auto calibrated_here =
+      std::find_if(fc.constants.begin(), fc.constants.end(),
+                   [&](const FittedConstant& c) { return c.name == mine; });
+  const bool applies = calibrated_here != fc.constants.end();
   if (!applies && !required) return false;
   if (!applies) {
     std::string names;
@@ -393,10 +395,8 @@ bool apply_calibration(const PlanningOptions& o, Inputs& in, bool required) {
     return a.gpu_class == calibrated.gpu_class && a.moe == moe;
   });
   if (!fc.interval_basis.empty()) fw.accuracy.push_back(calibrated);
-  double m = 1;
-  for (const FittedConstant& c : fc.constants)
-    if (c.name == mine) m = c.multiplier;
-  in.notes.push_back(fmt::format("calibrated by {}: {} x {:.3f} ({})", o.calibration, mine, m,
+  in.notes.push_back(fmt::format("calibrated by {}: {} x {:.3f} ({})", o.calibration, mine,
+                                 calibrated_here->multiplier,
                                  fc.run.empty() ? fc.source : fc.run));
   return true;
 }

@@ -1,7 +1,6 @@
 // `shardplan validate [FILE]`: predicts every published run and prints predicted vs measured.
 
 #include <iostream>
-#include <map>
 
 #include <fmt/format.h>
 
@@ -104,13 +103,11 @@ int run_validate(const ValidateFlags& f) {
     const CrossValidation cv = cross_validate(picked, StepModel::simulated);
     const CrossValidation closed = cross_validate(picked, StepModel::closed_form);
     if (!f.write_fit.empty()) {
-      std::map<std::string, bool> groups;
-      for (const PublishedRun& r : picked) groups[r.source_group] = true;
-      const FittedConstants fit = compose(
+      FittedConstants fit = compose(
           shipped_fit(), cv.fit,
           fmt::format("shardplan validate --cross-validate --write-fit on {} runs ({} with a "
                       "step-time figure) in {} source groups{}",
-                      picked.size(), cv.step_cases, groups.size(),
+                      picked.size(), cv.step_cases, cv.groups.size(),
                       f.file.empty() ? std::string(" (profiles/validation)") : " (" + f.file + ")"),
           "every constant fitted at once on every step-time run: least squares in log(predicted "
           "/ measured step), each run weighing 1 / sqrt(its source group's runs), Huber beyond "
@@ -120,13 +117,12 @@ int run_validate(const ValidateFlags& f) {
       // The interval a plan calibrated on one run of its model claims (`shardplan calibrate`
       // writes it into the user's file): the held-out calibrated residuals, few-shot K = 1.
       const FewShot shot = few_shot(picked, cv, 1, 1);
-      FittedConstants shipped = fit;
-      shipped.interval_low = shot.interval.low;
-      shipped.interval_high = shot.interval.high;
-      shipped.interval_cases = shot.interval.cases;
-      shipped.interval_groups = shot.interval.groups;
-      shipped.interval_basis = shot.interval.basis;
-      write_file_atomically(f.write_fit, fitted_to_text(shipped), "--write-fit");
+      fit.interval_low = shot.interval.low;
+      fit.interval_high = shot.interval.high;
+      fit.interval_cases = shot.interval.cases;
+      fit.interval_groups = shot.interval.groups;
+      fit.interval_basis = shot.interval.basis;
+      write_file_atomically(f.write_fit, fitted_to_text(fit), "--write-fit");
       std::cerr << "wrote " << f.write_fit << " (" << fit.constants.size()
                 << " constants); rebuild to ship them\n";
     }

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "shardplan/error.hpp"
 #include "shardplan/framework.hpp"
 
 namespace shardplan {
@@ -333,7 +334,7 @@ std::shared_ptr<const Knob> knob_named(const std::string& name) {
 void apply_fitted(const FittedConstants& fit, GpuSpec& gpu) {
   if (gpu.calibrated) return;  // measured on the cluster: nothing fitted elsewhere replaces it
   for (const FittedConstant& c : fit.constants) {
-    const std::shared_ptr<const Knob> k = knob_named(c.name);
+    const Knob* k = c.knob.get();
     if (k && k->on_gpu && (k->gpu_name.empty() || k->gpu_name == gpu.name))
       k->on_gpu(gpu, c.multiplier);
   }
@@ -341,7 +342,7 @@ void apply_fitted(const FittedConstants& fit, GpuSpec& gpu) {
 
 void apply_fitted(const FittedConstants& fit, const std::string& framework, FrameworkPricing& p) {
   for (const FittedConstant& c : fit.constants) {
-    const std::shared_ptr<const Knob> k = knob_named(c.name);
+    const Knob* k = c.knob.get();
     if (k && k->on_stack && (k->framework_name.empty() || k->framework_name == framework))
       k->on_stack(p, c.multiplier);
   }
@@ -353,7 +354,7 @@ FittedConstants compose(const FittedConstants& shipped, const std::vector<KnobFi
   out.source = source;
   out.procedure = procedure;
   for (const KnobFit& f : fit) {
-    FittedConstant c{f.name, f.multiplier, f.cases};
+    FittedConstant c{f.name, f.multiplier, f.cases, f.knob};
     for (const FittedConstant& s : shipped.constants)
       if (s.name == f.name) c.multiplier *= s.multiplier;
     out.constants.push_back(c);
@@ -367,15 +368,22 @@ FittedConstants compose(const FittedConstants& shipped, const std::vector<KnobFi
   return out;
 }
 
+namespace {
+
+// A knob as a row of a fit, at multiplier 1.
+KnobFit fit_row(Knob k) {
+  KnobFit f;
+  f.name = k.name;
+  f.figure = k.figure;
+  f.knob = std::make_shared<const Knob>(std::move(k));
+  return f;
+}
+
+}  // namespace
+
 std::vector<KnobFit> knob_table(const std::vector<PublishedRun>& corpus) {
   std::vector<KnobFit> out;
-  for (Knob& k : make_knobs(corpus)) {
-    KnobFit f;
-    f.name = k.name;
-    f.figure = k.figure;
-    f.knob = std::make_shared<const Knob>(std::move(k));
-    out.push_back(std::move(f));
-  }
+  for (Knob& k : make_knobs(corpus)) out.push_back(fit_row(std::move(k)));
   return out;
 }
 
@@ -731,6 +739,7 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& given, StepModel
   cv.step = step;
   // The predictions point into `given`; the refits read each run's ratio fixed here, once.
   const std::vector<PublishedRun> runs = with_step_ratios(given, step);
+  for (const PublishedRun& r : runs) cv.step_ratios.push_back(r.simulated_step_ratio);
   cv.fit = fit_knobs(runs, std::vector<bool>(runs.size(), true));
   cv.free_parameters = free_parameters(cv.fit);
   for (const PublishedRun& r : runs) {
@@ -791,11 +800,7 @@ std::vector<KnobFit> calibrate_stack(const std::vector<PublishedRun>& runs) {
     Knob k = class_knob(fw, cls);
     k.prior_sigma = 0;  // the user's own runs: the data alone
     k.prior = nullptr;
-    KnobFit f;
-    f.name = k.name;
-    f.figure = k.figure;
-    f.knob = std::make_shared<const Knob>(std::move(k));
-    table.push_back(std::move(f));
+    table.push_back(fit_row(std::move(k)));
   }
   if (table.empty()) return table;
   return fit_knobs(runs, std::vector<bool>(runs.size(), true), &table);
@@ -805,7 +810,10 @@ FewShot few_shot(const std::vector<PublishedRun>& given, const CrossValidation& 
                  int evaluated_after) {
   FewShot out;
   out.k = k;
-  const std::vector<PublishedRun> runs = with_step_ratios(given, cv.step);
+  // The runs as the folds read them: each with the step ratio cross_validate fixed.
+  SHARDPLAN_CHECK(cv.step_ratios.size() == given.size(), "few_shot takes cross_validate's runs");
+  std::vector<PublishedRun> runs = given;
+  for (size_t i = 0; i < runs.size(); ++i) runs[i].simulated_step_ratio = cv.step_ratios[i];
   std::map<const PublishedRun*, size_t> index;
   for (size_t i = 0; i < given.size(); ++i) index[&given[i]] = i;
   // Buckets of step cases in file order: one user's model on one stack and cluster.

@@ -26,7 +26,8 @@ FittedConstants fitted_from_text(const std::string& text, const std::string& whe
     StrictObject c(list[i], o.field("constants") + "[" + std::to_string(i) + "]");
     FittedConstant f;
     f.name = c.string("name");
-    if (!knob_named(f.name)) {
+    f.knob = knob_named(f.name);
+    if (!f.knob) {
       throw InputError(c.field("name"),
                        "'" + f.name + "' is not a fitted constant of the step-time model "
                        "(`shardplan validate --cross-validate` lists them)");
@@ -64,11 +65,10 @@ FittedConstants fitted_from_text(const std::string& text, const std::string& whe
 std::string fitted_to_text(const FittedConstants& fit) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const FittedConstant& c : fit.constants) {
-    const auto knob = knob_named(c.name);
     list.push_back({{"name", c.name},
                     {"multiplier", std::round(c.multiplier * 1e4) / 1e4},
                     {"cases", c.cases},
-                    {"figure", knob ? knob->figure : std::string()}});
+                    {"figure", c.knob ? c.knob->figure : std::string()}});
   }
   nlohmann::ordered_json j = {
       {"description",

@@ -216,8 +216,7 @@ std::string generation_precision_table(const CrossValidation& cv, const CrossVal
             {"coverage"}});
   for (const auto& [name, cases] : step_cases_by(cv, generation_precision_key)) {
     const ErrorStats s = stats_of(cases);
-    const auto covered = std::count_if(cases.begin(), cases.end(),
-                                       [](const CvCase* c) { return c->covered; });
+    const int covered = covered_in(cases);
     gp.add_row({name, std::to_string(s.cases), std::to_string(groups_in(cases)), pct(s.mean),
                 pct(s.median), pct(s.max),
                 pct(stats_for(closed, name, generation_precision_key).mean),
@@ -255,8 +254,7 @@ std::string slice_table(const CrossValidation& cv) {
            {"coverage"}});
   for (const auto& [name, cases] : slices(cv)) {
     const ErrorStats s = stats_of(cases);
-    const auto covered = std::count_if(cases.begin(), cases.end(),
-                                       [](const CvCase* c) { return c->covered; });
+    const int covered = covered_in(cases);
     t.add_row({name, std::to_string(s.cases), std::to_string(groups_in(cases)), pct(s.mean),
                pct(s.median), pct(s.max), fmt::format("{:+.1f}%", s.median_signed * 100),
                fmt::format("{} of {}", s.too_fast, s.cases),
@@ -403,8 +401,7 @@ nlohmann::json to_json(const CrossValidation& cv, const CrossValidation& closed)
         {{"gpu_precision", name},
          {"errors", stats_json(stats_of(cases))},
          {"closed_form_errors", stats_json(stats_for(closed, name, generation_precision_key))},
-         {"covered", std::count_if(cases.begin(), cases.end(),
-                                   [](const CvCase* c) { return c->covered; })}});
+         {"covered", covered_in(cases)}});
   nlohmann::json peaks = nlohmann::json::object();
   for (const PeakStats& r : peak_stats(cv))
     peaks[r.what] = {{"cases", r.errors.size()},
@@ -600,17 +597,18 @@ std::string render_few_shot(const std::vector<FewShot>& shots) {
     cols.push_back({k + " covered"});
   }
   Table t(cols);
-  const auto rows = by_stack(shots.front());
-  for (const auto& [key, cases] : rows) {
+  std::vector<std::vector<std::pair<std::string, std::vector<const CvCase*>>>> per_shot;
+  per_shot.reserve(shots.size());
+  for (const FewShot& f : shots) per_shot.push_back(by_stack(f));
+  for (const auto& [key, cases] : per_shot.front()) {
     if (key == "all") t.add_rule();
     std::vector<std::string> row = {key, std::to_string(cases.size())};
-    for (const FewShot& f : shots) {
+    for (const auto& rows : per_shot) {
       std::vector<const CvCase*> mine;
-      for (const auto& [k2, c2] : by_stack(f))
+      for (const auto& [k2, c2] : rows)
         if (k2 == key) mine = c2;
       const ErrorStats s = stats_of(mine);
-      const int covered = static_cast<int>(
-          std::count_if(mine.begin(), mine.end(), [](const CvCase* c) { return c->covered; }));
+      const int covered = covered_in(mine);
       row.push_back(pct(s.mean));
       row.push_back(fmt::format("{:+.1f}%", s.median_signed * 100));
       row.push_back(pct(mine.empty() ? 0 : static_cast<double>(covered) / mine.size()));
@@ -621,8 +619,9 @@ std::string render_few_shot(const std::vector<FewShot>& shots) {
   std::string out = fmt::format(
       "## few-shot: each source group predicted without it, then calibrated on the first K "
       "step-time runs of each (source, framework, GPU class, model, precision) bucket in file "
-      "order (`shardplan calibrate` on a short run of the model); every K judged on the same {} cases (each "
-      "bucket's runs after its first {}, in {} buckets); mean |error|, median signed (measured "
+      "order (`shardplan calibrate` on a short run of the model); every K judged on the same {} "
+      "cases (each bucket's runs after its first {}, in {} buckets); mean |error|, median signed "
+      "(measured "
       "/ predicted step - 1), coverage of the 80% interval from the other groups' calibrated "
       "residuals\n",
       first.cases.size(), shots.back().k, first.buckets);
@@ -635,13 +634,10 @@ nlohmann::json few_shot_json(const std::vector<FewShot>& shots) {
   nlohmann::json out = nlohmann::json::array();
   for (const FewShot& f : shots) {
     nlohmann::json rows = nlohmann::json::array();
-    for (const auto& [key, cases] : by_stack(f)) {
-      const int covered = static_cast<int>(
-          std::count_if(cases.begin(), cases.end(), [](const CvCase* c) { return c->covered; }));
+    for (const auto& [key, cases] : by_stack(f))
       rows.push_back({{"stack", key},
                       {"errors", stats_json(stats_of(cases))},
-                      {"covered", covered}});
-    }
+                      {"covered", covered_in(cases)}});
     out.push_back({{"k", f.k},
                    {"cases", f.cases.size()},
                    {"buckets", f.buckets},

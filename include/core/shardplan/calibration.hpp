@@ -48,6 +48,7 @@ struct FittedConstant {
   std::string name;
   double multiplier = 1;
   int cases = 0;  // the runs it was fitted on
+  std::shared_ptr<const Knob> knob;  // what `name` names (knob_named), resolved once
 };
 struct FittedConstants {
   std::string source;     // where they come from
@@ -172,6 +173,9 @@ struct CrossValidation {
   StepModel step = StepModel::simulated;
   std::vector<KnobFit> fit;  // every run fitted (the constants as shipped should be these)
   std::map<std::string, std::vector<KnobFit>> folds;  // per source group, fitted without it
+  // Each run's simulated / closed-form step ratio as the folds read it (with_step_ratios), in
+  // the order of the runs cross_validate was given.
+  std::vector<double> step_ratios;
   int free_parameters = 0;   // knobs fitted on at least one run
   std::vector<CvCase> cases;
   std::vector<std::string> groups;
