@@ -36,7 +36,8 @@ int parse_zero(const std::string& text) {
 
 bool any_architecture_flag(const PlanningOptions& o) {
   return !(o.layers.empty() && o.hidden.empty() && o.heads.empty() && o.kv_heads.empty() &&
-           o.ffn_hidden.empty() && o.vocab.empty() && o.mlp.empty() && o.experts.empty());
+           o.ffn_hidden.empty() && o.vocab.empty() && o.mlp.empty() && o.experts.empty() &&
+           o.norm.empty() && o.positions.empty() && o.embeddings.empty() && o.bias.empty());
 }
 
 // GPT-3-style defaults for a model described by flags alone (Brown et al. 2020: 4h GeLU MLP,
@@ -198,6 +199,19 @@ ModelSpec resolve_model(const PlanningOptions& o) {
   }
   if (!o.vocab.empty()) m.vocab = parse_int(o.vocab, "--vocab", 100'000'000);
   if (!o.mlp.empty()) m.mlp = parse_mlp(o.mlp, "--mlp");
+  if (!o.norm.empty()) m.norm = parse_norm(o.norm, "--norm");
+  if (!o.positions.empty()) m.positions = parse_positions(o.positions, "--positions");
+  if (!o.embeddings.empty()) {
+    if (o.embeddings != "tied" && o.embeddings != "untied")
+      throw InputError("--embeddings", "'" + o.embeddings + "' is not tied or untied");
+    m.tied_embeddings = o.embeddings == "tied";
+  }
+  if (!o.bias.empty()) {
+    if (o.bias != "all" && o.bias != "qkv" && o.bias != "none")
+      throw InputError("--bias", "'" + o.bias + "' is not all, qkv or none");
+    m.qkv_bias = o.bias != "none";
+    m.out_bias = m.mlp_bias = o.bias == "all";
+  }
   if (!o.experts.empty()) m.experts = parse_int(o.experts, "--experts", 100000);
   if (!o.top_k.empty()) m.experts_per_token = parse_int(o.top_k, "--top-k", 100000);
   if (m.experts > 0 && m.experts_per_token == 0) m.experts_per_token = 2;
@@ -425,6 +439,12 @@ Inputs resolve_flag_inputs(const PlanningOptions& o) {
   const int default_gpus = (dp_flag > 0 ? dp_flag : 1) * model_parallel;
   in.cluster = resolve_cluster(o, default_gpus);
   in.training = resolve_training(o, in.model);
+  if (p.tp > 1 && !p.sequence_parallel && in.training.framework.caps.sequence_parallel_always) {
+    p.sequence_parallel = true;
+    in.notes.push_back(fmt::format("sequence parallel: {} runs it whenever tp > 1 (its tensor "
+                                   "parallel plan shards the norms and residual stream too)",
+                                   in.training.framework.name));
+  }
   PlanRules rules;
   rules.allow_tp_across_nodes = o.allow_tp_across_nodes;
   if (dp_flag == 0) {

@@ -171,8 +171,10 @@ bool framework_zero_with_pp(P p, C c) {
 bool framework_tp(P p, C c) {
   return p.tp > 1 && !c.caps().tensor_parallel;
 }
+// Sequence parallelism as the stack runs it: not at all, or (torchtitan) always with tp > 1.
 bool framework_sequence_parallel(P p, C c) {
-  return p.sequence_parallel && p.tp > 1 && !c.caps().sequence_parallel;
+  if (p.tp <= 1) return false;
+  return p.sequence_parallel ? !c.caps().sequence_parallel : c.caps().sequence_parallel_always;
 }
 bool framework_pp(P p, C c) {
   return p.pp > 1 && c.caps().pipeline_schedules.empty();

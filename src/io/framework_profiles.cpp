@@ -51,6 +51,7 @@ FrameworkCaps read_caps(StrictObject o) {
   c.max_zero_with_pp = o.integer("max_zero_with_pp");
   c.tensor_parallel = o.boolean("tensor_parallel");
   c.sequence_parallel = o.boolean("sequence_parallel");
+  c.sequence_parallel_always = o.boolean_or("sequence_parallel_always", false);
   c.pipeline_schedules.clear();
   for (const std::string& s : o.strings_or_empty("pipeline_schedules"))
     c.pipeline_schedules.push_back(parse_schedule(s, o.field("pipeline_schedules")));

@@ -205,6 +205,11 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
     case RuleId::framework_tp:
       return {"--tp", fmt::format("{} has no tensor parallelism{}", f, why)};
     case RuleId::framework_sequence_parallel:
+      if (caps.sequence_parallel_always)
+        return {"--sequence-parallel",
+                fmt::format("{} runs sequence parallelism whenever tp > 1{}; add "
+                            "--sequence-parallel",
+                            f, why)};
       return {"--sequence-parallel",
               fmt::format("{} has no Megatron-style sequence parallelism{}", f, why)};
     case RuleId::framework_pp:
@@ -499,7 +504,7 @@ std::string rule_gist(RuleId rule) {
     case RuleId::framework_tp:
       return "the framework has no tensor parallelism";
     case RuleId::framework_sequence_parallel:
-      return "the framework has no Megatron-style sequence parallelism";
+      return "the framework runs sequence parallelism other than the plan says";
     case RuleId::framework_pp:
       return "the framework has no pipeline parallelism";
     case RuleId::framework_schedule:

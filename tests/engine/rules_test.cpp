@@ -308,6 +308,8 @@ TEST_CASE("check_plan, the search and emit agree on 4,000 random plans") {
     p.micro_batch = pick(std::vector<int>{1, 2, 3});
     p.interleave = pick(std::vector<int>{1, 1, 2, 5});
     p.sequence_parallel = rng() % 2;
+    // torchtitan has no switch: its plans run sequence parallel whenever tp > 1.
+    if (tr.framework.caps.sequence_parallel_always && p.tp > 1) p.sequence_parallel = true;
     p.recompute = Recompute::full;
     PlanRules rules;
     rules.allow_tp_across_nodes = rng() % 4 == 0;

@@ -84,6 +84,9 @@ struct FrameworkCaps {
   int max_zero_with_pp = 3;  // the highest ZeRO stage its pipeline engine combines with
   bool tensor_parallel = true;
   bool sequence_parallel = true;
+  /// The stack has no switch for it: sequence parallelism runs whenever tensor parallelism
+  /// does (torchtitan's apply_tp shards the norms and residual stream as SequenceParallel).
+  bool sequence_parallel_always = false;
   std::vector<Schedule> pipeline_schedules = all_schedules();
   /// First and last stage layer counts: any (Megatron-Core), lighter than the others only
   /// (torchtitan), or none (an even split; DeepSpeed partitions by its own method).
