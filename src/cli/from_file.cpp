@@ -4,8 +4,12 @@
 #include "from_file.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cctype>
 #include <map>
+#include <unistd.h>
 
 #include "planning_flags.hpp"
 #include "shardplan/error.hpp"
@@ -59,6 +63,14 @@ std::string model_value(const ModelSpec& m, const std::string& flag) {
       {"--top-k", m.experts_per_token}, {"--vocab", m.vocab}};
   if (const auto it = ints.find(flag); it != ints.end()) return std::to_string(it->second);
   if (flag == "--mlp") return to_string(m.mlp);
+  if (flag == "--norm") return to_string(m.norm);
+  if (flag == "--positions") return to_string(m.positions);
+  if (flag == "--embeddings") return m.tied_embeddings ? "tied" : "untied";
+  if (flag == "--bias") {
+    if (m.qkv_bias && m.out_bias && m.mlp_bias) return "all";
+    if (!m.qkv_bias && !m.out_bias && !m.mlp_bias) return "none";
+    return m.qkv_bias && !m.out_bias && !m.mlp_bias ? "qkv" : "mixed";
+  }
   return "";
 }
 
@@ -90,13 +102,38 @@ bool names_model(const PlanningOptions& o) {
   return !o.model.empty() || !o.params.empty() || !o.layers.empty();
 }
 
-void add_notes(FromFile& f) {
+// Where each field of the plan came from: the file's keys, the launcher's defaults where the
+// file is silent, and the user's flags.
+std::string provenance(const FromFile& f, const PlanningOptions& user) {
+  std::vector<std::string> file, defaults, flags;
+  for (const ConfigSetting& s : f.config.settings) {
+    const PlanningFlag* row = find_planning_flag(s.flag);
+    if (row && flag_given(user, *row)) continue;
+    const std::string shown = s.value == "true" ? s.flag : s.flag + " " + s.value;
+    if (s.launcher_default) {
+      defaults.push_back(shown);
+    } else if (s.flag != "--framework") {
+      file.push_back(fmt::format("{} ({})", shown, s.key));
+    }
+  }
+  for (const PlanningFlag& row : planning_flags())
+    if (flag_given(user, row)) flags.emplace_back(row.name);
+  auto list = [](const std::vector<std::string>& v) {
+    return v.empty() ? std::string("none") : fmt::format("{}", fmt::join(v, ", "));
+  };
+  return fmt::format("fields from {}: {}; {}'s defaults: {}; from flags: {}", f.config.path,
+                     list(file), to_string(f.config.format), list(defaults), list(flags));
+}
+
+void add_notes(FromFile& f, const PlanningOptions& user) {
   const LauncherConfig& c = f.config;
   f.notes.push_back(fmt::format(
       "read {} ({} {}): {} settings; the plan, model and training below are the file's, "
       "flags fill only what it leaves out",
       c.path, to_string(c.format), kind_of(c.format), c.settings.size()));
+  f.notes.push_back(provenance(f, user));
   for (const std::string& d : c.defaults) f.notes.push_back(c.path + " leaves to defaults: " + d);
+  for (const std::string& n : c.notes) f.notes.push_back(c.path + ": " + n);
   if (c.unknown.empty()) return;
   std::string keys;
   for (const std::string& k : c.unknown) {
@@ -165,11 +202,42 @@ void add_from_option(CLI::App& app, PlanningOptions& o) {
                  "DeepSpeed JSON (.json, with --model), torchtitan TOML, accelerate YAML (with "
                  "--model)")
       ->group("From a launcher config");
+  app.add_option("--set", o.from_set,
+                 "NAME=VALUE: a variable the --from script leaves to its environment or to a "
+                 "branch it cannot decide (replaces the script's own assignments; repeatable)")
+      ->group("From a launcher config");
+}
+
+// bash's environment for the script, and the user's --set values.
+ConfigInputs config_inputs(const PlanningOptions& o) {
+  ConfigInputs in;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry = *e;
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos && eq > 0) in.environment[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  for (const std::string& s : o.from_set) {
+    const size_t eq = s.find('=');
+    const std::string name = s.substr(0, eq);
+    auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+    // A variable name, or a positional parameter ($1) of the script.
+    const bool valid = eq != std::string::npos && eq > 0 &&
+                       (std::all_of(name.begin(), name.end(), digit) ||
+                        (!digit(name[0]) && std::all_of(name.begin(), name.end(), [](char c) {
+                          return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+                        })));
+    if (!valid)
+      throw InputError("--set", fmt::format("'{}' is not NAME=VALUE with NAME a shell variable "
+                                            "name (letters, digits, _)",
+                                            s));
+    in.fixed[name] = s.substr(eq + 1);
+  }
+  return in;
 }
 
 FromFile fill_from_file(const PlanningOptions& o) {
   FromFile f;
-  f.config = read_launcher_config(read_text_file(o.from, "--from"), o.from);
+  f.config = read_launcher_config(read_text_file(o.from, "--from"), o.from, config_inputs(o));
   f.options = o;
   f.options.from.clear();
   ConfigSetting framework{"--framework", f.config.framework, "(the launcher)", false};
@@ -178,9 +246,29 @@ FromFile fill_from_file(const PlanningOptions& o) {
                                                 o.from, to_string(f.config.format),
                                                 f.config.framework));
   }
-  fill(f, o, framework);
-  drop_agreeing_shapes(f, o);
-  for (const ConfigSetting& s : f.config.settings) fill(f, o, s);
+  // A script shardplan wrote names its model: priced as that preset unless --model says another.
+  PlanningOptions user = o;
+  if (user.model.empty() && user.params.empty() && f.config.holds_model &&
+      !f.config.written_for.empty()) {
+    try {
+      PlanningOptions named;
+      named.model = f.config.written_for;
+      (void)resolve_model(named);
+      user.model = named.model;
+      f.options.model = named.model;
+      f.origin["--model"] = o.from + ": its header (written by shardplan)";
+      f.notes.push_back(fmt::format("{} was written by shardplan for {}: priced as that model "
+                                    "(--model gives another)",
+                                    o.from, named.model));
+    } catch (const InputError&) {
+      // Not a preset name (a config.json's model): the script's shapes stand.
+    }
+  }
+  fill(f, user, framework);
+  drop_agreeing_shapes(f, user);
+  for (const ConfigSetting& s : f.config.settings) fill(f, user, s);
+  if (!f.config.holds_model && !names_model(f.options) && !f.config.missing_model.empty())
+    throw InputError("--model", o.from + ": " + f.config.missing_model);
   if (!f.config.holds_model && !names_model(f.options)) {
     throw InputError("--model", fmt::format("{} ({} {}) holds no model architecture; give --model "
                                             "NAME|config.json beside --from",
@@ -189,9 +277,9 @@ FromFile fill_from_file(const PlanningOptions& o) {
   }
   std::vector<std::string> overrides = std::move(f.notes);
   f.notes.clear();
-  add_notes(f);
+  add_notes(f, o);
   f.notes.insert(f.notes.end(), overrides.begin(), overrides.end());
-  if (f.config.holds_model && o.model.empty()) {
+  if (f.config.holds_model && user.model.empty()) {
     f.notes.push_back(fmt::format(
         "the model is the script's shapes with GPT-3 conventions for what they leave out (the "
         "vocabulary, {}, is the tokenizer's and not in the script); --model NAME prices the "

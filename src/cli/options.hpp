@@ -18,6 +18,7 @@ struct PlanningOptions {
   // model
   std::string model, params;
   std::string layers, hidden, heads, kv_heads, ffn_hidden, vocab, mlp, experts, top_k;
+  std::string norm, positions, embeddings, bias;  // conventions a model from flags leaves open
   // training
   std::string seq_len, global_batch, micro_batch, precision, optimizer, attention;
   std::string fragmentation, tokens, gpu_hour_cost;
@@ -45,6 +46,7 @@ struct PlanningOptions {
   bool allow_tp_across_nodes = false;
   // a launcher config whose settings fill the flags above (--from FILE)
   std::string from;
+  std::vector<std::string> from_set;  // --set NAME=VALUE: a variable the file leaves open
   // a calibration file `shardplan calibrate` wrote (--calibration FILE)
   std::string calibration;
   // output

@@ -49,6 +49,14 @@ const std::vector<PlanningFlag> kTable = {
     {"Model", "--mlp", "MLP kind: gelu | swiglu | geglu", &O::mlp},
     {"Model", "--experts", "Mixture-of-experts: experts per layer", &O::experts},
     {"Model", "--top-k", "Mixture-of-experts: experts per token", &O::top_k},
+    {"Model", "--norm", "Normalization: layernorm | rmsnorm (flags alone: layernorm)", &O::norm},
+    {"Model", "--positions",
+     "Position embedding: learned | rotary | alibi | none (flags alone: learned, a table of "
+     "max-positions x hidden)",
+     &O::positions},
+    {"Model", "--embeddings", "Input embedding and LM head: tied | untied (flags alone: tied)",
+     &O::embeddings},
+    {"Model", "--bias", "Linear-layer biases: all | qkv | none (flags alone: all)", &O::bias},
     // Training
     {"Training", "--seq-len", "Sequence length (default: the model's)", &O::seq_len},
     {"Training", "--global-batch",

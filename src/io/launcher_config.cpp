@@ -55,10 +55,11 @@ ConfigFormat format_of(const std::string& text, const std::string& path) {
 
 }  // namespace
 
-LauncherConfig read_launcher_config(const std::string& text, const std::string& path) {
+LauncherConfig read_launcher_config(const std::string& text, const std::string& path,
+                                    const ConfigInputs& inputs) {
   switch (format_of(text, path)) {
     case ConfigFormat::megatron:
-      return config::read_megatron(text, path);
+      return config::read_megatron(text, path, inputs);
     case ConfigFormat::deepspeed:
       return config::read_deepspeed(text, path);
     case ConfigFormat::torchtitan:
@@ -66,7 +67,7 @@ LauncherConfig read_launcher_config(const std::string& text, const std::string& 
     case ConfigFormat::accelerate:
       return config::read_accelerate(text, path);
   }
-  return config::read_megatron(text, path);
+  return config::read_megatron(text, path, inputs);
 }
 
 namespace config {
@@ -104,6 +105,12 @@ void Builder::unknown(const std::string& key, const std::vector<std::string>& pl
   }
   if (std::find(c_.unknown.begin(), c_.unknown.end(), key) == c_.unknown.end())
     c_.unknown.push_back(key);
+}
+
+void Builder::drop(const std::string& flag) {
+  auto same = [&](const ConfigSetting& s) { return s.flag == flag; };
+  c_.settings.erase(std::remove_if(c_.settings.begin(), c_.settings.end(), same),
+                    c_.settings.end());
 }
 
 std::string Builder::value_of(const std::string& flag) const {

@@ -5,8 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "launcher_config_parts.hpp"
 #include "shardplan/error.hpp"
@@ -113,15 +115,60 @@ void parallelism_config(const YAML::Node& pc, Builder& b) {
   if (r > 1 && n > 1) {
     b.set("--dp", std::to_string(r * n), k + "dp_replicate_size x dp_shard_size");
     b.set("--dp-shard", std::to_string(n), k + "parallelism_config_dp_shard_size");
+  } else if (r * n > 1) {
+    b.set("--dp", std::to_string(r * n), k + "dp_replicate_size x dp_shard_size");
+  }
+  // parallelism_config.py ParallelismConfig: tp_size, cp_size (ring attention) and sp_size
+  // (DeepSpeed-Ulysses, priced as context parallelism of that degree).
+  for (const auto& [key, flag] : {std::pair{"parallelism_config_tp_size", "--tp"},
+                                   std::pair{"parallelism_config_cp_size", "--cp"},
+                                   std::pair{"parallelism_config_sp_size", "--cp"}}) {
+    const std::string v = scalar(pc[key]);
+    if (v.empty()) continue;
+    const long long d = integer(b, k + key, v, 1);
+    if (d > 1 || b.value_of(flag).empty()) b.set(flag, std::to_string(d), k + key);
+    if (d > 1 && std::string(key) == "parallelism_config_sp_size")
+      b.note("parallelism_config_sp_size (DeepSpeed-Ulysses) is priced as context parallelism of "
+             "that degree");
   }
 }
 
-void deepspeed(const YAML::Node& d, Builder& b) {
-  if (d["deepspeed_config_file"]) {
-    b.refuse("deepspeed_config.deepspeed_config_file",
-             "the plan is in that DeepSpeed JSON: give it to --from (with --gpus " +
-                 b.value_of("--gpus") + ")");
+// deepspeed_config_file: the plan is in that JSON (path as written, else beside the YAML),
+// read as DeepSpeed reads it; accelerate's own keys give the processes.
+bool linked_deepspeed(const YAML::Node& d, Builder& b) {
+  if (!d["deepspeed_config_file"]) return false;
+  const std::string key = "deepspeed_config.deepspeed_config_file";
+  const std::string file = scalar(d["deepspeed_config_file"]);
+  const std::string& yaml = b.config().path;
+  const size_t slash = yaml.rfind('/');
+  std::string text;
+  for (const std::string& candidate :
+       {file, slash == std::string::npos ? file : yaml.substr(0, slash + 1) + file}) {
+    std::ifstream in(candidate);
+    if (!in) continue;
+    std::stringstream all;
+    all << in.rdbuf();
+    text = all.str();
+    break;
   }
+  if (text.empty()) {
+    b.refuse(key, "'" + file + "' is not readable here (as written or beside " + yaml +
+                      "): the plan is in that DeepSpeed JSON; give it to --from (with --gpus " +
+                      b.value_of("--gpus") + ")");
+  }
+  const LauncherConfig ds = read_deepspeed(text, file);
+  for (const ConfigSetting& s : ds.settings) {
+    if (s.flag == "--precision" && !b.value_of("--precision").empty()) continue;
+    b.set(s.flag, s.value, file + ": " + s.key);
+  }
+  for (const std::string& n : ds.notes) b.note(fmt::format("{}: {}", file, n));
+  for (const std::string& n : ds.defaults) b.note_default(fmt::format("{}: {}", file, n));
+  b.config().default_accumulation = ds.default_accumulation;
+  return true;
+}
+
+void deepspeed(const YAML::Node& d, Builder& b) {
+  if (linked_deepspeed(d, b)) return;
   const std::string stage = scalar(d["zero_stage"]);
   b.set("--zero", stage.empty() ? "0" : std::to_string(integer(b, "deepspeed_config.zero_stage", stage)),
         "deepspeed_config.zero_stage");
@@ -210,15 +257,16 @@ LauncherConfig read_yaml(const YAML::Node& root, const std::string& path) {
     return n && n.IsMap() ? n : YAML::Node(YAML::NodeType::Map);
   };
   if (type == "FSDP") fsdp(section("fsdp_config"), b);
-  if (type == "FSDP" && root["parallelism_config"])
-    parallelism_config(section("parallelism_config"), b);
   if (type == "DEEPSPEED") deepspeed(section("deepspeed_config"), b);
+  if ((type == "FSDP" || type == "DEEPSPEED") && root["parallelism_config"])
+    parallelism_config(section("parallelism_config"), b);
   if (type == "MEGATRON_LM") megatron(section("megatron_lm_config"), b);
   if (type == "MULTI_GPU" || type == "NO") b.set("--zero", "0", "distributed_type");
   b.note_default("the per-process batch is the script's DataLoader batch_size, not in the YAML: "
                  "micro-batch 1 unless --micro-batch says otherwise");
   // Accelerator(gradient_accumulation_steps=1) by default: one micro-batch per process.
-  if (b.config().default_accumulation == 0) b.config().default_accumulation = 1;
+  if (b.config().default_accumulation == 0 && b.value_of("--global-batch").empty())
+    b.config().default_accumulation = 1;
   return b.take();
 }
 

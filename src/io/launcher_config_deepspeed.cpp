@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "launcher_config_parts.hpp"
 
@@ -28,6 +29,7 @@ const std::set<std::string> kKnownTop = {
     "compression_training", "eigenvalue", "progressive_layer_drop", "weight_quantization",
     "hybrid_engine", "torch_autocast", "graph_harvesting", "use_data_before_expert_parallelism",
     "disable_allgather", "fp16_auto_cast", "load_universal_checkpoint", "gradient_accumulation_dtype",
+    "tensor_parallel", "bfloat16", "zero_optimization_stage",
 };
 
 // zero_optimization keys (DeepSpeedZeroConfig, which forbids any other: an unknown one stops
@@ -48,7 +50,7 @@ const std::set<std::string> kZeroKeys = {
     "zero_quantized_nontrainable_weights", "zero_quantized_gradients", "zeropp_loco_param",
     "mics_shard_size", "mics_hierarchical_params_gather", "memory_efficient_linear",
     "pipeline_loading_checkpoint", "override_module_apply", "log_trace_cache_warnings",
-    "save_muon_momentum_buffer_in_memory",
+    "save_muon_momentum_buffer_in_memory", "cpu_offload_params",
 };
 
 std::string text_of(const json& v) {
@@ -72,9 +74,19 @@ void batch(const json& j, Builder& b) {
   static constexpr const char* kMicro = "train_micro_batch_size_per_gpu";
   static constexpr const char* kAccum = "gradient_accumulation_steps";
   auto given = [&](const char* k) { return j.contains(k) && !is_auto(j.at(k)); };
+  // "auto" is filled by the Hugging Face Trainer from its own arguments
+  // (integrations/deepspeed.py trainer_config_process): the file does not say.
+  for (const char* k : {kTrain, kMicro, kAccum}) {
+    if (j.contains(k) && is_auto(j.at(k))) {
+      b.note(fmt::format("{} is \"auto\": the Hugging Face Trainer fills it from its "
+                         "--per_device_train_batch_size / --gradient_accumulation_steps; "
+                         "--micro-batch and --global-batch give it here",
+                         k));
+    }
+  }
   if (given(kMicro)) {
     b.set("--micro-batch", whole(b, j.at(kMicro), kMicro), kMicro);
-  } else {
+  } else if (!j.contains(kMicro)) {
     b.note_default(fmt::format("no {}: micro-batch 1", kMicro));
   }
   if (given(kTrain)) b.set("--global-batch", whole(b, j.at(kTrain), kTrain), kTrain);
@@ -95,7 +107,7 @@ void batch(const json& j, Builder& b) {
 
 void zero(const json& j, Builder& b) {
   if (!j.contains("zero_optimization")) {
-    b.note_default("no zero_optimization: ZeRO stage 0, DeepSpeed's default");
+    b.launcher_default("--zero", "0", "no zero_optimization: ZeRO stage 0, DeepSpeed's default");
     return;
   }
   const json& z = j.at("zero_optimization");
@@ -124,10 +136,24 @@ void zero(const json& j, Builder& b) {
                              "below stage 3 (its default)");
   }
   std::string offload, to;
-  for (const auto& [key, what] : {std::pair{"offload_optimizer", "optimizer"},
-                                   std::pair{"offload_param", "params"}}) {
-    if (!z.contains(key) || !z.at(key).is_object() || !z.at(key).contains("device")) continue;
-    const std::string device = text_of(z.at(key).at("device"));
+  for (const auto& [key, what, legacy] :
+       {std::tuple{"offload_optimizer", "optimizer", "cpu_offload"},
+        std::tuple{"offload_param", "params", "cpu_offload_param"}}) {
+    // zero/config.py: the deprecated cpu_offload / cpu_offload_param true stand for
+    // offload_optimizer / offload_param on the cpu (DeepSpeed 0.3-0.6 also took the plural
+    // cpu_offload_params).
+    const bool old_key = (z.contains(legacy) && z.at(legacy) == true) ||
+                         (std::string(what) == "params" && z.contains("cpu_offload_params") &&
+                          z.at("cpu_offload_params") == true);
+    if (!old_key && (!z.contains(key) || !z.at(key).is_object() || !z.at(key).contains("device")))
+      continue;
+    const std::string device = old_key ? "cpu" : text_of(z.at(key).at("device"));
+    if (device == "auto") {
+      b.note(fmt::format("zero_optimization.{}.device is \"auto\"; --offload says whether it "
+                         "offloads",
+                         key));
+      continue;
+    }
     if (device == "none") continue;
     if (device != "cpu" && device != "nvme") {
       b.refuse(fmt::format("zero_optimization.{}.device", key),
@@ -151,9 +177,17 @@ void zero(const json& j, Builder& b) {
 
 void precision_and_optimizer(const json& j, Builder& b) {
   auto on = [&](const char* k) {
-    return j.contains(k) && j.at(k).is_object() && j.at(k).value("enabled", false) == true;
+    return j.contains(k) && j.at(k).is_object() && j.at(k).contains("enabled") &&
+           j.at(k).at("enabled") == true;
   };
-  if (on("bf16")) {
+  auto automatic = [&](const char* k) {
+    return j.contains(k) && j.at(k).is_object() && j.at(k).contains("enabled") &&
+           is_auto(j.at(k).at("enabled"));
+  };
+  if (!on("bf16") && !on("fp16") && (automatic("bf16") || automatic("fp16"))) {
+    b.note("bf16.enabled / fp16.enabled are \"auto\": the Hugging Face Trainer sets them from "
+           "its --bf16 / --fp16; --precision gives it here (default bf16)");
+  } else if (on("bf16") || on("bfloat16")) {
     b.set("--precision", "bf16", "bf16.enabled");
   } else if (on("fp16")) {
     b.set("--precision", "fp16", "fp16.enabled");
@@ -182,9 +216,25 @@ void precision_and_optimizer(const json& j, Builder& b) {
   } else {
     b.note_default("no optimizer section: the script builds the optimizer; priced as AdamW");
   }
-  if (j.contains("pipeline") && j.at("pipeline").is_object() &&
-      j.at("pipeline").value("activation_checkpoint_interval", 0) > 0) {
-    b.set("--recompute", "full", "pipeline.activation_checkpoint_interval");
+  if (j.contains("pipeline") && j.at("pipeline").is_object()) {
+    const json& p = j.at("pipeline");
+    if (p.contains("activation_checkpoint_interval") &&
+        p.at("activation_checkpoint_interval").is_number_integer() &&
+        p.at("activation_checkpoint_interval").get<long long>() > 0)
+      b.set("--recompute", "full", "pipeline.activation_checkpoint_interval");
+    if (p.contains("stages") && !is_auto(p.at("stages")))
+      b.set("--pp", whole(b, p.at("stages"), "pipeline.stages"), "pipeline.stages");
+  }
+  // DeepSpeed AutoTP training (runtime/tensor_parallel/config.py): tensor_parallel.autotp_size.
+  if (j.contains("tensor_parallel") && j.at("tensor_parallel").is_object()) {
+    const json& t = j.at("tensor_parallel");
+    for (const char* k : {"autotp_size", "tp_size"}) {
+      if (t.contains(k) && !is_auto(t.at(k))) {
+        b.set("--tp", whole(b, t.at(k), std::string("tensor_parallel.") + k),
+              std::string("tensor_parallel.") + k);
+        break;
+      }
+    }
   }
 }
 
@@ -230,6 +280,11 @@ LauncherConfig read_deepspeed(const std::string& text, const std::string& path) 
     b.refuse("JSON", e.what());
   }
   if (!j.is_object()) b.refuse("JSON", "is not a JSON object (a DeepSpeed config is one)");
+  if (j.contains("model_type") || j.contains("architectures") ||
+      (j.contains("num_hidden_layers") && j.contains("hidden_size"))) {
+    b.refuse("model_type", "this is a Hugging Face model config.json, not a DeepSpeed config: give "
+                           "it as --model FILE, and the launcher's config to --from");
+  }
   std::vector<std::string> plan_keys = {"train_batch_size", "train_micro_batch_size_per_gpu",
                                         "gradient_accumulation_steps", "zero_optimization"};
   for (const auto& [key, value] : j.items())
@@ -239,6 +294,14 @@ LauncherConfig read_deepspeed(const std::string& text, const std::string& path) 
     zero(j, b);
     precision_and_optimizer(j, b);
     shardplan_block(j, b);
+    // runtime/engine.py: bf16 without ZeRO runs BF16_Optimizer (runtime/bf16_optimizer.py),
+    // which shards the fp32 master weights and optimizer state over the data-parallel ranks as
+    // ZeRO-1 does.
+    if (b.value_of("--zero") == "0" && b.value_of("--precision") == "bf16") {
+      b.set("--zero", "1", "zero_optimization.stage 0 with bf16 (DeepSpeed's BF16_Optimizer)");
+      b.note("ZeRO stage 0 with bf16: DeepSpeed runs its BF16_Optimizer, which shards the fp32 "
+             "master weights and optimizer state over the data-parallel ranks: priced as ZeRO-1");
+    }
   } catch (const json::exception& e) {
     // A section of the wrong type ("pipeline": 3, a string where a number goes).
     b.refuse("JSON", std::string("a value of the wrong type: ") + e.what());

@@ -9,6 +9,7 @@
 
 #include "launcher_config_parts.hpp"
 #include "launcher_config_shell.hpp"
+#include "shardplan/names.hpp"
 
 namespace shardplan::config {
 namespace {
@@ -30,9 +31,10 @@ const std::map<std::string, std::string> kValued = {
     {"--hidden-size", "--hidden"},
     {"--num-attention-heads", "--heads"},
     {"--num-query-groups", "--kv-heads"},
+    {"--num-key-value-heads", "--kv-heads"},  // Megatron-DeepSpeed's GQA
+    {"--ds-sequence-parallel-size", "--cp"},  // Megatron-DeepSpeed's DeepSpeed-Ulysses
     {"--num-experts", "--experts"},
     {"--moe-router-topk", "--top-k"},
-    {"--vocab-size", "--vocab"},
 };
 
 // Arguments shardplan reads in its own way below (values or switches).
@@ -48,9 +50,19 @@ const std::set<std::string> kRead = {
     "--attention-backend", "--swiglu", "--ffn-hidden-size", "--moe-ffn-hidden-size",
     "--group-query-attention", "--moe-expert-capacity-factor",
     "--overlap-moe-expert-parallel-comm", "--moe-enable-deepep", "--moe-router-force-load-balancing",
-    "--moe-flex-dispatcher-backend",
-    // torchrun
-    "--nnodes", "--nproc_per_node", "--nproc-per-node",
+    "--moe-flex-dispatcher-backend", "--recompute-activations", "--checkpoint-activations",
+    "--normalization", "--position-embedding-type", "--use-rotary-position-embeddings",
+    "--no-position-embedding", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
+    "--add-qkv-bias", "--tokenizer-type", "--make-vocab-size-divisible-by", "--pad-vocab-size-to",
+    "--kv-channels", "--vocab-size", "--hybrid-override-pattern",
+    "--hybrid-layer-pattern",
+    // Megatron-DeepSpeed (microsoft/Megatron-DeepSpeed megatron/arguments.py, deepspeed args)
+    "--deepspeed", "--deepspeed-config", "--zero-stage", "--ds-sequence-parallel-size",
+    "--activations-checkpoint-method",
+    "--deepspeed-activation-checkpointing", "--no-pipeline-parallel",
+    // torchrun, the deepspeed launcher, srun
+    "--nnodes", "--nproc-per-node", "--num-gpus", "--num-nodes",
+    "--ntasks-per-node", "--nodes",
 };
 
 // Arguments known to change neither memory nor time as shardplan prices them (learning-rate
@@ -65,12 +77,11 @@ const std::set<std::string> kKnownOther = {
     "--loss-scale", "--initial-loss-scale", "--min-loss-scale", "--loss-scale-window",
     "--hysteresis", "--rotary-base", "--use-rope-scaling", "--rotary-scaling-factor",
     "--rope-scaling-factor", "--rotary-percent", "--rotary-seq-len-interpolation-factor",
-    "--use-rotary-position-embeddings", "--norm-epsilon", "--normalization",
-    "--position-embedding-type", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
-    "--add-qkv-bias", "--attention-dropout", "--hidden-dropout", "--kv-channels", "--qk-layernorm",
+    "--use-rotary-position-embeddings", "--norm-epsilon",
+    "--attention-dropout", "--hidden-dropout", "--qk-layernorm",
     "--multi-latent-attention", "--kv-lora-rank", "--q-lora-rank", "--qk-head-dim",
     "--qk-pos-emb-head-dim", "--v-head-dim", "--max-position-embeddings",
-    "--make-vocab-size-divisible-by", "--apply-layernorm-1p", "--no-position-embedding",
+    "--apply-layernorm-1p",
     "--moe-router-score-function", "--moe-router-enable-expert-bias",
     "--moe-router-bias-update-rate", "--moe-token-dispatcher-type", "--moe-grouped-gemm",
     "--moe-aux-loss-coeff", "--moe-router-load-balancing-type", "--moe-router-topk-scaling-factor",
@@ -89,7 +100,7 @@ const std::set<std::string> kKnownOther = {
     "--log-interval", "--log-throughput", "--log-timers-to-tensorboard", "--tensorboard-dir",
     "--wandb-project", "--wandb-exp-name", "--wandb-save-dir", "--timing-log-level",
     "--data-path", "--train-data-path", "--valid-data-path", "--test-data-path", "--split",
-    "--data-cache-path", "--mock-data", "--num-workers", "--tokenizer-type", "--tokenizer-model",
+    "--data-cache-path", "--mock-data", "--num-workers", "--tokenizer-model",
     "--vocab-file", "--merge-file", "--eval-iters", "--eval-interval", "--use-mcore-models",
     "--transformer-impl", "--use-flash-attn", "--no-masked-softmax-fusion",
     "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion", "--no-bias-dropout-fusion",
@@ -106,7 +117,7 @@ const std::set<std::string> kKnownOther = {
     "--rdzv_endpoint", "--rdzv-endpoint", "--max_restarts", "--max-restarts", "--standalone",
     "--nnodes", "--monitor-interval", "--redirects", "--tee", "--log_dir", "--log-dir",
     // srun, when the script starts its ranks under SLURM
-    "--nodes", "--ntasks", "--ntasks-per-node", "--gpus-per-node", "--cpus-per-task",
+    "--ntasks", "--gpus-per-node", "--cpus-per-task",
     "--kill-on-bad-exit", "--wait", "--label", "--export", "--mpi", "--container-image",
     "--container-mounts", "--no-container-mount-home", "--exclusive", "--time", "--partition",
     "--account", "--job-name", "--output", "--error",
@@ -121,6 +132,21 @@ const std::set<std::string> kSwitches = {
     "--swiglu", "--group-query-attention", "--standalone", "--overlap-moe-expert-parallel-comm",
     "--moe-enable-deepep", "--moe-router-force-load-balancing", "--delay-wgrad-compute",
     "--cpu-offloading", "--cpu-offloading-weights", "--cpu-offloading-activations",
+    "--recompute-activations", "--checkpoint-activations", "--use-rotary-position-embeddings",
+    "--no-position-embedding", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
+    "--add-qkv-bias", "--deepspeed", "--deepspeed-activation-checkpointing",
+    "--no-pipeline-parallel", "--use-flash-attn", "--use-mcore-models", "--mock-data",
+    "--no-masked-softmax-fusion", "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion",
+    "--no-bias-dropout-fusion", "--no-gradient-accumulation-fusion", "--no-rope-fusion",
+    "--cross-entropy-loss-fusion", "--log-throughput", "--use-rope-scaling", "--qk-layernorm",
+    "--multi-latent-attention", "--moe-grouped-gemm", "--moe-router-enable-expert-bias",
+    "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-shared-expert-overlap",
+    "--apply-layernorm-1p", "--fp8-param-gather", "--overlap-param-gather",
+    "--use-precision-aware-optimizer", "--manual-gc", "--use-distributed-checkpointing",
+    "--async-save", "--ckpt-fully-parallel-save", "--ckpt-fully-parallel-load", "--finetune",
+    "--no-save-optim", "--no-save-rng", "--no-load-optim", "--no-load-rng",
+    "--exit-signal-handler", "--log-timers-to-tensorboard", "--ddp-average-in-collective",
+    "--first-last-layers-bf16", "--kill-on-bad-exit", "--exclusive", "--no-container-mount-home",
 };
 
 // Arguments that take every word up to the next argument (argparse nargs='*').
@@ -150,6 +176,8 @@ Args arguments(const std::vector<std::string>& words, Builder& b) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
+    // Megatron-LLM and the launchers spell arguments with '_' as well as '-'.
+    std::replace(name.begin() + 2, name.end(), '_', '-');
     const bool known = kValued.count(name) || kRead.count(name) || kKnownOther.count(name);
     // An unknown argument is taken to carry the next word unless that is another argument.
     const bool next_is_value = i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0;
@@ -174,13 +202,24 @@ std::string arg(const Args& a, const std::string& name) {
   return it == a.end() ? "" : it->second;
 }
 
-// A value the file does not fix ("$TP" from the environment) cannot be planned.
+// A value the file does not fix ("${TP}" from the environment or a branch) cannot be planned;
+// the message names the variable and how to give it.
 void require_known(const Builder& b, const std::string& key, const std::string& value) {
-  if (value.find('$') != std::string::npos || value.empty()) {
-    b.refuse(key, fmt::format("'{}' is not a value the file fixes (set it in the script, or give "
-                              "the argument a number)",
-                              value));
+  if (value.empty()) b.refuse(key, "has no value in the file");
+  const size_t at = value.find("${");
+  if (at == std::string::npos && value.find('$') == std::string::npos &&
+      value.find('`') == std::string::npos)
+    return;
+  if (at != std::string::npos) {
+    const size_t end = value.find('}', at);
+    const std::string name = value.substr(at + 2, end == std::string::npos ? end : end - at - 2);
+    b.refuse(key, fmt::format("'{}' is {}, which the file does not fix; give it with --set "
+                              "{}=VALUE (or in the environment)",
+                              value, name, name));
   }
+  b.refuse(key, fmt::format("'{}' is a command's output, which the file does not fix; give the "
+                            "value with --set NAME=VALUE for the variable that holds it",
+                            value));
 }
 
 void zero_stage(const Args& a, Builder& b) {
@@ -203,7 +242,7 @@ void zero_stage(const Args& a, Builder& b) {
     }
   } else if (a.count("--use-distributed-optimizer")) {
     b.set("--zero", "1", "--use-distributed-optimizer");
-  } else {
+  } else if (!a.count("--deepspeed")) {
     b.note_default("no --use-distributed-optimizer: each data-parallel rank keeps the whole "
                    "optimizer state (ZeRO-0), Megatron-LM's default");
   }
@@ -264,8 +303,28 @@ void offload_layers(const Args& a, Builder& b) {
   b.set("--offload-activation-layers", n, "--cpu-offloading-num-layers");
 }
 
+void recompute_rest(const Args& a, Builder& b);
+void vocabulary(const Args& a, Builder& b);
+
 void recompute_and_optimizer(const Args& a, Builder& b) {
-  const std::string r = arg(a, "--recompute-granularity");
+  std::string r = arg(a, "--recompute-granularity");
+  // arguments.py: --recompute-activations is "selective" granularity; the older
+  // --checkpoint-activations (Megatron-DeepSpeed, Megatron-LM before 2022) recomputes every layer
+  // whole, as --recompute-granularity full --recompute-method uniform does.
+  if (r.empty() && a.count("--recompute-activations")) {
+    b.set("--recompute", "selective", "--recompute-activations");
+    return recompute_rest(a, b);
+  }
+  if (r.empty() && a.count("--checkpoint-activations")) {
+    b.set("--recompute", "full", "--checkpoint-activations");
+    return recompute_rest(a, b);
+  }
+  // Megatron-LM 2021 (arguments.py at that time): --activations-checkpoint-method uniform|block
+  // checkpoints whole layers.
+  if (r.empty() && a.count("--activations-checkpoint-method")) {
+    b.set("--recompute", "full", "--activations-checkpoint-method");
+    return recompute_rest(a, b);
+  }
   if (r == "full" || r == "selective") {
     b.set("--recompute", r, "--recompute-granularity");
     // Megatron-Core reads the modules under selective granularity only.
@@ -280,6 +339,10 @@ void recompute_and_optimizer(const Args& a, Builder& b) {
   } else {
     b.note_default("no --recompute-granularity: activations are kept, not recomputed");
   }
+  recompute_rest(a, b);
+}
+
+void recompute_rest(const Args& a, Builder& b) {
   const std::string opt = arg(a, "--optimizer");
   if (opt == "sgd") {
     b.set("--optimizer", "sgd", "--optimizer");
@@ -294,7 +357,33 @@ void recompute_and_optimizer(const Args& a, Builder& b) {
   if (backend == "unfused") b.set("--attention", "standard", "--attention-backend");
 }
 
+// The architecture the script spells out, with Megatron-LM's defaults where it is silent
+// (arguments.py): LayerNorm, learned absolute positions, tied embeddings, biases, a 4h GeLU MLP
+// (SwiGLU: int(4h x 2/3 / 64) x 64), the vocabulary padded to a multiple of
+// --make-vocab-size-divisible-by (128) x tp.
+// The script's architecture is not one shardplan builds from flags: the model comes from
+// --model, whole, and the shapes the script gives are not applied on top of it.
+void model_from_elsewhere(Builder& b, const std::string& why) {
+  b.config().holds_model = false;
+  b.config().missing_model = why;
+  for (const char* flag : {"--layers", "--hidden", "--heads", "--kv-heads", "--ffn-hidden", "--mlp",
+                           "--norm", "--positions", "--embeddings", "--bias", "--vocab",
+                           "--experts", "--top-k"})
+    b.drop(flag);
+}
+
 void model(const Args& a, Builder& b) {
+  if (a.count("--multi-latent-attention")) {
+    return model_from_elsewhere(
+        b, "--multi-latent-attention: an MLA model is priced from its own description; give "
+           "--model (a preset such as deepseek-v3, or the model's config.json) beside --from");
+  }
+  if (a.count("--hybrid-override-pattern") || a.count("--hybrid-layer-pattern")) {
+    return model_from_elsewhere(
+        b, "--hybrid-layer-pattern: a hybrid Mamba model is priced from its own description; "
+           "give --model (a preset such as nemotron-h-8b, or the model's config.json) beside "
+           "--from");
+  }
   for (const char* key : {"--num-layers", "--hidden-size", "--num-attention-heads"}) {
     if (!a.count(key)) {
       b.note_default(fmt::format("no {}: the architecture comes from --model", key));
@@ -307,15 +396,98 @@ void model(const Args& a, Builder& b) {
   const bool moe = a.count("--num-experts") > 0;
   const std::string ffn = moe && a.count("--moe-ffn-hidden-size") ? "--moe-ffn-hidden-size"
                                                                   : "--ffn-hidden-size";
-  if (a.count(ffn)) b.set("--ffn-hidden", arg(a, ffn), ffn);
+  if (a.count(ffn)) {
+    b.set("--ffn-hidden", arg(a, ffn), ffn);
+  } else if (a.count("--swiglu")) {
+    require_known(b, "--hidden-size", arg(a, "--hidden-size"));
+    const long long h = integer(b, "--hidden-size", arg(a, "--hidden-size"), 1);
+    b.set("--ffn-hidden", std::to_string(4 * h * 2 / 3 / 64 * 64),
+          "--swiglu without --ffn-hidden-size (Megatron-LM: int(4h x 2/3 / 64) x 64)");
+  }
   if (a.count("--num-query-groups") && !a.count("--group-query-attention")) {
-    b.config().settings.erase(
-        std::remove_if(b.config().settings.begin(), b.config().settings.end(),
-                       [](const ConfigSetting& s) { return s.flag == "--kv-heads"; }),
-        b.config().settings.end());
+    b.drop("--kv-heads");
     b.note_default("--num-query-groups without --group-query-attention: Megatron-LM uses "
                    "multi-head attention");
   }
+  const std::string norm = lowered(arg(a, "--normalization"));  // Megatron-DeepSpeed: lower case
+  if (norm == "rmsnorm") {
+    b.set("--norm", "rmsnorm", "--normalization");
+  } else if (norm.empty() || norm == "layernorm") {
+    b.set("--norm", "layernorm", norm.empty() ? "(Megatron-LM default LayerNorm)" : "--normalization");
+  } else {
+    b.refuse("--normalization", "'" + norm + "' is not LayerNorm or RMSNorm");
+  }
+  std::string positions = arg(a, "--position-embedding-type");
+  if (a.count("--use-rotary-position-embeddings")) positions = "rope";
+  if (a.count("--no-position-embedding")) positions = "none";
+  const std::map<std::string, std::string> kinds = {
+      {"", "learned"}, {"learned_absolute", "learned"}, {"rope", "rotary"}, {"yarn", "rotary"},
+      {"mrope", "rotary"}, {"none", "none"}, {"alibi", "alibi"}};
+  if (kinds.count(positions) == 0) {
+    b.refuse("--position-embedding-type",
+             "'" + positions + "' is not learned_absolute, rope, yarn, mrope, none or alibi");
+  }
+  b.set("--positions", kinds.at(positions),
+        positions.empty() ? "(Megatron-LM default learned_absolute)" : "--position-embedding-type");
+  b.set("--embeddings", a.count("--untie-embeddings-and-output-weights") ? "untied" : "tied",
+        a.count("--untie-embeddings-and-output-weights") ? "--untie-embeddings-and-output-weights"
+                                                         : "(Megatron-LM default: tied)");
+  if (a.count("--disable-bias-linear")) {
+    b.set("--bias", a.count("--add-qkv-bias") ? "qkv" : "none", "--disable-bias-linear");
+  } else {
+    b.set("--bias", "all", "(Megatron-LM default: linear biases)");
+  }
+  vocabulary(a, b);
+  const std::string kv = arg(a, "--kv-channels");
+  if (!kv.empty() && kv.find('$') == std::string::npos) {
+    const std::string h = arg(a, "--hidden-size"), n = arg(a, "--num-attention-heads");
+    if (h.find('$') == std::string::npos && n.find('$') == std::string::npos &&
+        integer(b, "--kv-channels", kv, 1) * integer(b, "--num-attention-heads", n, 1) !=
+            integer(b, "--hidden-size", h, 1)) {
+      model_from_elsewhere(
+          b, fmt::format("--kv-channels {} x {} heads is not the hidden size {}: a head width "
+                         "apart from the hidden size is priced from the model's own "
+                         "description; give --model (a preset or the model's config.json) "
+                         "beside --from",
+                         kv, n, h));
+    }
+  }
+}
+
+// The vocabulary: --vocab-size or --pad-vocab-size-to, the GPT-2 BPE tokenizer's 50,257, else
+// the tokenizer's and not in the script; padded as Megatron-LM pads it.
+void vocabulary(const Args& a, Builder& b) {
+  std::string key;
+  long long vocab = 0;
+  if (a.count("--pad-vocab-size-to")) {  // Megatron-DeepSpeed: the padded size itself
+    key = "--pad-vocab-size-to";
+    require_known(b, key, arg(a, key));
+    b.set("--vocab", std::to_string(integer(b, key, arg(a, key), 1)), key);
+    return;
+  }
+  if (a.count("--vocab-size")) {
+    key = "--vocab-size";
+    require_known(b, key, arg(a, key));
+    vocab = integer(b, key, arg(a, key), 1);
+  } else if (arg(a, "--tokenizer-type") == "GPT2BPETokenizer") {
+    key = "--tokenizer-type GPT2BPETokenizer";
+    vocab = 50257;
+  } else {
+    b.drop("--vocab");
+    return;  // the note in fill_from_file says the vocabulary is the tokenizer's
+  }
+  const std::string d = arg(a, "--make-vocab-size-divisible-by");
+  const long long divisible = d.empty() ? 128 : integer(b, "--make-vocab-size-divisible-by", d, 1);
+  const std::string tp_text = b.value_of("--tp");
+  const long long tp = tp_text.empty() || tp_text.find('$') != std::string::npos
+                           ? 1
+                           : integer(b, "--tensor-model-parallel-size", tp_text, 1);
+  const long long multiple = divisible * tp;
+  const long long padded = (vocab + multiple - 1) / multiple * multiple;
+  b.set("--vocab", std::to_string(padded),
+        padded == vocab ? key
+                        : fmt::format("{} ({} padded to a multiple of {} x tp {})", key, vocab,
+                                      divisible, tp));
 }
 
 // Virtual stages given as layers per stage, a layout string, or lighter ends.
@@ -360,28 +532,64 @@ void pipeline(const Args& a, Builder& b) {
   b.set("--last-stage-layers", std::to_string(layers.back()), key);
 }
 
-// torchrun --nnodes N --nproc_per_node G: the GPUs the script starts.
-void launch(const Args& a, Builder& b) {
-  const std::string nodes = arg(a, "--nnodes");
-  std::string per_node = arg(a, "--nproc_per_node");
-  std::string per_key = "--nproc_per_node";
-  if (per_node.empty()) {
-    per_node = arg(a, "--nproc-per-node");
-    per_key = "--nproc-per-node";
+// The GPUs the script starts: torchrun --nnodes N --nproc_per_node G; else the deepspeed
+// launcher's --num_nodes / --num_gpus; else srun's --nodes with one task per GPU
+// (--ntasks-per-node); else the job's #SBATCH --nodes with its GPUs per node.
+void launch(const Args& a, const ShellRun& run, Builder& b) {
+  auto from_pair = [&](const std::string& nodes_key, const std::string& nodes,
+                       const std::string& per_key, const std::string& per_node) {
+    require_known(b, per_key, per_node);
+    const long long g = integer(b, per_key, per_node, 1);
+    long long n = 1;
+    if (!nodes.empty()) {
+      require_known(b, nodes_key, nodes);
+      n = integer(b, nodes_key, nodes, 1);
+    }
+    b.set("--gpus-per-node", std::to_string(g), per_key);
+    b.set("--gpus", std::to_string(n * g), nodes.empty() ? per_key : nodes_key + " x " + per_key);
+  };
+  if (!arg(a, "--nproc-per-node").empty())
+    return from_pair("--nnodes", arg(a, "--nnodes"), "--nproc_per_node", arg(a, "--nproc-per-node"));
+  if (!arg(a, "--num-gpus").empty())
+    return from_pair("--num-nodes", arg(a, "--num-nodes"), "--num-gpus", arg(a, "--num-gpus"));
+  if (!arg(a, "--ntasks-per-node").empty())
+    return from_pair("--nodes", arg(a, "--nodes"), "--ntasks-per-node", arg(a, "--ntasks-per-node"));
+  const auto sb = [&](const char* k) {
+    const auto it = run.sbatch.find(k);
+    return it == run.sbatch.end() ? std::string() : it->second;
+  };
+  std::string per = sb("--gpus-per-node");
+  std::string per_key = "#SBATCH --gpus-per-node";
+  if (const size_t colon = per.rfind(':'); colon != std::string::npos) per = per.substr(colon + 1);
+  if (per.empty() && sb("--gres").rfind("gpu:", 0) == 0) {
+    per = sb("--gres").substr(sb("--gres").rfind(':') + 1);
+    per_key = "#SBATCH --gres";
   }
-  if (per_node.empty()) {
-    b.note_default("no torchrun --nproc_per_node / --nnodes: the GPUs come from --gpus");
+  if (per.empty() && !sb("--ntasks-per-node").empty()) {
+    per = sb("--ntasks-per-node");
+    per_key = "#SBATCH --ntasks-per-node";
+  }
+  auto number = [](const std::string& v) {
+    return !v.empty() && v.size() < 7 && std::all_of(v.begin(), v.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c)) != 0;
+    });
+  };
+  if (!sb("--nodes").empty() && (!number(sb("--nodes")) || (!per.empty() && !number(per)))) {
+    b.note(fmt::format("#SBATCH --nodes {} / {} {} are not numbers the file fixes: --gpus and "
+                       "--gpus-per-node say how many GPUs",
+                       sb("--nodes"), per_key, per.empty() ? "(none)" : per));
     return;
   }
-  require_known(b, per_key, per_node);
-  const long long g = integer(b, per_key, per_node, 1);
-  long long n = 1;
-  if (!nodes.empty()) {
-    require_known(b, "--nnodes", nodes);
-    n = integer(b, "--nnodes", nodes, 1);
+  if (!sb("--nodes").empty() && !per.empty())
+    return from_pair("#SBATCH --nodes", sb("--nodes"), per_key, per);
+  if (!sb("--nodes").empty()) {
+    b.note(fmt::format("#SBATCH --nodes {} with no GPUs per node in the file: --gpus-per-node "
+                       "(default 8) and --gpus say how many GPUs",
+                       sb("--nodes")));
+    return;
   }
-  b.set("--gpus-per-node", std::to_string(g), per_key);
-  b.set("--gpus", std::to_string(n * g), "--nnodes x " + per_key);
+  b.note_default("no torchrun --nproc_per_node / --nnodes (nor srun, deepspeed or #SBATCH "
+                 "counts): the GPUs come from --gpus");
 }
 
 // Megatron-Core's --num-distributed-optimizer-instances N (DistributedDataParallelConfig): the
@@ -415,11 +623,109 @@ void optimizer_instances(const Args& a, Builder& b) {
   b.set("--dp-shard", std::to_string(dp / n), key);
 }
 
+// The training command: of the commands the script runs, the one that passes the most
+// Megatron-LM plan arguments (torchrun / srun / deepspeed / python ... pretrain_gpt.py ...); the
+// arguments of every other command (a data-prep helper, nsys, echo) are not the training's.
+const ShellCommand* training_command(const ShellRun& run) {
+  const ShellCommand* best = nullptr;
+  int best_score = 0;
+  for (const ShellCommand& c : run.commands) {
+    int score = 0;
+    for (const std::string& w : c.words) {
+      const std::string name = w.substr(0, w.find('='));
+      if ((kValued.count(name) || kRead.count(name)) && name != "--nnodes" && name != "--nodes")
+        ++score;
+    }
+    if (score > 0 && score >= best_score) {
+      best = &c;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+void say_what_was_read(const ShellRun& run, const ShellCommand* chosen, Builder& b) {
+  for (const std::string& n : run.notes) b.note(n);
+  if (!chosen) return;
+  const size_t others = run.commands.size() - 1;
+  std::string program;
+  for (const std::string& w : chosen->words) {
+    if (w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0) {
+      program = w;
+      break;
+    }
+  }
+  b.note(fmt::format("the training command is at line {}{} ({}{}); {} other command{} in the "
+                     "script not read as training arguments",
+                     chosen->line, chosen->via.empty() ? "" : ", in " + chosen->via,
+                     chosen->words.empty() ? "" : chosen->words[0],
+                     program.empty() ? "" : " ... " + program, others, others == 1 ? "" : "s"));
+}
+
+// Megatron-DeepSpeed (microsoft/Megatron-DeepSpeed, BigScience): ZeRO and precision live in the
+// DeepSpeed JSON the script names with --deepspeed_config, often written by the script itself
+// (cat <<EOF > ds_config.json); --zero-stage is what the script writes into it.
+void megatron_deepspeed(const Args& a, const ShellRun& run, Builder& b) {
+  if (!a.count("--deepspeed")) return;
+  const std::string file = arg(a, "--deepspeed-config");
+  const auto written = run.files.find(file);
+  if (written != run.files.end()) {
+    const LauncherConfig ds = read_deepspeed(written->second, file);
+    for (const ConfigSetting& s : ds.settings) {
+      if (s.flag != "--zero" && s.flag != "--precision" && s.flag != "--offload" &&
+          s.flag != "--offload-to")
+        continue;
+      b.set(s.flag, s.value, "--deepspeed_config " + file + ": " + s.key);
+    }
+    if (b.value_of("--zero").empty()) b.set("--zero", "0", "--deepspeed_config " + file);
+    return;
+  }
+  if (a.count("--zero-stage")) {
+    require_known(b, "--zero-stage", arg(a, "--zero-stage"));
+    b.set("--zero", std::to_string(integer(b, "--zero-stage", arg(a, "--zero-stage"), 0)),
+          "--zero-stage");
+  }
+  b.note(fmt::format("--deepspeed_config {} is not written by the script; its ZeRO stage and "
+                     "precision are the script's arguments'",
+                     file.empty() ? "(none)" : file));
+}
+
+// arguments.py validate_args: sequence parallelism needs tensor parallelism; at tp 1 Megatron-LM
+// warns and turns it off.
+void sequence_parallel(const Args& a, Builder& b) {
+  if (!a.count("--sequence-parallel")) return;
+  const std::string tp = b.value_of("--tp");
+  if (tp.empty() || tp == "1") {
+    b.note("--sequence-parallel at tensor parallel 1: Megatron-LM warns and turns it off");
+    return;
+  }
+  b.set("--sequence-parallel", "true", "--sequence-parallel");
+}
+
 }  // namespace
 
-LauncherConfig read_megatron(const std::string& text, const std::string& path) {
+LauncherConfig read_megatron(const std::string& text, const std::string& path,
+                             const ConfigInputs& inputs) {
   Builder b(ConfigFormat::megatron, path, "megatron");
-  const Args a = arguments(shell_words(text), b);
+  // emit/common.cpp finish_meta: "# <what> for <model> on <cluster>, written by shardplan <v>".
+  const size_t mark = text.find(", written by shardplan");
+  const size_t line = text.rfind('\n', mark == std::string::npos ? 0 : mark);
+  if (mark != std::string::npos && mark < 2000) {
+    const std::string head = text.substr(line == std::string::npos ? 0 : line + 1, mark);
+    const size_t f = head.find(" for "), on = head.find(" on ", f == std::string::npos ? 0 : f);
+    if (head.rfind("# ", 0) == 0 && f != std::string::npos && on != std::string::npos)
+      b.config().written_for = head.substr(f + 5, on - f - 5);
+  }
+  const ShellRun run = run_script(text, {inputs.environment, inputs.fixed});
+  const ShellCommand* chosen = training_command(run);
+  say_what_was_read(run, chosen, b);
+  std::vector<std::string> words;
+  if (chosen) {
+    words = chosen->words;
+  } else {
+    for (const ShellCommand& c : run.commands) words.insert(words.end(), c.words.begin(), c.words.end());
+  }
+  const Args a = arguments(words, b);
   for (const auto& [key, flag] : kValued) {
     if (!a.count(key)) continue;
     require_known(b, key, arg(a, key));
@@ -430,7 +736,10 @@ LauncherConfig read_megatron(const std::string& text, const std::string& path) {
     b.set("--capacity-factor", arg(a, "--moe-expert-capacity-factor"),
           "--moe-expert-capacity-factor");
   }
-  if (a.count("--sequence-parallel")) b.set("--sequence-parallel", "true", "--sequence-parallel");
+  sequence_parallel(a, b);
+  if (a.count("--ds-sequence-parallel-size"))
+    b.note("--ds-sequence-parallel-size (DeepSpeed-Ulysses) is priced as context parallelism of "
+           "that degree: the sequence split over its ranks, attention's all-to-alls among them");
   // MoE execution: the overlapped all-to-alls, DeepEP's dispatch, forced balance.
   for (const auto& [key, flag, value] :
        {std::tuple{"--overlap-moe-expert-parallel-comm", "--moe-a2a-overlap", "true"},
@@ -452,10 +761,11 @@ LauncherConfig read_megatron(const std::string& text, const std::string& path) {
   if (!a.count("--global-batch-size")) b.config().default_accumulation = 1;
   zero_stage(a, b);
   precision(a, b);
+  megatron_deepspeed(a, run, b);
   recompute_and_optimizer(a, b);
   model(a, b);
   pipeline(a, b);
-  launch(a, b);
+  launch(a, run, b);
   optimizer_instances(a, b);
   return b.take();
 }

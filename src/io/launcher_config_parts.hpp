@@ -22,6 +22,10 @@ class Builder {
   /// A key the reader does not know: listed, or an InputError when it is within two edits of one
   /// of `plan_keys` (a misspelt plan key would otherwise leave the plan to its default unseen).
   void unknown(const std::string& key, const std::vector<std::string>& plan_keys);
+  /// A note on what the file leaves undecided or what is not priced.
+  void note(const std::string& what) { c_.notes.push_back(what); }
+  /// Drops the setting of `flag` (a launcher overrides what the file asked for).
+  void drop(const std::string& flag);
   /// The value of a setting already made, or empty.
   std::string value_of(const std::string& flag) const;
 
@@ -39,7 +43,8 @@ class Builder {
 long long integer(const Builder& b, const std::string& key, const std::string& text,
                   long long min = 0);
 
-LauncherConfig read_megatron(const std::string& text, const std::string& path);
+LauncherConfig read_megatron(const std::string& text, const std::string& path,
+                             const ConfigInputs& inputs);
 LauncherConfig read_deepspeed(const std::string& text, const std::string& path);
 LauncherConfig read_torchtitan(const std::string& text, const std::string& path);
 LauncherConfig read_accelerate(const std::string& text, const std::string& path);

@@ -29,12 +29,16 @@ const std::map<std::string, std::set<std::string>> kPlanSections = {
     {"training",
      {"dataset", "dataset_path", "local_batch_size", "global_batch_size", "seq_len", "max_norm",
       "steps", "enable_cpu_offload", "mixed_precision_param", "mixed_precision_reduce", "compile",
-      "gc_freq", "gc_debug", "seed", "deterministic", "dtype", "debug_moe_force_load_balance"}},
+      "gc_freq", "gc_debug", "seed", "deterministic", "dtype", "debug_moe_force_load_balance",
+      // before v0.1 (early 2025): the degrees and the per-rank batch lived here
+      "batch_size", "data_parallel_replicate_degree", "data_parallel_shard_degree",
+      "tensor_parallel_degree", "warmup_steps", "enable_loss_parallel",
+      "enable_async_tensor_parallel", "disable_loss_parallel"}},
     {"activation_checkpoint",
      {"mode", "selective_ac_option", "per_op_sac_force_recompute_mm_shapes_by_fqns",
       "early_stop", "memory_budget", "visualize_memory_budget_pareto"}},
     {"model", {"name", "flavor", "tokenizer_path", "hf_assets_path", "converters",
-               "print_after_conversion"}},
+               "print_after_conversion", "norm_type"}},
 };
 
 // Sections that do not change memory or time as shardplan prices them.
@@ -100,6 +104,9 @@ void parallelism(const toml::table& p, Builder& b) {
   const long long cp = number(b, p, s, "context_parallel_degree", 1);
   const long long ep = number(b, p, s, "expert_parallel_degree", 1);
   b.set("--tp", std::to_string(tp), s + ".tensor_parallel_degree");
+  // llama3/infra/parallelize.py apply_tp: the norms and the residual stream run
+  // SequenceParallel whenever tensor parallelism does.
+  if (tp > 1) b.set("--sequence-parallel", "true", s + ".tensor_parallel_degree (torchtitan's TP)");
   b.set("--pp", std::to_string(pp), s + ".pipeline_parallel_degree");
   b.set("--cp", std::to_string(cp), s + ".context_parallel_degree");
   b.set("--ep", std::to_string(ep), s + ".expert_parallel_degree");
@@ -162,9 +169,12 @@ void parallelism(const toml::table& p, Builder& b) {
 
 void training(const toml::table& t, long long pp, long long pp_micro, Builder& b) {
   const std::string s = "training";
-  const long long local = number(b, t, s, "local_batch_size", 8);
-  if (!t.get("local_batch_size")) b.note_default("no training.local_batch_size: 8, torchtitan's default");
-  if (pp <= 1) b.set("--micro-batch", std::to_string(local), s + ".local_batch_size");
+  // Before v0.1 the per-rank batch was training.batch_size.
+  const std::string local_key = t.get("local_batch_size") || !t.get("batch_size") ? "local_batch_size"
+                                                                                   : "batch_size";
+  const long long local = number(b, t, s, local_key, 8);
+  if (!t.get(local_key)) b.note_default("no training.local_batch_size: 8, torchtitan's default");
+  if (pp <= 1) b.set("--micro-batch", std::to_string(local), s + "." + local_key);
   const long long global = number(b, t, s, "global_batch_size", -1);
   if (global > 0) {
     b.set("--global-batch", std::to_string(global), s + ".global_batch_size");
@@ -202,6 +212,12 @@ void model(const toml::table& root, Builder& b) {
       if (name.find("float8") != std::string::npos) b.set("--precision", "fp8", "model.converters");
     }
   }
+  // Early 2025: converters as one string; before it, [float8] enable_float8_linear.
+  if (m && text(*m, "converters").find("float8") != std::string::npos)
+    b.set("--precision", "fp8", "model.converters");
+  if (const toml::table* f8 = root["float8"].as_table();
+      f8 && (*f8)["enable_float8_linear"].value_or(false))
+    b.set("--precision", "fp8", "float8.enable_float8_linear");
   const std::string name = m ? text(*m, "name") : "";
   const std::string flavor = m ? text(*m, "flavor") : "";
   // torchtitan's registered flavors and the presets of the same shapes: llama3's are Llama
@@ -214,11 +230,24 @@ void model(const toml::table& root, Builder& b) {
       {{"llama3", "405B"}, "llama-3.1-405b"},
       {{"deepseek_v3", "671B"}, "deepseek-v3"},
       {{"qwen3", "30B-A3B"}, "qwen3-30b-a3b"},
-      {{"qwen3", "235B-A22B"}, "qwen3-235b-a22b"}};
+      {{"qwen3", "235B-A22B"}, "qwen3-235b-a22b"},
+      // llama4/__init__.py: 17bx16e is Llama 4 Scout's shape, 17bx128e Maverick's.
+      {{"llama4", "17bx16e"}, "llama-4-scout"},
+      {{"llama4", "17bx128e"}, "llama-4-maverick"}};
+  // torchtitan's own model families: a flavor without a preset is named, not guessed.
+  const std::set<std::string> families = {"llama3", "llama4", "deepseek_v3", "qwen3", "flux"};
   if (const auto it = registered.find({name, flavor}); it != registered.end()) {
     b.launcher_default("--model", it->second,
                        fmt::format("model {} {}: shardplan's {} preset", name, flavor, it->second));
     b.config().settings.back().key = "model.flavor";
+  } else if (families.count(name)) {
+    std::string known;
+    for (const auto& [key, preset] : registered)
+      if (key.first == name) known += (known.empty() ? "" : ", ") + key.second;
+    b.config().missing_model = fmt::format(
+        "model {} flavor {} has no shardplan preset ({} flavors with one: {}); give --model "
+        "config.json (the model's Hugging Face config) beside --from",
+        name, flavor, name, known.empty() ? "none" : known);
   } else if (!name.empty()) {
     // A name shardplan wrote for a model the user registers: the preset of that name.
     b.launcher_default("--model", name == flavor || flavor.empty() ? name : flavor,
@@ -241,8 +270,19 @@ LauncherConfig read_torchtitan(const std::string& text_in, const std::string& pa
   }
   check_keys(root, b);
   const toml::table empty;
-  const toml::table* p = root["parallelism"].as_table();
-  parallelism(p ? *p : empty, b);
+  // Before v0.1 the degrees sat in [training] and [experimental]: read where the file has them.
+  const toml::table* given = root["parallelism"].as_table();
+  toml::table merged = given != nullptr ? *given : empty;
+  for (const char* old : {"training", "experimental"}) {
+    const toml::table* t = root[old].as_table();
+    if (!t) continue;
+    for (const auto& [key, node] : *t) {
+      if (kPlanSections.at("parallelism").count(std::string(key.str())) && !merged.contains(key.str()))
+        merged.insert(key.str(), node);
+    }
+  }
+  const toml::table* p = &merged;
+  parallelism(*p, b);
   const long long pp = p ? number(b, *p, "parallelism", "pipeline_parallel_degree", 1) : 1;
   const long long pp_micro =
       p ? number(b, *p, "parallelism", "pipeline_parallel_microbatch_size", 1) : 1;

@@ -75,6 +75,18 @@ TEST_CASE("emit then estimate --from: a Megatron-LM script gives back its plan")
              "--model llama-3.1-8b --cluster dgx-h100 --gpus 32 --zero 1 --dp-shard 8 "
              "--recompute full --global-batch 64",
              "--model llama-3.1-8b --cluster dgx-h100", "sh");
+  // Without --model beside it: the script's header names the model shardplan wrote it for, so
+  // the vocabulary (the tokenizer's, not in the arguments) is that model's, not GPT-2's 51,200.
+  {
+    const std::string path = make_temp_dir() + "/llama.sh";
+    const std::string flags = "--model llama-3.1-8b --gpus 16 --tp 2 --zero 1 --global-batch 64";
+    REQUIRE(run_cli("emit --format megatron " + flags + " -o " + path).status == 0);
+    const auto read = json_of("estimate --from " + path);
+    const auto asked = json_of("estimate " + flags);
+    CHECK(read.at("model").at("params") == asked.at("model").at("params"));
+    CHECK(read.at("model").at("vocab") == 128256);
+    CHECK(read.at("plan") == asked.at("plan"));
+  }
   // Megatron FSDP (ZeRO-3) with context parallelism.
   round_trip("megatron",
              "--model llama-3.1-8b --gpus 16 --cp 2 --zero 3 --recompute full --global-batch 64 "
@@ -212,7 +224,7 @@ TEST_CASE("--from refuses what it cannot read or price, naming the file's key") 
   // A value the file does not fix.
   write_file(dir + "/env.sh", "torchrun pretrain_gpt.py --tensor-model-parallel-size $TP\n");
   check_refused("estimate --from " + dir + "/env.sh --model llama-2-7b",
-                "is not a value the file fixes");
+                "--set TP=VALUE");
   // A flag beside the file for a value the file sets: nothing is replaced silently.
   check_refused("estimate --from " + kData + "megatron-llama2-7b.sh --tp 4",
                 "megatron-llama2-7b.sh sets it (--tensor-model-parallel-size = 2)");

@@ -252,3 +252,149 @@ TEST_CASE("the contents decide when the extension does not") {
         ConfigFormat::accelerate);
   CHECK_THROWS_AS(read_launcher_config("hello", "cfg"), InputError);
 }
+
+TEST_CASE("launch scripts run as bash runs them: branches it can decide, $((...)), +=, environment") {
+  const std::string script = R"(#!/bin/bash
+NNODES=${NNODES:-2}
+if [ "$NNODES" -gt 1 ]; then
+  TP=8
+elif [[ $NNODES == 1 ]]; then
+  TP=4
+else
+  TP=1
+fi
+ARGS=(--num-layers 32 --hidden-size 4096 --num-attention-heads 32)
+ARGS+=(--tensor-model-parallel-size $TP)
+ARGS+=(--use-distributed-optimizer)
+EXTRA="--bf16"
+EXTRA+=" --micro-batch-size 2"
+GBS=$(( NNODES * 64 ))
+python tools/preprocess_data.py --tensor-model-parallel-size 2 --micro-batch-size 9
+torchrun --nnodes $NNODES --nproc_per_node 8 pretrain_gpt.py "${ARGS[@]}" $EXTRA \
+    --global-batch-size $GBS 2>&1 | tee log.txt
+)";
+  const auto c = read_launcher_config(script, "train.sh");
+  CHECK(value(c, "--tp") == "8");  // NNODES 2 > 1: the first branch, and only it
+  CHECK(value(c, "--zero") == "1");  // ARGS+=( ... ) kept
+  CHECK(value(c, "--precision") == "bf16");
+  CHECK(value(c, "--micro-batch") == "2");  // the helper's 9 is not the training's
+  CHECK(value(c, "--global-batch") == "128");  // $(( 2 * 64 ))
+  CHECK(value(c, "--gpus") == "16");
+  // The environment is bash's: NNODES=1 takes the elif branch.
+  const auto one = read_launcher_config(script, "train.sh", {{{"NNODES", "1"}}, {}});
+  CHECK(value(one, "--tp") == "4");
+  CHECK(value(one, "--global-batch") == "64");
+  CHECK(value(one, "--gpus") == "8");
+}
+
+TEST_CASE("a branch the file cannot decide is named, and --set decides it") {
+  const std::string script = R"(
+if [ -f /data/checkpoint ]; then TP=4; else TP=2; fi
+ARGS="--num-layers 32 --hidden-size 4096 --num-attention-heads 32"
+if [ "$USE_FP8" = "1" ]; then
+  ARGS+=" --fp8-format hybrid"
+fi
+torchrun --nproc_per_node 8 pretrain_gpt.py $ARGS --tensor-model-parallel-size $TP --bf16
+)";
+  try {
+    read_launcher_config(script, "train.sh");
+    FAIL("a tp set in undecided branches was read");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("--set TP=VALUE") != std::string::npos);
+  }
+  const auto c = read_launcher_config(script, "train.sh", {{}, {{"TP", "4"}}});
+  CHECK(value(c, "--tp") == "4");
+  CHECK(value(c, "--precision") == "bf16");  // the fp8 branch is not read ...
+  bool said = false;
+  for (const std::string& n : c.notes) said |= n.find("USE_FP8") != std::string::npos;
+  CHECK(said);  // ... and the note says which condition left it out
+  const auto fp8 = read_launcher_config(script, "train.sh", {{}, {{"TP", "4"}, {"USE_FP8", "1"}}});
+  CHECK(value(fp8, "--precision") == "fp8");
+}
+
+TEST_CASE("the training command inside bash -c, srun and a heredoc; #SBATCH nodes") {
+  const std::string wrapped = R"(#!/bin/bash
+#SBATCH --nodes=4
+#SBATCH --ntasks-per-node=1
+#SBATCH --gres=gpu:8
+MODEL="--num-layers 32 --hidden-size 4096 --num-attention-heads 32"
+srun --kill-on-bad-exit=1 bash -c "torchrun --nnodes \$SLURM_NNODES --nproc_per_node 8 \
+  pretrain_gpt.py $MODEL --pipeline-model-parallel-size 4"
+)";
+  const auto c = read_launcher_config(wrapped, "job.sbatch.sh");
+  CHECK(value(c, "--pp") == "4");
+  CHECK(value(c, "--gpus") == "32");  // SLURM_NNODES from #SBATCH --nodes=4
+  // Megatron-DeepSpeed as BigScience ran it: the DeepSpeed JSON written by the script itself.
+  const std::string mds = R"(
+ZERO_STAGE=0
+config_json="./ds_config.$SLURM_JOBID.json"
+cat <<EOT > $config_json
+{
+  "train_micro_batch_size_per_gpu": 2,
+  "train_batch_size": 2048,
+  "zero_optimization": {"stage": $ZERO_STAGE},
+  "bf16": {"enabled": true}
+}
+EOT
+deepspeed --num_nodes 48 --num_gpus 8 pretrain_gpt.py --tensor-model-parallel-size 4 \
+  --pipeline-model-parallel-size 12 --num-layers 70 --hidden-size 14336 \
+  --num-attention-heads 112 --micro-batch-size 2 --global-batch-size 2048 \
+  --checkpoint-activations --deepspeed --deepspeed_config ${config_json} \
+  --zero-stage ${ZERO_STAGE} --position-embedding-type alibi --pad-vocab-size-to 250880
+)";
+  const auto b = read_launcher_config(mds, "tr11-176B-ml.slurm.sh");
+  // Stage 0 with bf16: DeepSpeed's BF16_Optimizer shards the optimizer state as ZeRO-1 does.
+  CHECK(value(b, "--zero") == "1");
+  CHECK(value(b, "--precision") == "bf16");
+  CHECK(value(b, "--recompute") == "full");  // --checkpoint-activations: every layer
+  CHECK(value(b, "--gpus") == "384");
+  CHECK(value(b, "--vocab") == "250880");
+  CHECK(value(b, "--positions") == "alibi");
+}
+
+TEST_CASE("Megatron-LM's own semantics: aliases, SP at tp 1, the architecture flags") {
+  const auto c = read_launcher_config(
+      std::string("--sequence-parallel --recompute-activations --swiglu --normalization RMSNorm "
+                  "--position-embedding-type rope --untie-embeddings-and-output-weights "
+                  "--disable-bias-linear --tokenizer-type GPT2BPETokenizer "
+                  "--tensor-model-parallel-size 1") + kShape,
+      "args.txt");
+  CHECK(value(c, "--sequence-parallel").empty());  // arguments.py turns it off at tp 1
+  CHECK(value(c, "--recompute") == "selective");
+  CHECK(value(c, "--ffn-hidden") == "10880");  // int(4 x 4096 x 2/3 / 64) x 64
+  CHECK(value(c, "--norm") == "rmsnorm");
+  CHECK(value(c, "--positions") == "rotary");
+  CHECK(value(c, "--embeddings") == "untied");
+  CHECK(value(c, "--bias") == "none");
+  CHECK(value(c, "--vocab") == "50304");  // 50,257 padded to a multiple of 128
+  const auto d = read_launcher_config(std::string("--tensor-model-parallel-size 8") + kShape,
+                                      "args.txt");
+  CHECK(value(d, "--norm") == "layernorm");  // Megatron-LM's defaults, said as the file's
+  CHECK(value(d, "--positions") == "learned");
+  CHECK(value(d, "--embeddings") == "tied");
+  CHECK(value(d, "--bias") == "all");
+}
+
+TEST_CASE("DeepSpeed: \"auto\" values, legacy cpu_offload, AutoTP, and a model config refused") {
+  const auto c = read_launcher_config(R"({
+    "bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"},
+    "train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+    "gradient_accumulation_steps": "auto",
+    "zero_optimization": {"stage": 2, "cpu_offload": true, "reduce_bucket_size": "auto"},
+    "tensor_parallel": {"autotp_size": 4}
+  })",
+                                      "ds_config_zero2.json");
+  CHECK(value(c, "--zero") == "2");
+  CHECK(value(c, "--offload") == "optimizer");  // zero/config.py: cpu_offload = optimizer on cpu
+  CHECK(value(c, "--offload-to") == "cpu");
+  CHECK(value(c, "--tp") == "4");
+  CHECK(value(c, "--precision").empty());  // the Trainer decides; said in a note
+  CHECK(value(c, "--micro-batch").empty());
+  bool said = false;
+  for (const std::string& n : c.notes) said |= n.find("\"auto\"") != std::string::npos;
+  CHECK(said);
+  CHECK_THROWS_AS(read_launcher_config(R"({"model_type": "llama", "hidden_size": 4096,
+                                          "num_hidden_layers": 32})",
+                                       "config.json"),
+                  InputError);
+}

@@ -2,6 +2,7 @@
 // torchtitan TOML or an accelerate YAML, turned into the planning flags they stand for.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,23 @@ struct LauncherConfig {
   int default_accumulation = 0;
   std::vector<std::string> defaults;  // one note per plan field the file leaves to a default
   std::vector<std::string> unknown;   // keys shardplan does not know, named (not used)
+  /// What the reader could not decide or does not price, each with where in the file: a branch
+  /// on a value the file does not fix, a key that changes nothing shardplan prices, a setting
+  /// the launcher overrides (Megatron-LM turns --sequence-parallel off at tp 1).
+  std::vector<std::string> notes;
   bool holds_model = false;           // the file describes the architecture (Megatron-LM)
+  std::string missing_model;          // why the file's model has no preset ("" when it has one)
+  /// The model a script shardplan wrote names in its header ("... for llama-3.1-8b on ...,
+  /// written by shardplan"): what its arguments cannot hold (the tokenizer's vocabulary) is
+  /// that model's.
+  std::string written_for;
+};
+
+/// What a launch script may take from outside the file: bash's environment (the script's own
+/// assignments replace it) and the user's `--set NAME=VALUE` (which replaces the script's own).
+struct ConfigInputs {
+  std::map<std::string, std::string> environment;
+  std::map<std::string, std::string> fixed;
 };
 
 /// Reads `text` (the contents of `path`) as the launcher config its extension names: .sh/.bash/
@@ -54,6 +71,7 @@ struct LauncherConfig {
 /// accelerate (without a known extension, the contents decide). InputError names `path` and the
 /// key for a value shardplan cannot read or a plan key that looks misspelt; keys it does not
 /// know at all are listed in `unknown`.
-LauncherConfig read_launcher_config(const std::string& text, const std::string& path);
+LauncherConfig read_launcher_config(const std::string& text, const std::string& path,
+                                    const ConfigInputs& inputs = {});
 
 }  // namespace shardplan
