@@ -20,8 +20,10 @@ namespace {
 
 constexpr char kLiteral = '\x01';  // the next character is literal: no expansion, no splitting
 constexpr int kMaxDepth = 6;       // bash -c / eval / heredoc / function calls inside each other
-constexpr size_t kMaxValue = 1 << 16;
+constexpr size_t kMaxValue = 1 << 16;   // characters a variable holds, all its items together
 constexpr size_t kMaxItems = 4096;
+constexpr long kMaxCommands = 100000;  // simple commands one file may run (functions calling
+                                       // functions fan out)
 
 // A word (raw, with its expansions still in it), an operator, or a NAME=( ... ) array.
 struct Token {
@@ -904,9 +906,12 @@ class Runner {
       if (v[0].size() > kMaxValue) v[0].resize(kMaxValue);
       return;
     }
+    size_t total = 0;
+    for (const std::string& item : v) total += item.size();
     for (std::string& item : value) {
-      if (v.size() >= kMaxItems) break;
-      if (item.size() > kMaxValue) item.resize(kMaxValue);
+      if (v.size() >= kMaxItems || total >= kMaxValue) break;
+      if (item.size() > kMaxValue - total) item.resize(kMaxValue - total);
+      total += item.size();
       v.push_back(std::move(item));
     }
   }
@@ -1078,6 +1083,11 @@ class Runner {
   }
 
   void command(const Simple& c, int depth, const std::string& via) {
+    if (++commands_run_ > kMaxCommands) {
+      if (commands_run_ == kMaxCommands + 1)
+        note(c.line, fmt::format("more than {} commands run: the rest is not read", kMaxCommands));
+      return;
+    }
     std::vector<const Token*> words = c.words;
     size_t k = 0;
     std::vector<const Token*> prefix;
@@ -1395,7 +1405,8 @@ class Runner {
   std::vector<std::string> open_conditions_;
   std::map<std::string, Function> functions_;
   std::vector<std::unique_ptr<std::vector<Token>>> owned_;
-  bool in_condition_ = false;  // scripts functions point into
+  bool in_condition_ = false;
+  long commands_run_ = 0;  // scripts functions point into
 };
 
 }  // namespace
