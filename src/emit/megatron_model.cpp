@@ -173,10 +173,20 @@ void megatron_model_args(MegatronArgs& a, const EmitInputs& in) {
   if (m.head_dim * m.heads != m.hidden) a.add("--kv-channels", m.head_dim);
   a.add("--seq-length", in.training.seq_len)
       .add("--max-position-embeddings", std::max(m.max_positions, in.training.seq_len));
-  if (m.mlp == MlpKind::swiglu) a.add("--swiglu");
+  if (m.mlp == MlpKind::swiglu && m.activation_clamp > 0) {
+    // gpt-oss's clamped gate: x * sigmoid(1.702 x) times (up + 1), gate and up clamped
+    // (modeling_gpt_oss.py GptOssExperts), which Megatron-LM's gpt-oss example writes as
+    // --quick-geglu --glu-linear-offset 1.0 --activation-func-clamp-value (TransformerConfig).
+    a.add("--quick-geglu").add("--glu-linear-offset", "1.0");
+    a.add("--activation-func-clamp-value", megatron_number(m.activation_clamp));
+  } else if (m.mlp == MlpKind::swiglu) {
+    a.add("--swiglu");
+  }
   // megatron/training/arguments.py --squared-relu (Nemotron-4's activation).
   if (m.mlp == MlpKind::squared_relu) a.add("--squared-relu");
   a.add("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
+  // LayerNorm1P (Nemotron-4): TransformerConfig.layernorm_zero_centered_gamma.
+  if (m.norm_zero_centered) a.add("--apply-layernorm-1p");
   if (m.norm_epsilon > 0) a.add("--norm-epsilon", megatron_number(m.norm_epsilon));
   const bool yarn = m.rope.scaling == RopeScaling::yarn && !m.is_mla();
   a.add("--position-embedding-type", m.positions == PositionKind::none     ? "none"
@@ -184,6 +194,16 @@ void megatron_model_args(MegatronArgs& a, const EmitInputs& in) {
                                      : yarn                                ? "yarn"
                                                                            : "rope");
   if (m.positions == PositionKind::rotary) rope_args(a, m);
+  if (m.positions == PositionKind::rotary && m.rope.fraction < 1)
+    a.add("--rotary-percent", megatron_number(m.rope.fraction));
+  // Sliding-window attention (arguments.py --window-size, --window-attn-skip-freq: one full
+  // attention layer after N - 1 windowed ones); attention sinks as gpt-oss's learnable softmax
+  // offset (TransformerConfig.softmax_type 'learnable').
+  if (m.sliding_window > 0) {
+    a.add("--window-size", fmt::format("{},0", m.sliding_window));
+    if (m.global_attention_every > 0) a.add("--window-attn-skip-freq", m.global_attention_every);
+  }
+  if (m.attention_sinks) a.add("--softmax-type", "learnable");
   if (!m.tied_embeddings) a.add("--untie-embeddings-and-output-weights");
   if (!(m.qkv_bias && m.out_bias && m.mlp_bias)) {
     a.add("--disable-bias-linear");

@@ -174,7 +174,7 @@ LayerParams layer_params(const ModelSpec& m, MixerKind mixer, FfnKind ffn) {
     const double shared = m.shared_ffn_hidden > 0 ? one_mlp(m, m.shared_ffn_hidden, 1) : 0;
     l.mlp = m.experts * one_mlp(m, m.ffn_hidden, 1) + shared;
     l.mlp_active = m.experts_per_token * one_mlp(m, m.ffn_hidden, 1) + shared;
-    l.router = h * m.experts + (m.router_bias ? m.experts : 0) + (m.shared_expert_gate ? h : 0);
+    l.router = h * m.experts + (m.router_bias || m.router_linear_bias ? m.experts : 0) + (m.shared_expert_gate ? h : 0);
     l.matmul_active += h * m.experts +
                        mlp_matrices(m) * h *
                            (static_cast<double>(m.experts_per_token) * m.ffn_hidden +
@@ -342,7 +342,7 @@ DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int sta
   if (m.is_moe()) {
     // The router is replicated; shared experts are split by tp like a dense MLP; routed experts
     // are spread over ep ranks and each split over etp ranks (Megatron-Core MoE parallel folding).
-    router = h * m.experts + (m.router_bias ? m.experts : 0) + (m.shared_expert_gate ? h : 0) +
+    router = h * m.experts + (m.router_bias || m.router_linear_bias ? m.experts : 0) + (m.shared_expert_gate ? h : 0) +
              (m.shared_ffn_hidden > 0 ? one_mlp(m, m.shared_ffn_hidden, t) : 0);
     moe_dense = attention + norms + router;
     moe_experts = one_mlp(m, m.ffn_hidden, plan.expert_tp()) * m.experts / plan.ep;

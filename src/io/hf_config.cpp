@@ -253,6 +253,9 @@ void read_conventions(const nlohmann::json& j, const nlohmann::json& c, const st
 // Qwen-MoE's router_aux_loss_coef). Read as given; absent fields stay 0 (the launcher's default).
 void read_training_fields(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
   m.rope.theta = first_number(c, {"rope_theta", "rotary_emb_base"});
+  // NemotronConfig / GPT-NeoX / Phi: the share of each head's channels the rotation covers.
+  m.rope.fraction = first_number(c, {"partial_rotary_factor", "rotary_pct"});
+  if (m.rope.fraction <= 0 || m.rope.fraction > 1) m.rope.fraction = 1;
   if (c.contains("rope_scaling") && c.at("rope_scaling").is_object()) {
     const nlohmann::json& r = c.at("rope_scaling");
     const std::string kind = string_or(r, "rope_type", string_or(r, "type", "default"));

@@ -69,7 +69,10 @@ void gpt_oss(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
   m.mlp = MlpKind::swiglu;
   m.norm = NormKind::rmsnorm;
   m.mlp_bias = true;         // gate_up_proj_bias and down_proj_bias of every expert
-  m.router_bias = true;      // GptOssTopKRouter: weight [E, h] and bias [E]
+  m.router_linear_bias = true;  // GptOssTopKRouter: a Linear, weight [E, h] and bias [E]
+  // GptOssExperts: gate and up clamped to swiglu_limit before the gated activation.
+  const auto limit = c.find("swiglu_limit");
+  m.activation_clamp = limit != c.end() && limit->is_number() ? limit->get<double>() : 7.0;
   m.attention_sinks = true;  // GptOssAttention.sinks: one per head
   m.qkv_bias = m.out_bias = flag(c, "attention_bias", true, origin);
   read_layer_pattern(c, origin, m);
@@ -84,6 +87,7 @@ void nemotron(const nlohmann::json& c, const std::string& origin, ModelSpec& m) 
   }
   m.mlp = MlpKind::squared_relu;
   m.norm = NormKind::layernorm;  // NemotronLayerNorm1P: weight and bias
+  m.norm_zero_centered = true;   // ... applied as weight + 1
   m.qkv_bias = m.out_bias = flag(c, "attention_bias", false, origin);
   m.mlp_bias = flag(c, "mlp_bias", false, origin);
 }

@@ -65,9 +65,11 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
            (m.linear_mixer == MixerKind::lightning && (!m.is_hybrid() || m.lightning_block >= 1)),
        "linear_mixer",
        "linear layers are gated-deltanet or lightning (lightning with lightning_block >= 1)");
-  need(m.rope.theta >= 0 && m.rope.factor >= 0 && m.norm_epsilon >= 0 && m.norm_epsilon < 1,
+  need(m.rope.fraction > 0 && m.rope.fraction <= 1 && m.activation_clamp >= 0 &&
+           m.rope.theta >= 0 && m.rope.factor >= 0 && m.norm_epsilon >= 0 && m.norm_epsilon < 1,
        "rope_theta",
-       "rope_theta and rope_scaling.factor cannot be negative; norm_epsilon is in [0, 1)");
+       "rope_theta, rope_scaling.factor and activation_clamp cannot be negative; rotary_fraction "
+       "is in (0, 1]; norm_epsilon is in [0, 1)");
   need(m.router.groups >= 0 && m.router.group_topk >= 0 && m.router.group_topk <= m.router.groups &&
            (m.router.groups == 0 || m.experts % m.router.groups == 0),
        "router", "router.group_topk must be at most router.groups, which must divide experts");
@@ -115,6 +117,8 @@ struct BoolKey {
 };
 constexpr BoolKey kBoolKeys[] = {{"shared_expert_gate", &ModelSpec::shared_expert_gate},
                                  {"router_bias", &ModelSpec::router_bias},
+                                 {"router_linear_bias", &ModelSpec::router_linear_bias},
+                                 {"norm_zero_centered", &ModelSpec::norm_zero_centered},
                                  {"qk_norm", &ModelSpec::qk_norm},
                                  {"attention_sinks", &ModelSpec::attention_sinks},
                                  {"attention_output_gate", &ModelSpec::attention_output_gate},
@@ -129,6 +133,8 @@ namespace {
 // "high_freq_factor", yarn's "beta_fast" / "beta_slow" / "mscale" / "mscale_all_dim"}.
 void read_rope(StrictObject& o, ModelSpec& m) {
   m.rope.theta = o.number_or("rope_theta", 0);
+  m.rope.fraction = o.number_or("rotary_fraction", 1);
+  m.activation_clamp = o.number_or("activation_clamp", 0);
   if (!o.has("rope_scaling")) return;
   StrictObject r = o.object("rope_scaling");
   RopeSpec& p = m.rope;
@@ -209,6 +215,8 @@ void write_extended_architecture(const ModelSpec& m, nlohmann::json& j) {
   if (m.has_block_pattern()) j["block_pattern"] = m.block_pattern;
   if (m.linear_mixer != MixerKind::gated_deltanet) j["linear_mixer"] = to_string(m.linear_mixer);
   put_if(j, "rope_theta", m.rope.theta);
+  if (m.rope.fraction != 1) j["rotary_fraction"] = m.rope.fraction;
+  put_if(j, "activation_clamp", m.activation_clamp);
   if (m.rope.scaling != RopeScaling::none) j["rope_scaling"] = rope_json(m.rope);
   put_if(j, "norm_epsilon", m.norm_epsilon);
   if (m.is_moe()) j["router"] = router_json(m.router);

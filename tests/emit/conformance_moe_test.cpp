@@ -247,3 +247,27 @@ TEST_CASE("torchtitan v0.2.2 DualPipeV: the expert-parallel overlap switch says 
   v.recompute = Recompute::full;  // "Does not support activation_checkpoint, set mode=none"
   CHECK(refused(torchtitan_problems(inputs_of(v)), "--schedule"));
 }
+
+TEST_CASE("Megatron-LM: gpt-oss and Nemotron-4 train the models their config.json describe") {
+  // gpt-oss-120b (config.json: sliding_window 128 on alternate layers, attention sinks,
+  // swiglu_limit 7.0, a router Linear with a bias): Megatron-LM's gpt-oss example writes the
+  // window, the learnable softmax and the clamped quick-GeGLU with its +1 offset.
+  const MoeCase oss = {"gpt-oss-120b", "dgx-h100", 64, 1, 1, 8, 0, 256, Recompute::selective};
+  const auto l = passing_launch(inputs_of(oss));
+  CHECK(l.args.at("--window-size") == "128,0");
+  CHECK(l.args.at("--window-attn-skip-freq") == "2");
+  CHECK(l.args.at("--softmax-type") == "learnable");
+  CHECK(l.args.count("--quick-geglu") == 1);
+  CHECK(l.args.at("--glu-linear-offset") == "1.0");
+  CHECK(std::stod(l.args.at("--activation-func-clamp-value")) == 7.0);
+  CHECK(l.args.count("--swiglu") == 0);
+  // Its router bias is the Linear's own, not DeepSeek-V3's score-correction bias.
+  CHECK(l.args.count("--moe-router-enable-expert-bias") == 0);
+  // Nemotron-4 340B (NemotronConfig: partial_rotary_factor 0.5, LayerNorm1P).
+  const MoeCase nemotron = {"nemotron-4-340b", "dgx-h100", 1536, 8, 12, 1, 0, 768,
+                            Recompute::selective};
+  const auto n = passing_launch(inputs_of(nemotron));
+  CHECK(std::stod(n.args.at("--rotary-percent")) == 0.5);
+  CHECK(n.args.count("--apply-layernorm-1p") == 1);
+  CHECK(n.args.at("--normalization") == "LayerNorm");
+}

@@ -262,7 +262,19 @@ std::string norm_rule(const L& l, const ModelSpec& m) {
 }
 
 std::string block_rule(const L& l, const ModelSpec& m) {
-  if ((m.mlp == MlpKind::swiglu) != has(l, "--swiglu")) return "--swiglu does not match the MLP";
+  // A gated SiLU MLP is --swiglu; gpt-oss's clamped one Megatron-LM's --quick-geglu.
+  const bool gated = has(l, "--swiglu") || has(l, "--quick-geglu");
+  if ((m.mlp == MlpKind::swiglu) != gated) return "--swiglu / --quick-geglu does not match the MLP";
+  if ((m.activation_clamp > 0) != has(l, "--activation-func-clamp-value"))
+    return "--activation-func-clamp-value does not match swiglu_limit";
+  if (m.norm_zero_centered != has(l, "--apply-layernorm-1p"))
+    return "--apply-layernorm-1p does not match LayerNorm1P";
+  if (std::fabs(num(l, "--rotary-percent", 1.0) - m.rope.fraction) > 1e-9)
+    return "--rotary-percent (default 1.0) is not partial_rotary_factor";
+  if ((m.sliding_window > 0) != has(l, "--window-size"))
+    return "--window-size does not match sliding_window";
+  if (m.attention_sinks != (str(l, "--softmax-type", "vanilla") == "learnable"))
+    return "--softmax-type learnable does not match the attention sinks";
   if (m.qk_norm != has(l, "--qk-layernorm")) return "--qk-layernorm does not match qk_norm";
   return fail_if(m.tied_embeddings == has(l, "--untie-embeddings-and-output-weights"),
                  "--untie-embeddings-and-output-weights does not match tie_word_embeddings");

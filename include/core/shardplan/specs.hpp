@@ -114,6 +114,7 @@ struct RopeSpec {
   double beta_slow = 0;
   double mscale = 0;
   double mscale_all_dim = 0;
+  double fraction = 1;  // partial_rotary_factor: the share of each head's channels rotated
 };
 
 /// How a MoE router picks and weighs experts (config.json's scoring_func, routed_scaling_factor,
@@ -161,6 +162,9 @@ struct ModelSpec {
   int shared_ffn_hidden = 0;  // width of the always-on shared expert(s) of a MoE layer; 0 = none
   bool shared_expert_gate = false;  // Qwen2-MoE's sigmoid gate on the shared expert (h weights)
   bool router_bias = false;         // DeepSeek-V3's per-expert score-correction bias
+  bool router_linear_bias = false;  // gpt-oss: the router's Linear has its own bias [E]
+  double activation_clamp = 0;      // gpt-oss swiglu_limit: gate and up clamped to it; 0 = none
+  bool norm_zero_centered = false;  // LayerNorm1P (Nemotron-4): weights stored as gamma - 1
   // Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank == 0 means ordinary attention.
   int q_lora_rank = 0;  // 0 = queries projected directly (DeepSeek-V2-Lite)
   int kv_lora_rank = 0;
