@@ -725,6 +725,18 @@ LauncherConfig read_megatron(const std::string& text, const std::string& path,
   } else {
     for (const ShellCommand& c : run.commands) words.insert(words.end(), c.words.begin(), c.words.end());
   }
+  // A word that is only an expansion the file does not fix may hold arguments: they are not
+  // read, and the plan says so rather than taking Megatron-LM's defaults in silence.
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    const bool is_value = i > 0 && words[i - 1].rfind("--", 0) == 0 &&
+                          words[i - 1].find('=') == std::string::npos;
+    if (w.rfind("${", 0) != 0 || w.back() != '}' || is_value) continue;
+    const std::string name = w.substr(2, w.size() - 3);
+    b.note(fmt::format("the training command passes {}, which the file does not fix: any "
+                       "arguments in it are not read (--set {}='...' gives them)",
+                       w, name));
+  }
   const Args a = arguments(words, b);
   for (const auto& [key, flag] : kValued) {
     if (!a.count(key)) continue;

@@ -1051,12 +1051,17 @@ class Runner {
       return;
     }
     if (!decided) {
+      // This branch's condition replaces the one of the branch before it: an elif runs when
+      // the earlier conditions are false, which a note cannot say shorter than "a branch of".
+      const bool first = !f.undecided;
       f.undecided = true;
       f.reach = Reach::unknown;
       note(line, fmt::format("the file does not decide `{}`; what its branches set is not read "
                              "(--set NAME=VALUE decides it)",
                              text));
-      open_conditions_.push_back("`" + text + "`");
+      for (; f.pushed > 0 && !open_conditions_.empty(); --f.pushed) open_conditions_.pop_back();
+      open_conditions_.push_back(first ? "`" + text + "`"
+                                       : "`" + text + "` (an elif: the conditions before it fail)");
       ++f.pushed;
       return;
     }
@@ -1278,6 +1283,8 @@ class Runner {
             top.reach = top.parent == Reach::skipped || top.taken ? Reach::skipped
                         : top.undecided                           ? Reach::unknown
                                                                   : top.parent;
+            if (top.reach == Reach::unknown && top.pushed > 0 && !open_conditions_.empty())
+              open_conditions_.back() = "the else of " + open_conditions_.back();
           }
         }
         s.words.erase(s.words.begin());

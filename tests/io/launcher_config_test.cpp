@@ -310,6 +310,22 @@ torchrun --nproc_per_node 8 pretrain_gpt.py $ARGS --tensor-model-parallel-size $
   CHECK(said);  // ... and the note says which condition left it out
   const auto fp8 = read_launcher_config(script, "train.sh", {{}, {{"TP", "4"}, {"USE_FP8", "1"}}});
   CHECK(value(fp8, "--precision") == "fp8");
+  // An expansion the file does not fix, passed whole to the training command, may hold
+  // arguments: named, with how to give it, not taken as Megatron-LM's defaults in silence.
+  const auto open = read_launcher_config(
+      "if [ -n \"$FAST\" ]; then EXTRA=\"--recompute-granularity selective\"; fi\n"
+      "torchrun pretrain_gpt.py $EXTRA --num-layers 32 --hidden-size 4096 "
+      "--num-attention-heads 32\n",
+      "train.sh");
+  bool named = false;
+  for (const std::string& n : open.notes) named |= n.find("passes ${EXTRA}") != std::string::npos;
+  CHECK(named);
+  const auto given = read_launcher_config(
+      "if [ -n \"$FAST\" ]; then EXTRA=\"--recompute-granularity selective\"; fi\n"
+      "torchrun pretrain_gpt.py $EXTRA --num-layers 32 --hidden-size 4096 "
+      "--num-attention-heads 32\n",
+      "train.sh", {{}, {{"EXTRA", "--recompute-granularity full"}}});
+  CHECK(value(given, "--recompute") == "full");
 }
 
 TEST_CASE("the training command inside bash -c, srun and a heredoc; #SBATCH nodes") {
