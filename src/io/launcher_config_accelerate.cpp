@@ -5,13 +5,13 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
+#include <filesystem>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "launcher_config_parts.hpp"
 #include "shardplan/error.hpp"
+#include "shardplan/files.hpp"
 
 namespace shardplan::config {
 namespace {
@@ -141,21 +141,20 @@ bool linked_deepspeed(const YAML::Node& d, Builder& b) {
   const std::string file = scalar(d["deepspeed_config_file"]);
   const std::string& yaml = b.config().path;
   const size_t slash = yaml.rfind('/');
-  std::string text;
+  std::string found;
   for (const std::string& candidate :
        {file, slash == std::string::npos ? file : yaml.substr(0, slash + 1) + file}) {
-    std::ifstream in(candidate);
-    if (!in) continue;
-    std::stringstream all;
-    all << in.rdbuf();
-    text = all.str();
-    break;
+    if (std::filesystem::is_regular_file(candidate)) {
+      found = candidate;
+      break;
+    }
   }
-  if (text.empty()) {
+  if (found.empty()) {
     b.refuse(key, "'" + file + "' is not readable here (as written or beside " + yaml +
                       "): the plan is in that DeepSpeed JSON; give it to --from (with --gpus " +
                       b.value_of("--gpus") + ")");
   }
+  const std::string text = read_text_file(found, yaml + ": " + key);
   const LauncherConfig ds = read_deepspeed(text, file);
   for (const ConfigSetting& s : ds.settings) {
     if (s.flag == "--precision" && !b.value_of("--precision").empty()) continue;

@@ -261,3 +261,19 @@ TEST_CASE("runbook, memory and plan take --from; plan says what would be faster"
   CHECK(contains(text.out, "From " + kData + "deepspeed-zero3-offload.json: dp 8"));
   CHECK(contains(text.out, "Faster: "));
 }
+
+TEST_CASE("accelerate's deepspeed_config_file is followed, beside the YAML; a missing one is named") {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/ds.json", R"({"train_micro_batch_size_per_gpu": 2,
+                                   "zero_optimization": {"stage": 3}, "bf16": {"enabled": true}})");
+  write_file(dir + "/acc.yaml", "distributed_type: DEEPSPEED\nnum_processes: 8\nnum_machines: 1\n"
+                                "mixed_precision: bf16\ndeepspeed_config:\n"
+                                "  deepspeed_config_file: ds.json\n");
+  const auto j = json_of("estimate --from " + dir + "/acc.yaml --model llama-2-7b");
+  CHECK(j.at("plan").at("zero") == 3);
+  CHECK(j.at("plan").at("micro_batch") == 2);
+  write_file(dir + "/missing.yaml", "distributed_type: DEEPSPEED\nnum_processes: 8\n"
+                                    "deepspeed_config:\n  deepspeed_config_file: nowhere.json\n");
+  check_refused("estimate --from " + dir + "/missing.yaml --model llama-2-7b",
+                "deepspeed_config.deepspeed_config_file");
+}
