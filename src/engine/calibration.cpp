@@ -10,6 +10,7 @@
 
 #include "shardplan/error.hpp"
 #include "shardplan/framework.hpp"
+#include "shardplan/parallel.hpp"
 
 namespace shardplan {
 namespace {
@@ -397,10 +398,11 @@ PublishedRun with_knobs(PublishedRun run, const std::vector<KnobFit>& fit) {
 }
 
 std::vector<PublishedRun> with_step_ratios(std::vector<PublishedRun> runs, StepModel step) {
-  for (PublishedRun& r : runs) {
-    if (r.simulated_step_ratio > 0) continue;
+  parallel_for(runs.size(), 0, [&](size_t /*worker*/, size_t i) {
+    PublishedRun& r = runs[i];
+    if (r.simulated_step_ratio > 0) return;
     r.simulated_step_ratio = step == StepModel::simulated ? predict(r).step_ratio : 1.0;
-  }
+  });
   return runs;
 }
 
@@ -746,7 +748,12 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& given, StepModel
     if (std::find(cv.groups.begin(), cv.groups.end(), r.source_group) == cv.groups.end())
       cv.groups.push_back(r.source_group);
   }
-  for (const std::string& g : cv.groups) {
+  // The folds are independent: each on its own thread, written to its own slot, and joined in
+  // group order, so the cases come out the same whatever thread ran which fold.
+  std::vector<std::vector<KnobFit>> folds(cv.groups.size());
+  std::vector<std::vector<CvCase>> held_out(cv.groups.size());
+  parallel_for(cv.groups.size(), 0, [&](size_t /*worker*/, size_t gi) {
+    const std::string& g = cv.groups[gi];
     std::vector<bool> use(runs.size());
     bool refit = false;
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -755,8 +762,8 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& given, StepModel
     }
     // Constants none of the group's runs trained are the same without it: no refit needed.
     // A refit starts from the full fit (Levenberg-Marquardt, a few iterations).
-    const std::vector<KnobFit> fold = refit ? fit_knobs(runs, use, &cv.fit) : cv.fit;
-    cv.folds[g] = fold;
+    folds[gi] = refit ? fit_knobs(runs, use, &cv.fit) : cv.fit;
+    const std::vector<KnobFit>& fold = folds[gi];
     std::map<std::string, CorpusReach> seen;
     for (size_t i = 0; i < runs.size(); ++i)
       if (use[i] && is_step_metric(runs[i].metric))
@@ -777,8 +784,12 @@ CrossValidation cross_validate(const std::vector<PublishedRun>& given, StepModel
       c.extrapolated = extrapolated_in_fold(runs[i], fold, seen);
       c.peak = runs[i].measured_peak_gib > 0 && p.predicted_peak_gib > 0;
       if (c.peak) c.peak_error = p.predicted_peak_gib / runs[i].measured_peak_gib - 1;
-      cv.cases.push_back(c);
+      held_out[gi].push_back(c);
     }
+  });
+  for (size_t gi = 0; gi < cv.groups.size(); ++gi) {
+    cv.folds[cv.groups[gi]] = std::move(folds[gi]);
+    cv.cases.insert(cv.cases.end(), held_out[gi].begin(), held_out[gi].end());
   }
   int covered = 0;
   for (CvCase& c : cv.cases) {

@@ -12,6 +12,13 @@ namespace shardplan::sim {
 Graph::Graph(int device_count)
     : last_in_stream(static_cast<size_t>(device_count) * kSimStreams, -1), devices(device_count) {}
 
+void Graph::reset(int device_count) {
+  tasks.clear();
+  edges.clear();
+  last_in_stream.assign(static_cast<size_t>(device_count) * kSimStreams, -1);
+  devices = device_count;
+}
+
 int Graph::add(const SimEvent& what, double duration_s) {
   const int id = static_cast<int>(tasks.size());
   Task t;
@@ -61,7 +68,8 @@ struct Pending {
 struct Loop {
   Graph& g;
   double slowdown;
-  std::vector<int> succ_begin, succ;  // successors, by task
+  std::vector<int>& succ_begin;       // successors, by task (storage reused across runs)
+  std::vector<int>& succ;
   std::vector<int> running_compute;   // per device
   std::vector<int> running_comm;      // per device x stream: the last communication started
   struct LinkState {
@@ -71,7 +79,9 @@ struct Loop {
   std::vector<LinkState> links;  // per device x link
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> heap;
 
-  Loop(Graph& graph, double overlap_slowdown) : g(graph), slowdown(overlap_slowdown) {
+  Loop(Graph& graph, double overlap_slowdown, std::vector<int>& successor_begin,
+       std::vector<int>& successors)
+      : g(graph), slowdown(overlap_slowdown), succ_begin(successor_begin), succ(successors) {
     const size_t n = g.tasks.size();
     succ_begin.assign(n + 1, 0);
     for (const auto& e : g.edges) ++succ_begin[e.first + 1];
@@ -182,7 +192,8 @@ struct Loop {
 }  // namespace
 
 bool run(Graph& g, double overlap_slowdown) {
-  Loop loop(g, overlap_slowdown);
+  thread_local std::vector<int> succ_begin, succ;
+  Loop loop(g, overlap_slowdown, succ_begin, succ);
   for (size_t i = 0; i < g.tasks.size(); ++i) {
     if (g.tasks[i].pending == 0 && g.tasks[i].host < 0) loop.start(static_cast<int>(i), 0.0);
   }

@@ -31,6 +31,9 @@ struct Graph {
   int devices = 0;
 
   explicit Graph(int device_count);
+  /// Empties the graph for `device_count` devices, keeping its storage (a simulation reuses the
+  /// previous one's memory instead of faulting in fresh pages).
+  void reset(int device_count);
   /// A task queued on its stream after the stream's previous one.
   int add(const SimEvent& what, double duration_s);
   /// A communication task that starts when `host` does, on its own stream, out of queue order.
