@@ -246,6 +246,34 @@ ModelSpec resolve_model(const PlanningOptions& o) {
   return m;
 }
 
+// --headroom: "10%" of the device, or a size with its unit ("8GiB"; a bare number would be bytes,
+// which nobody means). At least 0 and less than the device.
+double parse_headroom(const std::string& text, const GpuSpec& gpu) {
+  const std::string field = "--headroom";
+  double bytes = 0;
+  if (!text.empty() && text.back() == '%') {
+    const double share = parse_number(text.substr(0, text.size() - 1), field);
+    if (!(share >= 0 && share < 100)) {
+      throw InputError(field, fmt::format("'{}' must be a share from 0% up to (not including) "
+                                          "100% of the device",
+                                          text));
+    }
+    bytes = share / 100 * gpu.memory_bytes;
+  } else {
+    if (text.find_first_not_of("0123456789.eE+- ") == std::string::npos) {
+      throw InputError(field, fmt::format("'{}' has no unit: give a size (8GiB, 10GB) or a share "
+                                          "of the device (10%)",
+                                          text));
+    }
+    bytes = parse_bytes(text, field);
+  }
+  if (!(bytes >= 0 && bytes < gpu.memory_bytes)) {
+    throw InputError(field, fmt::format("'{}' must be at least 0 and less than the {}'s {}", text,
+                                        gpu.name, format_gib(gpu.memory_bytes)));
+  }
+  return bytes;
+}
+
 ClusterSpec resolve_cluster(const PlanningOptions& o, int default_gpus) {
   ClusterOptions c;
   c.cluster = o.cluster;
@@ -262,6 +290,7 @@ ClusterSpec resolve_cluster(const PlanningOptions& o, int default_gpus) {
                      "--link sets one flat link; combine it with neither --intra nor --inter");
   }
   ClusterSpec built = build_cluster(c);
+  if (!o.headroom.empty()) built.headroom_bytes = parse_headroom(o.headroom, built.gpu);
   if (built.gpus % built.gpus_per_node != 0) {
     throw InputError(o.gpus_per_node.empty() ? "--gpus" : "--gpus-per-node",
                      fmt::format("{} GPUs do not fill whole nodes of {}; use a --gpus that is a "

@@ -32,6 +32,7 @@ struct PlanningOptions {
   bool tp_comm_overlap = false;
   // cluster
   std::string cluster, gpu, gpus, gpus_per_node, gpus_per_domain, nics_per_node, intra, inter, link;
+  std::string headroom;  // memory each device keeps free: "8GiB" or "10%"
   // plan
   std::string dp, tp, pp, cp, ep, zero, recompute, interleave;
   std::string recompute_modules;  // Megatron-Core's modules, under --recompute selective
@@ -78,6 +79,9 @@ struct Inputs {
 
 ModelSpec resolve_model(const PlanningOptions& o);
 ClusterSpec resolve_cluster(const PlanningOptions& o, int default_gpus);
+/// --headroom on `gpu`: "10%" of its memory or a size with a unit ("8GiB"); exit 2 naming the
+/// flag for a bare number, a negative one or one the device cannot leave free.
+double parse_headroom(const std::string& text, const GpuSpec& gpu);
 TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& model);
 /// The default global batch (kDefaultTokensPerStep, rounded up to a multiple of `multiple_of`)
 /// when --global-batch was not given, with a note saying so; otherwise nothing changes.

@@ -125,6 +125,10 @@ const std::vector<PlanningFlag> kTable = {
      &O::inter},
     {"Cluster", "--link", "One flat link between all GPUs: preset or bandwidth, used as given",
      &O::link},
+    {"Cluster", "--headroom",
+     "Memory each GPU keeps free, a size (8GiB) or a share of the device (10%): a plan fits "
+     "when its reserved peak leaves at least this much (default 0)",
+     &O::headroom},
     // Plan: every row but --allow-tp-across-nodes describes the plan itself.
     {"Plan", "--dp", "Data-parallel degree (default: GPUs / (tp x pp x cp))", &O::dp, nullptr, true},
     {"Plan", "--tp", "Tensor-parallel degree", &O::tp, nullptr, true},

@@ -100,6 +100,8 @@ std::vector<GpuOffer> resolve_offers(const ProvisionFlags& f) {
     c.gpus_per_node = f.gpus_per_node;
     GpuOffer offer;
     offer.cluster = build_cluster(c);
+    if (!f.o.headroom.empty())
+      offer.cluster.headroom_bytes = parse_headroom(f.o.headroom, offer.cluster.gpu);
     offer.gpu_hour_cost = offer.cluster.gpu.list_price_usd_per_gpu_hour;
     offer.price_source = offer.cluster.gpu.list_price_source;
     offers.push_back(offer);
@@ -268,6 +270,10 @@ Runner setup_provision(CLI::App& sub) {
   sub.add_option("--budget", f->budget, "Spend at most this much, e.g. 2M or $500k")
       ->group("Provision");
   sub.add_option("--objective", f->objective, "Rank by cost | time (default cost)")
+      ->group("Provision");
+  sub.add_option("--headroom", f->o.headroom,
+                 "Memory each GPU keeps free, a size (8GiB) or a share of each GPU type (10%) "
+                 "(default 0)")
       ->group("Provision");
   add_search_plan_options(sub, f->o, false);
   sub.add_option("--max-comm-share", f->max_comm_share,

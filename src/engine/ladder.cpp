@@ -156,7 +156,7 @@ void classify_memory(RungVerdict& v, const ModelSpec& m, const TrainingSpec& tr,
   const ParallelPlan& p = v.plan.plan;
   const MemoryBreakdown mem = estimate_memory(m, tr, p, c);
   const StageMemory& s = mem.worst();
-  const double cap = c.gpu.memory_bytes;
+  const double cap = c.usable_bytes();
   v.memory_bytes = s.total_bytes();
   if (!mem.host_fits) {
     v.blocker = Blocker::host_memory;

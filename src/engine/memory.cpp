@@ -277,7 +277,8 @@ MemoryBreakdown estimate_memory(const ModelSpec& m, const TrainingSpec& tr, cons
     out.host_capacity_bytes = c.host.memory_bytes;
     out.host_fits = out.host_bytes_per_node <= out.host_capacity_bytes;
   }
-  out.fits = out.total_bytes() <= out.capacity_bytes && out.host_fits;
+  out.headroom_bytes = c.headroom_bytes;
+  out.fits = out.total_bytes() <= c.usable_bytes() && out.host_fits;
   return out;
 }
 

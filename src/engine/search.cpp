@@ -329,7 +329,7 @@ void visit(const ParallelPlan& p, const Walk& w, GroupCosts& costs, Partial& out
   cand.exposed_comm_s = ev.time.exposed_comm_s;
   cand.tokens_per_s = static_cast<double>(w.tr.global_batch) * w.tr.seq_len / ev.time.step_s;
   cand.objective = objective_of(w.opt.objective, cand, w.cluster.gpus);
-  record(cand, ev.peak_bytes > w.cluster.gpu.memory_bytes || !ev.host_fits, w.opt, out);
+  record(cand, ev.peak_bytes > w.cluster.usable_bytes() || !ev.host_fits, w.opt, out);
 }
 
 // The shard degree of a shard group spanning `gpus` GPUs (0: the whole data-parallel group);

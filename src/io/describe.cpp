@@ -95,9 +95,17 @@ std::string cpu_link_note(const LinkSpec& l, const char* which, const char* scop
 
 }  // namespace
 
+std::string headroom_clause(const ClusterSpec& c) {
+  if (c.headroom_bytes <= 0) return "";
+  return fmt::format(" less the {} headroom kept free", format_gib(c.headroom_bytes));
+}
+
 std::string describe_cluster(const ClusterSpec& c) {
   std::string s =
-      fmt::format("{} x {} ({:.1f} GiB)", c.gpus, c.gpu.name, c.gpu.memory_bytes / kGiB);
+      c.headroom_bytes > 0
+          ? fmt::format("{} x {} ({:.1f} GiB, {:.1f} GiB of it kept free)", c.gpus, c.gpu.name,
+                        c.gpu.memory_bytes / kGiB, c.headroom_bytes / kGiB)
+          : fmt::format("{} x {} ({:.1f} GiB)", c.gpus, c.gpu.name, c.gpu.memory_bytes / kGiB);
   if (c.nodes() > 1) {
     // A probed profile whose inter-node tier was not measured says so where it is used.
     const bool nominal_nic = c.intra.measured && !c.nic.measured;

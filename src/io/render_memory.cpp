@@ -143,10 +143,19 @@ Table device_table(const MemoryBreakdown& mem, const ParallelPlan& plan) {
 std::string verdict_lines(const MemoryBreakdown& mem) {
   const StageMemory& w = mem.worst();
   const double margin = mem.margin_bytes();
+  // With --headroom: whether the spare covers it (a plan that does not fit only for the
+  // headroom says so).
+  const std::string room =
+      mem.headroom_bytes <= 0 ? ""
+      : margin >= mem.headroom_bytes
+          ? fmt::format(", {} beyond the {} headroom asked", format_gib(margin - mem.headroom_bytes),
+                        format_gib(mem.headroom_bytes))
+          : fmt::format(", {} short of the {} headroom asked",
+                        format_gib(mem.headroom_bytes - margin), format_gib(mem.headroom_bytes));
   std::string out =
-      fmt::format("\n{}: {} of {} on a {}; {} {}.\n", mem.fits ? "FITS" : "DOES NOT FIT",
+      fmt::format("\n{}: {} of {} on a {}; {} {}{}.\n", mem.fits ? "FITS" : "DOES NOT FIT",
                   format_gib(w.total_bytes()), format_gib(mem.capacity_bytes), "device",
-                  format_gib(std::fabs(margin)), margin >= 0 ? "to spare" : "over");
+                  format_gib(std::fabs(margin)), margin >= 0 ? "to spare" : "over", room);
   if (w.offloaded_bytes > 0 || w.host_bytes > 0) {
     out += fmt::format(
         "Offload: {} off each device; host memory {} per GPU, {} per node of {}{}{}.\n",
@@ -241,6 +250,7 @@ nlohmann::json to_json(const MemoryBreakdown& m) {
   j["capacity_bytes"] = m.capacity_bytes;
   j["fits"] = m.fits;
   j["margin_bytes"] = m.margin_bytes();
+  j["headroom_bytes"] = m.headroom_bytes;
   j["model_states_bytes"] = w.model_states_bytes();
   j["bytes_per_param"] = {{"weights", m.bytes_per_param.weights},
                           {"weight_copies", m.bytes_per_param.weight_copies},

@@ -204,14 +204,16 @@ std::string ranking_text(const PlanOutcome& o) {
 
 std::string no_plan_text(const PlanOutcome& o) {
   const SearchResult& found = o.planned.found;
-  const double capacity = o.cluster.gpu.memory_bytes;
+  const double capacity = o.cluster.usable_bytes();
   std::string out =
-      fmt::format("No plan fits: of {} configurations, none fits in {} of device memory.\n",
-                  found.evaluated, format_gib(capacity));
+      fmt::format("No plan fits: of {} configurations, none fits in {} of device memory{}.\n",
+                  found.evaluated, format_gib(o.cluster.gpu.memory_bytes),
+                  headroom_clause(o.cluster));
   if (found.have_least_memory) {
-    out += fmt::format("Closest: {} needs {} per device against {} ({:.1f}x the capacity).\n",
+    out += fmt::format("Closest: {} needs {} per device against {} ({:.1f}x {}).\n",
                        describe(found.least_memory.plan), format_gib(found.least_memory.peak_bytes),
-                       format_gib(capacity), found.least_memory.peak_bytes / capacity);
+                       format_gib(capacity), found.least_memory.peak_bytes / capacity,
+                       o.cluster.headroom_bytes > 0 ? "what may be used" : "the capacity");
   }
   return out;
 }

@@ -119,17 +119,31 @@ std::string memory_text(const std::vector<const Prediction*>& cases) {
            {"predicted GiB"},
            {"error"}});
   double sum = 0, worst = 0;
+  const Prediction* under = nullptr;  // the peak predicted furthest below what was measured
   for (const Prediction* p : cases) {
     t.add_row({p->run->id, profile_of(*p->run), fmt::format("{:.1f}", p->run->measured_peak_gib),
                fmt::format("{:.1f}", p->predicted_peak_gib),
                fmt::format("{:+.1f}%", memory_error(*p) * 100)});
     sum += std::fabs(memory_error(*p));
     worst = std::max(worst, std::fabs(memory_error(*p)));
+    const double short_gib = p->run->measured_peak_gib - p->predicted_peak_gib;
+    if (short_gib > 0 &&
+        (!under || short_gib > under->run->measured_peak_gib - under->predicted_peak_gib))
+      under = p;
   }
-  return "\n# peak device memory, where the source publishes it\n" + t.render("") +
-         fmt::format("mean |error| {:.1f}%, max |error| {:.1f}% over {}\n",
-                     sum * 100 / static_cast<double>(cases.size()), worst * 100,
-                     count_of(cases.size()));
+  std::string out = "\n# peak device memory, where the source publishes it\n" + t.render("") +
+                    fmt::format("mean |error| {:.1f}%, max |error| {:.1f}% over {}\n",
+                                sum * 100 / static_cast<double>(cases.size()), worst * 100,
+                                count_of(cases.size()));
+  // Measured <= predicted + shortfall: a headroom of the largest shortfall would have kept every
+  // peak above on its device whenever shardplan said the plan fits.
+  if (under) {
+    const double short_gib = under->run->measured_peak_gib - under->predicted_peak_gib;
+    out += fmt::format("largest shortfall {:.1f} GiB ({}): --headroom {:.0f}GiB would have kept "
+                       "every peak above on its device\n",
+                       short_gib, under->run->id, std::ceil(short_gib));
+  }
+  return out;
 }
 
 }  // namespace

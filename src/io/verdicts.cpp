@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/describe.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/render_provision.hpp"
 #include "shardplan/rule_words.hpp"
@@ -46,11 +47,12 @@ Verdict no_plan_verdict(const SearchResult& found, const ClusterSpec& cluster) {
   const double capacity = cluster.gpu.memory_bytes;
   if (found.have_least_memory) {
     return {VerdictKind::no_plan,
-            fmt::format("None of the {} configurations searched fits in the {} of a {}; the "
+            fmt::format("None of the {} configurations searched fits in the {} of a {}{}; the "
                         "closest, {}, needs {}.",
                         found.evaluated, format_gib(capacity), cluster.gpu.name,
-                        describe(found.least_memory.plan),
-                        memory_against_capacity(found.least_memory.peak_bytes, capacity))};
+                        headroom_clause(cluster), describe(found.least_memory.plan),
+                        memory_against_capacity(found.least_memory.peak_bytes,
+                                                cluster.usable_bytes()))};
   }
   const std::optional<RuleId> rule = top_rule(found);
   if (!rule) {

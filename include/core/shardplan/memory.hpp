@@ -123,7 +123,8 @@ struct MemoryBreakdown {
   int worst_stage = 0;              // the most-loaded device
   bool activations_known = true;    // false when only the parameter count is known
   double capacity_bytes = 0;
-  bool fits = false;
+  double headroom_bytes = 0;  // asked to stay free (ClusterSpec::headroom_bytes)
+  bool fits = false;          // the peak within capacity less headroom, and the host's share
   StateBytes bytes_per_param;
   double fragmentation = 0;  // the share used for fragmentation_bytes
   double total_params = 0;

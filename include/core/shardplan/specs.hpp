@@ -366,7 +366,12 @@ struct ClusterSpec {
   int nics_per_node = 1;  // scale-out NICs per host
   LinkSpec inter;  // scale-out per GPU: the host's NICs shared by its GPUs (see share_nics)
   HostSpec host;   // the host's memory, CPU-GPU link, DRAM and NVMe (offload)
+  // Memory each device keeps free (--headroom): a plan fits when its peak (what the caching
+  // allocator reserves) stays within usable_bytes(). 0: the whole device.
+  double headroom_bytes = 0;
 
+  /// What a plan may use of each device: its memory less the headroom asked for.
+  double usable_bytes() const { return gpu.memory_bytes - headroom_bytes; }
   int nodes() const { return (gpus + gpus_per_node - 1) / gpus_per_node; }
   /// GPUs that share the scale-up link: what "TP inside the NVLink domain" reads.
   int domain_gpus() const { return gpus_per_domain > 0 ? gpus_per_domain : gpus_per_node; }

@@ -16,6 +16,8 @@ std::string describe_model(const ModelSpec& m);
 std::string hybrid_mixers(const ModelSpec& m);
 /// One line naming the cluster, e.g. "16 x H100-SXM (2 nodes of 8; nvlink4 inside, 8 x ib-ndr)".
 std::string describe_cluster(const ClusterSpec& c);
+/// " less the 8.0 GiB headroom kept free" when --headroom asked for one; "" otherwise.
+std::string headroom_clause(const ClusterSpec& c);
 /// What a plan on this cluster must be told about its links: one note per link in use that a
 /// probe measured between CPU processes (LinkSpec::medium) rather than between its GPUs.
 std::vector<std::string> cluster_notes(const ClusterSpec& c);
