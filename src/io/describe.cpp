@@ -101,11 +101,11 @@ std::string headroom_clause(const ClusterSpec& c) {
 }
 
 std::string describe_cluster(const ClusterSpec& c) {
-  std::string s =
-      c.headroom_bytes > 0
-          ? fmt::format("{} x {} ({:.1f} GiB, {:.1f} GiB of it kept free)", c.gpus, c.gpu.name,
-                        c.gpu.memory_bytes / kGiB, c.headroom_bytes / kGiB)
-          : fmt::format("{} x {} ({:.1f} GiB)", c.gpus, c.gpu.name, c.gpu.memory_bytes / kGiB);
+  const std::string kept =
+      c.headroom_bytes > 0 ? fmt::format(", {:.1f} GiB of it kept free", c.headroom_bytes / kGiB)
+                           : "";
+  std::string s = fmt::format("{} x {} ({:.1f} GiB{})", c.gpus, c.gpu.name,
+                              c.gpu.memory_bytes / kGiB, kept);
   if (c.nodes() > 1) {
     // A probed profile whose inter-node tier was not measured says so where it is used.
     const bool nominal_nic = c.intra.measured && !c.nic.measured;
