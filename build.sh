@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine: installs what is missing, builds, then
-#   ./build.sh run      - builds the shardplan binary alone and plans a default model on a default
-#                         cluster (the main job: no tests, benchmarks or NCCL plug-in)
+#   ./build.sh run      - builds the shardplan binary (and the CPU probe's MPI plug-in) and plans a
+#                         default model on a default cluster (the main job: no tests, benchmarks
+#                         or NCCL plug-in)
 #   ./build.sh test     - builds everything and runs the whole test suite (ctest)
 #   ./build.sh sanitize - the whole test suite again under AddressSanitizer + UBSan (build-asan)
 #   ./build.sh tidy     - clang-tidy over src/ with the repository's .clang-tidy
@@ -66,7 +67,7 @@ case "${1:-}" in
   run)
     install_missing "${PACKAGES[@]}"
     install_charts
-    build shardplan
+    build shardplan_tool
     "$dir/shardplan" plan --model llama-3.1-70b --cluster dgx-h100 --gpus 64 --global-batch 256
     ;;
   test)

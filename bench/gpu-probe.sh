@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU path of `shardplan probe` in one call, for a machine with NVIDIA GPUs and a short time
-# on it. It runs from a build made elsewhere and carried over (the binary and the NCCL plug-in,
-# $BUILD_DIR/shardplan and $BUILD_DIR/libshardplan_nccl.so, 8 MB together): nothing is installed
+# on it. It runs from a build made elsewhere and carried over (the binary and its plug-ins,
+# $BUILD_DIR/shardplan, libshardplan_nccl.so and libshardplan_mpi.so, 8 MB together; the MPI one
+# shares NCCL ids under mpirun and runs --dry-run): nothing is installed
 # and nothing else is built on the GPU machine. Then:
 #   1. checks the driver first (the CUDA 13 runtime needs an R580 or newer driver) and that the
 #      plug-in's libraries (CUDA runtime, NCCL, cuBLASLt) resolve, and says what is missing;
@@ -23,7 +24,7 @@
 # with the mpi back-end (CPU processes), to check the script and the report path here.
 # --bundle (on the build machine): copies the Debian libraries the binary loads (fmt, yaml-cpp,
 # toml++, Open MPI, OpenBLAS and theirs; 43 MB) into $BUILD_DIR/gpu-probe-libs, for a GPU machine
-# whose image has none of them: carry build/shardplan, build/libshardplan_nccl.so and
+# whose image has none of them: carry build/shardplan, build/libshardplan_*.so and
 # build/gpu-probe-libs (51 MB together). The CUDA runtime, cuBLASLt and NCCL come from the GPU
 # machine (/usr/local/cuda, or the nvidia-* Python wheels PyTorch installs).
 # Environment: BUILD_DIR (default build); OUT (default $BUILD_DIR/gpu-probe); NVIDIA_SMI (the
@@ -35,10 +36,10 @@ dry=0
 build=${BUILD_DIR:-build}
 if [ "${1:-}" = --bundle ]; then
   mkdir -p "$build/gpu-probe-libs"
-  ldd "$build/shardplan" "$build/libshardplan_nccl.so" | awk '/=> \//{print $3}' | sort -u |
+  ldd "$build/shardplan" "$build"/libshardplan_*.so | awk '/=> \//{print $3}' | sort -u |
     grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux[^/]*|libdl|libpthread|librt)\.so|libcuda|libnccl|libcublas|libcudart' |
     while read -r lib; do cp -L "$lib" "$build/gpu-probe-libs/"; done
-  du -sh "$build/gpu-probe-libs" "$build/shardplan" "$build/libshardplan_nccl.so"
+  du -sh "$build/gpu-probe-libs" "$build/shardplan" "$build"/libshardplan_*.so
   exit 0
 fi
 if [ "${1:-}" = --dry-run ]; then
@@ -77,14 +78,15 @@ else
 fi
 
 say "binary and plug-in ($build)"
-if [ ! -x "$build/shardplan" ] || { [ "$dry" = 0 ] && [ ! -e "$build/libshardplan_nccl.so" ]; }; then
+if [ ! -x "$build/shardplan" ] || { [ "$dry" = 0 ] && [ ! -e "$build/libshardplan_nccl.so" ]; } ||
+   { [ "$dry" = 1 ] && [ ! -e "$build/libshardplan_mpi.so" ]; }; then
   # Not carried over: build the two targets only (no apt-get, no npm, no tests).
   echo "gpu-probe: $build/shardplan or its plug-in is missing; building them (cmake, two targets)"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHARDPLAN_WITH_CUDA=ON \
     -DSHARDPLAN_BUILD_BENCH=OFF >/dev/null
-  cmake --build "$build" -j "${JOBS:-$(nproc)}" --target shardplan shardplan_nccl
+  cmake --build "$build" -j "${JOBS:-$(nproc)}" --target shardplan_tool shardplan_nccl
 fi
-ls -l "$build/shardplan" "$build"/libshardplan_nccl.so 2>/dev/null || true
+ls -l "$build/shardplan" "$build"/libshardplan_*.so 2>/dev/null || true
 # The libraries: the bundle carried with the binary, the CUDA toolkit's, and the nvidia-* wheels
 # (NCCL, cuBLAS, the CUDA runtime) of the Python that holds PyTorch.
 libs=/usr/local/cuda/lib64
@@ -100,9 +102,9 @@ backend=nccl
 if [ "$dry" = 1 ]; then
   backend=mpi
 fi
-for file in "$build/shardplan" "$build/libshardplan_nccl.so"; do
+for file in "$build/shardplan" "$build/libshardplan_mpi.so" "$build/libshardplan_nccl.so"; do
   [ -e "$file" ] || continue
-  [ "$dry" = 1 ] && [ "$file" != "$build/shardplan" ] && continue
+  [ "$dry" = 1 ] && [ "$file" = "$build/libshardplan_nccl.so" ] && continue
   if missing=$(ldd "$file" | grep 'not found'); then
     echo "gpu-probe: $file's libraries do not resolve (LD_LIBRARY_PATH=$LD_LIBRARY_PATH):" >&2
     echo "$missing" >&2

@@ -1,4 +1,7 @@
-# Writes OUTPUT: a C++ table of {relative path, file text} for every file in FILES.
+# Writes OUTPUT: a C++ table of {relative path, file text, names, accuracy class} for every file in
+# FILES, where names is the profile's "name" and "aliases" lowercased, one per line (empty for a
+# file with no name), and the class is a GPU profile's "accuracy_class" (or empty): a preset is
+# found by name, and the classes listed, without parsing every profile at start-up.
 set(body "// Generated from profiles/*.json by cmake/embed_profiles.cmake; do not edit.\n")
 string(APPEND body "#include \"shardplan/profiles.hpp\"\n\nnamespace shardplan {\n\n")
 string(APPEND body "const std::vector<EmbeddedFile>& embedded_profiles() {\n")
@@ -9,7 +12,27 @@ foreach(file IN LISTS FILES)
   if(NOT clash EQUAL -1)
     message(FATAL_ERROR "${file} contains the raw-string delimiter")
   endif()
-  string(APPEND body "      {\"${file}\", R\"shardplan_json(${text})shardplan_json\"},\n")
+  set(names "")
+  string(JSON name ERROR_VARIABLE no_name GET "${text}" name)
+  if(NOT no_name)
+    set(names "${name}\\n")
+    string(JSON count ERROR_VARIABLE no_aliases LENGTH "${text}" aliases)
+    if(NOT no_aliases AND count GREATER 0)
+      math(EXPR last "${count} - 1")
+      foreach(i RANGE ${last})
+        string(JSON alias GET "${text}" aliases ${i})
+        string(APPEND names "${alias}\\n")
+      endforeach()
+    endif()
+    string(TOLOWER "${names}" names)
+    string(REPLACE "\"" "\\\"" names "${names}")
+  endif()
+  string(JSON class ERROR_VARIABLE no_class GET "${text}" accuracy_class)
+  if(no_class)
+    set(class "")
+  endif()
+  string(APPEND body "      {\"${file}\", R\"shardplan_json(${text})shardplan_json\", \"${names}\", "
+                     "\"${class}\"},\n")
 endforeach()
 string(APPEND body "  };\n  return files;\n}\n\n}  // namespace shardplan\n")
 file(WRITE ${OUTPUT}.tmp "${body}")

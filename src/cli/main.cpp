@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.hpp"
@@ -62,9 +63,15 @@ int run(int argc, char** argv) {
       "step time, the decision ladder, cluster probes and launcher configs."};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("shardplan ") + shardplan_version());
+  // A subcommand named first is the only one whose options are built (a command's start-up is
+  // its own), and `--version` builds none; the others keep their names and summaries for the
+  // errors and --help.
+  const bool named = argc > 1 && argv[1][0] != '-';
+  const bool version = argc > 1 && std::string_view(argv[1]) == "--version";
   std::vector<std::pair<CLI::App*, Runner>> runners;
   for (const Command& c : command_table()) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);
+    if (version || (named && c.name != std::string_view(argv[1]))) continue;
     runners.emplace_back(sub, c.setup(*sub));
   }
   if (argc > 1 && argv[1][0] != '-') {

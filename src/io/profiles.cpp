@@ -7,7 +7,9 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
+#include <string_view>
 
 #include "json_reader.hpp"
 #include "model_json.hpp"
@@ -77,11 +79,26 @@ std::vector<std::string> names_of(const nlohmann::json& j) {
   return names;
 }
 
+// The preset called `name` (or with it as an alias), parsed on first use: only that profile's
+// JSON is read, the names coming from the index the build wrote beside each file.
 const Preset* find_preset(ProfileKind kind, const std::string& name) {
-  const std::string key = lowered(name);
-  for (const Preset& p : presets(kind)) {
-    for (const auto& n : names_of(p.json)) {
-      if (lowered(n) == key) return &p;
+  const std::string key = lowered(name) + '\n';
+  const std::string folder = folder_of(kind);
+  for (const EmbeddedFile& f : embedded_profiles()) {
+    const std::string_view path = f.path;
+    const std::string_view names = f.names;
+    if (path.rfind(folder, 0) != 0) continue;
+    for (size_t at = 0; at < names.size(); at = names.find('\n', at) + 1) {
+      if (names.compare(at, key.size(), key) != 0) continue;
+      static std::mutex mutex;
+      static std::map<std::string, Preset, std::less<>> parsed;  // nodes never move
+      const std::lock_guard<std::mutex> lock(mutex);
+      auto it = parsed.find(path);
+      if (it == parsed.end()) {
+        const std::string where = "profiles/" + std::string(path);
+        it = parsed.emplace(std::string(path), Preset{where, parse_json(f.text, where)}).first;
+      }
+      return &it->second;
     }
   }
   return nullptr;
@@ -342,10 +359,11 @@ HostSpec host_from_json(StrictObject& parent) {
 }
 
 std::vector<std::string> gpu_accuracy_classes() {
-  std::set<std::string> classes;
-  for (const Preset& p : presets(ProfileKind::gpu)) {
-    const std::string c = p.json.value("accuracy_class", std::string());
-    if (!c.empty()) classes.insert(c);
+  std::set<std::string> classes;  // from the build's index: no profile is parsed
+  const std::string folder = folder_of(ProfileKind::gpu);
+  for (const EmbeddedFile& f : embedded_profiles()) {
+    if (std::string_view(f.path).rfind(folder, 0) == 0 && *f.accuracy_class != '\0')
+      classes.insert(f.accuracy_class);
   }
   return {classes.begin(), classes.end()};
 }

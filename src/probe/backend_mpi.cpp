@@ -1,7 +1,9 @@
 // The MPI back-end: blocking MPI collectives between processes (one rank each), the calls a
 // training job makes, timed as they run while a Guard's thread watches for a peer that never
 // arrives; OpenBLAS sgemm/dgemm for the GEMM sweep. A CPU stand-in for NCCL where there is no GPU;
-// its GEMMs describe the CPU, never the GPU profile's efficiency curve.
+// its GEMMs describe the CPU, never the GPU profile's efficiency curve. Built with
+// control_mpi.cpp as a plug-in (libshardplan_mpi.so) that the registry loads only when a probe
+// starts, so no other command loads Open MPI, OpenBLAS (and its spinning threads) or gfortran.
 #include <cblas.h>
 #include <fmt/format.h>
 
@@ -11,7 +13,7 @@
 #include <functional>
 #include <thread>
 
-#include "backends.hpp"
+#include "backend.hpp"
 #include "harness.hpp"
 #include "mpi_control.hpp"
 #include "shardplan/error.hpp"
@@ -370,8 +372,19 @@ class MpiBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_mpi_backend(Control& mpi_control, Watchdog& watchdog) {
-  return std::make_unique<MpiBackend>(static_cast<MpiControl&>(mpi_control), watchdog);
+}  // namespace shardplan::probe
+
+// The plug-in's entry points (libshardplan_mpi.so), found by the registry with dlsym. They build
+// the objects themselves: a C++ factory here would share its name with the registry's loader in
+// the executable, which the dynamic linker would bind first.
+extern "C" __attribute__((visibility("default"))) shardplan::probe::Control*
+shardplan_make_mpi_control() {
+  return new shardplan::probe::MpiControl();
 }
 
-}  // namespace shardplan::probe
+extern "C" __attribute__((visibility("default"))) shardplan::probe::Backend*
+shardplan_make_mpi_backend(shardplan::probe::Control* control,
+                           shardplan::probe::Watchdog* watchdog) {
+  return new shardplan::probe::MpiBackend(static_cast<shardplan::probe::MpiControl&>(*control),
+                                          *watchdog);
+}

@@ -1,5 +1,5 @@
-// The back-ends' factories, for the registry: each is compiled only when its libraries are
-// found, and only registry.cpp asks which ones are (the one place with #if).
+// The back-ends' factories, for the registry: each back-end is a plug-in built only when its
+// libraries are found, and only registry.cpp asks which ones are (the one place with #if).
 #pragma once
 
 #include <memory>
@@ -21,8 +21,13 @@ struct Launch {
 /// Starts `name` (auto | nccl | mpi); see start_session.
 Launch start_backend(const std::string& name, const Settings& settings);
 
-// MPI (control_mpi.cpp, backend_mpi.cpp): Open MPI collectives and OpenBLAS GEMMs.
+/// Whether mpirun, srun or another PMI launcher started this process (its environment says so).
 bool launched_by_mpi();
+
+// MPI (control_mpi.cpp and backend_mpi.cpp, the plug-in libshardplan_mpi.so): Open MPI
+// collectives and OpenBLAS GEMMs. The registry reaches it through two C entry points:
+//   Control* shardplan_make_mpi_control();
+//   Backend* shardplan_make_mpi_backend(Control*, Watchdog*);
 std::unique_ptr<Control> make_mpi_control();
 std::unique_ptr<Backend> make_mpi_backend(Control& mpi_control, Watchdog& watchdog);
 

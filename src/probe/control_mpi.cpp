@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <set>
 
-#include "backends.hpp"
 #include "mpi_control.hpp"
 
 namespace shardplan::probe {
@@ -23,15 +22,6 @@ std::string host_name() {
 }
 
 }  // namespace
-
-bool launched_by_mpi() {
-  // Open MPI, MPICH/Hydra, PMIx launchers and Slurm's srun with more than one task.
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"}) {
-    if (std::getenv(v) != nullptr) return true;
-  }
-  const char* tasks = std::getenv("SLURM_NTASKS");
-  return tasks != nullptr && std::atoi(tasks) > 1 && std::getenv("SLURM_PROCID") != nullptr;
-}
 
 MpiControl::MpiControl() {
   int initialized = 0;
@@ -170,10 +160,6 @@ std::string MpiControl::library() const {
   std::string s(text, static_cast<size_t>(length));
   const size_t cut = s.find_first_of(",\n");  // "Open MPI v4.1.4, package: ..." -> the name
   return cut == std::string::npos ? s : s.substr(0, cut);
-}
-
-std::unique_ptr<Control> make_mpi_control() {
-  return std::make_unique<MpiControl>();
 }
 
 }  // namespace shardplan::probe

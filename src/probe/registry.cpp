@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "backends.hpp"
 #include "shardplan/error.hpp"
 
@@ -20,54 +22,99 @@ std::vector<std::string> built_backends() {
   return out;
 }
 
-#if SHARDPLAN_HAVE_NCCL
+#if SHARDPLAN_HAVE_NCCL || SHARDPLAN_HAVE_MPI
 namespace {
 
-// The NCCL plug-in beside the executable, loaded once on first use and never unloaded.
-struct NcclPlugin {
-  const char* (*unavailable)() = nullptr;
-  Backend* (*make)(Control*, Watchdog*) = nullptr;
-  std::string error;
+// A back-end plug-in beside the executable, loaded on first use and never unloaded: its
+// libraries (CUDA, NCCL and cuBLASLt; Open MPI and OpenBLAS) load only when a probe starts.
+struct Plugin {
+  void* handle = nullptr;
+  std::string path;
+  std::string error;  // why it did not load, or ""
+
+  template <class F>
+  F entry(const char* name) const {
+    if (!error.empty()) throw InputError("--backend", error);
+    void* symbol = dlsym(handle, name);
+    if (symbol == nullptr) {
+      throw InputError("--backend", fmt::format("{} lacks the entry point {}", path, name));
+    }
+    return reinterpret_cast<F>(symbol);
+  }
 };
 
-const NcclPlugin& nccl_plugin() {
-  static const NcclPlugin plugin = [] {
-    NcclPlugin p;
-    char exe[4096] = {};
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    std::string path = SHARDPLAN_NCCL_PLUGIN;
-    if (n > 0) {
-      const std::string self(exe, static_cast<size_t>(n));
-      path = self.substr(0, self.rfind('/') + 1) + SHARDPLAN_NCCL_PLUGIN;
-    }
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      p.error = fmt::format("cannot load the nccl back-end ({}): {}", path, dlerror());
-      return p;
-    }
-    p.unavailable =
-        reinterpret_cast<const char* (*)()>(dlsym(handle, "shardplan_nccl_unavailable"));
-    p.make = reinterpret_cast<Backend* (*)(Control*, Watchdog*)>(
-        dlsym(handle, "shardplan_make_nccl_backend"));
-    if (p.unavailable == nullptr || p.make == nullptr) {
-      p.error = fmt::format("{} lacks the shardplan_nccl_* entry points", path);
-    }
-    return p;
-  }();
-  return plugin;
+Plugin load_plugin(const char* file) {
+  Plugin p;
+  char exe[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  p.path = file;
+  if (n > 0) {
+    const std::string self(exe, static_cast<size_t>(n));
+    p.path = self.substr(0, self.rfind('/') + 1) + file;
+  }
+  p.handle = dlopen(p.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (p.handle == nullptr) {
+    p.error = fmt::format("cannot load the back-end plug-in {}: {} (it is built beside the "
+                          "executable by `cmake --build build --target shardplan_tool`)",
+                          p.path, dlerror());
+  }
+  return p;
 }
 
 }  // namespace
+#endif
+
+#if SHARDPLAN_HAVE_NCCL
+namespace {
+const Plugin& nccl_plugin() {
+  static const Plugin plugin = load_plugin(SHARDPLAN_NCCL_PLUGIN);
+  return plugin;
+}
+}  // namespace
 
 std::string nccl_unavailable() {
-  const NcclPlugin& p = nccl_plugin();
-  return p.error.empty() ? p.unavailable() : p.error;
+  const Plugin& p = nccl_plugin();
+  if (!p.error.empty()) return p.error;
+  try {
+    return p.entry<const char* (*)()>("shardplan_nccl_unavailable")();
+  } catch (const InputError& e) {
+    return e.what();
+  }
 }
 
 std::unique_ptr<Backend> make_nccl_backend(Control& control, Watchdog& watchdog) {
-  return std::unique_ptr<Backend>(nccl_plugin().make(&control, &watchdog));
+  return std::unique_ptr<Backend>(nccl_plugin().entry<Backend* (*)(Control*, Watchdog*)>(
+      "shardplan_make_nccl_backend")(&control, &watchdog));
 }
 #endif
+
+#if SHARDPLAN_HAVE_MPI
+namespace {
+const Plugin& mpi_plugin() {
+  static const Plugin plugin = load_plugin(SHARDPLAN_MPI_PLUGIN);
+  return plugin;
+}
+}  // namespace
+
+std::unique_ptr<Control> make_mpi_control() {
+  return std::unique_ptr<Control>(
+      mpi_plugin().entry<Control* (*)()>("shardplan_make_mpi_control")());
+}
+
+std::unique_ptr<Backend> make_mpi_backend(Control& mpi_control, Watchdog& watchdog) {
+  return std::unique_ptr<Backend>(mpi_plugin().entry<Backend* (*)(Control*, Watchdog*)>(
+      "shardplan_make_mpi_backend")(&mpi_control, &watchdog));
+}
+#endif
+
+bool launched_by_mpi() {
+  // Open MPI, MPICH/Hydra, PMIx launchers and Slurm's srun with more than one task.
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"}) {
+    if (std::getenv(v) != nullptr) return true;
+  }
+  const char* tasks = std::getenv("SLURM_NTASKS");
+  return tasks != nullptr && std::atoi(tasks) > 1 && std::getenv("SLURM_PROCID") != nullptr;
+}
 
 namespace {
 

@@ -15,6 +15,8 @@ namespace shardplan {
 struct EmbeddedFile {
   const char* path;  // relative to profiles/, e.g. "gpus/h100-sxm.json"
   const char* text;
+  const char* names;           // its "name" and "aliases", lowercased, each ending in '\n'
+  const char* accuracy_class;  // a GPU profile's "accuracy_class"; "" when it has none
 };
 const std::vector<EmbeddedFile>& embedded_profiles();
 /// The embedded profile at `path` (relative to profiles/), or nullptr when the build has none.
