@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "planning_inputs.hpp"
 #include "shardplan/calibration.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "assumed.hpp"
 #include "options.hpp"
+#include "planning_inputs.hpp"
 #include "shardplan/render_comm.hpp"
 #include "shardplan/render_estimate.hpp"
 #include "shardplan/step_time.hpp"

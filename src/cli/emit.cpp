@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "emit_options.hpp"
 #include "options.hpp"
+#include "planning_flags.hpp"
 #include "recommended.hpp"
 #include "runbook_options.hpp"
 #include "shardplan/error.hpp"

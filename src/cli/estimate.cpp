@@ -6,6 +6,7 @@
 #include "assumed.hpp"
 #include "commands.hpp"
 #include "options.hpp"
+#include "planning_inputs.hpp"
 #include "recommended.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/render_comm.hpp"

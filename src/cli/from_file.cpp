@@ -289,16 +289,27 @@ FromFile fill_from_file(const PlanningOptions& o) {
   return f;
 }
 
+namespace {
+
+// The inputs of the flags the file filled in (`from` cleared), calibrated as resolve_inputs does.
+Inputs flag_inputs(const PlanningOptions& filled) {
+  Inputs in = resolve_flag_inputs(filled);
+  apply_calibration(filled, in);
+  return in;
+}
+
+}  // namespace
+
 Inputs resolve_from_file(const PlanningOptions& o) {
   FromFile f = fill_from_file(o);
   return naming_keys(f, [&] {
     stage_layout(f);
-    Inputs in = resolve_timed_inputs(f.options);
+    Inputs in = flag_inputs(f.options);
     const int k = f.config.default_accumulation;
     if (k > 0 && f.options.global_batch.empty()) {
       const long long global = static_cast<long long>(in.plan.dp) * in.plan.micro_batch * k;
       f.options.global_batch = std::to_string(global);
-      in = resolve_timed_inputs(f.options);
+      in = flag_inputs(f.options);
       f.notes.push_back(fmt::format(
           "{} gives no global batch: {} = micro-batch {} x data parallel {}{}, {}'s default "
           "(--global-batch sets another)",

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "options.hpp"
-#include "shardplan/launcher_config.hpp"
+#include "shardplan/launcher_config_reader.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/step_time.hpp"
 
@@ -31,7 +31,7 @@ struct FromFile {
 /// accelerate) complete it.
 FromFile fill_from_file(const PlanningOptions& o);
 
-/// resolve_timed_inputs for --from FILE: the file's plan, model, cluster and training, the
+/// resolve_inputs for --from FILE: the file's plan, model, cluster and training, the
 /// launcher's defaults where the file is silent (global batch, stage layout from layers per
 /// stage), the notes first. InputError names the file's key, not the flag it became.
 Inputs resolve_from_file(const PlanningOptions& o);

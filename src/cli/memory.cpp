@@ -7,6 +7,8 @@
 #include "from_file.hpp"
 #include "assumed.hpp"
 #include "options.hpp"
+#include "planning_flags.hpp"
+#include "planning_inputs.hpp"
 #include "shardplan/json_out.hpp"
 #include "shardplan/render_memory.hpp"
 

@@ -7,8 +7,6 @@
 #include <cstdio>
 #include <iostream>
 
-#include "from_file.hpp"
-#include "planning_flags.hpp"
 #include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
@@ -78,22 +76,6 @@ void resolve_pipeline(const PlanningOptions& o, ParallelPlan& p) {
 
 }  // namespace
 
-void add_model_options(CLI::App& app, PlanningOptions& o) {
-  add_flag_group(app, o, "Model");
-}
-
-void add_training_options(CLI::App& app, PlanningOptions& o) {
-  add_flag_group(app, o, "Training");
-}
-
-void add_cluster_options(CLI::App& app, PlanningOptions& o) {
-  add_flag_group(app, o, "Cluster");
-}
-
-void add_plan_options(CLI::App& app, PlanningOptions& o) {
-  add_flag_group(app, o, "Plan");
-}
-
 Offload parse_offload(const std::string& list, const std::string& to,
                       const std::string& activation_layers) {
   Offload off;
@@ -127,18 +109,6 @@ Offload parse_offload(const std::string& list, const std::string& to,
 
 void add_json_option(CLI::App& app, PlanningOptions& o) {
   app.add_flag("--json", o.json, "Print JSON instead of a table");
-}
-
-std::shared_ptr<PlanningOptions> add_planning_options(CLI::App& app) {
-  auto o = std::make_shared<PlanningOptions>();
-  add_model_options(app, *o);
-  add_training_options(app, *o);
-  add_cluster_options(app, *o);
-  add_plan_options(app, *o);
-  add_from_option(app, *o);
-  add_calibration_option(app, *o);
-  add_json_option(app, *o);
-  return o;
 }
 
 ModelSpec resolve_model(const PlanningOptions& o) {
@@ -444,20 +414,6 @@ bool apply_calibration(const PlanningOptions& o, Inputs& in, bool required) {
   return true;
 }
 
-namespace {
-
-Inputs resolve_flag_inputs(const PlanningOptions& o);
-
-}  // namespace
-
-Inputs resolve_inputs(const PlanningOptions& o) {
-  Inputs in = o.from.empty() ? resolve_flag_inputs(o) : resolve_from_file(o);
-  apply_calibration(o, in);
-  return in;
-}
-
-namespace {
-
 Inputs resolve_flag_inputs(const PlanningOptions& o) {
   Inputs in;
   in.model = resolve_model(o);
@@ -502,8 +458,6 @@ Inputs resolve_flag_inputs(const PlanningOptions& o) {
   return in;
 }
 
-}  // namespace
-
 void note_precision(Inputs& in) {
   if (const std::string w = precision_warning(in.training.precision); !w.empty())
     in.notes.push_back(w);
@@ -526,10 +480,6 @@ void fill_default_global_batch(Inputs& in, int multiple_of) {
       t.global_batch != default_global_batch(t.seq_len)
           ? fmt::format(" rounded up to a multiple of dp x micro-batch = {}", multiple_of)
           : ""));
-}
-
-Inputs resolve_timed_inputs(const PlanningOptions& o) {
-  return resolve_inputs(o);
 }
 
 std::string describe_inputs(const Inputs& in) {

@@ -1,4 +1,5 @@
-// Flags shared by the planning subcommands and their resolution into the engine's specs.
+// Flags shared by the planning subcommands and their resolution into the engine's specs (the
+// flags as a table: planning_flags.hpp; with --from FILE: planning_inputs.hpp).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -54,10 +55,6 @@ struct PlanningOptions {
   bool json = false;
 };
 
-void add_model_options(CLI::App& app, PlanningOptions& o);
-void add_training_options(CLI::App& app, PlanningOptions& o);
-void add_cluster_options(CLI::App& app, PlanningOptions& o);
-void add_plan_options(CLI::App& app, PlanningOptions& o);
 void add_json_option(CLI::App& app, PlanningOptions& o);
 /// --offload's comma list, --offload-to and --offload-activation-layers; exit-2 errors name the
 /// flag.
@@ -65,9 +62,6 @@ Offload parse_offload(const std::string& list, const std::string& to,
                       const std::string& activation_layers = "");
 /// --calibration FILE (a file `shardplan calibrate` wrote).
 void add_calibration_option(CLI::App& app, PlanningOptions& o);
-/// Model, training, cluster, plan, --from, --calibration and --json flags on `app`; the options live as long as the
-/// returned pointer (the subcommand's runner keeps it).
-std::shared_ptr<PlanningOptions> add_planning_options(CLI::App& app);
 
 struct Inputs {
   ModelSpec model;
@@ -97,11 +91,10 @@ void note_cluster(Inputs& in);
 /// flag whose text is bad.
 ParallelPlan plan_from_flags(const PlanningOptions& o);
 
-/// Model, cluster, training and the one plan the flags describe (with --from, the file's plan:
-/// resolve_from_file); InputError (exit 2) when the plan cannot run, naming the flag to change.
-Inputs resolve_inputs(const PlanningOptions& o);
-/// resolve_inputs for commands that time a step (the layer-shape rule now covers every command).
-Inputs resolve_timed_inputs(const PlanningOptions& o);
+/// Model, cluster, training and the one plan the flags alone describe (o.from is not read, and
+/// --calibration is not applied: resolve_inputs in planning_inputs.hpp does both); InputError
+/// (exit 2) when the plan cannot run, naming the flag to change.
+Inputs resolve_flag_inputs(const PlanningOptions& o);
 
 /// --calibration FILE applied to `in`: the stack speed it fitted on the framework profile, its
 /// interval and reach in place of the class's, and a note. False when not given, or (with

@@ -224,4 +224,20 @@ std::vector<std::string> plan_flags_in(const PlanningOptions& o) {
   return out;
 }
 
+void add_model_options(CLI::App& app, PlanningOptions& o) {
+  add_flag_group(app, o, "Model");
+}
+
+void add_training_options(CLI::App& app, PlanningOptions& o) {
+  add_flag_group(app, o, "Training");
+}
+
+void add_cluster_options(CLI::App& app, PlanningOptions& o) {
+  add_flag_group(app, o, "Cluster");
+}
+
+void add_plan_options(CLI::App& app, PlanningOptions& o) {
+  add_flag_group(app, o, "Plan");
+}
+
 }  // namespace shardplan::cli

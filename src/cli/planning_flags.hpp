@@ -34,6 +34,11 @@ bool flag_given(const PlanningOptions& o, const PlanningFlag& f);
 
 /// Registers every row of `group` on `app`.
 void add_flag_group(CLI::App& app, PlanningOptions& o, std::string_view group);
+/// add_flag_group of one group: "Model", "Training", "Cluster" or "Plan".
+void add_model_options(CLI::App& app, PlanningOptions& o);
+void add_training_options(CLI::App& app, PlanningOptions& o);
+void add_cluster_options(CLI::App& app, PlanningOptions& o);
+void add_plan_options(CLI::App& app, PlanningOptions& o);
 /// The Plan rows a search takes (--allow-tp-across-nodes, and --offload/--offload-to when
 /// `with_offload`), with their search help.
 void add_search_plan_options(CLI::App& app, PlanningOptions& o, bool with_offload);

@@ -18,6 +18,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "planning_flags.hpp"
 #include "shardplan/emit.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "planning_flags.hpp"
+#include "planning_inputs.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
 #include "shardplan/ladder.hpp"

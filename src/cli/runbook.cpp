@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "planning_inputs.hpp"
 #include "recommended.hpp"
 #include "runbook_options.hpp"
 #include "shardplan/json_out.hpp"

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "shardplan/simulate.hpp"
+#include "shardplan/simulate_events.hpp"
 
 namespace shardplan::sim {
 

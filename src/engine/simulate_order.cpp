@@ -1,5 +1,6 @@
 // The order each pipeline rank issues its passes in, per schedule: what the simulator replays.
-// Each order is the framework's own issue order, named by its source file and function.
+// Each order is the framework's own issue order, named by its source file and function; and the
+// orders' names as the reports print them.
 #include <algorithm>
 #include <deque>
 #include <utility>
@@ -240,6 +241,26 @@ std::vector<std::vector<SimPass>> issue_order(const SimInput& in) {
     }
   }
   return orders;
+}
+
+const char* to_string(SimOrder o) {
+  switch (o) {
+    case SimOrder::gpipe:
+      return "gpipe";
+    case SimOrder::one_f_one_b:
+      return "1f1b";
+    case SimOrder::interleaved:
+      return "interleaved";
+    case SimOrder::zb_h1:
+      return "zb-h1";
+    case SimOrder::zb_v:
+      return "zb-v";
+    case SimOrder::dualpipe_v:
+      return "dualpipev";
+    case SimOrder::dualpipe:
+      return "dualpipe";
+  }
+  return "?";
 }
 
 }  // namespace shardplan

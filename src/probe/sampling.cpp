@@ -7,7 +7,7 @@
 #include <cmath>
 #include <set>
 
-#include "harness.hpp"
+#include "shapes.hpp"
 
 namespace shardplan::probe {
 
@@ -80,6 +80,7 @@ std::vector<PairRound> plan_pair_rounds(const NetworkShape& net, int max_rounds)
   for (size_t i = candidates.size(); i-- > 0;) take(i);
   std::sort(chosen.begin(), chosen.end());
   std::vector<PairRound> out;
+  out.reserve(chosen.size());
   for (int i : chosen) out.push_back(candidates[static_cast<size_t>(i)]);
   return out;
 }

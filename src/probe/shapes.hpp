@@ -1,5 +1,5 @@
 // What the probe measures and how it checks it: the tiers and groups of ranks, a collective's
-// shape and data, the GEMM inputs and the points checked, one rank's timings (harness.cpp).
+// shape and data, the GEMM inputs and the points checked, one rank's timings (shapes.cpp).
 #pragma once
 
 #include <cstddef>

@@ -2,7 +2,7 @@
 // rest is the file.
 #include "fuzz_support.hpp"
 #include "shardplan/error.hpp"
-#include "shardplan/launcher_config.hpp"
+#include "shardplan/launcher_config_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

@@ -1,6 +1,6 @@
 // The launcher-config readers: which planning flag each launcher key becomes, the launchers'
 // own defaults, bash quoting and expansion in launch scripts, and what is refused.
-#include "shardplan/launcher_config.hpp"
+#include "shardplan/launcher_config_reader.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,6 @@
 // Launcher configs read back: a Megatron-LM launch script or argument list, a DeepSpeed JSON, a
-// torchtitan TOML or an accelerate YAML, turned into the planning flags they stand for.
+// torchtitan TOML or an accelerate YAML, turned into the planning flags they stand for: what a
+// file says (launcher_config_reader.hpp reads one).
 #pragma once
 
 #include <map>
@@ -65,13 +66,5 @@ struct ConfigInputs {
   std::map<std::string, std::string> environment;
   std::map<std::string, std::string> fixed;
 };
-
-/// Reads `text` (the contents of `path`) as the launcher config its extension names: .sh/.bash/
-/// .args/.txt a Megatron-LM script or argument list, .json DeepSpeed, .toml torchtitan, .yaml/.yml
-/// accelerate (without a known extension, the contents decide). InputError names `path` and the
-/// key for a value shardplan cannot read or a plan key that looks misspelt; keys it does not
-/// know at all are listed in `unknown`.
-LauncherConfig read_launcher_config(const std::string& text, const std::string& path,
-                                    const ConfigInputs& inputs = {});
 
 }  // namespace shardplan

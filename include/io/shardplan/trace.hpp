@@ -1,5 +1,5 @@
 // One simulated training step as a timeline (Chrome Trace Event JSON, opened by Perfetto and
-// chrome://tracing): the simulator's event list (simulate.hpp), a track per pipeline stage with
+// chrome://tracing): the simulator's event list (simulate_events.hpp), a track per pipeline stage with
 // each micro-batch's forward, backward (recompute first), weight-gradient and optimizer step,
 // and a track per stage and communication stream with each collective where it ran.
 #pragma once

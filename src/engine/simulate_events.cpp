@@ -1,28 +1,7 @@
-// The simulator's names: schedule orders, streams, links and task kinds as the trace and the
-// reports print them.
-#include "shardplan/simulate.hpp"
+// The simulator's names: streams, links and task kinds as the trace and the reports print them.
+#include "shardplan/simulate_events.hpp"
 
 namespace shardplan {
-
-const char* to_string(SimOrder o) {
-  switch (o) {
-    case SimOrder::gpipe:
-      return "gpipe";
-    case SimOrder::one_f_one_b:
-      return "1f1b";
-    case SimOrder::interleaved:
-      return "interleaved";
-    case SimOrder::zb_h1:
-      return "zb-h1";
-    case SimOrder::zb_v:
-      return "zb-v";
-    case SimOrder::dualpipe_v:
-      return "dualpipev";
-    case SimOrder::dualpipe:
-      return "dualpipe";
-  }
-  return "?";
-}
 
 const char* to_string(SimStream s) {
   switch (s) {
