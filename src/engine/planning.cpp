@@ -32,8 +32,12 @@ void estimate_shown(PlanningResult& r, const ModelSpec& model, const TrainingSpe
     report_estimate(r.ladder.rungs[static_cast<size_t>(r.ladder.stop)].plan,
                     *r.recommended_estimate);
   }
-  r.ranked_estimates.assign(r.found.ranked.size(), Estimate{});
-  parallel_for(r.found.ranked.size(), threads, [&](size_t, size_t i) {
+  // The plans the re-rank simulated hold their estimates already (search_space): only the
+  // rest are estimated here, so each shown plan is simulated once.
+  const size_t kept = std::min(r.ranked_estimates.size(), r.found.ranked.size());
+  r.ranked_estimates.resize(r.found.ranked.size());
+  parallel_for(r.found.ranked.size() - kept, threads, [&](size_t, size_t j) {
+    const size_t i = kept + j;
     r.ranked_estimates[i] =
         estimate(model, training, r.found.ranked[i].plan, cluster, Simulation::figures);
   });
@@ -56,10 +60,13 @@ void search_space(PlanningResult& r, const ModelSpec& model, const TrainingSpec&
   SearchOptions so = request.search;
   so.top_k = std::max(so.top_k, request.rerank.at_most);
   r.found = search(model, training, cluster, r.space, so);
+  // The re-ranked plans' estimates go straight to ranked_estimates (estimate_shown adds the rest).
   r.rerank = rerank(model, training, cluster, so.objective, request.rerank, r.found.feasible,
-                    r.found.ranked, so.threads);
+                    r.found.ranked, so.threads, &r.ranked_estimates);
   if (static_cast<int>(r.found.ranked.size()) > request.search.top_k)
     r.found.ranked.resize(static_cast<size_t>(request.search.top_k));
+  if (r.ranked_estimates.size() > r.found.ranked.size())
+    r.ranked_estimates.resize(r.found.ranked.size());
 }
 
 PlanningResult plan_cluster(const ModelSpec& model, const TrainingSpec& training,

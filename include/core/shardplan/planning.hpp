@@ -47,12 +47,15 @@ struct PlanningResult {
 
 /// Fills the estimates and the interval decision from the ladder and the ranking as they
 /// stand; call again after changing either (a second search, the ranking cut to --top). The
-/// ranked plans are estimated on `threads` threads (SearchOptions::threads: 0 = all cores).
+/// ranked plans are estimated on `threads` threads (SearchOptions::threads: 0 = all cores),
+/// except those whose estimates ranked_estimates already holds in ranking order (the re-rank's,
+/// which search_space keeps): each shown plan is simulated once.
 void estimate_shown(PlanningResult& result, const ModelSpec& model, const TrainingSpec& training,
                     const ClusterSpec& cluster, int threads);
 
 /// Searches `result.space` into `result.found` and ranks its best plans again by simulation
-/// (`result.rerank`), keeping request.search.top_k of them.
+/// (`result.rerank`), keeping request.search.top_k of them and, in `result.ranked_estimates`,
+/// the estimates of those the re-rank simulated.
 void search_space(PlanningResult& result, const ModelSpec& model, const TrainingSpec& training,
                   const ClusterSpec& cluster, const PlanningRequest& request);
 

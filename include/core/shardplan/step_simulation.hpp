@@ -36,10 +36,13 @@ SimulatedStep simulate_step(const ModelSpec& model, const TrainingSpec& training
 /// The search's ranking with its first `k` candidates ranked again by their simulated step:
 /// the closed forms are the search's fast bound over millions of plans, the simulation decides
 /// among the best. Their step_s, tokens_per_s and objective become the simulated ones. Returns
-/// how many were simulated; the simulations run on `threads` threads (0: all cores).
+/// how many were simulated; the simulations run on `threads` threads (0: all cores). With
+/// `estimates`, each simulated plan's whole estimate (Simulation::figures) is kept there in the
+/// new order, so that a report shows those plans without simulating them again.
 int rerank_by_simulation(const ModelSpec& model, const TrainingSpec& training,
                          const ClusterSpec& cluster, Objective objective, int k,
-                         std::vector<Candidate>& ranked, int threads = 1);
+                         std::vector<Candidate>& ranked, int threads = 1,
+                         std::vector<Estimate>* estimates = nullptr);
 
 /// Which of the search's best plans are simulated: those whose closed-form step is within
 /// `within` of the best one's, at most `at_most`. Simulation and closed form differ by a few
@@ -65,9 +68,11 @@ struct Rerank {
 };
 
 /// Simulates the plans `rule` picks from the head of `ranked` (best first by closed form) and
-/// ranks them again by their simulated step (rerank_by_simulation, on `threads` threads).
+/// ranks them again by their simulated step (rerank_by_simulation, on `threads` threads); with
+/// `estimates`, the first Rerank::simulated plans' estimates in their new order.
 Rerank rerank(const ModelSpec& model, const TrainingSpec& training, const ClusterSpec& cluster,
               Objective objective, const RerankRule& rule, long long candidates,
-              std::vector<Candidate>& ranked, int threads = 1);
+              std::vector<Candidate>& ranked, int threads = 1,
+              std::vector<Estimate>* estimates = nullptr);
 
 }  // namespace shardplan
