@@ -74,7 +74,7 @@ int run(int argc, char** argv) {
     if (version || (named && c.name != std::string_view(argv[1]))) continue;
     runners.emplace_back(sub, c.setup(*sub));
   }
-  if (argc > 1 && argv[1][0] != '-') {
+  if (named) {
     const std::string wanted = argv[1];
     std::vector<std::string> names;
     for (const Command& c : command_table()) names.push_back(c.name);

@@ -56,19 +56,29 @@ struct Preset {
   nlohmann::json json;
 };
 
-// Every embedded profile of a kind, parsed once.
-const std::vector<Preset>& presets(ProfileKind kind) {
-  static std::map<ProfileKind, std::vector<Preset>> cache;
-  auto it = cache.find(kind);
-  if (it != cache.end()) return it->second;
-  std::vector<Preset> out;
+// An embedded profile, parsed on first use and kept: the one cache behind find_preset and
+// presets(). Map nodes never move, so the reference stays valid.
+const Preset& parsed_preset(const EmbeddedFile& f) {
+  static std::mutex mutex;
+  static std::map<std::string, Preset, std::less<>> parsed;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = parsed.find(std::string_view(f.path));
+  if (it == parsed.end()) {
+    const std::string where = "profiles/" + std::string(f.path);
+    it = parsed.emplace(f.path, Preset{where, parse_json(f.text, where)}).first;
+  }
+  return it->second;
+}
+
+// Every embedded profile of a kind, parsed (for listing them all; a lookup by name parses only
+// the one it finds).
+std::vector<const Preset*> presets(ProfileKind kind) {
+  std::vector<const Preset*> out;
   const std::string folder = folder_of(kind);
   for (const EmbeddedFile& f : embedded_profiles()) {
-    const std::string path = f.path;
-    if (path.rfind(folder, 0) != 0) continue;
-    out.push_back({"profiles/" + path, parse_json(f.text, "profiles/" + path)});
+    if (std::string_view(f.path).rfind(folder, 0) == 0) out.push_back(&parsed_preset(f));
   }
-  return cache.emplace(kind, std::move(out)).first->second;
+  return out;
 }
 
 std::vector<std::string> names_of(const nlohmann::json& j) {
@@ -89,16 +99,7 @@ const Preset* find_preset(ProfileKind kind, const std::string& name) {
     const std::string_view names = f.names;
     if (path.rfind(folder, 0) != 0) continue;
     for (size_t at = 0; at < names.size(); at = names.find('\n', at) + 1) {
-      if (names.compare(at, key.size(), key) != 0) continue;
-      static std::mutex mutex;
-      static std::map<std::string, Preset, std::less<>> parsed;  // nodes never move
-      const std::lock_guard<std::mutex> lock(mutex);
-      auto it = parsed.find(path);
-      if (it == parsed.end()) {
-        const std::string where = "profiles/" + std::string(path);
-        it = parsed.emplace(std::string(path), Preset{where, parse_json(f.text, where)}).first;
-      }
-      return &it->second;
+      if (names.compare(at, key.size(), key) == 0) return &parsed_preset(f);
     }
   }
   return nullptr;
@@ -111,7 +112,7 @@ bool looks_like_path(const std::string& s) {
 [[noreturn]] void unknown_preset(ProfileKind kind, const std::string& name,
                                  const std::string& field) {
   std::vector<std::string> all;
-  for (const Preset& p : presets(kind)) all.push_back(p.json.value("name", std::string()));
+  for (const Preset* p : presets(kind)) all.push_back(p->json.value("name", std::string()));
   const auto near = nearest_names(name, all);
   std::string hint;
   for (const auto& n : near) hint += (hint.empty() ? "" : ", ") + n;
@@ -389,11 +390,11 @@ std::string gpu_preset_for_device(const std::string& device) {
   const std::string words = device_words(device);
   std::string best;
   size_t best_size = 1;  // a name of no word matches nothing
-  for (const Preset& p : presets(ProfileKind::gpu)) {
-    for (const auto& n : names_of(p.json)) {
+  for (const Preset* p : presets(ProfileKind::gpu)) {
+    for (const auto& n : names_of(p->json)) {
       const std::string w = device_words(n);
       if (w.size() > best_size && words.find(w) != std::string::npos) {
-        best = p.json.value("name", std::string());
+        best = p->json.value("name", std::string());
         best_size = w.size();
       }
     }
@@ -430,7 +431,8 @@ std::string sixteen_bit_peak(const GpuSpec& g) {
 
 std::vector<PresetSummary> list_presets(ProfileKind kind) {
   std::vector<PresetSummary> out;
-  for (const Preset& p : presets(kind)) {
+  for (const Preset* preset : presets(kind)) {
+    const Preset& p = *preset;
     PresetSummary s;
     const auto& j = p.json;
     s.name = j.value("name", std::string());
