@@ -13,6 +13,7 @@
 #include "shardplan/plan.hpp"
 #include "shardplan/planning.hpp"
 #include "shardplan/profiles.hpp"
+#include "shardplan/rerank.hpp"
 #include "shardplan/step_simulation.hpp"
 #include "shardplan/step_time.hpp"
 

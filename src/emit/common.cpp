@@ -9,7 +9,9 @@
 
 #include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
+#include "shardplan/plan.hpp"
 #include "shardplan/profiles.hpp"
+#include "shardplan/step_time.hpp"
 #include "shardplan/table.hpp"
 #include "shardplan/version.hpp"
 

@@ -37,7 +37,7 @@ MfuPlausibility mfu_plausibility(double mfu, const TrainingSpec& tr, const Clust
   MfuPlausibility m;
   m.mfu = mfu;
   m.framework = tr.framework.name;
-  m.published = tr.framework.published_mfu_for(c.gpu);
+  m.published = tr.framework.published_mfu_for(c.gpu.accuracy_class);
   m.above_published = m.published.mfu > 0 && mfu > m.published.mfu;
   m.red_flag_at_scale = m.published.mfu <= 0 && mfu > kRedFlagMfu && c.gpus > c.gpus_per_node;
   return m;

@@ -7,10 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "shardplan/collectives.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/names.hpp"
-#include "shardplan/specs.hpp"
 
 namespace shardplan {
 
@@ -46,10 +44,10 @@ bool FrameworkCaps::has_zero(int stage) const {
   return std::find(zero_stages.begin(), zero_stages.end(), stage) != zero_stages.end();
 }
 
-const AccuracyClass* FrameworkProfile::accuracy_for(const GpuSpec& gpu, bool moe) const {
+const AccuracyClass* FrameworkProfile::accuracy_for(const std::string& gpu_class, bool moe) const {
   const AccuracyClass* other_kind = nullptr;
   for (const AccuracyClass& a : accuracy) {
-    if (a.gpu_class != gpu.accuracy_class) continue;
+    if (a.gpu_class != gpu_class) continue;
     if (a.moe == moe) return &a;
     other_kind = &a;
   }
@@ -57,17 +55,17 @@ const AccuracyClass* FrameworkProfile::accuracy_for(const GpuSpec& gpu, bool moe
   return beyond_corpus.cases > 0 ? &beyond_corpus : nullptr;
 }
 
-PublishedMfu FrameworkProfile::published_mfu_for(const GpuSpec& gpu) const {
+PublishedMfu FrameworkProfile::published_mfu_for(const std::string& gpu_class) const {
   for (const PublishedMfu& p : max_published_mfu_by_gpu) {
-    if (p.gpu_class == gpu.accuracy_class) return p;
+    if (p.gpu_class == gpu_class) return p;
   }
   return {"", max_published_mfu, max_published_mfu_source};
 }
 
-double FrameworkPricing::compute_speed(const GpuSpec& gpu, int pp) const {
+double FrameworkPricing::compute_speed(const std::string& gpu_class, int pp) const {
   double speed = kernel_speed;
   for (const auto& [cls, s] : kernel_speed_by_gpu) {
-    if (cls == gpu.accuracy_class) speed = s;
+    if (cls == gpu_class) speed = s;
   }
   return pp > 1 ? speed * pipeline_engine_speed : speed;
 }
@@ -118,34 +116,6 @@ std::string CorpusReach::outside(const PlanScope& s) const {
   return fmt::format("{}", fmt::join(out, "; "));
 }
 
-StepInterval step_interval(const FrameworkProfile& f, const GpuSpec& gpu, double step_s,
-                           const PlanScope& scope) {
-  StepInterval i;
-  i.accuracy = f.accuracy_for(gpu, scope.moe);
-  double low = i.accuracy ? i.accuracy->step_error_low : 0;
-  double high = i.accuracy ? i.accuracy->step_error_high : 0;
-  if (i.accuracy == &f.beyond_corpus) {
-    const std::string fw = f.name.empty() ? "this framework" : f.name;
-    i.beyond = "no validation case of " + fw + " on " +
-               (gpu.accuracy_class.empty() ? gpu.name : gpu.accuracy_class);
-  } else if (i.accuracy && f.beyond_corpus.cases > 0) {
-    const std::string outside = i.accuracy->reach.outside(scope);
-    if (!outside.empty()) {
-      i.beyond = "the " + (f.name.empty() ? std::string("none") : f.name) + " x " +
-                 i.accuracy->name() + " cases do not span " + outside;
-      // Beyond what the class's cases span: the wider of its own and the beyond-corpus one.
-      low = std::min(low, f.beyond_corpus.step_error_low);
-      high = std::max(high, f.beyond_corpus.step_error_high);
-      i.accuracy = &f.beyond_corpus;
-    }
-  }
-  i.error_low = low;
-  i.error_high = high;
-  i.low_s = step_s * (1 + low);
-  i.high_s = step_s * (1 + high);
-  return i;
-}
-
 double BusbwShare::at(double ranks) const {
   if (points.empty()) return 1.0;
   if (ranks <= points.front().first) return points.front().second;
@@ -160,9 +130,9 @@ double BusbwShare::at(double ranks) const {
   return points.back().second;
 }
 
-double BusbwShare::at(const Placement& group) const {
-  if (within_node > 0 && group.domains() <= 1) return within_node;
-  return at(static_cast<double>(group.ranks));
+double BusbwShare::at(double ranks, int domains) const {
+  if (within_node > 0 && domains <= 1) return within_node;
+  return at(ranks);
 }
 
 }  // namespace shardplan

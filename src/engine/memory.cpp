@@ -299,4 +299,60 @@ double peak_memory_bytes(const ModelSpec& m, const TrainingSpec& tr, const Paral
   return peak;
 }
 
+namespace {
+
+// Offloaded layers: of the in-flight layer-micro-batches, N layers' worth per micro-batch leave,
+// less what the device keeps while copies run (kOffloadedLayersKeptOnDevice).
+void offload_layers_memory(StageMemory& s, int layers, int stage_layers) {
+  if (layers <= 0 || stage_layers <= 0 || s.layers_in_flight <= 0) return;
+  const double per_layer = s.layer_activations_bytes / s.layers_in_flight;
+  const double micro_batches = s.layers_in_flight / stage_layers;
+  const double offloaded = std::min(layers, stage_layers) * micro_batches;
+  const double moved = (offloaded - std::min(offloaded, kOffloadedLayersKeptOnDevice)) * per_layer;
+  s.layer_activations_bytes -= moved;
+  s.activations_bytes -= moved;
+  s.offloaded_bytes += moved;
+  s.host_bytes += moved;
+}
+
+}  // namespace
+
+void offload_stage_memory(StageMemory& s, const ParallelPlan& p, const StateBytes& per,
+                          const OffloadCaps& caps, int stage_layers) {
+  const Offload& o = p.offload;
+  if (!o.any()) return;
+  const bool nvme = o.to == OffloadTarget::nvme;
+  auto move = [&](double bytes) {
+    s.offloaded_bytes += bytes;
+    (nvme ? s.nvme_bytes : s.host_bytes) += bytes;
+  };
+  if (o.optimizer && per.optimizer > 0) {
+    const double shard_params = s.optimizer_bytes / per.optimizer;
+    s.host_bytes += shard_params * kHostGradientBytesPerParam;
+    move(s.optimizer_bytes);
+    s.optimizer_bytes = 0;
+    if (caps.gradients_with_optimizer) {
+      // Their host copy is the fp32 shard above; the device keeps one reduce bucket.
+      const double kept =
+          std::min(s.gradients_bytes, caps.gradient_bucket_elements * per.gradients);
+      s.offloaded_bytes += s.gradients_bytes - kept;
+      s.gradients_bytes = kept;
+    }
+  }
+  if (o.params) {
+    move(s.weights_bytes);
+    s.weights_bytes = 0;
+  }
+  if (o.activations && s.layers_in_flight > 0) {
+    const double per_layer = s.layer_activations_bytes / s.layers_in_flight;
+    const double kept = std::min(s.layer_activations_bytes, 2.0 * per_layer);
+    const double moved = s.layer_activations_bytes - kept;
+    s.layer_activations_bytes = kept;
+    s.activations_bytes -= moved;
+    s.offloaded_bytes += moved;
+    s.host_bytes += moved;
+  }
+  offload_layers_memory(s, o.activation_layers, stage_layers);
+}
+
 }  // namespace shardplan

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "shardplan/interval.hpp"
 #include "shardplan/parallel.hpp"
 
 namespace shardplan {

@@ -335,7 +335,7 @@ BlockTime stage_compute(const Context& x, int stage, StageCost& s) {
     if (m.is_moe()) s.moe_layers += n;
   }
   // Kernels slower or faster than the fused ones the GPU profile was fitted on.
-  const double speed = x.tr.framework.pricing.compute_speed(x.c.gpu, x.p.pp);
+  const double speed = x.tr.framework.pricing.compute_speed(x.c.gpu.accuracy_class, x.p.pp);
   s.forward_s /= speed;
   s.backward_s /= speed;
   s.recompute_s /= speed;
@@ -393,7 +393,7 @@ double replicate_all_reduce_s(const Context& x, double shard_bytes) {
   const Placement& rep = x.at.replicate;
   if (rep.ranks <= 1) return 0;
   return collective_time(Collective::all_reduce, shard_bytes, rep, x.c) /
-         x.tr.framework.pricing.zero3_busbw.at(rep);
+         x.tr.framework.pricing.zero3_busbw.at(rep.ranks, rep.domains());
 }
 
 // ZeRO-3 / FSDP gather one unit at a time (a transformer layer; the embedding and the LM head
@@ -434,7 +434,9 @@ void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost
   const double expert_unit = dev.experts / s.zero3_units;
   const Placement edp = expert_data_placement(x.p, x.c);
   // What share of busbw the framework's per-unit gathers reach at each group's size.
-  const auto share = [&](const Placement& g) { return x.tr.framework.pricing.zero3_busbw.at(g); };
+  const auto share = [&](const Placement& g) {
+    return x.tr.framework.pricing.zero3_busbw.at(g.ranks, g.domains());
+  };
   s.zero3_ag_s = dense_and_expert_s(x, Collective::all_gather, unit * per.gather,
                                     expert_unit * per.gather, edp, share);
   s.zero3_rs_s = dense_and_expert_s(x, Collective::reduce_scatter, unit * per.gradients,
@@ -628,14 +630,15 @@ void zero3_traffic(const Context& x, const StageCost& crit, int mb, CommBreakdow
   set_traffic(comm.dp_grads, Collective::reduce_scatter, unit_grads, units * reducing, dp, x.c);
   // Each call as stage_zero3 priced it (the framework's share of busbw included), so that a
   // row's time is what its exposure was taken from.
-  const double share = x.tr.framework.pricing.zero3_busbw.at(dp);
+  const double share = x.tr.framework.pricing.zero3_busbw.at(dp.ranks, dp.domains());
   price_calls(comm.dp_params, crit.zero3_ag_s, share);
   price_calls(comm.dp_grads, crit.zero3_rs_s, share);
   if (x.at.replicate.ranks > 1) {
     set_traffic(comm.dp_replicate, Collective::all_reduce, crit.zero3_ar_bytes, units * reducing,
                 x.at.replicate, x.c);
-    price_calls(comm.dp_replicate, crit.zero3_ar_s,
-                x.tr.framework.pricing.zero3_busbw.at(x.at.replicate));
+    price_calls(
+        comm.dp_replicate, crit.zero3_ar_s,
+        x.tr.framework.pricing.zero3_busbw.at(x.at.replicate.ranks, x.at.replicate.domains()));
   }
   // A reducing backward waits on gathers, reduce-scatters and all-reduces alike: its exposure
   // is split by their times; a deferring backward waits on gathers only.

@@ -11,6 +11,7 @@
 
 #include "shardplan/fitted_profile.hpp"
 #include "shardplan/framework.hpp"
+#include "shardplan/interval.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/step_time.hpp"
 
@@ -177,12 +178,11 @@ TEST_CASE("shipped intervals are the cross-validation's (rerun tools/update_accu
       CHECK(a.reach.max_gpus == ci->reach.max_gpus);
       // An estimate on a preset of that class reads the class's interval, not the fallback
       // (GB200, GB300 and B300 fell through to "beyond the corpus" before).
-      GpuSpec of_class;
-      of_class.accuracy_class = a.gpu_class;
-      CHECK(f.accuracy_for(of_class, a.moe) == &a);
+      CHECK(f.accuracy_for(a.gpu_class, a.moe) == &a);
     }
     CHECK(f.beyond_corpus.step_error_high == doctest::Approx(cv().extrapolation.high).epsilon(0.002));
-    CHECK(f.accuracy_for(load_gpu("L40S"), false) == &f.beyond_corpus);  // no case on Ada
+    // No case on Ada.
+    CHECK(f.accuracy_for(load_gpu("L40S").accuracy_class, false) == &f.beyond_corpus);
   }
 }
 
@@ -193,7 +193,7 @@ TEST_CASE("a plan beyond its class's validation reach takes the wider interval")
   const FrameworkProfile f = load_framework(Framework::megatron);
   GpuSpec h100;
   h100.accuracy_class = "H100";
-  const AccuracyClass* cls = f.accuracy_for(h100, false);
+  const AccuracyClass* cls = f.accuracy_for(h100.accuracy_class, false);
   REQUIRE(cls != nullptr);
   REQUIRE(cls != &f.beyond_corpus);
   const CorpusReach& r = cls->reach;
@@ -226,7 +226,7 @@ TEST_CASE("a plan beyond its class's validation reach takes the wider interval")
   // Mixtures of experts on H100 are a class of their own, with Mamba-2 hybrids (Nemotron 3
   // Nano) and no lightning attention; the dense H100 class has neither, and the A100 one has
   // no MoE class at all, so a MoE plan there reads the dense class and extrapolates.
-  const AccuracyClass* moe_cls = f.accuracy_for(h100, true);
+  const AccuracyClass* moe_cls = f.accuracy_for(h100.accuracy_class, true);
   REQUIRE(moe_cls != nullptr);
   REQUIRE(moe_cls != cls);
   CHECK(moe_cls->moe);
@@ -249,7 +249,7 @@ TEST_CASE("a plan beyond its class's validation reach takes the wider interval")
         std::string::npos);
   GpuSpec a100;
   a100.accuracy_class = "A100";
-  const AccuracyClass* a = f.accuracy_for(a100, false);
+  const AccuracyClass* a = f.accuracy_for(a100.accuracy_class, false);
   REQUIRE(a != nullptr);
   REQUIRE(a != &f.beyond_corpus);
   REQUIRE(a->reach.mixers.empty());
@@ -258,7 +258,7 @@ TEST_CASE("a plan beyond its class's validation reach takes the wider interval")
   hybrid.mixers.clear();
   CHECK(step_interval(f, a100, 10.0, hybrid).beyond.empty());
   REQUIRE(a->reach.dense);
-  REQUIRE(f.accuracy_for(a100, true) == a);  // no megatron x A100 MoE class
+  REQUIRE(f.accuracy_for(a100.accuracy_class, true) == a);  // no megatron x A100 MoE class
   PlanScope a100_moe{true, {}, a->reach.gemm_dtypes.front(), 1, 8};
   CHECK(step_interval(f, a100, 10.0, a100_moe).beyond ==
         "the megatron x A100 cases do not span a mixture of experts (they are dense)");

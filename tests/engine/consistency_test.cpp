@@ -8,6 +8,7 @@
 #include <random>
 
 #include "shardplan/framework.hpp"
+#include "shardplan/plan.hpp"
 #include "shardplan/rules.hpp"
 #include "support.hpp"
 

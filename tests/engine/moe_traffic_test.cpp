@@ -199,7 +199,7 @@ TEST_CASE("ZeRO-3 gathers a MoE model's experts too, over the expert-data-parall
   const Placement dp = placement_of(Parallelism::data, p, c);
   const Placement edp = expert_data_placement(p, c);
   CHECK(edp.ranks == 8);
-  const double share = tr.framework.pricing.zero3_busbw.at(dp);
+  const double share = tr.framework.pricing.zero3_busbw.at(dp.ranks, dp.domains());
   const double bytes = tr.recipe.all_gather_bytes;
   const double expect =
       (collective_time(Collective::all_gather, dev.dense / units * bytes, dp, c) +

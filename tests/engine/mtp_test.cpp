@@ -63,7 +63,7 @@ TEST_CASE("DeepSeek-V3's MTP module: one more MoE layer, a 2h -> h projection an
   const Estimate with = estimate(m, t, p, c, Simulation::skip);
   const Estimate without = estimate(without_mtp(m), t, p, c, Simulation::skip);
   const MicroBatchCost cost = micro_batch_cost(m, t, p, c);
-  const double speed = t.framework.pricing.compute_speed(c.gpu, p.pp);
+  const double speed = t.framework.pricing.compute_speed(c.gpu.accuracy_class, p.pp);
   CHECK(with.time.last_work.forward_s - without.time.last_work.forward_s ==
         doctest::Approx((cost.layer.forward_s + cost.mtp.forward_s) / speed));
   CHECK(with.time.first_work.forward_s == doctest::Approx(without.time.first_work.forward_s));

@@ -6,7 +6,9 @@
 
 #include <doctest/doctest.h>
 
+#include "shardplan/rerank.hpp"
 #include "shardplan/schedule.hpp"
+#include "shardplan/search.hpp"
 #include "shardplan/step_simulation.hpp"
 #include "support.hpp"
 

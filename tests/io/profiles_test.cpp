@@ -188,19 +188,20 @@ TEST_CASE("framework compute speed: the profile's figure times the shipped fit's
   const double fsdp_speed = fsdp_raw.at("kernels").at("speed").get<double>();
   CHECK(fsdp_speed == doctest::Approx(0.864));
   const FrameworkPricing fsdp = load_framework(Framework::fsdp).pricing;
-  CHECK(fsdp.compute_speed(load_gpu("H100-SXM"), 1) ==
+  CHECK(fsdp.compute_speed(load_gpu("H100-SXM").accuracy_class, 1) ==
         doctest::Approx(fsdp_speed * shipped("stack fsdp") * shipped("stack fsdp x H100")));
-  CHECK(fsdp.compute_speed(load_gpu("A100-80GB"), 1) ==
+  CHECK(fsdp.compute_speed(load_gpu("A100-80GB").accuracy_class, 1) ==
         doctest::Approx(0.933 * shipped("stack fsdp") * shipped("stack fsdp x A100")));
-  CHECK(fsdp.compute_speed(load_gpu("A100-40GB"), 1) ==
-        fsdp.compute_speed(load_gpu("A100-80GB"), 1));
+  CHECK(fsdp.compute_speed(load_gpu("A100-40GB").accuracy_class, 1) ==
+        fsdp.compute_speed(load_gpu("A100-80GB").accuracy_class, 1));
   const FrameworkPricing ds = load_framework(Framework::deepspeed).pricing;
-  const double ds_a100 = ds.compute_speed(load_gpu("A100-80GB"), 1);
+  const double ds_a100 = ds.compute_speed(load_gpu("A100-80GB").accuracy_class, 1);
   // Only with pipeline stages does DeepSpeed's pipeline engine speed apply.
-  CHECK(ds.compute_speed(load_gpu("A100-80GB"), 8) ==
+  CHECK(ds.compute_speed(load_gpu("A100-80GB").accuracy_class, 8) ==
         doctest::Approx(ds_a100 * 0.78 * shipped("deepspeed_pipeline_engine_speed")));
   // Megatron-LM is the reference stack: speed 1 before its per-class fit.
-  CHECK(load_framework(Framework::megatron).pricing.compute_speed(load_gpu("A100-80GB"), 8) ==
+  CHECK(load_framework(Framework::megatron)
+            .pricing.compute_speed(load_gpu("A100-80GB").accuracy_class, 8) ==
         doctest::Approx(shipped("stack megatron x A100")));
 }
 

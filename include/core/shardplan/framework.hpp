@@ -10,7 +10,6 @@
 
 namespace shardplan {
 
-struct GpuSpec;  // specs.hpp
 
 enum class Framework { megatron, deepspeed, torchtitan, fsdp };
 
@@ -121,8 +120,6 @@ struct FrameworkCaps {
   bool has_hsdp(int stage) const;
 };
 
-struct Placement;  // collectives.hpp
-
 /// Achieved share of the link's bus bandwidth for a collective group of `ranks` GPUs,
 /// interpolated in log(ranks); empty = 1 (the link's busbw as nccl-tests measures it).
 struct BusbwShare {
@@ -131,8 +128,9 @@ struct BusbwShare {
   /// that span nodes); 0 = the points.
   double within_node = 0;
   double at(double ranks) const;
-  /// The share of a group placed on the cluster: within_node when it sits in one node.
-  double at(const Placement& group) const;
+  /// The share of a group of `ranks` placed over `domains` scale-up domains (a Placement's
+  /// domains()): within_node when it sits in one, else by its rank count.
+  double at(double ranks, int domains) const;
 };
 
 /// How a framework runs a plan, relative to the stack the GPU profiles were fitted on
@@ -199,7 +197,7 @@ struct FrameworkPricing {
   bool saves_quantized_inputs = false;
 
   /// The speed compute is divided by on `gpu` (its accuracy class) for a plan of `pp` stages.
-  double compute_speed(const GpuSpec& gpu, int pp) const;
+  double compute_speed(const std::string& gpu_class, int pp) const;
 };
 
 /// What a plan is, for the question whether validation saw plans like it: a mixture of experts
@@ -284,28 +282,12 @@ struct FrameworkProfile {
   AccuracyClass beyond_corpus;
 
   /// The highest published MFU that a plan on `gpu` (its accuracy class) is checked against.
-  PublishedMfu published_mfu_for(const GpuSpec& gpu) const;
+  PublishedMfu published_mfu_for(const std::string& gpu_class) const;
 
   /// The accuracy class of a GPU (GpuSpec::accuracy_class) and model kind; the GPU's class of
   /// the other kind when only that one has cases (its reach then says the plan lies outside);
   /// beyond_corpus when validation has no case on the GPU, nullptr when the profile has neither.
-  const AccuracyClass* accuracy_for(const GpuSpec& gpu, bool moe) const;
+  const AccuracyClass* accuracy_for(const std::string& gpu_class, bool moe) const;
 };
-
-/// A predicted step with the range validation says the measured one falls in.
-struct StepInterval {
-  double low_s = 0, high_s = 0;
-  double error_low = 0, error_high = 0;     // the ends applied: measured / predicted - 1
-  const AccuracyClass* accuracy = nullptr;  // nullptr: no validation case for this class
-  /// Why the plan took the interval beyond the corpus ("no validation case of megatron on L40S",
-  /// "the megatron x H100 cases do not span 8192 GPUs (they reach 6144)"); "" when it did not.
-  std::string beyond;
-  /// True when a plan `faster_s` is faster by less than this interval can tell apart.
-  bool within(double faster_s) const { return faster_s >= low_s; }
-};
-/// The interval of a plan's step: its framework x GPU generation's, or the one beyond the
-/// corpus (never narrower) when the plan lies outside what that class's cases span.
-StepInterval step_interval(const FrameworkProfile& framework, const GpuSpec& gpu, double step_s,
-                           const PlanScope& scope);
 
 }  // namespace shardplan

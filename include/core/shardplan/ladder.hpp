@@ -11,7 +11,7 @@
 #include "shardplan/rules.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/specs.hpp"
-#include "shardplan/step_simulation.hpp"
+#include "shardplan/rerank.hpp"
 
 namespace shardplan {
 

@@ -176,4 +176,16 @@ double peak_memory_bytes(const ModelSpec& model, const TrainingSpec& training,
 /// holds L (1 + (p-1)/(p v)) layers' worth, Korthikanti et al. 2022 Sec. 4.2.3.
 double layers_in_flight(int layers, const ParallelPlan& plan, int micro_batches, int stage);
 
+/// Moves what the plan offloads off the device into `host_bytes` / `nvme_bytes` and records it in
+/// `offloaded_bytes`. The optimizer's host copy also needs the fp32 gradient shard CPU Adam reads.
+/// Where the framework moves gradients with the optimizer (`caps.gradients_with_optimizer`) the
+/// device keeps one reduce bucket of them (ZeRO-Offload: fp16 weights on the GPU, gradients and
+/// optimizer states on the host; Ren et al. 2021, Sec. 4.1). Weights keep ZeRO-3's gathered
+/// working set on the device; activations keep two layers' inputs (in use and being fetched).
+/// Offloaded layers (Offload::activation_layers): of the stage's in-flight micro-batches, the
+/// saved activations of N of its `stage_layers` layers go to host memory, less
+/// kOffloadedLayersKeptOnDevice layer-micro-batches.
+void offload_stage_memory(StageMemory& stage, const ParallelPlan& plan, const StateBytes& per,
+                          const OffloadCaps& caps = {}, int stage_layers = 0);
+
 }  // namespace shardplan

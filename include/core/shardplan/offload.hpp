@@ -12,8 +12,6 @@
 
 namespace shardplan {
 
-struct StageMemory;
-struct StateBytes;
 
 /// What a framework can offload. The default is DeepSpeed's: offload_optimizer with ZeRO stage
 /// 1-3 and offload_param with stage 3, each to cpu or nvme; activation checkpoints to the CPU
@@ -100,18 +98,6 @@ inline constexpr double kOffloadedLayersKeptOnDevice = 2.0;
 /// The offloads the search tries, cheapest first: the optimizer (ZeRO-Offload), then with the
 /// weights (ZeRO-Infinity / FSDP CPU offload), activation checkpoints, or both.
 std::vector<Offload> offload_choices(OffloadTarget to = OffloadTarget::cpu);
-
-/// Moves what the plan offloads off the device into `host_bytes` / `nvme_bytes` and records it in
-/// `offloaded_bytes`. The optimizer's host copy also needs the fp32 gradient shard CPU Adam reads.
-/// Where the framework moves gradients with the optimizer (`caps.gradients_with_optimizer`) the
-/// device keeps one reduce bucket of them (ZeRO-Offload: fp16 weights on the GPU, gradients and
-/// optimizer states on the host; Ren et al. 2021, Sec. 4.1). Weights keep ZeRO-3's gathered
-/// working set on the device; activations keep two layers' inputs (in use and being fetched).
-/// Offloaded layers (Offload::activation_layers): of the stage's in-flight micro-batches, the
-/// saved activations of N of its `stage_layers` layers go to host memory, less
-/// kOffloadedLayersKeptOnDevice layer-micro-batches.
-void offload_stage_memory(StageMemory& stage, const ParallelPlan& plan, const StateBytes& per,
-                          const OffloadCaps& caps = {}, int stage_layers = 0);
 
 /// GPUs of one node: they share its host memory, DRAM bandwidth and NVMe.
 int gpus_on_node(const ClusterSpec& cluster);

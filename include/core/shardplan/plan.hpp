@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/offload.hpp"
 #include "shardplan/specs.hpp"
 
 namespace shardplan {

@@ -9,7 +9,7 @@
 #include "shardplan/ladder.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/specs.hpp"
-#include "shardplan/step_simulation.hpp"
+#include "shardplan/rerank.hpp"
 #include "shardplan/step_time.hpp"
 
 namespace shardplan {

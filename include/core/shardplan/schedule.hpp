@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/plan.hpp"
 #include "shardplan/specs.hpp"
 
 namespace shardplan {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "shardplan/framework.hpp"
+#include "shardplan/interval.hpp"
 #include "shardplan/specs.hpp"
 #include "shardplan/step_time.hpp"
 
