@@ -29,6 +29,28 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+size_t edit_distance(const std::string& a, const std::string& b, size_t bound) {
+  const size_t apart = a.size() > b.size() ? a.size() - b.size() : b.size() - a.size();
+  if (apart > bound) return bound + 1;  // each edit changes the length by one at most
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    size_t least = row[0];
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
+      diagonal = above;
+      least = std::min(least, row[j]);
+    }
+    // A row's entries never decrease further down the table: past the bound, stop.
+    if (least > bound) return bound + 1;
+  }
+  return std::min(row[b.size()], bound + 1);
+}
+
 std::vector<std::string> nearest_names(const std::string& wanted,
                                        const std::vector<std::string>& candidates, size_t count) {
   const std::string key = lowered(wanted);

@@ -39,10 +39,9 @@ void Builder::note_default(const std::string& why) {
 
 void Builder::unknown(const std::string& key, const std::vector<std::string>& plan_keys) {
   for (const std::string& k : plan_keys) {
-    // Lengths apart by more than 2 are more than 2 edits apart: the distance is not needed (a
-    // long script has hundreds of arguments shardplan does not read).
-    const size_t apart = k.size() > key.size() ? k.size() - key.size() : key.size() - k.size();
-    if (k != key && apart <= 2 && edit_distance(lowered(k), lowered(key)) <= 2) {
+    // Bounded: a long script has hundreds of arguments shardplan does not read, and only
+    // "within 2 edits" matters.
+    if (k != key && edit_distance(lowered(k), lowered(key), 2) <= 2) {
       refuse(key, fmt::format("is not a key shardplan knows; did you mean {}? (a misspelt plan "
                               "key would leave the plan to its default unseen)",
                               k));

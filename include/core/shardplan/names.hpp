@@ -15,6 +15,11 @@ std::string lowered(std::string_view text);
 /// Levenshtein distance between two names.
 size_t edit_distance(const std::string& a, const std::string& b);
 
+/// The same, where only "within `bound` edits or not" matters: the distance when it is at most
+/// `bound`, else bound + 1, found without filling the table past the bound (names whose lengths
+/// differ by more than the bound are not compared at all).
+size_t edit_distance(const std::string& a, const std::string& b, size_t bound);
+
 /// Up to `count` candidates closest to `wanted`, nearest first (case-insensitive; a candidate
 /// that contains what was typed counts as near).
 std::vector<std::string> nearest_names(const std::string& wanted,
