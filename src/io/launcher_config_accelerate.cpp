@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <map>
 #include <set>
 
@@ -140,15 +139,7 @@ bool linked_deepspeed(const YAML::Node& d, Builder& b) {
   const std::string key = "deepspeed_config.deepspeed_config_file";
   const std::string file = scalar(d["deepspeed_config_file"]);
   const std::string& yaml = b.config().path;
-  const size_t slash = yaml.rfind('/');
-  std::string found;
-  for (const std::string& candidate :
-       {file, slash == std::string::npos ? file : yaml.substr(0, slash + 1) + file}) {
-    if (std::filesystem::is_regular_file(candidate)) {
-      found = candidate;
-      break;
-    }
-  }
+  const std::string found = linked_file(file, yaml);
   if (found.empty()) {
     b.refuse(key, "'" + file + "' is not readable here (as written or beside " + yaml +
                       "): the plan is in that DeepSpeed JSON; give it to --from (with --gpus " +

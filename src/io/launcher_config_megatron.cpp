@@ -9,6 +9,7 @@
 
 #include "launcher_config_parts.hpp"
 #include "launcher_config_shell.hpp"
+#include "shardplan/files.hpp"
 #include "shardplan/names.hpp"
 
 namespace shardplan::config {
@@ -664,13 +665,20 @@ void say_what_was_read(const ShellRun& run, const ShellCommand* chosen, Builder&
 
 // Megatron-DeepSpeed (microsoft/Megatron-DeepSpeed, BigScience): ZeRO and precision live in the
 // DeepSpeed JSON the script names with --deepspeed_config, often written by the script itself
-// (cat <<EOF > ds_config.json); --zero-stage is what the script writes into it.
+// (cat <<EOF > ds_config.json), else a file kept beside it (as written, or beside the script);
+// --zero-stage is what the script writes into it.
 void megatron_deepspeed(const Args& a, const ShellRun& run, Builder& b) {
   if (!a.count("--deepspeed")) return;
   const std::string file = arg(a, "--deepspeed-config");
   const auto written = run.files.find(file);
-  if (written != run.files.end()) {
-    const LauncherConfig ds = read_deepspeed(written->second, file);
+  const std::string on_disk =
+      written == run.files.end() ? linked_file(file, b.config().path) : std::string();
+  if (written != run.files.end() || !on_disk.empty()) {
+    const bool by_script = written != run.files.end();
+    const std::string text =
+        by_script ? written->second
+                  : read_text_file(on_disk, b.config().path + ": --deepspeed_config");
+    const LauncherConfig ds = read_deepspeed(text, file);
     for (const ConfigSetting& s : ds.settings) {
       if (s.flag != "--zero" && s.flag != "--precision" && s.flag != "--offload" &&
           s.flag != "--offload-to")
@@ -678,6 +686,7 @@ void megatron_deepspeed(const Args& a, const ShellRun& run, Builder& b) {
       b.set(s.flag, s.value, "--deepspeed_config " + file + ": " + s.key);
     }
     if (b.value_of("--zero").empty()) b.set("--zero", "0", "--deepspeed_config " + file);
+    if (!by_script) b.note("--deepspeed_config " + file + " read from " + on_disk);
     return;
   }
   if (a.count("--zero-stage")) {
@@ -685,8 +694,9 @@ void megatron_deepspeed(const Args& a, const ShellRun& run, Builder& b) {
     b.set("--zero", std::to_string(integer(b, "--zero-stage", arg(a, "--zero-stage"), 0)),
           "--zero-stage");
   }
-  b.note(fmt::format("--deepspeed_config {} is not written by the script; its ZeRO stage and "
-                     "precision are the script's arguments'",
+  b.note(fmt::format("--deepspeed_config {} is neither written by the script nor readable here "
+                     "(as written or beside the script); its ZeRO stage and precision are the "
+                     "script's arguments'",
                      file.empty() ? "(none)" : file));
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 
 #include "shardplan/error.hpp"
 #include "shardplan/names.hpp"
@@ -78,6 +79,18 @@ long long integer(const Builder& b, const std::string& key, const std::string& t
                               min > 0 ? fmt::format(" of at least {}", min) : ""));
   }
   return std::stoll(text);
+}
+
+std::string linked_file(const std::string& file, const std::string& config_path) {
+  if (file.empty()) return "";
+  const size_t slash = config_path.rfind('/');
+  const std::string beside = slash == std::string::npos || file.front() == '/'
+                                 ? file
+                                 : config_path.substr(0, slash + 1) + file;
+  for (const std::string& candidate : {file, beside}) {
+    if (std::filesystem::is_regular_file(candidate)) return candidate;
+  }
+  return "";
 }
 
 }  // namespace config

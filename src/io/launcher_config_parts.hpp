@@ -39,6 +39,10 @@ class Builder {
   LauncherConfig c_;
 };
 
+/// A file that the config at `config_path` names (a DeepSpeed JSON): `file` as written when it is
+/// a readable file here, else the same path beside the config; empty when neither is.
+std::string linked_file(const std::string& file, const std::string& config_path);
+
 /// A whole number of the file, for `key`; InputError when it is not one (or below `min`).
 long long integer(const Builder& b, const std::string& key, const std::string& text,
                   long long min = 0);

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "shardplan/error.hpp"
@@ -413,4 +415,41 @@ TEST_CASE("DeepSpeed: \"auto\" values, legacy cpu_offload, AutoTP, and a model c
                                           "num_hidden_layers": 32})",
                                        "config.json"),
                   InputError);
+}
+
+// Megatron-DeepSpeed with the DeepSpeed JSON kept in the repository beside the script (as
+// examples_deepspeed/ does): read from there, as DeepSpeed would load it at launch.
+TEST_CASE("Megatron-DeepSpeed: a --deepspeed_config on disk beside the script is read") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "shardplan-mds-beside-test";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream json(dir / "ds_zero3.json");
+    json << R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3,
+               "offload_optimizer": {"device": "cpu"}}, "bf16": {"enabled": true}})";
+  }
+  const std::string script = R"(
+deepspeed --num_nodes 2 --num_gpus 8 pretrain_gpt.py --tensor-model-parallel-size 2 \
+  --num-layers 32 --hidden-size 4096 --num-attention-heads 32 --micro-batch-size 1 \
+  --global-batch-size 64 --deepspeed --deepspeed_config ds_zero3.json --zero-stage 1
+)";
+  const std::string path = (dir / "run.sh").string();
+  const auto c = read_launcher_config(script, path);
+  CHECK(value(c, "--zero") == "3");  // the JSON's stage, not --zero-stage 1
+  CHECK(value(c, "--offload") == "optimizer");
+  CHECK(value(c, "--precision") == "bf16");
+  bool read_from = false;
+  for (const std::string& n : c.notes)
+    read_from |=
+        n.find("ds_zero3.json read from " + (dir / "ds_zero3.json").string()) != std::string::npos;
+  CHECK(read_from);
+  // Neither written by the script nor on disk: --zero-stage stands, and the note says why.
+  std::filesystem::remove(dir / "ds_zero3.json");
+  const auto missing = read_launcher_config(script, path);
+  CHECK(value(missing, "--zero") == "1");
+  bool named = false;
+  for (const std::string& n : missing.notes)
+    named |= n.find("neither written by the script nor readable here") != std::string::npos;
+  CHECK(named);
+  std::filesystem::remove_all(dir);
 }
