@@ -130,9 +130,16 @@ void read_mla(const nlohmann::json& c, const std::string& origin, ModelSpec& m) 
 }
 
 // Sliding-window attention of Gemma 2 (every other layer) and Gemma 3 (five local to one
-// global). Mistral-style configs' sliding_window is not applied: their presets train without it.
+// global); Mistral and Mixtral window every layer when sliding_window is set
+// (transformers modeling_mistral.py passes config.sliding_window to every layer's attention:
+// Mistral-7B-v0.1's 4096; null in v0.2 onwards and in Mixtral, so no window).
 void read_window(const nlohmann::json& c, const std::string& type, const std::string& origin,
                  ModelSpec& m) {
+  if (type == "mistral" || type == "mixtral") {
+    m.sliding_window = first_int(c, {"sliding_window"}, 0, origin, false);
+    m.global_attention_every = 0;
+    return;
+  }
   if (type != "gemma2" && type != "gemma3_text") return;
   m.norms_per_layer = 4;  // input, post-attention, pre- and post-feedforward RMSNorms
   m.sliding_window = first_int(c, {"sliding_window"}, 0, origin, false);

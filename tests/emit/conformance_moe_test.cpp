@@ -270,4 +270,10 @@ TEST_CASE("Megatron-LM: gpt-oss and Nemotron-4 train the models their config.jso
   CHECK(std::stod(n.args.at("--rotary-percent")) == 0.5);
   CHECK(n.args.count("--apply-layernorm-1p") == 1);
   CHECK(n.args.at("--normalization") == "LayerNorm");
+  // Mistral 7B (arXiv:2310.06825 Table 1 window_size 4096; config.json sliding_window 4096):
+  // every layer windowed, so a window and no full-attention layers between.
+  const MoeCase mistral = {"mistral-7b", "dgx-h100", 8, 1, 1, 1, 0, 64, Recompute::selective};
+  const auto w = passing_launch(inputs_of(mistral));
+  CHECK(w.args.at("--window-size") == "4096,0");
+  CHECK(w.args.count("--window-attn-skip-freq") == 0);
 }

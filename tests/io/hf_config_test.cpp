@@ -294,3 +294,14 @@ TEST_CASE("a model file's linear_mixer is a linear mixer") {
                                          "lightning"),
                        InputError);
 }
+
+TEST_CASE("Mistral windows every layer when its config sets sliding_window; Mixtral does not") {
+  // Mistral-7B-v0.1 config.json: sliding_window 4096 (arXiv:2310.06825 Table 1 window_size 4096),
+  // the preset's own; Mixtral-8x7B's config.json: sliding_window null.
+  const ModelSpec m = load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/mistral-7b/config.json");
+  CHECK(m.sliding_window == 4096);
+  CHECK(m.global_attention_every == 0);
+  CHECK(load_model("mistral-7b").sliding_window == 4096);
+  const ModelSpec x = load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/mixtral-8x7b/config.json");
+  CHECK(x.sliding_window == 0);
+}
