@@ -3,7 +3,7 @@
 # file with no name), and the class is a GPU profile's "accuracy_class" (or empty): a preset is
 # found by name, and the classes listed, without parsing every profile at start-up.
 set(body "// Generated from profiles/*.json by cmake/embed_profiles.cmake; do not edit.\n")
-string(APPEND body "#include \"shardplan/profiles.hpp\"\n\nnamespace shardplan {\n\n")
+string(APPEND body "#include \"shardplan/presets.hpp\"\n\nnamespace shardplan {\n\n")
 string(APPEND body "const std::vector<EmbeddedFile>& embedded_profiles() {\n")
 string(APPEND body "  static const std::vector<EmbeddedFile> files = {\n")
 foreach(file IN LISTS FILES)

@@ -7,9 +7,9 @@
 
 #include "json_fields.hpp"
 #include "json_reader.hpp"
-#include "spec_fields.hpp"
+#include "reach_fields.hpp"
 #include "shardplan/error.hpp"
-#include "shardplan/profiles.hpp"
+#include "shardplan/presets.hpp"
 
 namespace shardplan {
 

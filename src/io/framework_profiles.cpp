@@ -6,7 +6,7 @@
 #include <map>
 
 #include "json_reader.hpp"
-#include "spec_fields.hpp"
+#include "reach_fields.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/fitted_profile.hpp"
 #include "shardplan/names.hpp"

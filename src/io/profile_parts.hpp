@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "json_reader.hpp"
-#include "shardplan/profiles.hpp"
+#include "shardplan/presets.hpp"
+#include "shardplan/specs.hpp"
 
 namespace shardplan {
 

@@ -536,11 +536,4 @@ std::string default_holdout_runs() {
   return embedded_text("validation/holdout-runs.json");
 }
 
-const EmbeddedFile* find_embedded(const std::string& path) {
-  for (const EmbeddedFile& f : embedded_profiles()) {
-    if (path == f.path) return &f;
-  }
-  return nullptr;
-}
-
 }  // namespace shardplan

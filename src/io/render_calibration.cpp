@@ -10,7 +10,7 @@
 #include <set>
 
 #include "shardplan/table.hpp"
-#include "spec_fields.hpp"
+#include "reach_fields.hpp"
 
 namespace shardplan {
 namespace {

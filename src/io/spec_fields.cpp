@@ -108,42 +108,6 @@ JsonField<T> positive_when_given(const char* key, double T::*m) {
   return only_when(positive(key, m), [m](const T& v) { return v.*m > 0; });
 }
 
-// The GEMM element types a class's cases run, each a name to_string(MathDtype) gives.
-// The reach's recurrent mixers by name (to_string(MixerKind)).
-JsonField<CorpusReach> mixers_field() {
-  return {"mixers", [](const CorpusReach& r) { return json(r.mixers); },
-          [](StrictObject& o, const std::string& k, CorpusReach& r) {
-            const json& raw = o.raw(k);
-            if (!raw.is_array()) throw InputError(o.field(k), "expected a list of token mixers");
-            for (const json& v : raw) {
-              if (!v.is_string()) throw InputError(o.field(k), "expected mixer names");
-              r.mixers.emplace_back(to_string(parse_mixer(v.get<std::string>(), o.field(k))));
-            }
-          },
-          {}};
-}
-
-JsonField<CorpusReach> gemm_dtypes_field() {
-  return {"gemm_dtypes", [](const CorpusReach& r) { return json(r.gemm_dtypes); },
-          [](StrictObject& o, const std::string& k, CorpusReach& r) {
-            const json& raw = o.raw(k);
-            std::vector<std::string> names;
-            names.reserve(kMathDtypes);
-            for (int d = 0; d < kMathDtypes; ++d)
-              names.emplace_back(to_string(static_cast<MathDtype>(d)));
-            if (!raw.is_array() || raw.empty())
-              throw InputError(o.field(k), "expected a list of GEMM element types");
-            for (const json& v : raw) {
-              if (!v.is_string() ||
-                  std::find(names.begin(), names.end(), v.get<std::string>()) == names.end())
-                throw InputError(o.field(k), fmt::format("'{}' is not one of: {}", v.dump(),
-                                                         fmt::join(names, ", ")));
-              r.gemm_dtypes.push_back(v.get<std::string>());
-            }
-          },
-          {}};
-}
-
 }  // namespace
 
 const JsonFields<Offload>& offload_fields() {
@@ -257,21 +221,6 @@ const JsonFields<HostSpec>& host_fields() {
                 [](const H& h) { return h.measured_d2h_bytes_per_s > 0; }),
       only_when(member("measured_dram_bytes_per_s", &H::measured_dram_bytes_per_s),
                 [](const H& h) { return h.measured_dram_bytes_per_s > 0; }),
-  };
-  return rows;
-}
-
-const JsonFields<CorpusReach>& reach_fields() {
-  using R = CorpusReach;
-  static const JsonFields<R> rows = {
-      member("dense", &R::dense),
-      member("moe", &R::moe),
-      only_when(mixers_field(), [](const R& r) { return !r.mixers.empty(); }),
-      gemm_dtypes_field(),
-      checked(member("max_cp", &R::max_cp), [](const R& r) { return r.max_cp >= 1; },
-              "must be >= 1"),
-      checked(member("max_gpus", &R::max_gpus), [](const R& r) { return r.max_gpus >= 1; },
-              "must be >= 1"),
   };
   return rows;
 }

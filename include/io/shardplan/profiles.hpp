@@ -6,23 +6,11 @@
 #include <vector>
 
 #include "shardplan/files.hpp"  // read_text_file
+#include "shardplan/presets.hpp"
 #include "shardplan/specs.hpp"
 #include "shardplan/validation.hpp"
 
 namespace shardplan {
-
-/// A profile compiled into the binary (generated from profiles/**/*.json).
-struct EmbeddedFile {
-  const char* path;  // relative to profiles/, e.g. "gpus/h100-sxm.json"
-  const char* text;
-  const char* names;           // its "name" and "aliases", lowercased, each ending in '\n'
-  const char* accuracy_class;  // a GPU profile's "accuracy_class"; "" when it has none
-};
-const std::vector<EmbeddedFile>& embedded_profiles();
-/// The embedded profile at `path` (relative to profiles/), or nullptr when the build has none.
-const EmbeddedFile* find_embedded(const std::string& path);
-
-enum class ProfileKind { gpu, link, cluster, model };
 
 /// One row of `shardplan list`: a preset's name and its key figures already formatted.
 struct PresetSummary {
