@@ -1,4 +1,5 @@
-// The subcommand table: each subcommand lives in its own file and registers its flags here.
+// The subcommand table: each subcommand lives in its own file (cmd_<name>.cpp) and registers its
+// flags here.
 #pragma once
 
 #include <CLI/CLI.hpp>
