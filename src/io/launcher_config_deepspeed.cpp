@@ -29,7 +29,7 @@ const std::set<std::string> kKnownTop = {
     "compression_training", "eigenvalue", "progressive_layer_drop", "weight_quantization",
     "hybrid_engine", "torch_autocast", "graph_harvesting", "use_data_before_expert_parallelism",
     "disable_allgather", "fp16_auto_cast", "load_universal_checkpoint", "gradient_accumulation_dtype",
-    "tensor_parallel", "bfloat16", "zero_optimization_stage",
+    "tensor_parallel", "bfloat16", "zero_optimization_stage", "sequence_parallel_size",
 };
 
 // zero_optimization keys (DeepSpeedZeroConfig, which forbids any other: an unknown one stops
@@ -238,6 +238,22 @@ void precision_and_optimizer(const json& j, Builder& b) {
   }
 }
 
+// DeepSpeed-Ulysses (ALST) sequence parallelism: runtime/config.py DeepSpeedConfig takes the
+// data-parallel world as world / sequence_parallel_size, so the batch identity above already gave
+// the data-parallel degree; the heads are split over the sequence-parallel ranks.
+void sequence_parallel(const json& j, Builder& b) {
+  static constexpr const char* kKey = "sequence_parallel_size";
+  if (!j.contains(kKey) || is_auto(j.at(kKey))) return;
+  const std::string degree = whole(b, j.at(kKey), kKey);
+  if (std::stoll(degree) < 1) b.refuse(kKey, "must be at least 1");
+  if (degree == "1") return;
+  b.set("--cp", degree, kKey);
+  b.note(fmt::format("{} {} (DeepSpeed-Ulysses: attention heads split over {} ranks, an "
+                     "all-to-all before and after attention) is priced as context parallelism "
+                     "of that degree",
+                     kKey, degree, degree));
+}
+
 // shardplan's own block: what DeepSpeed's keys cannot say (tp, pp, schedule, layout, GPUs).
 void shardplan_block(const json& j, Builder& b) {
   if (!j.contains("_shardplan") || !j.at("_shardplan").contains("plan")) {
@@ -292,6 +308,7 @@ LauncherConfig read_deepspeed(const std::string& text, const std::string& path) 
   try {
     batch(j, b);
     zero(j, b);
+    sequence_parallel(j, b);
     precision_and_optimizer(j, b);
     shardplan_block(j, b);
     // runtime/engine.py: bf16 without ZeRO runs BF16_Optimizer (runtime/bf16_optimizer.py),

@@ -453,3 +453,23 @@ deepspeed --num_nodes 2 --num_gpus 8 pretrain_gpt.py --tensor-model-parallel-siz
   CHECK(named);
   std::filesystem::remove_all(dir);
 }
+
+// DeepSpeed-Ulysses in the JSON (runtime/config.py: the data-parallel world is world /
+// sequence_parallel_size): the batch identity gives dp, sequence_parallel_size the CP degree.
+TEST_CASE("DeepSpeed: sequence_parallel_size is Ulysses, priced as context parallelism") {
+  const auto c = read_launcher_config(R"({
+    "train_batch_size": 32, "train_micro_batch_size_per_gpu": 1,
+    "gradient_accumulation_steps": 8, "sequence_parallel_size": 4,
+    "zero_optimization": {"stage": 3}, "bf16": {"enabled": true}
+  })",
+                                      "ds_ulysses.json");
+  CHECK(value(c, "--dp") == "4");  // 32 / (1 x 8)
+  CHECK(value(c, "--cp") == "4");
+  bool said = false;
+  for (const std::string& n : c.notes) said |= n.find("DeepSpeed-Ulysses") != std::string::npos;
+  CHECK(said);
+  const auto one = read_launcher_config(R"({"sequence_parallel_size": 1})", "ds_sp1.json");
+  CHECK(value(one, "--cp").empty());
+  CHECK_THROWS_AS(read_launcher_config(R"({"sequence_parallel_size": 0})", "ds_sp0.json"),
+                  InputError);
+}
