@@ -13,12 +13,12 @@ import os
 import re
 import sys
 
-LAYERS = {"core": "engine", "io": "io", "emit": "emit", "probe": "probe"}  # include/<x> -> src/<y>
+LAYERS = {"engine": "engine", "io": "io", "emit": "emit", "probe": "probe"}  # include/<x> -> src/<y>
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def module_of(repo, path):
-    """'engine/plan' for include/core/shardplan/plan.hpp and src/engine/plan.cpp."""
+    """'engine/plan' for include/engine/shardplan/plan.hpp and src/engine/plan.cpp."""
     rel = os.path.relpath(path, repo)
     parts = rel.split(os.sep)
     stem = os.path.splitext(parts[-1])[0]
