@@ -2,7 +2,7 @@
 """Writes the step-time intervals that `shardplan validate --cross-validate` derives into the
 framework profiles (accuracy, accuracy_beyond_corpus), the README's accuracy paragraph, the
 held-out tables of docs/validation-corpus.md (closed form against simulated step) and the
-few-shot table of docs/examples.md.
+README's few-shot table.
 
 Run after any change that moves a prediction:  tools/update_accuracy.py [build/shardplan]
 The engine test "shipped intervals are the cross-validation's" fails until this is rerun.
@@ -61,7 +61,7 @@ def main():
     replace_between(ROOT / "README.md", BEGIN, END, run("--markdown"))
     replace_between(ROOT / "docs" / "validation-corpus.md", GROUPS_BEGIN, GROUPS_END,
                     run("--markdown-groups"))
-    replace_between(ROOT / "docs" / "examples.md", FEW_BEGIN, FEW_END,
+    replace_between(ROOT / "README.md", FEW_BEGIN, FEW_END,
                     few_shot_table(json.loads(run("--calibrate-with", "1", "--json"))))
 
 
