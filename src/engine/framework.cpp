@@ -4,9 +4,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "shardplan/error.hpp"
 #include "shardplan/names.hpp"
 
@@ -68,52 +65,6 @@ double FrameworkPricing::compute_speed(const std::string& gpu_class, int pp) con
     if (cls == gpu_class) speed = s;
   }
   return pp > 1 ? speed * pipeline_engine_speed : speed;
-}
-
-namespace {
-
-bool holds(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-// Adds `name` to a sorted list of distinct names.
-void add_name(std::vector<std::string>& names, const std::string& name) {
-  if (holds(names, name)) return;
-  names.push_back(name);
-  std::sort(names.begin(), names.end());
-}
-
-}  // namespace
-
-void CorpusReach::add(const PlanScope& s) {
-  (s.moe ? moe : dense) = true;
-  for (const std::string& mixer : s.mixers) add_name(mixers, mixer);
-  add_name(gemm_dtypes, s.gemm_dtype);
-  max_cp = std::max(max_cp, s.cp);
-  max_gpus = std::max(max_gpus, s.gpus);
-}
-
-std::string CorpusReach::outside(const PlanScope& s) const {
-  std::vector<std::string> out;
-  if (s.moe && !moe) out.emplace_back("a mixture of experts (they are dense)");
-  if (!s.moe && !dense) out.emplace_back("a dense model (they are mixtures of experts)");
-  std::vector<std::string> unseen;
-  for (const std::string& mixer : s.mixers) {
-    if (!holds(mixers, mixer)) unseen.push_back(mixer);
-  }
-  if (!unseen.empty()) {
-    out.push_back(fmt::format("{} layers (they train {})", fmt::join(unseen, ", "),
-                              mixers.empty() ? "softmax attention only" : fmt::format(
-                                  "softmax attention and {}", fmt::join(mixers, ", "))));
-  }
-  if (!holds(gemm_dtypes, s.gemm_dtype))
-    out.push_back(
-        fmt::format("{} GEMMs (they run {})", s.gemm_dtype, fmt::join(gemm_dtypes, ", ")));
-  if (s.cp > max_cp)
-    out.push_back(fmt::format("context parallel {} (they reach {})", s.cp, max_cp));
-  if (s.gpus > max_gpus)
-    out.push_back(fmt::format("{} GPUs (they reach {})", s.gpus, max_gpus));
-  return fmt::format("{}", fmt::join(out, "; "));
 }
 
 double BusbwShare::at(double ranks) const {

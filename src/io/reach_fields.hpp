@@ -4,7 +4,7 @@
 #pragma once
 
 #include "json_fields.hpp"
-#include "shardplan/framework.hpp"
+#include "shardplan/accuracy.hpp"
 
 namespace shardplan {
 
