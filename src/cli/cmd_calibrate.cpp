@@ -94,7 +94,7 @@ int run_calibrate(const CalibrateFlags& f, PlanningOptions& o) {
     for (const LogStep& s : log.steps)
       if (s.global_batch > 0) o.global_batch = std::to_string(s.global_batch);
   }
-  Inputs in = resolve_timed_inputs(o);
+  Inputs in = resolve_inputs(o);
   check_batch(log, in);
   const StepSample sample = steady_steps(log);
   if (sample.used.empty()) {

@@ -18,7 +18,7 @@ Runner setup_comm(CLI::App& sub) {
   auto o = add_planning_options(sub);
   return [o]() {
     refuse_run_flags(*o, "comm");
-    Inputs in = resolve_timed_inputs(*o);
+    Inputs in = resolve_inputs(*o);
     note_assumptions(*o, in, {.plan_given = true, .prices = false});
     const Estimate e = estimate(in.model, in.training, in.plan, in.cluster);
     if (o->json) {

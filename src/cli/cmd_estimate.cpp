@@ -42,7 +42,7 @@ Runner setup_estimate(CLI::App& sub) {
     } else {
       if (!pick->empty())
         throw InputError("--pick", "chooses a plan in a --plan FILE; give --plan too");
-      in = resolve_timed_inputs(*o);
+      in = resolve_inputs(*o);
     }
     note_assumptions(*o, in, {.plan_given = plan_file->empty(), .prices = true});
     const Estimate e = estimate(in.model, in.training, in.plan, in.cluster);

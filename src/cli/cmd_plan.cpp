@@ -85,13 +85,7 @@ int plan_all(const PlanFlags& f, const PlanningRequest& request) {
   for (const FrameworkRow& framework : kFrameworkRows) {
     PlanningOptions o = f.o;
     o.framework = framework.name;
-    Inputs in;
-    in.model = resolve_model(o);
-    in.cluster = resolve_cluster(o, 0);
-    in.training = resolve_training(o, in.model);
-    fill_default_global_batch(in, 1);
-    note_precision(in);
-    note_cluster(in);
+    Inputs in = resolve_uncalibrated_search_inputs(o);
     calibrated = apply_calibration(o, in, false) || calibrated;
     note_assumptions(o, in, {.plan_given = false, .prices = true});
     notes = in.notes;

@@ -24,8 +24,4 @@ Inputs resolve_inputs(const PlanningOptions& o) {
   return in;
 }
 
-Inputs resolve_timed_inputs(const PlanningOptions& o) {
-  return resolve_inputs(o);
-}
-
 }  // namespace shardplan::cli

@@ -18,7 +18,5 @@ std::shared_ptr<PlanningOptions> add_planning_options(CLI::App& app);
 /// resolve_from_file), --calibration applied; InputError (exit 2) when the plan cannot run,
 /// naming the flag to change.
 Inputs resolve_inputs(const PlanningOptions& o);
-/// resolve_inputs for commands that time a step (the layer-shape rule now covers every command).
-Inputs resolve_timed_inputs(const PlanningOptions& o);
 
 }  // namespace shardplan::cli

@@ -22,7 +22,7 @@ bool plan_flags_given(const PlanningOptions& o) {
   return !plan_flags_in(o).empty();
 }
 
-Inputs resolve_search_inputs(const PlanningOptions& o) {
+Inputs resolve_uncalibrated_search_inputs(const PlanningOptions& o) {
   Inputs in;
   in.model = resolve_model(o);
   in.cluster = resolve_cluster(o, 0);
@@ -30,6 +30,11 @@ Inputs resolve_search_inputs(const PlanningOptions& o) {
   fill_default_global_batch(in, 1);
   note_precision(in);
   note_cluster(in);
+  return in;
+}
+
+Inputs resolve_search_inputs(const PlanningOptions& o) {
+  Inputs in = resolve_uncalibrated_search_inputs(o);
   apply_calibration(o, in);
   return in;
 }
@@ -68,10 +73,10 @@ std::optional<Inputs> recommended_inputs(const PlanningOptions& o, int threads) 
 }
 
 std::optional<Inputs> inputs_or_recommended(const PlanningOptions& o) {
-  if (!o.from.empty()) return resolve_timed_inputs(o);  // the file's plan, said in its notes
+  if (!o.from.empty()) return resolve_inputs(o);  // the file's plan, said in its notes
   const std::vector<std::string> given = plan_flags_in(o);
   if (given.empty()) return recommended_inputs(o);
-  Inputs in = resolve_timed_inputs(o);
+  Inputs in = resolve_inputs(o);
   std::string flags;
   for (const std::string& name : given) flags += (flags.empty() ? "" : ", ") + name;
   in.notes.push_back(fmt::format(

@@ -15,7 +15,10 @@ namespace shardplan::cli {
 bool plan_flags_given(const PlanningOptions& o);
 
 /// Model, cluster and training as `plan` reads them: the cluster's GPUs, and the default global
-/// batch (with its note) when --global-batch is not given.
+/// batch (with its note) when --global-batch is not given; --calibration not yet applied (`plan
+/// --framework all` applies it only where it fits each framework).
+Inputs resolve_uncalibrated_search_inputs(const PlanningOptions& o);
+/// The same with --calibration applied (an InputError when it calibrates another stack).
 Inputs resolve_search_inputs(const PlanningOptions& o);
 
 /// The plan `shardplan plan` recommends for these inputs: the ladder's stop, or the fastest plan
@@ -35,7 +38,7 @@ FilePlan plan_from_file(const std::string& path, const std::string& pick, const 
 /// would be silently ignored, so it is an error (--tokens only sets the run's length).
 void refuse_planning_flags(const CLI::App& sub);
 
-/// recommended_inputs when no plan flag is given, else resolve_timed_inputs; either way a note
+/// recommended_inputs when no plan flag is given, else resolve_inputs; either way a note
 /// says which plan it is. "No plan fits" is an empty result, not an InputError.
 std::optional<Inputs> inputs_or_recommended(const PlanningOptions& o);
 
