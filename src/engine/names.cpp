@@ -13,22 +13,6 @@ std::string lowered(std::string_view text) {
   return out;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 size_t edit_distance(const std::string& a, const std::string& b, size_t bound) {
   const size_t apart = a.size() > b.size() ? a.size() - b.size() : b.size() - a.size();
   if (apart > bound) return bound + 1;  // each edit changes the length by one at most
@@ -45,10 +29,15 @@ size_t edit_distance(const std::string& a, const std::string& b, size_t bound) {
       diagonal = above;
       least = std::min(least, row[j]);
     }
-    // A row's entries never decrease further down the table: past the bound, stop.
+    // A row's minimum never falls from one row to the next: once past the bound, stop.
     if (least > bound) return bound + 1;
   }
   return std::min(row[b.size()], bound + 1);
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  // No two names are further apart than the longer one's length, so this bound never cuts.
+  return edit_distance(a, b, std::max(a.size(), b.size()));
 }
 
 std::vector<std::string> nearest_names(const std::string& wanted,
