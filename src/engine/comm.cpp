@@ -49,6 +49,10 @@ Placement expert_data_placement(const ParallelPlan& p, const ClusterSpec& c) {
   return place(size, p.ep * etp, c);
 }
 
+Placement expert_tp_placement(const ParallelPlan& p, const ClusterSpec& c) {
+  return place(p.expert_tp(), 1, c);
+}
+
 Placement placement_of(Parallelism which, const ParallelPlan& p, const ClusterSpec& c) {
   int size = 1, stride = 1;
   switch (which) {

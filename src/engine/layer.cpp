@@ -449,36 +449,50 @@ void add_mlp(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const Paral
     blk.ops.push_back(residual_op("mlp residual", x, m.dropout));
     return;
   }
-  // Tokens each local expert sees: every token visits top-k experts; expert parallelism
-  // spreads the experts, and the all-to-all brings each device as many token-visits as it sent
-  // (balanced routing, or the capacity each expert is padded to).
+  // Tokens this device routes: its sequence-parallel share of the micro-batch. Megatron-Core
+  // refuses an MoE layer under tensor parallelism without sequence parallelism (moe_layer.py),
+  // and torchtitan's ReordererSequenceParallel splits the tokens over TP ranks the same way, so
+  // each TP rank routes 1/tp of them rather than all of them again.
+  const double routed = x.tokens * x.r;
+  // Every routed token visits top-k experts; the all-to-all brings each device as many
+  // token-visits as it sent (balanced routing, or the capacity each expert is padded to).
+  const double sent = routed * m.experts_per_token * x.visits;
+  // An expert-TP group all-gathers its members' received tokens and runs all of them through its
+  // 1/etp of each expert (token_dispatcher.py: A2A over EP, then AG over expert TP). Without
+  // sequence parallelism the TP ranks inside that group already hold the same tokens.
+  const int etp = p.expert_tp();
+  const double gather = p.sequence_parallel || p.tp == 1
+                            ? etp
+                            : std::max(1.0, static_cast<double>(etp) / p.tp);
+  const double visits = sent * gather;
   const double local_experts = static_cast<double>(m.experts) / p.ep;
-  const double visits = x.tokens * m.experts_per_token * x.visits;
   // The router (a 16-bit GEMM under every recipe) keeps the normed input for its weight
   // gradient, and its fp32 probabilities. The moe module checkpoints the whole MoE layer (the
   // normed input stays; its all-to-alls run again too: step_time.cpp).
   const unsigned moe_layer = bit(RM::moe);
-  const double normed = x.tokens * x.h * x.r * x.e;
-  const double probs = x.tokens * m.experts * 4.0;
-  blk.ops.push_back(recomputed(gemm("router", x.tokens, m.experts, x.h, 1, x.e, normed),
-                               moe_layer, bit(RM::layernorm)));
+  const double normed = routed * x.h * x.e;
+  const double probs = routed * m.experts * 4.0;
+  blk.ops.push_back(recomputed(gemm("router", routed, m.experts, x.h, 1, x.e, normed), moe_layer,
+                               bit(RM::layernorm)));
   // Scores and top-k over the fp32 logits: reads them, writes the probabilities it keeps.
   blk.ops.push_back(recomputed(elementwise("router probabilities", 2.0 * probs, probs),
                                moe_layer, moe_layer));
   // Permuted copy of the tokens for the experts, and the unpermute that weights and sums them.
   // The experts' up projection saves the permuted tokens (as its quantized copy, if any).
   blk.ops.push_back(recomputed(
-      elementwise("token dispatch", 2.0 * visits * x.h * x.e, visits * x.h * x.q), moe_layer,
+      elementwise("token dispatch", 2.0 * sent * x.h * x.e, visits * x.h * x.q), moe_layer,
       moe_layer));
   // Weighting each expert output by its probability in the combine keeps those outputs for the
   // probabilities' gradient; Megatron-Core weights inside the activation instead, which keeps
   // the probabilities beside its input (FrameworkPricing::moe_probs_in_activation).
   const bool weighted_activation = tr.framework.pricing.moe_probs_in_activation;
   blk.ops.push_back(recomputed(
-      elementwise("token combine", 3.0 * visits * x.h * x.e,
+      elementwise("token combine", 3.0 * sent * x.h * x.e,
                   weighted_activation ? 0.0 : visits * x.h * x.e),
       moe_layer, moe_layer));
-  blk.expert_visits = visits;
+  blk.expert_tokens = routed;
+  blk.expert_visits = sent;
+  blk.expert_gather = gather;
   const size_t experts_from = blk.ops.size();
   // moe_act discards the expert activation's output, the down projection's saved input.
   add_mlp_gemms(blk, m, x, visits / local_experts, local_experts, x.fe, 0,

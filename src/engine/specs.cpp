@@ -169,7 +169,10 @@ RouterScore parse_router_score(const std::string& text, const std::string& field
   return parse_name(kRouterScoreNames, text, field);
 }
 MoeDispatcher parse_moe_dispatcher(const std::string& text, const std::string& field) {
-  return parse_name(kMoeDispatcherNames, text, field, {{"flex", MoeDispatcher::deepep}});
+  // HybridEP (DeepEP's hybrid-ep branch, Megatron-Core's flex backend "hybridep") routes as
+  // DeepEP does: one RDMA copy per token and remote domain, forwarded over NVLink there.
+  return parse_name(kMoeDispatcherNames, text, field,
+                    {{"flex", MoeDispatcher::deepep}, {"hybridep", MoeDispatcher::deepep}});
 }
 Precision parse_precision(const std::string& text, const std::string& field) {
   return parse_name(kPrecisionNames, text, field,

@@ -85,8 +85,17 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
                                                    placement_of(Parallelism::context, p, c), c);
   }
   if (p.ep > 1 && w.layer.expert_visits > 0) {
-    cost.ep = expert_traffic(m, tr, placement_of(Parallelism::expert, p, c), c, w.tokens,
-                             w.layer.expert_visits);
+    cost.ep = expert_traffic(m, tr, placement_of(Parallelism::expert, p, c), c,
+                             w.layer.expert_tokens, w.layer.expert_visits);
+    if (w.layer.expert_gather > 1) {
+      // The expert-TP group gathers what its members received before the experts and
+      // reduce-scatters their outputs before the combine: nccl-tests sizes, the gathered bytes.
+      const Placement etp = expert_tp_placement(p, c);
+      const double gathered = w.layer.expert_visits * w.layer.expert_gather * m.hidden;
+      cost.ep.expert_tp_s =
+          collective_time(Collective::all_gather, gathered * dispatch_element_bytes(tr), etp, c) +
+          collective_time(Collective::reduce_scatter, gathered * e, etp, c);
+    }
     cost.ep_layer_bytes = (cost.ep.dispatch_bytes + cost.ep.combine_bytes) / 2.0;
     cost.ep_layer_s = cost.ep.layer_s();
   }

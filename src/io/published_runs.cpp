@@ -165,6 +165,9 @@ void read_run_plan(const nlohmann::json& pl, const std::string& where, Published
     p.recompute_modules = parse_recompute_modules(names, where + ": recompute_modules");
   }
   p.sequence_parallel = pl.value("sequence_parallel", false);
+  // The expert-parallel all-to-all overlap the recipe sets (Megatron-Core's
+  // overlap_moe_expert_parallel_comm); unstated, off.
+  p.moe_a2a_overlap = flag_or(pl, "moe_a2a_overlap", false);
   // An uneven pipeline split the recipe states (Megatron's account_for_embedding/loss split,
   // --decoder-first/last-pipeline-num-layers): transformer layers of the first / last chunk.
   p.first_stage_layers = int_or(pl, "first_stage_layers", -1);
@@ -193,6 +196,11 @@ TrainingSpec read_run_training(const nlohmann::json& r, const nlohmann::json& pl
   // Megatron's --tp-comm-overlap); else the profile's default.
   if (r.contains("tp_comm_overlap"))
     t.tp_comm_overlap = flag_or(r, "tp_comm_overlap", t.tp_comm_overlap);
+  // The MoE token dispatcher the recipe sets (Megatron-Core's moe_token_dispatcher_type, flex
+  // with its DeepEP or HybridEP backend); unstated, the plain all-to-all.
+  if (r.contains("moe_dispatcher")) {
+    t.moe_dispatcher = parse_moe_dispatcher(string_or(r, "moe_dispatcher"), where + ": moe_dispatcher");
+  }
   return t;
 }
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
 
 #include "shardplan/comm.hpp"
 #include "shardplan/compute.hpp"
@@ -150,6 +151,53 @@ TEST_CASE("a max-load factor makes the busiest expert rank's GEMMs and all-to-al
   bool grouped = false;
   for (const Op& op : describe_micro_batch(m, tr, p).layer.ops) grouped = grouped || op.grouped;
   CHECK(grouped);
+}
+
+TEST_CASE("each TP rank routes its sequence-parallel share; expert TP gathers its members' tokens") {
+  // DeepSeek-V3 as Megatron-Bridge's 25.09 table ran it on H100s: TP 2 with sequence parallel,
+  // EP 64, expert TP 1, one sequence of 4,096 per micro-batch (docs/moe.md).
+  const ModelSpec m = load_model("deepseek-v3");
+  const TrainingSpec tr = test::training(4096, 8192);
+  const ClusterSpec c = test::cluster(1024, "dgx-h100");
+  ParallelPlan p = test::plan(64, 2, 8);
+  p.sequence_parallel = true;
+  p.ep = 64;
+  p.etp = 1;
+  const MicroBatchWork w = describe_micro_batch(m, tr, p);
+  // Each of the two TP ranks routes 2,048 tokens to top-8 experts.
+  CHECK(w.layer.expert_tokens == doctest::Approx(2048.0));
+  CHECK(w.layer.expert_visits == doctest::Approx(2048.0 * 8));
+  CHECK(w.layer.expert_gather == doctest::Approx(1.0));
+  // 2,048 x 8 visits x 7,168 wide x 2 B per dispatch: 234.9 MB, not 469.8 MB.
+  const MicroBatchCost cost = micro_batch_cost(m, tr, p, c);
+  CHECK(cost.ep.dispatch_bytes == doctest::Approx(2048.0 * 8 * 7168 * 2));
+  CHECK(cost.ep.expert_tp_s == 0.0);
+  // The router GEMM runs on the routed tokens; the experts' GEMMs on the 16,384 visits a rank
+  // receives, spread over its 256 / 64 = 4 local experts.
+  for (const Op& op : w.layer.ops) {
+    CAPTURE(op.name);
+    if (std::string(op.name) == "router") CHECK(op.m == doctest::Approx(2048.0));
+    if (op.grouped) CHECK(op.m * op.batch == doctest::Approx(2048.0 * 8));
+  }
+  // Expert TP 2 (Megatron-Core's default, = tp): the pair gathers both ranks' visits, each rank
+  // runs all 32,768 through half of every expert, and the gather is priced with the all-to-all.
+  p.etp = 0;
+  const MicroBatchWork g = describe_micro_batch(m, tr, p);
+  CHECK(g.layer.expert_visits == doctest::Approx(2048.0 * 8));
+  CHECK(g.layer.expert_gather == doctest::Approx(2.0));
+  for (const Op& op : g.layer.ops) {
+    if (op.grouped) CHECK(op.m * op.batch == doctest::Approx(4096.0 * 8));
+  }
+  const MicroBatchCost gathered = micro_batch_cost(m, tr, p, c);
+  const Placement pair = expert_tp_placement(p, c);
+  CHECK(pair.ranks == 2);
+  CHECK(pair.ranks_per_host == 2);
+  const double bytes = 4096.0 * 8 * 7168 * 2;
+  CHECK(gathered.ep.expert_tp_s ==
+        doctest::Approx(collective_time(Collective::all_gather, bytes, pair, c) +
+                        collective_time(Collective::reduce_scatter, bytes, pair, c)));
+  CHECK(gathered.ep_layer_s ==
+        doctest::Approx(gathered.ep.dispatch_s + gathered.ep.combine_s + gathered.ep.expert_tp_s));
 }
 
 TEST_CASE("the rule table: overlap needs EP and a framework that runs it; dispatchers by name") {

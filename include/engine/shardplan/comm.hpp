@@ -86,6 +86,9 @@ Placements placements_of(const ParallelPlan& plan, const ClusterSpec& cluster);
 /// The expert-data-parallel group of a MoE plan: the ranks that hold the same experts, over which
 /// ZeRO shards, gathers and reduces the expert weights.
 Placement expert_data_placement(const ParallelPlan& plan, const ClusterSpec& cluster);
+/// The expert-tensor-parallel group: expert tp consecutive ranks, innermost in Megatron-Core's
+/// expert rank order (etp, ep, edp), so inside a node whenever etp fits in one.
+Placement expert_tp_placement(const ParallelPlan& plan, const ClusterSpec& cluster);
 
 /// Fills bytes, calls, placement, call_s, time_s, link_s and wire_bytes; exposure is the step
 /// model's.

@@ -55,7 +55,9 @@ struct Block {
   std::vector<Op> ops;
   TpTraffic tp;
   double input_bytes = 0;     // the block's input, kept per layer under full recompute
+  double expert_tokens = 0;   // tokens this device routes to experts per forward pass
   double expert_visits = 0;   // token-visits this device sends to experts per forward pass
+  double expert_gather = 1;   // expert-TP members whose received token-visits each one runs
 };
 
 /// Everything a micro-batch asks of one device, per layer and at the two ends of the model.

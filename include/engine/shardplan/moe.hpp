@@ -17,11 +17,14 @@ struct ExpertTraffic {
   double combine_bytes = 0;
   double dispatch_s = 0;
   double combine_s = 0;
+  /// Expert TP > 1: the all-gather of the received tokens over the expert-TP group after the
+  /// dispatch and the reduce-scatter before the combine (Megatron-Core token_dispatcher.py).
+  double expert_tp_s = 0;
   /// Copies of a token that cross the scale-out network (deepep: distinct remote domains;
   /// alltoall: its remote (token, expert) pairs); 0 when the group stays in one domain.
   double remote_copies_per_token = 0;
   int domain_limit = 0;  // node-limited routing: domains a token may reach; 0 = no limit
-  double layer_s() const { return dispatch_s + combine_s; }
+  double layer_s() const { return dispatch_s + combine_s + expert_tp_s; }
 };
 
 /// Bytes of one dispatched element: fp8 with one fp32 scale per 128 (DeepSeek-V3 report,
