@@ -255,26 +255,25 @@ int default_training_seq_len(const ModelSpec& m) {
 
 int stage_moe_layers(const ModelSpec& m, const ParallelPlan& plan, int stage) {
   if (!m.is_moe()) return 0;
-  int first = 0;
-  for (int s = 0; s < stage; ++s) first += stage_layers(m.layers, plan, s);
-  const int here = stage_layers(m.layers, plan, stage);
+  // Every layer a MoE layer (no dense first layers, no interleaved dense ones, no pattern).
+  if (!m.has_block_pattern() && m.first_dense_layers <= 0 && m.moe_layer_step == 1)
+    return stage_layers(m.layers, plan, stage);
   int n = 0;
-  for (int i = first; i < first + here; ++i) n += m.is_moe_layer(i) ? 1 : 0;
+  for_each_stage_chunk(m.layers, plan, stage, [&](int first, int count) {
+    for (int i = first; i < first + count; ++i) n += m.is_moe_layer(i) ? 1 : 0;
+  });
   return n;
 }
 
 int heaviest_moe_stage(const ModelSpec& m, const ParallelPlan& p) {
   if (!m.has_architecture() || !m.is_moe() || m.moe_layer_count() == m.layers) return 0;
-  int first_layer = stage_layers(m.layers, p, 0), best = 0, most = -1;
+  int best = 0, most = -1;
   for (int stage = 1; stage + 1 < p.pp; ++stage) {
-    const int here = stage_layers(m.layers, p, stage);
-    int moe = 0;
-    for (int i = first_layer; i < first_layer + here; ++i) moe += m.is_moe_layer(i) ? 1 : 0;
+    const int moe = stage_moe_layers(m, p, stage);
     if (moe > most) {
       most = moe;
       best = stage;
     }
-    first_layer += here;
   }
   return best;
 }
@@ -355,10 +354,12 @@ DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int sta
     d.experts = moe_here * moe_experts;
     d.largest_layer = moe_here > 0 ? std::max(dense_layer, moe_dense + moe_experts) : dense_layer;
   } else {
-    // Layers of several kinds: each by its mixer and its FFN.
-    int first_layer = 0;
-    for (int s = 0; s < stage; ++s) first_layer += stage_layers(m.layers, plan, s);
-    LayerKinds kinds = layer_kinds(m, first_layer, layers_here, 0);
+    // Layers of several kinds: each by its mixer and its FFN, over the stage's chunks.
+    LayerKinds kinds;
+    for_each_stage_chunk(m.layers, plan, stage, [&](int first, int count) {
+      const LayerKinds chunk = layer_kinds(m, first, count, 0);
+      for (size_t i = 0; i < kinds.n.size(); ++i) kinds.n[i] += chunk.n[i];
+    });
     for_each_kind(kinds, [&](MixerKind mixer, FfnKind ffn, int n) {
       const double dense = norms + mixer_params(m, mixer, plan.tp).total() +
                            (ffn == FfnKind::mlp ? dense_mlp : ffn == FfnKind::moe ? router : 0);

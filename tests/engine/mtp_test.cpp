@@ -131,3 +131,34 @@ TEST_CASE("the step's middle stage is where DeepSeek-V3's experts are, not its d
   CHECK(e.time.middle_work.ep_forward_s > 0);
   CHECK(e.time.middle_work.ep_backward_s > 0);
 }
+
+TEST_CASE("interleaved, a device's MoE layers are counted over its chunks, not one run of layers") {
+  // DeepSeek-V3 as Megatron-Bridge ran it on H100s: pp 8 x 4 virtual stages, layout
+  // Et|(tt|)*30mL: layer 0 alone in chunk 0, then 30 chunks of two, nothing beside the MTP
+  // module in the last. Device d runs chunks d, d + 8, d + 16, d + 24; layers 0-2 are dense.
+  const ModelSpec m = load_model("deepseek-v3");
+  ParallelPlan p = test::plan(64, 2, 8);
+  p.interleave = 4;
+  p.first_stage_layers = 1;
+  p.last_stage_layers = 0;
+  REQUIRE(layout_splits(61, p));
+  // Device 0: layer 0 (dense), 15-16, 31-32, 47-48: 6 MoE of 7 layers.
+  CHECK(stage_layers(61, p, 0) == 7);
+  CHECK(stage_moe_layers(m, p, 0) == 6);
+  // Device 1: layers 1-2 (dense), 17-18, 33-34, 49-50: 6 of 8.
+  CHECK(stage_moe_layers(m, p, 1) == 6);
+  // Device 2: layers 3-4, 19-20, 35-36, 51-52: all 8 MoE (contiguous counting gave it 5-7's).
+  CHECK(stage_moe_layers(m, p, 2) == 8);
+  // Device 7: layers 13-14, 29-30, 45-46 and the empty last chunk: 6 of 6.
+  CHECK(stage_layers(61, p, 7) == 6);
+  CHECK(stage_moe_layers(m, p, 7) == 6);
+  CHECK(heaviest_moe_stage(m, p) == 2);
+  int chunks = 0, layers = 0;
+  for_each_stage_chunk(61, p, 2, [&](int first, int n) {
+    CHECK(first == 3 + 16 * chunks);
+    ++chunks;
+    layers += n;
+  });
+  CHECK(chunks == 4);
+  CHECK(layers == 8);
+}

@@ -85,7 +85,8 @@ double attended_pairs(const ModelSpec& model, double seq_len);
 inline constexpr int kDefaultSeqLenCap = 8192;
 int default_training_seq_len(const ModelSpec& model);
 
-/// MoE layers among a pipeline stage's layers (stages hold consecutive layers).
+/// MoE layers among a pipeline stage's layers (its chunks' layers, spread over the model when
+/// interleaved: for_each_stage_chunk).
 int stage_moe_layers(const ModelSpec& model, const ParallelPlan& plan, int stage);
 
 /// A MoE model with dense layers (DeepSeek-V3's first three) holds its experts from a later

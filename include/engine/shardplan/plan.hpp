@@ -34,6 +34,20 @@ int chunk_layers(int layers, const ParallelPlan& plan, int chunk);
 /// interleaving, a V (d and 2p - 1 - d) in ZB-V and DualPipeV.
 int chunk_device(const ParallelPlan& plan, int chunk);
 
+/// Calls f(first_layer, layers) for each model chunk that pipeline device `stage` runs, in model
+/// order: one run of consecutive layers without interleaving, interleave runs spread over the
+/// model with it (device d holds chunks d, d + pp, ...; a V holds d and 2 pp - 1 - d).
+template <typename F>
+void for_each_stage_chunk(int layers, const ParallelPlan& plan, int stage, F&& f) {
+  const int chunks = plan.pp * plan.interleave;
+  int first = 0;
+  for (int c = 0; c < chunks; ++c) {
+    const int n = chunk_layers(layers, plan, c);
+    if (chunk_device(plan, c) == stage) f(first, n);
+    first += n;
+  }
+}
+
 /// The device that holds the LM head and the loss: the last, or the first in a V schedule.
 int head_stage(const ParallelPlan& plan);
 
