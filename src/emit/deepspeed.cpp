@@ -41,6 +41,14 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
     if (p.zero == 3)
       n.push_back("AutoTP with ZeRO-3 needs a recent DeepSpeed (v0.16.4 asserted ZeRO stage <= 2)");
   }
+  if (in.model.is_moe()) {
+    n.push_back(fmt::format(
+        "the {} experts of each MoE layer stay whole on every rank (no expert parallelism): "
+        "DeepSpeed sets it in model code (deepspeed.moe.layer.MoE(ep_size=...)) or, in versions "
+        "with AutoEP, with an expert_parallel block, and the deepspeed profile prices neither; "
+        "`shardplan plan --framework all` compares the stacks that shard experts",
+        in.model.experts));
+  }
   if (p.recompute == Recompute::full && p.pp == 1) {
     n.push_back(
         "recompute every transformer layer: wrap each in deepspeed.checkpointing.checkpoint (or "

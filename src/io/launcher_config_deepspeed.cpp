@@ -30,6 +30,7 @@ const std::set<std::string> kKnownTop = {
     "hybrid_engine", "torch_autocast", "graph_harvesting", "use_data_before_expert_parallelism",
     "disable_allgather", "fp16_auto_cast", "load_universal_checkpoint", "gradient_accumulation_dtype",
     "tensor_parallel", "bfloat16", "zero_optimization_stage", "sequence_parallel_size",
+    "expert_parallel",
 };
 
 // zero_optimization keys (DeepSpeedZeroConfig, which forbids any other: an unknown one stops
@@ -254,6 +255,30 @@ void sequence_parallel(const json& j, Builder& b) {
                      kKey, degree, degree));
 }
 
+// DeepSpeed's AutoEP (deepspeed/module_inject/auto_ep_config.py parse_autoep_config, read by
+// runtime/config.py get_expert_parallel_config): an "expert_parallel" block whose autoep_size is
+// the expert-parallel group, carved out of the data-parallel ranks (world % autoep_size == 0),
+// and, where the version has it, expert_tensor_parallel_size. Off unless "enabled" is true.
+void expert_parallel(const json& j, Builder& b) {
+  static constexpr const char* kKey = "expert_parallel";
+  if (!j.contains(kKey)) return;
+  const json& e = j.at(kKey);
+  if (!e.is_object())
+    b.refuse(kKey, "must be an object such as {\"enabled\": true, \"autoep_size\": 8}");
+  if (e.contains("enabled") && !e.at("enabled").is_boolean())
+    b.refuse("expert_parallel.enabled", "'" + text_of(e.at("enabled")) + "' is not true or false");
+  if (!e.value("enabled", false)) return;
+  const std::pair<const char*, const char*> degrees[] = {
+      {"autoep_size", "--ep"}, {"expert_tensor_parallel_size", "--expert-tp"}};
+  for (const auto& [key, flag] : degrees) {
+    const std::string at = std::string(kKey) + "." + key;
+    if (!e.contains(key) || is_auto(e.at(key))) continue;
+    const std::string degree = whole(b, e.at(key), at);
+    if (std::stoll(degree) < 1) b.refuse(at, "must be at least 1");
+    if (degree != "1") b.set(flag, degree, at);
+  }
+}
+
 // shardplan's own block: what DeepSpeed's keys cannot say (tp, pp, schedule, layout, GPUs).
 void shardplan_block(const json& j, Builder& b) {
   if (!j.contains("_shardplan") || !j.at("_shardplan").contains("plan")) {
@@ -309,6 +334,7 @@ LauncherConfig read_deepspeed(const std::string& text, const std::string& path) 
     batch(j, b);
     zero(j, b);
     sequence_parallel(j, b);
+    expert_parallel(j, b);
     precision_and_optimizer(j, b);
     shardplan_block(j, b);
     // runtime/engine.py: bf16 without ZeRO runs BF16_Optimizer (runtime/bf16_optimizer.py),

@@ -240,6 +240,12 @@ TEST_CASE("--from refuses what it cannot read or price, naming the file's key") 
                                  "data_parallel_shard_degree = -1\n[model]\nname = 'llama3'\n"
                                  "flavor = '8B'\n");
   check_refused("estimate --from " + dir + "/hsdp.toml", "data_parallel_shard_degree");
+  // AutoEP's expert-parallel degree is read, and the deepspeed profile (DeepSpeed 0.14-0.16, which
+  // set it in model code) refuses it by the file's key.
+  write_file(dir + "/autoep.json", R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+                                       "expert_parallel": {"enabled": true, "autoep_size": 8}})");
+  check_refused("estimate --from " + dir + "/autoep.json --model mixtral-8x7b --gpus 64",
+                "expert_parallel.autoep_size");
   write_file(dir + "/plan.cfg", "hello");
   check_refused("estimate --from " + dir + "/plan.cfg", "not a launcher config");
 }

@@ -473,3 +473,33 @@ TEST_CASE("DeepSpeed: sequence_parallel_size is Ulysses, priced as context paral
   CHECK_THROWS_AS(read_launcher_config(R"({"sequence_parallel_size": 0})", "ds_sp0.json"),
                   InputError);
 }
+
+// DeepSpeed's AutoEP block (module_inject/auto_ep_config.py parse_autoep_config): autoep_size is
+// the expert-parallel group, read only when enabled.
+TEST_CASE("DeepSpeed: the expert_parallel block is AutoEP's expert-parallel degree") {
+  const auto c = read_launcher_config(R"({
+    "train_batch_size": 256, "train_micro_batch_size_per_gpu": 1,
+    "gradient_accumulation_steps": 4, "zero_optimization": {"stage": 2},
+    "expert_parallel": {"enabled": true, "autoep_size": 8, "preset_model": "mixtral"}
+  })",
+                                      "ds_autoep.json");
+  CHECK(value(c, "--dp") == "64");
+  CHECK(value(c, "--ep") == "8");
+  CHECK(value(c, "--expert-tp").empty());
+  const auto etp = read_launcher_config(
+      R"({"expert_parallel": {"enabled": true, "autoep_size": 4,
+                              "expert_tensor_parallel_size": 2}})",
+      "ds_autoep_etp.json");
+  CHECK(value(etp, "--ep") == "4");
+  CHECK(value(etp, "--expert-tp") == "2");
+  // Off unless enabled, as DeepSpeed reads it.
+  const auto off = read_launcher_config(R"({"expert_parallel": {"autoep_size": 8}})", "ds_off.json");
+  CHECK(value(off, "--ep").empty());
+  for (const char* bad : {R"({"expert_parallel": 8})",
+                          R"({"expert_parallel": {"enabled": "yes", "autoep_size": 8}})",
+                          R"({"expert_parallel": {"enabled": true, "autoep_size": 0}})",
+                          R"({"expert_parallel": {"enabled": true, "autoep_size": 2.5}})"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(read_launcher_config(bad, "ds_bad.json"), InputError);
+  }
+}
