@@ -253,15 +253,29 @@ int default_training_seq_len(const ModelSpec& m) {
   return std::min(m.seq_len, kDefaultSeqLenCap);
 }
 
+namespace {
+
+// MoE layers among layers [a, b): counted in closed form from the dense first layers and the MoE
+// step (every moe_layer_step-th layer after them), layer by layer for a block pattern.
+int moe_layers_in(const ModelSpec& m, int a, int b) {
+  if (!m.is_moe() || b <= a) return 0;
+  if (m.has_block_pattern()) {
+    int n = 0;
+    for (int i = a; i < b; ++i) n += m.is_moe_layer(i) ? 1 : 0;
+    return n;
+  }
+  const int dense = std::max(0, m.first_dense_layers), step = std::max(1, m.moe_layer_step);
+  const auto before = [&](int x) { return x <= dense ? 0 : (x - dense) / step; };
+  return before(b) - before(std::max(a, dense));
+}
+
+}  // namespace
+
 int stage_moe_layers(const ModelSpec& m, const ParallelPlan& plan, int stage) {
   if (!m.is_moe()) return 0;
-  // Every layer a MoE layer (no dense first layers, no interleaved dense ones, no pattern).
-  if (!m.has_block_pattern() && m.first_dense_layers <= 0 && m.moe_layer_step == 1)
-    return stage_layers(m.layers, plan, stage);
   int n = 0;
-  for_each_stage_chunk(m.layers, plan, stage, [&](int first, int count) {
-    for (int i = first; i < first + count; ++i) n += m.is_moe_layer(i) ? 1 : 0;
-  });
+  for_each_stage_chunk(m.layers, plan, stage,
+                       [&](int first, int count) { n += moe_layers_in(m, first, first + count); });
   return n;
 }
 

@@ -57,6 +57,24 @@ int chunk_layers(int layers, const ParallelPlan& p, int chunk) {
   return r.chunks > 0 ? r.layers / r.chunks : 0;
 }
 
+int chunk_first_layer(int layers, const ParallelPlan& p, int chunk) {
+  if (chunk <= 0) return 0;
+  const LayoutRest r = layout_rest(layers, p);
+  if (!r.custom && p.interleave == 1) {
+    int first = 0;
+    for (int s = 0; s < chunk; ++s) first += default_stage_layers(layers, p, s);
+    return first;
+  }
+  // Every chunk but the first and the last holds the even share of the rest.
+  const int even = r.chunks > 0 ? r.layers / r.chunks : 0;
+  return chunk_layers(layers, p, 0) + (chunk - 1) * even;
+}
+
+int stage_chunk(const ParallelPlan& p, int stage, int k) {
+  if (is_v_shape(p.schedule) && p.interleave == 2) return k == 0 ? stage : 2 * p.pp - 1 - stage;
+  return stage + k * p.pp;
+}
+
 int chunk_device(const ParallelPlan& p, int chunk) {
   if (is_v_shape(p.schedule) && p.interleave == 2)
     return chunk < p.pp ? chunk : 2 * p.pp - 1 - chunk;

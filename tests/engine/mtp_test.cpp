@@ -5,6 +5,9 @@
 // module) and the report's Sec. 2.2.
 #include <doctest/doctest.h>
 
+#include <utility>
+#include <vector>
+
 #include "shardplan/layer.hpp"
 #include "shardplan/memory.hpp"
 #include "shardplan/model.hpp"
@@ -161,4 +164,50 @@ TEST_CASE("interleaved, a device's MoE layers are counted over its chunks, not o
   });
   CHECK(chunks == 4);
   CHECK(layers == 8);
+}
+
+TEST_CASE("a device's chunks are its runs of layers in model order, for every layout") {
+  // Against the definition: walk every virtual stage in model order and keep those chunk_device
+  // puts on the device. DeepSeek-V3's dense first layers count in closed form as layer by layer.
+  const ModelSpec m = load_model("deepseek-v3");
+  int plans = 0;
+  for (int pp : {2, 4, 8}) {
+    for (int v : {1, 2, 4}) {
+      for (int first : {-1, 0, 1, 3}) {
+        for (int last : {-1, 0, 1}) {
+          for (Schedule schedule : {Schedule::one_f_one_b, Schedule::interleaved, Schedule::zb_v}) {
+            ParallelPlan p = test::plan(1, 1, pp);
+            p.interleave = v;
+            p.first_stage_layers = first;
+            p.last_stage_layers = last;
+            p.schedule = schedule;
+            if (!layout_splits(m.layers, p)) continue;
+            ++plans;
+            for (int stage = 0; stage < pp; ++stage) {
+              std::vector<std::pair<int, int>> expected, got;
+              int start = 0, moe = 0;
+              for (int c = 0; c < pp * v; ++c) {
+                const int n = chunk_layers(m.layers, p, c);
+                if (chunk_device(p, c) == stage) {
+                  expected.emplace_back(start, n);
+                  for (int i = start; i < start + n; ++i) moe += m.is_moe_layer(i) ? 1 : 0;
+                }
+                start += n;
+              }
+              for_each_stage_chunk(m.layers, p, stage,
+                                   [&](int at, int n) { got.emplace_back(at, n); });
+              CAPTURE(pp);
+              CAPTURE(v);
+              CAPTURE(first);
+              CAPTURE(last);
+              CAPTURE(stage);
+              CHECK(got == expected);
+              CHECK(stage_moe_layers(m, p, stage) == moe);
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(plans > 20);
 }

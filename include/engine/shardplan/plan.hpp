@@ -34,17 +34,21 @@ int chunk_layers(int layers, const ParallelPlan& plan, int chunk);
 /// interleaving, a V (d and 2p - 1 - d) in ZB-V and DualPipeV.
 int chunk_device(const ParallelPlan& plan, int chunk);
 
+/// The model's first layer in virtual stage `chunk`: the layers of the chunks before it.
+int chunk_first_layer(int layers, const ParallelPlan& plan, int chunk);
+
+/// The k-th (0 .. interleave - 1) chunk pipeline device `stage` runs, in model order: d + k pp in
+/// Megatron-LM's interleaving, d and 2 pp - 1 - d in a V (chunk_device's inverse).
+int stage_chunk(const ParallelPlan& plan, int stage, int k);
+
 /// Calls f(first_layer, layers) for each model chunk that pipeline device `stage` runs, in model
 /// order: one run of consecutive layers without interleaving, interleave runs spread over the
-/// model with it (device d holds chunks d, d + pp, ...; a V holds d and 2 pp - 1 - d).
+/// model with it.
 template <typename F>
 void for_each_stage_chunk(int layers, const ParallelPlan& plan, int stage, F&& f) {
-  const int chunks = plan.pp * plan.interleave;
-  int first = 0;
-  for (int c = 0; c < chunks; ++c) {
-    const int n = chunk_layers(layers, plan, c);
-    if (chunk_device(plan, c) == stage) f(first, n);
-    first += n;
+  for (int k = 0; k < plan.interleave; ++k) {
+    const int c = stage_chunk(plan, stage, k);
+    f(chunk_first_layer(layers, plan, c), chunk_layers(layers, plan, c));
   }
 }
 
