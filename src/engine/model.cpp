@@ -279,8 +279,9 @@ int stage_moe_layers(const ModelSpec& m, const ParallelPlan& plan, int stage) {
   return n;
 }
 
-int heaviest_moe_stage(const ModelSpec& m, const ParallelPlan& p) {
-  if (!m.has_architecture() || !m.is_moe() || m.moe_layer_count() == m.layers) return 0;
+namespace {
+
+int find_heaviest_moe_stage(const ModelSpec& m, const ParallelPlan& p) {
   int best = 0, most = -1;
   for (int stage = 1; stage + 1 < p.pp; ++stage) {
     const int moe = stage_moe_layers(m, p, stage);
@@ -290,6 +291,39 @@ int heaviest_moe_stage(const ModelSpec& m, const ParallelPlan& p) {
     }
   }
   return best;
+}
+
+}  // namespace
+
+int heaviest_moe_stage(const ModelSpec& m, const ParallelPlan& p) {
+  if (!m.has_architecture() || !m.is_moe() || p.pp <= 2) return 0;
+  if (m.has_block_pattern())
+    return m.moe_layer_count() == m.layers ? 0 : find_heaviest_moe_stage(m, p);
+  if (m.first_dense_layers <= 0 && m.moe_layer_step == 1) return 0;  // every layer MoE
+  // The answer depends on the MoE layout and the pipeline layout only, and the search asks it
+  // for every plan of the few layouts it tries: kept per thread (provision evaluates on all
+  // cores), one slot per hash of the key.
+  struct Slot {
+    std::array<int, 8> key{};
+    int stage = -1;
+  };
+  thread_local std::array<Slot, 512> memo{};
+  const std::array<int, 8> key = {m.layers,
+                                   m.first_dense_layers,
+                                   m.moe_layer_step,
+                                   p.pp,
+                                   p.interleave,
+                                   p.first_stage_layers,
+                                   p.last_stage_layers,
+                                   static_cast<int>(p.schedule)};
+  size_t h = 0;
+  for (int k : key) h = (h * 1000003U) ^ static_cast<size_t>(k + 7);
+  Slot& slot = memo[h % memo.size()];
+  if (slot.stage < 0 || slot.key != key) {
+    slot.key = key;
+    slot.stage = find_heaviest_moe_stage(m, p);
+  }
+  return slot.stage;
 }
 
 ParamCounts count_params(const ModelSpec& m) {
