@@ -145,12 +145,14 @@ TEST_CASE("interleaved, a device's MoE layers are counted over its chunks, not o
   p.first_stage_layers = 1;
   p.last_stage_layers = 0;
   REQUIRE(layout_splits(61, p));
-  // Device 0: layer 0 (dense), 15-16, 31-32, 47-48: 6 MoE of 7 layers.
+  // Device 0: layer 0 (dense), 15-16, 31-32, 47-48: 6 MoE of 7 layers (counted as one run,
+  // layers 0-6, it had 4).
   CHECK(stage_layers(61, p, 0) == 7);
   CHECK(stage_moe_layers(m, p, 0) == 6);
-  // Device 1: layers 1-2 (dense), 17-18, 33-34, 49-50: 6 of 8.
+  // Device 1: layers 1-2 (dense), 17-18, 33-34, 49-50: 6 of 8 (as layers 7-14, 8 of 8, which
+  // made it the heaviest MoE stage).
   CHECK(stage_moe_layers(m, p, 1) == 6);
-  // Device 2: layers 3-4, 19-20, 35-36, 51-52: all 8 MoE (contiguous counting gave it 5-7's).
+  // Device 2: layers 3-4, 19-20, 35-36, 51-52: all 8 MoE, the heaviest.
   CHECK(stage_moe_layers(m, p, 2) == 8);
   // Device 7: layers 13-14, 29-30, 45-46 and the empty last chunk: 6 of 6.
   CHECK(stage_layers(61, p, 7) == 6);
