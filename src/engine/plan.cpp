@@ -86,11 +86,8 @@ int head_stage(const ParallelPlan& p) {
 }
 
 int stage_layers(int layers, const ParallelPlan& p, int stage) {
-  if (p.interleave == 1) return chunk_layers(layers, p, stage);
-  if (is_v_shape(p.schedule) && p.interleave == 2)
-    return chunk_layers(layers, p, stage) + chunk_layers(layers, p, 2 * p.pp - 1 - stage);
   int sum = 0;
-  for (int k = 0; k < p.interleave; ++k) sum += chunk_layers(layers, p, stage + k * p.pp);
+  for (int k = 0; k < p.interleave; ++k) sum += chunk_layers(layers, p, stage_chunk(p, stage, k));
   return sum;
 }
 

@@ -68,6 +68,13 @@ std::string whole(Builder& b, const json& j, const std::string& key) {
   return std::to_string(j.get<long long>());
 }
 
+// A parallel degree: a whole number of ranks, at least one.
+std::string parallel_degree(Builder& b, const json& j, const std::string& key) {
+  const std::string degree = whole(b, j, key);
+  if (std::stoll(degree) < 1) b.refuse(key, "must be at least 1");
+  return degree;
+}
+
 // The batch identity train = micro x accumulation x dp (runtime/config.py
 // _batch_assertion): all three give the data-parallel degree.
 void batch(const json& j, Builder& b) {
@@ -245,8 +252,7 @@ void precision_and_optimizer(const json& j, Builder& b) {
 void sequence_parallel(const json& j, Builder& b) {
   static constexpr const char* kKey = "sequence_parallel_size";
   if (!j.contains(kKey) || is_auto(j.at(kKey))) return;
-  const std::string degree = whole(b, j.at(kKey), kKey);
-  if (std::stoll(degree) < 1) b.refuse(kKey, "must be at least 1");
+  const std::string degree = parallel_degree(b, j.at(kKey), kKey);
   if (degree == "1") return;
   b.set("--cp", degree, kKey);
   b.note(fmt::format("{} {} (DeepSpeed-Ulysses: attention heads split over {} ranks, an "
@@ -273,8 +279,7 @@ void expert_parallel(const json& j, Builder& b) {
   for (const auto& [key, flag] : degrees) {
     const std::string at = std::string(kKey) + "." + key;
     if (!e.contains(key) || is_auto(e.at(key))) continue;
-    const std::string degree = whole(b, e.at(key), at);
-    if (std::stoll(degree) < 1) b.refuse(at, "must be at least 1");
+    const std::string degree = parallel_degree(b, e.at(key), at);
     if (degree != "1") b.set(flag, degree, at);
   }
 }
