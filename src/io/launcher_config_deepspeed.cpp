@@ -70,7 +70,7 @@ std::string whole(Builder& b, const json& j, const std::string& key) {
 
 // A parallel degree: a whole number of ranks, at least one.
 std::string parallel_degree(Builder& b, const json& j, const std::string& key) {
-  const std::string degree = whole(b, j, key);
+  std::string degree = whole(b, j, key);
   if (std::stoll(degree) < 1) b.refuse(key, "must be at least 1");
   return degree;
 }
