@@ -66,7 +66,8 @@ std::vector<PublishedRun> load_runs(const ValidateFlags& f) {
   return runs;
 }
 
-ValidationReport predict_runs(const std::vector<PublishedRun>& runs, const std::string& only) {
+ValidationReport predict_runs(const std::vector<PublishedRun>& runs, const std::string& only,
+                              bool sweeps_matched) {
   ValidationReport out;
   for (const PublishedRun& run : runs) {
     if (!only.empty() && run.id.rfind(only, 0) != 0) continue;
@@ -76,7 +77,8 @@ ValidationReport predict_runs(const std::vector<PublishedRun>& runs, const std::
     FrameworkErrors& f = out.by_framework[profile_of(run)];
     (run.held_out ? f.held_out : f.fitted).push_back(out.groups[g].back());
   }
-  if (out.order.empty()) throw InputError("--only", "no run id starts with '" + only + "'");
+  if (out.order.empty() && !sweeps_matched)
+    throw InputError("--only", "no run id starts with '" + only + "'");
   return out;
 }
 
@@ -142,7 +144,18 @@ int run_validate(const ValidateFlags& f) {
                                : render_cross_validation(cv, closed));
     return 0;
   }
-  const ValidationReport report = predict_runs(runs, f.only);
+  // The published sweeps' fit verdicts go with the shipped corpus (a FILE is the user's runs).
+  std::vector<MemoryVerdictCase> sweeps;
+  if (f.file.empty())
+    sweeps = load_memory_sweeps(default_memory_sweeps(), "profiles/validation/memory-sweeps.json");
+  std::vector<const MemoryVerdictCase*> picked;
+  for (const MemoryVerdictCase& c : sweeps)
+    if (f.only.empty() || c.run.id.rfind(f.only, 0) == 0) picked.push_back(&c);
+  ValidationReport report = predict_runs(runs, f.only, !picked.empty());
+  for (const MemoryVerdictCase* c : picked) {
+    report.verdicts.push_back(predict_verdict(*c));
+    if (c->ran) report.sweep_steps.push_back({c, predict(c->run)});
+  }
   if (f.json) {
     print_json(to_json(report));
   } else {

@@ -201,3 +201,35 @@ ValidationSummary summarize(std::vector<Prediction> cases) {
 }
 
 }  // namespace shardplan
+
+namespace shardplan {
+
+VerdictPrediction predict_verdict(const MemoryVerdictCase& c) {
+  const PublishedRun& r = c.run;
+  const MemoryBreakdown mem = estimate_memory(r.model, r.training, r.plan, r.cluster);
+  const StageMemory& worst = mem.worst();
+  VerdictPrediction v;
+  v.c = &c;
+  v.reserved_bytes = worst.total_bytes();
+  v.allocated_bytes = worst.allocated_bytes();
+  v.capacity_bytes = r.cluster.gpu.memory_bytes;
+  return v;
+}
+
+VerdictMatrix confusion(const std::vector<VerdictPrediction>& preds, double headroom_share) {
+  VerdictMatrix m;
+  for (const VerdictPrediction& v : preds) {
+    const bool fits = v.fits(headroom_share);
+    (v.c->ran ? (fits ? m.fits_ran : m.nofit_ran) : (fits ? m.fits_oom : m.nofit_oom)) += 1;
+  }
+  return m;
+}
+
+double headroom_share_without_false_fits(const std::vector<VerdictPrediction>& preds) {
+  double share = 0;
+  for (const VerdictPrediction& v : preds)
+    if (!v.c->ran) share = std::max(share, 1 - v.reserved_bytes / v.capacity_bytes);
+  return share;
+}
+
+}  // namespace shardplan

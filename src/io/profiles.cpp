@@ -536,4 +536,8 @@ std::string default_holdout_runs() {
   return embedded_text("validation/holdout-runs.json");
 }
 
+std::string default_memory_sweeps() {
+  return embedded_text("validation/memory-sweeps.json");
+}
+
 }  // namespace shardplan

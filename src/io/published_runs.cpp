@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "json_reader.hpp"
@@ -269,4 +270,86 @@ PublishedRun read_run(const nlohmann::json& r, size_t i, const std::string& wher
 }
 
 }  // namespace
+
+// The columns each sweep row gives, in this order (tools/import_hagemann23.py writes them).
+constexpr std::array<const char*, 11> kSweepColumns = {"trial",
+                                                       "gpus",
+                                                       "micro_batch",
+                                                       "tp",
+                                                       "pp",
+                                                       "sequence_parallel",
+                                                       "recompute",
+                                                       "attention",
+                                                       "kernel",
+                                                       "outcome",
+                                                       "iteration_time_s"};
+
+std::vector<MemoryVerdictCase> load_memory_sweeps(const std::string& text,
+                                                  const std::string& origin) {
+  const nlohmann::json sweeps = parse_json(text, origin);
+  if (!sweeps.is_array()) throw InputError(origin, "expected a JSON array of sweeps");
+  std::vector<MemoryVerdictCase> out;
+  for (size_t i = 0; i < sweeps.size(); ++i) {
+    const nlohmann::json& s = sweeps[i];
+    const std::string where = fmt::format("{}: sweep {}", origin, i);
+    for (const char* key : {"id", "model", "hardware", "plan", "columns", "rows"})
+      if (!s.is_object() || !s.contains(key))
+        throw InputError(where, fmt::format("each sweep needs id, model, hardware, plan, columns "
+                                            "and rows; '{}' is missing",
+                                            key));
+    if (s.at("columns") != nlohmann::json(kSweepColumns))
+      throw InputError(where + ": columns", "expected " + nlohmann::json(kSweepColumns).dump());
+    for (const nlohmann::json& row : s.at("rows")) {
+      const std::string at = fmt::format("{}: row {}", where, row.dump());
+      if (!row.is_array() || row.size() != kSweepColumns.size())
+        throw InputError(at, fmt::format("expected {} columns", kSweepColumns.size()));
+      try {
+        // A count the source states: a whole number from 1 to a million.
+        const auto count = [&](size_t column) {
+          const nlohmann::json& v = row[column];
+          if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1000000)
+            throw InputError(at, fmt::format("{} must be a whole number from 1 to 1,000,000",
+                                             kSweepColumns[column]));
+          return static_cast<int>(v.get<long long>());
+        };
+        const int gpus = count(1), tp = count(3), pp = count(4);
+        count(2);  // the micro-batch
+        if (gpus % (static_cast<long long>(tp) * pp) != 0)
+          throw InputError(at, "gpus must be a multiple of tp x pp");
+        nlohmann::json r = s;
+        r["id"] = fmt::format("{}-{}", s.at("id").get<std::string>(), row[0].get<long long>());
+        r["hardware"]["gpus_total"] = gpus;
+        r["attention"] = row[7];
+        nlohmann::json& pl = r["plan"];
+        pl["dp"] = gpus / (tp * pp);
+        pl["tp"] = tp;
+        pl["pp"] = pp;
+        pl["micro_batch"] = row[2];
+        pl["sequence_parallel"] = row[5];
+        pl["recompute"] = row[6];
+        MemoryVerdictCase c;
+        PublishedRun& run = c.run;
+        run.id = r.at("id").get<std::string>();
+        run.source = string_or(r, "source");
+        run.source_group = string_or(r, "source_group");
+        run.model = read_run_model(r.at("model"), run, at);
+        run.cluster = read_run_cluster(r.at("hardware"), at, {});
+        read_run_plan(pl, at, run);
+        run.training = read_run_training(r, pl, at, run);
+        c.sweep = s.at("id").get<std::string>();
+        c.kernel = row[8].get<std::string>();
+        const std::string outcome = row[9].get<std::string>();
+        if (outcome != "ran" && outcome != "out_of_memory")
+          throw InputError(at, "outcome '" + outcome + "' is not ran or out_of_memory");
+        c.ran = outcome == "ran";
+        if (c.ran) run.measured = row[10].get<double>();
+        out.push_back(std::move(c));
+      } catch (const nlohmann::json::exception& e) {
+        throw InputError(at, fmt::format("a column has the wrong type ({})", e.what()));
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace shardplan

@@ -9,6 +9,7 @@
 #include "shardplan/json_out.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/table.hpp"
+#include "shardplan/units.hpp"
 
 namespace shardplan {
 namespace {
@@ -146,6 +147,188 @@ std::string memory_text(const std::vector<const Prediction*>& cases) {
   return out;
 }
 
+// Items of the published sweeps in groups: per sweep, then per kernel (the source's attention
+// and norm implementation), then all; each group in first-seen order.
+template <class T>
+std::vector<std::pair<std::string, std::vector<const T*>>> sweep_groups(
+    const std::vector<T>& items) {
+  std::vector<std::pair<std::string, std::vector<const T*>>> out;
+  std::map<std::string, size_t> at;
+  const auto put = [&](const std::string& key, const T* item) {
+    if (!at.count(key)) {
+      at[key] = out.size();
+      out.push_back({key, {}});
+    }
+    out[at[key]].second.push_back(item);
+  };
+  for (const T& i : items) put(i.c->sweep, &i);
+  for (const T& i : items) put("kernel: " + i.c->kernel, &i);
+  for (const T& i : items) put("all", &i);
+  return out;
+}
+
+std::string matrix_cell(const VerdictMatrix& m) {
+  return fmt::format("{:.1f}% ({} / {} / {} / {})", m.right() * 100, m.fits_ran, m.nofit_oom,
+                     m.fits_oom, m.nofit_ran);
+}
+
+nlohmann::json matrix_json(const VerdictMatrix& m) {
+  return {{"fits_ran", m.fits_ran},
+          {"does_not_fit_oom", m.nofit_oom},
+          {"fits_oom", m.fits_oom},
+          {"does_not_fit_ran", m.nofit_ran},
+          {"right", m.right()}};
+}
+
+// The headrooms whose trade-off `validate` prints: none, and 5% steps to a quarter of the device.
+constexpr double kHeadroomShares[] = {0, 0.05, 0.10, 0.15, 0.20, 0.25};
+
+std::vector<VerdictPrediction> values_of(const std::vector<const VerdictPrediction*>& ps) {
+  std::vector<VerdictPrediction> out;
+  out.reserve(ps.size());
+  for (const VerdictPrediction* p : ps) out.push_back(*p);
+  return out;
+}
+
+// The fit verdict against what each published layout did, at no headroom and at the least
+// headroom share (of each device's memory) that says "does not fit" of every layout that ran
+// out of memory.
+std::string verdicts_text(const std::vector<VerdictPrediction>& v) {
+  if (v.empty()) return "";
+  const double share = headroom_share_without_false_fits(v);
+  Table t({{"sweep", Table::Align::left},
+           {"layouts"},
+           {"right at no headroom", Table::Align::left},
+           {fmt::format("right at {:.1f}% headroom", share * 100), Table::Align::left}});
+  for (const auto& [name, ps] : sweep_groups(v)) {
+    const std::vector<VerdictPrediction> values = values_of(ps);
+    t.add_row({name, std::to_string(ps.size()), matrix_cell(confusion(values, 0)),
+               matrix_cell(confusion(values, share))});
+  }
+  // What a headroom buys on all layouts: false fits avoided against layouts that ran ruled out.
+  Table trade({{"headroom"}, {"false fits"}, {"false does-not-fit"}, {"right"}});
+  for (const double h : kHeadroomShares) {
+    const VerdictMatrix m = confusion(v, h);
+    trade.add_row({fmt::format("{:.0f}%", h * 100),
+                   fmt::format("{} of {}", m.fits_oom, m.fits_oom + m.nofit_oom),
+                   fmt::format("{} of {}", m.nofit_ran, m.fits_ran + m.nofit_ran),
+                   fmt::format("{:.1f}%", m.right() * 100)});
+  }
+  return "# fits or out of memory: published layouts that ran or ran out of memory\n" +
+         t.render("") +
+         fmt::format(
+             "cells: share right (fits and ran / does not fit and out of memory / false fits / "
+             "false does-not-fit).\nA headroom of {:.1f}% of the device's memory is the least "
+             "that calls every layout that ran out of memory \"does not fit\"\n\n",
+             share * 100) +
+         trade.render("");
+}
+
+nlohmann::json verdicts_json(const std::vector<VerdictPrediction>& v) {
+  const double share = headroom_share_without_false_fits(v);
+  nlohmann::json trade = nlohmann::json::array();
+  for (const double h : kHeadroomShares)
+    trade.push_back({{"headroom_share", h}, {"all", matrix_json(confusion(v, h))}});
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& [name, ps] : sweep_groups(v)) {
+    const std::vector<VerdictPrediction> values = values_of(ps);
+    groups.push_back({{"group", name},
+                      {"no_headroom", matrix_json(confusion(values, 0))},
+                      {"at_headroom_share", matrix_json(confusion(values, share))}});
+  }
+  nlohmann::json cases = nlohmann::json::array();
+  for (const VerdictPrediction& p : v)
+    cases.push_back({{"id", p.c->run.id},
+                     {"kernel", p.c->kernel},
+                     {"outcome", p.c->ran ? "ran" : "out_of_memory"},
+                     {"predicted_reserved_gib", p.reserved_bytes / kGiB},
+                     {"predicted_allocated_gib", p.allocated_bytes / kGiB},
+                     {"capacity_gib", p.capacity_bytes / kGiB}});
+  return {{"headroom_share_without_false_fits", share},
+          {"groups", groups},
+          {"by_headroom", trade},
+          {"cases", cases}};
+}
+
+// The sweeps' layouts that ran: measured / predicted step - 1 (above 0 the prediction is too
+// fast), and how many pairs of one sweep measured more than 2% apart it orders as measured.
+struct StepStats {
+  std::vector<double> signed_errors;
+  int pairs = 0;
+  int concordant = 0;
+};
+
+StepStats step_stats(const std::vector<const SweepStep*>& steps) {
+  StepStats s;
+  s.signed_errors.reserve(steps.size());
+  for (const SweepStep* x : steps)
+    s.signed_errors.push_back(x->c->run.measured / x->p.predicted - 1);
+  for (size_t i = 0; i < steps.size(); ++i)
+    for (size_t j = i + 1; j < steps.size(); ++j) {
+      const SweepStep& a = *steps[i];
+      const SweepStep& b = *steps[j];
+      if (a.c->sweep != b.c->sweep) continue;  // plans of one model on one cluster
+      const double ma = a.c->run.measured, mb = b.c->run.measured;
+      if (std::fabs(ma / mb - 1) <= 0.02) continue;
+      ++s.pairs;
+      if ((ma < mb) == (a.p.predicted < b.p.predicted)) ++s.concordant;
+    }
+  return s;
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double mean_abs_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double e : v) sum += std::fabs(e);
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
+std::string sweep_steps_text(const std::vector<SweepStep>& steps) {
+  if (steps.empty()) return "";
+  Table t({{"sweep", Table::Align::left},
+           {"layouts"},
+           {"median signed"},
+           {"mean |error|"},
+           {"pairs ordered as measured", Table::Align::left}});
+  for (const auto& [name, ps] : sweep_groups(steps)) {
+    const StepStats s = step_stats(ps);
+    t.add_row({name, std::to_string(ps.size()),
+               fmt::format("{:+.1f}%", median_of(s.signed_errors) * 100),
+               fmt::format("{:.1f}%", mean_abs_of(s.signed_errors) * 100),
+               fmt::format("{} of {} ({:.1f}%)", s.concordant, s.pairs,
+                           s.pairs ? 100.0 * s.concordant / s.pairs : 0.0)});
+  }
+  return "\n# step time of the sweeps' layouts that ran, each plan as stated (never fitted on; "
+         "signed: measured / predicted - 1, above 0 the prediction is too fast; pairs: two "
+         "layouts of one sweep measured more than 2% apart)\n" +
+         t.render("");
+}
+
+nlohmann::json sweep_steps_json(const std::vector<SweepStep>& steps) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& [name, ps] : sweep_groups(steps)) {
+    const StepStats s = step_stats(ps);
+    groups.push_back({{"group", name},
+                      {"layouts", ps.size()},
+                      {"median_signed_error", median_of(s.signed_errors)},
+                      {"mean_abs_error", mean_abs_of(s.signed_errors)},
+                      {"pairs", s.pairs},
+                      {"pairs_ordered_as_measured", s.concordant}});
+  }
+  nlohmann::json cases = nlohmann::json::array();
+  for (const SweepStep& x : steps)
+    cases.push_back({{"id", x.c->run.id},
+                     {"kernel", x.c->kernel},
+                     {"measured_s", x.c->run.measured},
+                     {"predicted_s", x.p.predicted}});
+  return {{"groups", groups}, {"cases", cases}};
+}
+
 }  // namespace
 
 std::string profile_of(const PublishedRun& run) {
@@ -153,11 +336,16 @@ std::string profile_of(const PublishedRun& run) {
 }
 
 std::string render_validation(const ValidationReport& r) {
-  std::string out =
-      "predicted: from the plan's simulated step, as estimate reports it; closed form: the same "
-      "figure from the closed forms' step (the search's bound)\n\n";
-  for (const std::string& g : r.order) out += group_text(g, summarize(r.groups.at(g)));
-  return out + frameworks_text(r.by_framework) + memory_text(memory_cases(r));
+  std::string out;
+  if (!r.order.empty()) {  // --only may pick sweep layouts alone
+    out =
+        "predicted: from the plan's simulated step, as estimate reports it; closed form: the "
+        "same figure from the closed forms' step (the search's bound)\n\n";
+    for (const std::string& g : r.order) out += group_text(g, summarize(r.groups.at(g)));
+    out += frameworks_text(r.by_framework) + memory_text(memory_cases(r));
+  }
+  if (!out.empty() && !r.verdicts.empty()) out += "\n";
+  return out + verdicts_text(r.verdicts) + sweep_steps_text(r.sweep_steps);
 }
 
 nlohmann::json to_json(const ValidationReport& r) {
@@ -165,7 +353,9 @@ nlohmann::json to_json(const ValidationReport& r) {
   for (const std::string& g : r.order) groups.push_back(group_json(g, summarize(r.groups.at(g))));
   return {{"groups", groups},
           {"frameworks", frameworks_json(r.by_framework)},
-          {"memory", memory_json(memory_cases(r))}};
+          {"memory", memory_json(memory_cases(r))},
+          {"fit_verdicts", verdicts_json(r.verdicts)},
+          {"sweep_steps", sweep_steps_json(r.sweep_steps)}};
 }
 
 }  // namespace shardplan

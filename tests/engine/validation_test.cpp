@@ -206,3 +206,42 @@ TEST_CASE("a recompute the source leaves out is chosen like the micro-batch: the
   CHECK(chosen.plan.recompute != Recompute::full);
   CHECK(chosen.predicted < stated.predicted);  // iteration time: shorter
 }
+
+TEST_CASE("fit verdicts: the confusion matrix and the headroom that leaves no false fits") {
+  MemoryVerdictCase ran, oom;
+  oom.ran = false;
+  const auto at = [](const MemoryVerdictCase& c, double gib) {
+    VerdictPrediction v;
+    v.c = &c;
+    v.reserved_bytes = v.allocated_bytes = gib;
+    v.capacity_bytes = 80;
+    return v;
+  };
+  // Two that ran (40 and 76 of 80), two that ran out of memory (60 and 90 of 80).
+  const std::vector<VerdictPrediction> v = {at(ran, 40), at(ran, 76), at(oom, 60), at(oom, 90)};
+  const VerdictMatrix none = confusion(v, 0);
+  CHECK(none.fits_ran == 2);
+  CHECK(none.fits_oom == 1);
+  CHECK(none.nofit_oom == 1);
+  CHECK(none.nofit_ran == 0);
+  CHECK(none.right() == doctest::Approx(0.75));
+  // 60 of 80 fits up to a 25% headroom: the least share with no false fit is 25%.
+  CHECK(headroom_share_without_false_fits(v) == doctest::Approx(0.25));
+  const VerdictMatrix at_30 = confusion(v, 0.30);  // 56 GiB usable: 76 no longer fits
+  CHECK(at_30.fits_oom == 0);
+  CHECK(at_30.nofit_ran == 1);
+  CHECK(at_30.fits_ran == 1);
+}
+
+TEST_CASE("fit verdicts on the published sweeps: no layout that ran is said not to fit") {
+  // Hagemann et al. 2023's layouts on 80 GB A100s: a plan shardplan rules out is one the
+  // search never offers, so a layout that ran must not be among them (the goal: at most 5%).
+  const auto cases = load_memory_sweeps(default_memory_sweeps(), "memory-sweeps.json");
+  std::vector<VerdictPrediction> v;
+  v.reserve(cases.size());
+  for (const auto& c : cases) v.push_back(predict_verdict(c));
+  const VerdictMatrix m = confusion(v, 0);
+  CHECK(m.total() == 964);
+  CHECK(m.fits_ran + m.nofit_ran == 401);
+  CHECK(m.nofit_ran <= 0.05 * 401);
+}

@@ -81,3 +81,77 @@ TEST_CASE("published runs: a stated uneven pipeline split reaches the plan") {
   CHECK(load_published_runs(run_with(R"({"preset": "llama-3.1-405b"})", ""), "runs.json")[0]
             .plan.first_stage_layers == -1);
 }
+
+// The shipped sweeps (tools/import_hagemann23.py from the sheets of Hagemann et al. 2023's data
+// repository, commit e13c2cb): every layout that ran or ran out of memory, none other.
+TEST_CASE("memory sweeps: the shipped sheets' layouts, outcomes and plans") {
+  const auto cases =
+      shardplan::load_memory_sweeps(shardplan::default_memory_sweeps(), "memory-sweeps.json");
+  // The ten sheets hold 984 rows: 401 ran, 563 "OOM Error", 19 "Kernel not available" (the
+  // fused kernel on LLaMA 30B) and 1 "Other Error"; the last two say nothing about memory.
+  CHECK(cases.size() == 964);
+  int oom = 0;
+  const shardplan::MemoryVerdictCase* best = nullptr;
+  for (const auto& c : cases) {
+    oom += c.ran ? 0 : 1;
+    if (c.run.id == "hagemann23-13b-2k-layouts-132178") best = &c;
+  }
+  CHECK(oom == 563);
+  // Trial 132178 of llama_13B_bfloat16_64_GPUs_all_runs.xlsx: the paper's 70.5% MFU layout,
+  // 64 GPUs, micro-batch 1, no model or pipeline parallelism, no checkpointing, FlashAttention-2
+  // with the RMSNorm kernel, 26.54 s a step.
+  REQUIRE(best != nullptr);
+  CHECK(best->ran);
+  CHECK(best->kernel == "flash_attention2 + RMS kernel");
+  CHECK(best->run.plan.dp == 64);
+  CHECK(best->run.plan.tp == 1);
+  CHECK(best->run.plan.pp == 1);
+  CHECK(best->run.plan.zero == 1);
+  CHECK(best->run.plan.micro_batch == 1);
+  CHECK(best->run.plan.recompute == shardplan::Recompute::none);
+  CHECK(best->run.training.attention == shardplan::AttentionKind::flash);
+  CHECK(best->run.training.global_batch == 2048);
+  CHECK(best->run.measured == doctest::Approx(26.54).epsilon(0.001));
+  // LLaMA-13B (Touvron et al. 2023, Table 2): 40 layers of width 5120; 80 GB A100s.
+  CHECK(best->run.model.layers == 40);
+  CHECK(best->run.model.hidden == 5120);
+  CHECK(best->run.cluster.gpu.memory_bytes == doctest::Approx(80.0 * 1024 * 1024 * 1024));
+}
+
+TEST_CASE("memory sweeps: a row that cannot be a layout is refused, naming it") {
+  const auto sweep = [](const std::string& row) {
+    return R"([{"id": "s", "model": {"layers": 2, "hidden": 64, "heads": 4, "seq_len": 128},
+      "hardware": {"gpu": "A100-80GB"}, "plan": {"zero_stage": 1, "global_batch": 64},
+      "columns": ["trial", "gpus", "micro_batch", "tp", "pp", "sequence_parallel", "recompute",
+                  "attention", "kernel", "outcome", "iteration_time_s"],
+      "rows": [)" +
+           row + "]}]";
+  };
+  CHECK(shardplan::load_memory_sweeps(
+            sweep(R"([1, 8, 1, 2, 2, false, "none", "flash", "k", "out_of_memory", null])"), "f")
+            .size() == 1);
+  // 6 GPUs cannot hold tp 4.
+  CHECK_THROWS_WITH_AS(
+      shardplan::load_memory_sweeps(
+          sweep(R"([1, 6, 1, 4, 1, false, "none", "flash", "k", "ran", 1.0])"), "f"),
+      doctest::Contains("multiple of tp x pp"), InputError);
+  CHECK_THROWS_WITH_AS(shardplan::load_memory_sweeps(
+                           sweep(R"([1, 8, 0, 1, 1, false, "none", "flash", "k", "ran", 1.0])"),
+                           "f"),
+                       doctest::Contains("micro_batch must be a whole number"), InputError);
+  CHECK_THROWS_WITH_AS(
+      shardplan::load_memory_sweeps(
+          sweep(R"([1, 8, 1, 1, 1, false, "none", "flash", "k", "crashed", 1.0])"), "f"),
+      doctest::Contains("not ran or out_of_memory"), InputError);
+  CHECK_THROWS_WITH_AS(
+      shardplan::load_memory_sweeps(sweep(R"([1, 8, 1, 1, 1, false, "none", "flash", "k"])"), "f"),
+      doctest::Contains("expected 11 columns"), InputError);
+  CHECK_THROWS_WITH_AS(shardplan::load_memory_sweeps(
+                           sweep(R"([1, "8", 1, 1, 1, false, "none", "flash", "k", "ran", 1.0])"),
+                           "f"),
+                       doctest::Contains("gpus must be a whole number"), InputError);
+  CHECK_THROWS_WITH_AS(shardplan::load_memory_sweeps(
+                           sweep(R"([1, 8, 1, 1, 1, false, "none", "flash", "k", "ran", "1 s"])"),
+                           "f"),
+                       doctest::Contains("wrong type"), InputError);
+}

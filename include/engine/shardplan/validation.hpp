@@ -78,4 +78,40 @@ struct ValidationSummary {
 };
 ValidationSummary summarize(std::vector<Prediction> cases);
 
+/// One layout of a published sweep that either ran or ran out of memory: a fit verdict to check.
+struct MemoryVerdictCase {
+  PublishedRun run;    // model, cluster, training and plan exactly as the row states them
+  std::string sweep;   // the sweep's id (one sheet of the source)
+  std::string kernel;  // the source's kernel label (attention and norm implementation)
+  bool ran = true;     // false: the source reports the layout out of memory
+};
+
+/// What shardplan says of one such layout: its worst stage's peak, reserved (what the device
+/// must hold) and allocated, against the device's capacity.
+struct VerdictPrediction {
+  const MemoryVerdictCase* c = nullptr;
+  double reserved_bytes = 0;
+  double allocated_bytes = 0;
+  double capacity_bytes = 0;
+  /// Fits with `headroom_share` of the device's memory kept free.
+  bool fits(double headroom_share) const {
+    return reserved_bytes <= capacity_bytes * (1 - headroom_share);
+  }
+};
+VerdictPrediction predict_verdict(const MemoryVerdictCase& c);
+
+/// The fit verdicts against the outcomes with a headroom of `headroom_share` of each device.
+struct VerdictMatrix {
+  int fits_ran = 0;   // right
+  int fits_oom = 0;   // false "fits": the job would have been lost
+  int nofit_ran = 0;  // false "does not fit": a plan ruled out that ran
+  int nofit_oom = 0;  // right
+  int total() const { return fits_ran + fits_oom + nofit_ran + nofit_oom; }
+  double right() const { return total() ? double(fits_ran + nofit_oom) / total() : 0; }
+};
+VerdictMatrix confusion(const std::vector<VerdictPrediction>& preds, double headroom_share);
+/// The smallest headroom, as a share of each device's memory, at which no layout that ran out
+/// of memory is said to fit (0 when none is at no headroom).
+double headroom_share_without_false_fits(const std::vector<VerdictPrediction>& preds);
+
 }  // namespace shardplan

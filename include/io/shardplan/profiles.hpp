@@ -102,5 +102,12 @@ std::vector<PublishedRun> load_published_runs(const std::string& json_text,
                                               const std::string& origin,
                                               const ClusterOptions& cluster = {});
 
+/// The published sweeps of layouts that ran or ran out of memory
+/// (profiles/validation/memory-sweeps.json, written by tools/import_hagemann23.py).
+std::string default_memory_sweeps();
+/// Each sweep row as a case: the sweep's model, hardware, precision, profile and plan defaults
+/// with the row's columns over them.
+std::vector<MemoryVerdictCase> load_memory_sweeps(const std::string& json_text,
+                                                  const std::string& origin);
 
 }  // namespace shardplan

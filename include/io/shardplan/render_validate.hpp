@@ -17,10 +17,20 @@ struct FrameworkErrors {
 };
 
 /// Every run predicted, grouped by source (in file order) and by the framework that priced it.
+/// A sweep layout that ran, with its step predicted.
+struct SweepStep {
+  const MemoryVerdictCase* c = nullptr;
+  Prediction p;
+};
+
 struct ValidationReport {
   std::map<std::string, std::vector<Prediction>> groups;
   std::map<std::string, FrameworkErrors> by_framework;
   std::vector<std::string> order;
+  /// The published sweeps' layouts that ran or ran out of memory, with shardplan's peaks.
+  std::vector<VerdictPrediction> verdicts;
+  /// The step of each sweep layout that ran, predicted for its stated plan (never fitted on).
+  std::vector<SweepStep> sweep_steps;
 };
 
 /// The framework profile that priced a run ("none (ideal stack)" when the run names none).
