@@ -9,6 +9,7 @@
 
 #include "launcher_config_parts.hpp"
 #include "shardplan/names.hpp"
+#include "shardplan/profiles.hpp"
 #include "shardplan/schedule.hpp"
 
 namespace shardplan::config {
@@ -220,30 +221,25 @@ void model(const toml::table& root, Builder& b) {
     b.set("--precision", "fp8", "float8.enable_float8_linear");
   const std::string name = m ? text(*m, "name") : "";
   const std::string flavor = m ? text(*m, "flavor") : "";
-  // torchtitan's registered flavors and the presets of the same shapes: llama3's are Llama
-  // 3.1's, deepseek_v3 671B and the qwen3 MoE flavors those models' (models/*/__init__.py @
-  // v0.2.2). A --model beside the file replaces the file's model without complaint (a
-  // registered TrainSpec shardplan has no preset for).
-  const std::map<std::pair<std::string, std::string>, std::string> registered = {
-      {{"llama3", "8B"}, "llama-3.1-8b"},
-      {{"llama3", "70B"}, "llama-3.1-70b"},
-      {{"llama3", "405B"}, "llama-3.1-405b"},
-      {{"deepseek_v3", "671B"}, "deepseek-v3"},
-      {{"qwen3", "30B-A3B"}, "qwen3-30b-a3b"},
-      {{"qwen3", "235B-A22B"}, "qwen3-235b-a22b"},
-      // llama4/__init__.py: 17bx16e is Llama 4 Scout's shape, 17bx128e Maverick's.
-      {{"llama4", "17bx16e"}, "llama-4-scout"},
-      {{"llama4", "17bx128e"}, "llama-4-maverick"}};
+  // torchtitan's registered flavors: the model preset of the same shape names the flavor among
+  // its aliases, "torchtitan:qwen3/32B" (models/*/__init__.py; llama3's flavors are Llama
+  // 3.1's). A --model beside the file replaces the file's model without complaint (a registered
+  // TrainSpec shardplan has no preset for).
+  const std::string prefix = "torchtitan:" + name + "/";
+  std::string preset, known;
+  for (const PresetSummary& s : list_presets(ProfileKind::model))
+    for (const std::string& alias : s.aliases) {
+      if (alias.rfind(prefix, 0) != 0) continue;
+      if (alias == prefix + flavor) preset = s.name;
+      known += (known.empty() ? "" : ", ") + alias.substr(prefix.size());
+    }
   // torchtitan's own model families: a flavor without a preset is named, not guessed.
   const std::set<std::string> families = {"llama3", "llama4", "deepseek_v3", "qwen3", "flux"};
-  if (const auto it = registered.find({name, flavor}); it != registered.end()) {
-    b.launcher_default("--model", it->second,
-                       fmt::format("model {} {}: shardplan's {} preset", name, flavor, it->second));
+  if (!preset.empty()) {
+    b.launcher_default("--model", preset,
+                       fmt::format("model {} {}: shardplan's {} preset", name, flavor, preset));
     b.config().settings.back().key = "model.flavor";
   } else if (families.count(name)) {
-    std::string known;
-    for (const auto& [key, preset] : registered)
-      if (key.first == name) known += (known.empty() ? "" : ", ") + key.second;
     b.config().missing_model = fmt::format(
         "model {} flavor {} has no shardplan preset ({} flavors with one: {}); give --model "
         "config.json (the model's Hugging Face config) beside --from",

@@ -22,6 +22,18 @@ TEST_CASE("preset parameter counts equal the published totals exactly") {
   CHECK(count_params(load_model("qwen2.5-7b")).total == 7'615'616'512.0);
   CHECK(count_params(load_model("gemma-7b")).total == 8'537'680'896.0);
   CHECK(count_params(load_model("gpt2")).total == 124'439'808.0);
+  // Qwen3 dense (q_norm / k_norm over head_dim included); 4B ties its embeddings.
+  CHECK(count_params(load_model("qwen3-4b")).total == 4'022'468'096.0);
+  CHECK(count_params(load_model("qwen3-8b")).total == 8'190'735'360.0);
+  CHECK(count_params(load_model("qwen3-14b")).total == 14'768'307'200.0);
+  CHECK(count_params(load_model("qwen3-32b")).total == 32'762'123'264.0);
+}
+
+TEST_CASE("Qwen3 0.6B and 1.7B: the tied embedding counted once") {
+  // Their safetensors metadata (751,632,384 and 2,031,739,904) also counts the lm_head copy the
+  // checkpoint stores though tie_word_embeddings is true: 151,936 x hidden more than the model.
+  CHECK(count_params(load_model("qwen3-0.6b")).total == 751'632'384.0 - 151'936.0 * 1024);
+  CHECK(count_params(load_model("qwen3-1.7b")).total == 2'031'739'904.0 - 151'936.0 * 2048);
 }
 
 TEST_CASE("Mixtral: a token visits 2 of 8 experts") {
