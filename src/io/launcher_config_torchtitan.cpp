@@ -2,7 +2,9 @@
 // [training], [activation_checkpoint] and [model] as planning flags.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 #include <toml++/toml.h>
 #include <utility>
@@ -141,8 +143,17 @@ void parallelism(const toml::table& p, Builder& b) {
     } else if (shard > 1) {
       b.set("--dp", std::to_string(shard), s + ".data_parallel_shard_degree");
     } else {
-      b.note_default("data_parallel_shard_degree -1: the GPUs left after tp x pp x cp (--gpus "
-                     "sets them)");
+      // -1: the launcher's world size, which the file does not hold. The least world its
+      // degrees allow stands for it: tp x pp x cp, times the data-parallel ranks expert
+      // parallelism borrows (ep x expert tp must divide tp x dp x cp).
+      const long long experts_tp = number(b, p, s, "expert_tensor_parallel_degree", 1);
+      const long long ep_ranks = std::max(1LL, ep * experts_tp);
+      const long long dp = ep_ranks / std::gcd(ep_ranks, std::max(1LL, tp * cp));
+      b.launcher_default("--gpus", std::to_string(tp * pp * cp * dp),
+                         fmt::format("data_parallel_shard_degree -1: the launcher's world size, "
+                                     "which the file leaves open; the least its degrees allow "
+                                     "({}) stands for it (--gpus sets it)",
+                                     tp * pp * cp * dp));
     }
   }
   if (pp <= 1) return;

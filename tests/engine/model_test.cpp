@@ -27,6 +27,7 @@ TEST_CASE("preset parameter counts equal the published totals exactly") {
   CHECK(count_params(load_model("qwen3-8b")).total == 8'190'735'360.0);
   CHECK(count_params(load_model("qwen3-14b")).total == 14'768'307'200.0);
   CHECK(count_params(load_model("qwen3-32b")).total == 32'762'123'264.0);
+  CHECK(count_params(load_model("deepseek-v2-lite")).total == 15'706'484'224.0);
 }
 
 TEST_CASE("Qwen3 0.6B and 1.7B: the tied embedding counted once") {

@@ -202,6 +202,24 @@ mode = "none"
   CHECK(value(qwen, "--model") == "qwen3-30b-a3b");
   // torchtitan's round-robin routing (PR #1670) is balanced routing.
   CHECK(value(qwen, "--moe-force-balance") == "true");
+  // Flavors the presets name among their aliases ("torchtitan:qwen3/32B"): Qwen3-32B's shape,
+  // and deepseek_v3 16B, DeepSeek-V2-Lite's.
+  CHECK(value(read_launcher_config("[model]\nname = 'qwen3'\nflavor = '32B'\n", "q.toml"),
+              "--model") == "qwen3-32b");
+  // data_parallel_shard_degree -1 leaves the world to the launcher: the least the degrees allow
+  // stands for it, here the 8 ranks expert parallelism 8 borrows from data parallelism.
+  const auto lite = read_launcher_config(
+      "[model]\nname = 'deepseek_v3'\nflavor = '16B'\n[parallelism]\n"
+      "data_parallel_shard_degree = -1\nexpert_parallel_degree = 8\n",
+      "d.toml");
+  CHECK(value(lite, "--model") == "deepseek-v2-lite");
+  CHECK(value(lite, "--gpus") == "8");
+  // tp 2 x pp 2 with ep 4 (expert tp 1): 4 ranks of tp x dp hold the experts, dp 2, 8 GPUs.
+  CHECK(value(read_launcher_config("[parallelism]\ndata_parallel_shard_degree = -1\n"
+                                   "tensor_parallel_degree = 2\npipeline_parallel_degree = 2\n"
+                                   "expert_parallel_degree = 4\n",
+                                   "e.toml"),
+              "--gpus") == "8");
   CHECK_THROWS_AS(read_launcher_config("[parallelism]\npipeline_parallel_degree = 2\n"
                                        "pipeline_parallel_schedule = 'Magic'\n",
                                        "job.toml"),
