@@ -292,6 +292,7 @@ void resolve_moe_training(const PlanningOptions& o, TrainingSpec& t) {
   t.moe_fp8_dispatch = o.moe_fp8_dispatch;
   if (!o.moe_dispatcher.empty())
     t.moe_dispatcher = parse_moe_dispatcher(o.moe_dispatcher, "--moe-dispatcher");
+  if (!o.cp_kind.empty()) t.context_parallel = parse_context_parallel(o.cp_kind, "--cp-kind");
 }
 
 }  // namespace

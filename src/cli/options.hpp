@@ -25,6 +25,7 @@ struct PlanningOptions {
   std::string fragmentation, tokens, gpu_hour_cost;
   std::string capacity_factor;
   std::string moe_max_load, moe_dispatcher;
+  std::string cp_kind;  // --cp-kind: ring | ulysses
   bool moe_force_balance = false;
   bool moe_fp8_dispatch = false;
   std::string framework;  // megatron (default) | deepspeed | torchtitan | fsdp

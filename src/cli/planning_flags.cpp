@@ -134,6 +134,11 @@ const std::vector<PlanningFlag> kTable = {
     {"Plan", "--tp", "Tensor-parallel degree", &O::tp, nullptr, true},
     {"Plan", "--pp", "Pipeline-parallel degree", &O::pp, nullptr, true},
     {"Plan", "--cp", "Context-parallel degree", &O::cp, nullptr, true},
+    {"Training", "--cp-kind",
+     "How context parallelism splits attention: ring (K/V passed around the ring behind the "
+     "attention: Megatron-Core p2p, torchtitan) | ulysses (all-to-alls to a head split and back: "
+     "DeepSpeed sequence_parallel_size, Megatron-Core --cp-comm-type a2a) (default ring)",
+     &O::cp_kind},
     {"Plan", "--ep", "Expert-parallel degree (MoE)", &O::ep, nullptr, true},
     {"Plan", "--expert-tp",
      "Ranks splitting each expert (Megatron-Core --expert-tensor-parallel-size); default: --tp",

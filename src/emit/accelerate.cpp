@@ -146,7 +146,14 @@ AccelerateConfig emit_accelerate(const EmitInputs& in) {
     pc["parallelism_config_dp_replicate_size"] = p.dp_replicate();
     pc["parallelism_config_dp_shard_size"] = p.shard_degree();
     pc["parallelism_config_tp_size"] = p.tp;
-    pc["parallelism_config_cp_size"] = p.cp;
+    // Ulysses is accelerate's sp_size with the deepspeed backend (parallelism_config.py); ring
+    // attention its cp_size.
+    if (in.training.context_parallel == ContextParallel::ulysses) {
+      pc["parallelism_config_sp_size"] = p.cp;
+      pc["parallelism_config_sp_backend"] = "deepspeed";
+    } else {
+      pc["parallelism_config_cp_size"] = p.cp;
+    }
     y["parallelism_config"] = pc;
     why.push_back(
         {"parallelism_config",

@@ -198,6 +198,16 @@ DeepSpeedConfig emit_deepspeed(const EmitInputs& in) {
     why.push_back(
         {"tensor_parallel.autotp_size", std::to_string(p.tp), emit::plan_origin(in) + " (AutoTP)"});
   }
+  if (p.cp > 1) {
+    // DeepSpeed-Ulysses (ALST): runtime/config.py reads sequence_parallel_size and takes the
+    // data-parallel world as world / it; the model's attention must be wrapped for it
+    // (UlyssesSPAttentionHF.register_with_transformers, or Megatron-DeepSpeed's
+    // --ds-sequence-parallel-size), which no config key does.
+    j["sequence_parallel_size"] = p.cp;
+    why.push_back({"sequence_parallel_size", std::to_string(p.cp),
+                   emit::plan_origin(in) +
+                       " (Ulysses; wrap the attention with UlyssesSPAttentionHF, as ALST does)"});
+  }
   if (p.pp > 1 && p.recompute == Recompute::full) {
     j["pipeline"] = {{"activation_checkpoint_interval", 1}};
     why.push_back(

@@ -116,6 +116,9 @@ void parallel_args(Args& a, const EmitInputs& in) {
   a.add("--tensor-model-parallel-size", p.tp).add("--pipeline-model-parallel-size", p.pp);
   pipeline_layout_args(a, in);
   if (p.cp > 1) a.add("--context-parallel-size", p.cp);
+  // transformer_config.py cp_comm_type: p2p (ring, the default) or a2a (Ulysses-style).
+  if (p.cp > 1 && in.training.context_parallel == ContextParallel::ulysses)
+    a.add("--cp-comm-type", "a2a");
   if (p.ep > 1) a.add("--expert-model-parallel-size", p.ep);
   if (p.sequence_parallel) a.add("--sequence-parallel");
   if (p.zero == 1) a.add("--use-distributed-optimizer");

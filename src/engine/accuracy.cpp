@@ -28,6 +28,7 @@ void CorpusReach::add(const PlanScope& s) {
   for (const std::string& mixer : s.mixers) add_name(mixers, mixer);
   add_name(gemm_dtypes, s.gemm_dtype);
   max_cp = std::max(max_cp, s.cp);
+  ulysses = ulysses || s.ulysses;
   max_gpus = std::max(max_gpus, s.gpus);
 }
 
@@ -49,6 +50,8 @@ std::string CorpusReach::outside(const PlanScope& s) const {
         fmt::format("{} GEMMs (they run {})", s.gemm_dtype, fmt::join(gemm_dtypes, ", ")));
   if (s.cp > max_cp)
     out.push_back(fmt::format("context parallel {} (they reach {})", s.cp, max_cp));
+  if (s.ulysses && !ulysses)
+    out.emplace_back("Ulysses context parallelism (their context parallelism is ring attention)");
   if (s.gpus > max_gpus)
     out.push_back(fmt::format("{} GPUs (they reach {})", s.gpus, max_gpus));
   return fmt::format("{}", fmt::join(out, "; "));

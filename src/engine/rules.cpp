@@ -69,6 +69,12 @@ bool layer_shapes_needed(P p, C c) {
 bool tp_divides_heads(P p, C c) {
   return has_shapes(c) && c.model.heads % p.tp != 0;
 }
+// DeepSpeed-Ulysses trades the sequence split for a head split: each TP rank's query heads
+// divide over the context-parallel ranks (deepspeed/sequence/layer.py asserts it).
+bool ulysses_divides_heads(P p, C c) {
+  return p.cp > 1 && c.training.context_parallel == ContextParallel::ulysses && has_shapes(c) &&
+         c.model.heads % p.tp == 0 && (c.model.heads / p.tp) % p.cp != 0;
+}
 bool tp_fits_kv_heads(P p, C c) {
   const ModelSpec& m = c.model;
   return has_shapes(c) && m.heads % p.tp == 0 && m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0;
@@ -204,7 +210,8 @@ bool framework_stage_layout(P p, C c) {
   return false;
 }
 bool framework_cp(P p, C c) {
-  return p.cp > 1 && !c.caps().context_parallel;
+  return p.cp > 1 && !(c.training.context_parallel == ContextParallel::ulysses ? c.caps().ulysses
+                                                              : c.caps().context_parallel);
 }
 bool framework_ep(P p, C c) {
   return p.ep > 1 && !c.caps().expert_parallel;
@@ -296,6 +303,7 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::cp_divides_sequence, cp_divides_sequence},
       {RuleId::layer_shapes_needed, layer_shapes_needed},
       {RuleId::tp_divides_heads, tp_divides_heads},
+      {RuleId::ulysses_divides_heads, ulysses_divides_heads},
       {RuleId::tp_fits_kv_heads, tp_fits_kv_heads},
       {RuleId::tp_divides_ffn, tp_divides_ffn},
       {RuleId::tp_divides_recurrent_heads, tp_divides_recurrent_heads},
@@ -398,6 +406,8 @@ const char* to_string(RuleId r) {
       return "layer_shapes_needed";
     case RuleId::tp_divides_heads:
       return "tp_divides_heads";
+    case RuleId::ulysses_divides_heads:
+      return "ulysses_divides_heads";
     case RuleId::tp_fits_kv_heads:
       return "tp_fits_kv_heads";
     case RuleId::tp_divides_ffn:

@@ -10,7 +10,7 @@ const char* to_string(SimStream s) {
     case SimStream::tp:
       return "TP";
     case SimStream::cp:
-      return "CP ring";
+      return "CP";
     case SimStream::ep:
       return "EP dispatch/combine";
     case SimStream::dp_gather:

@@ -45,6 +45,8 @@ constexpr Name<RouterScore> kRouterScoreNames[] = {{RouterScore::softmax, "softm
                                                    {RouterScore::sigmoid, "sigmoid"}};
 constexpr Name<MoeDispatcher> kMoeDispatcherNames[] = {{MoeDispatcher::alltoall, "alltoall"},
                                                        {MoeDispatcher::deepep, "deepep"}};
+constexpr Name<ContextParallel> kContextParallelNames[] = {{ContextParallel::ring, "ring"},
+                                                           {ContextParallel::ulysses, "ulysses"}};
 constexpr Name<Precision> kPrecisionNames[] = {{Precision::fp32, "fp32"},
                                                {Precision::bf16, "bf16"},
                                                {Precision::fp16, "fp16"},
@@ -127,6 +129,9 @@ const char* to_string(RouterScore v) {
 const char* to_string(MoeDispatcher v) {
   return name_of(kMoeDispatcherNames, v);
 }
+const char* to_string(ContextParallel v) {
+  return name_of(kContextParallelNames, v);
+}
 const char* to_string(Precision v) {
   return name_of(kPrecisionNames, v);
 }
@@ -173,6 +178,9 @@ MoeDispatcher parse_moe_dispatcher(const std::string& text, const std::string& f
   // DeepEP does: one RDMA copy per token and remote domain, forwarded over NVLink there.
   return parse_name(kMoeDispatcherNames, text, field,
                     {{"flex", MoeDispatcher::deepep}, {"hybridep", MoeDispatcher::deepep}});
+}
+ContextParallel parse_context_parallel(const std::string& text, const std::string& field) {
+  return parse_name(kContextParallelNames, text, field);
 }
 Precision parse_precision(const std::string& text, const std::string& field) {
   return parse_name(kPrecisionNames, text, field,
@@ -285,8 +293,12 @@ PlanScope plan_scope(const ModelSpec& model, const TrainingSpec& training, const
     }
     std::sort(mixers.begin(), mixers.end());
   }
-  return {model.experts > 0, mixers, to_string(training.recipe.gemm_dtype), std::max(1, plan.cp),
-          cluster.gpus};
+  return {model.experts > 0,
+          mixers,
+          to_string(training.recipe.gemm_dtype),
+          std::max(1, plan.cp),
+          cluster.gpus,
+          plan.cp > 1 && training.context_parallel == ContextParallel::ulysses};
 }
 
 int default_global_batch(int seq_len, int multiple_of) {

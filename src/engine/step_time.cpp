@@ -78,7 +78,21 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
       cost.attention_s += op_forward_s(op, c.gpu, attention_dtype);
     }
   }
-  if (p.cp > 1) {
+  if (p.cp > 1 && tr.context_parallel == ContextParallel::ulysses) {
+    // Ulysses: this rank's q, k and v (its tokens, the TP rank's heads) go all-to-all to the
+    // whole sequence over heads / cp before attention, and the output comes back after it
+    // (Jacobs et al. 2023, Sec. 3.1); four calls, each buffer as nccl-tests sizes it.
+    const Placement g = placement_of(Parallelism::context, p, c);
+    const double heads = static_cast<double>(m.heads) / p.tp;
+    const double v_dim = m.v_head_dim > 0 ? m.v_head_dim : m.head_dim;
+    const double q = w.tokens * heads * m.head_dim * e;
+    const double kv = w.tokens * local_kv_heads(m, p.tp) * m.head_dim * e;
+    const double out = w.tokens * heads * v_dim * e;
+    cost.cp_layer_bytes = q + 2.0 * kv + out;
+    cost.cp_layer_s = collective_time(Collective::all_to_all, q, g, c) +
+                      2.0 * collective_time(Collective::all_to_all, kv, g, c) +
+                      collective_time(Collective::all_to_all, out, g, c);
+  } else if (p.cp > 1) {
     // Ring attention: cp - 1 steps, each passing this rank's K and V chunk to its neighbour.
     cost.cp_layer_bytes = 2.0 * w.tokens * local_kv_heads(m, p.tp) * m.head_dim * e;
     cost.cp_layer_s = (p.cp - 1) * collective_time(Collective::send_recv, cost.cp_layer_bytes,
@@ -377,11 +391,18 @@ void stage_model_parallel(const Context& x, int stage, const BlockTime& l, Stage
   s.tp_exposed_s = x.tr.tp_comm_overlap
                        ? std::max(0.0, s.tp_s - layers * (full ? 4.0 : 3.0) * l.gemm_forward_s)
                        : s.tp_s;
-  // Context parallel: K/V around the ring in forward; K/V and their gradients in backward,
-  // each hidden behind the attention it feeds.
-  s.cp_s = layers * 3.0 * cost.cp_layer_s;
-  s.cp_exposed_s = layers * (std::max(0.0, cost.cp_layer_s - cost.attention_s) +
-                             std::max(0.0, 2.0 * cost.cp_layer_s - 2.5 * cost.attention_s));
+  if (x.tr.context_parallel == ContextParallel::ulysses) {
+    // Ulysses: the forward's four all-to-alls (again under full recompute) and their gradients'
+    // in backward, each on the critical path: attention waits for its inputs.
+    s.cp_s = layers * (full ? 3.0 : 2.0) * cost.cp_layer_s;
+    s.cp_exposed_s = s.cp_s;
+  } else {
+    // Context parallel: K/V around the ring in forward; K/V and their gradients in backward,
+    // each hidden behind the attention it feeds.
+    s.cp_s = layers * 3.0 * cost.cp_layer_s;
+    s.cp_exposed_s = layers * (std::max(0.0, cost.cp_layer_s - cost.attention_s) +
+                               std::max(0.0, 2.0 * cost.cp_layer_s - 2.5 * cost.attention_s));
+  }
   // Dense layers send nothing to experts. Recomputing a MoE layer's forward (in full, or the
   // moe module) runs its dispatch and combine again.
   s.ep_recompute_s = reruns_all_to_alls(x.p) ? s.moe_layers * cost.ep_layer_s : 0.0;
@@ -686,7 +707,15 @@ void model_parallel_traffic(const Context& x, const StageCost& crit, int mb, Com
                 x.at.pipeline, x.c);
     comm.pp.exposed_s = mb * crit.pp_s;
   }
-  if (p.cp > 1) {
+  if (p.cp > 1 && x.tr.context_parallel == ContextParallel::ulysses) {
+    // Four all-to-alls a layer each way (the forward's again under full recompute), at the
+    // mean of their sizes; each call as the stage cost priced it.
+    const double passes = p.recompute == Recompute::full ? 3.0 : 2.0;
+    set_traffic(comm.cp, Collective::all_to_all, cost.cp_layer_bytes / 4.0,
+                mb * passes * 4.0 * crit.layers, x.at.context, x.c);
+    price_calls(comm.cp, cost.cp_layer_s / 4.0, 1.0);
+    comm.cp.exposed_s = mb * crit.cp_exposed_s;
+  } else if (p.cp > 1) {
     set_traffic(comm.cp, Collective::send_recv, cost.cp_layer_bytes,
                 mb * 3.0 * (p.cp - 1) * crit.layers, x.at.context, x.c);
     comm.cp.exposed_s = mb * crit.cp_exposed_s;

@@ -172,7 +172,7 @@ const char* chart_name(TrafficKind k) {
     case TrafficKind::pp:
       return "PP activations";
     case TrafficKind::cp:
-      return "CP K/V ring";
+      return "CP K/V (ring) or heads (Ulysses)";
     case TrafficKind::ep:
       return "EP dispatch + combine";
   }

@@ -70,6 +70,7 @@ FrameworkCaps read_caps(StrictObject o) {
         parse_schedule(s, o.field("interleaved_only_schedules")));
   }
   c.context_parallel = o.boolean("context_parallel");
+  c.ulysses = o.boolean_or("ulysses", false);
   c.expert_parallel = o.boolean("expert_parallel");
   c.fp8 = o.boolean("fp8");
   c.fp16 = o.boolean("fp16");

@@ -118,7 +118,7 @@ void parallelism_config(const YAML::Node& pc, Builder& b) {
     b.set("--dp", std::to_string(r * n), k + "dp_replicate_size x dp_shard_size");
   }
   // parallelism_config.py ParallelismConfig: tp_size, cp_size (ring attention) and sp_size
-  // (DeepSpeed-Ulysses, priced as context parallelism of that degree).
+  // (sequence parallelism of sp_backend "deepspeed": DeepSpeed-Ulysses, --cp-kind ulysses).
   for (const auto& [key, flag] : {std::pair{"parallelism_config_tp_size", "--tp"},
                                    std::pair{"parallelism_config_cp_size", "--cp"},
                                    std::pair{"parallelism_config_sp_size", "--cp"}}) {
@@ -127,8 +127,7 @@ void parallelism_config(const YAML::Node& pc, Builder& b) {
     const long long d = integer(b, k + key, v, 1);
     if (d > 1 || b.value_of(flag).empty()) b.set(flag, std::to_string(d), k + key);
     if (d > 1 && std::string(key) == "parallelism_config_sp_size")
-      b.note("parallelism_config_sp_size (DeepSpeed-Ulysses) is priced as context parallelism of "
-             "that degree");
+      b.set("--cp-kind", "ulysses", k + key + " (DeepSpeed-Ulysses)");
   }
 }
 

@@ -255,10 +255,7 @@ void sequence_parallel(const json& j, Builder& b) {
   const std::string degree = parallel_degree(b, j.at(kKey), kKey);
   if (degree == "1") return;
   b.set("--cp", degree, kKey);
-  b.note(fmt::format("{} {} (DeepSpeed-Ulysses: attention heads split over {} ranks, an "
-                     "all-to-all before and after attention) is priced as context parallelism "
-                     "of that degree",
-                     kKey, degree, degree));
+  b.set("--cp-kind", "ulysses", kKey + std::string(" (DeepSpeed-Ulysses)"));
 }
 
 // DeepSpeed's AutoEP (deepspeed/module_inject/auto_ep_config.py parse_autoep_config, read by

@@ -56,7 +56,7 @@ const std::set<std::string> kRead = {
     "--no-position-embedding", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
     "--add-qkv-bias", "--tokenizer-type", "--make-vocab-size-divisible-by", "--pad-vocab-size-to",
     "--kv-channels", "--vocab-size", "--hybrid-override-pattern",
-    "--hybrid-layer-pattern",
+    "--hybrid-layer-pattern", "--cp-comm-type",
     // Megatron-DeepSpeed (microsoft/Megatron-DeepSpeed megatron/arguments.py, deepspeed args)
     "--deepspeed", "--deepspeed-config", "--zero-stage", "--ds-sequence-parallel-size",
     "--activations-checkpoint-method",
@@ -759,9 +759,22 @@ LauncherConfig read_megatron(const std::string& text, const std::string& path,
           "--moe-expert-capacity-factor");
   }
   sequence_parallel(a, b);
+  // Megatron-DeepSpeed's --ds-sequence-parallel-size is DeepSpeed-Ulysses; Megatron-Core's
+  // --cp-comm-type (transformer_config.py cp_comm_type) is p2p (ring, the default), a2a
+  // (Ulysses), allgather (K/V gathered, priced as the ring's volume) or a2a+p2p (not priced).
   if (a.count("--ds-sequence-parallel-size"))
-    b.note("--ds-sequence-parallel-size (DeepSpeed-Ulysses) is priced as context parallelism of "
-           "that degree: the sequence split over its ranks, attention's all-to-alls among them");
+    b.set("--cp-kind", "ulysses", "--ds-sequence-parallel-size (DeepSpeed-Ulysses)");
+  if (a.count("--cp-comm-type")) {
+    const std::string kind = arg(a, "--cp-comm-type");
+    if (kind == "a2a") {
+      b.set("--cp-kind", "ulysses", "--cp-comm-type");
+    } else if (kind == "p2p" || kind == "allgather") {
+      b.set("--cp-kind", "ring", "--cp-comm-type");
+    } else {
+      b.refuse("--cp-comm-type", "'" + kind + "' is not priced: p2p and allgather price as ring "
+                                 "attention, a2a as Ulysses (give --cp-kind to choose)");
+    }
+  }
   // MoE execution: the overlapped all-to-alls, DeepEP's dispatch, forced balance.
   for (const auto& [key, flag, value] :
        {std::tuple{"--overlap-moe-expert-parallel-comm", "--moe-a2a-overlap", "true"},

@@ -63,6 +63,7 @@ const JsonFields<CorpusReach>& reach_fields() {
       gemm_dtypes_field(),
       checked(member("max_cp", &R::max_cp), [](const R& r) { return r.max_cp >= 1; },
               "must be >= 1"),
+      only_when(member("ulysses", &R::ulysses), [](const R& r) { return r.ulysses; }),
       checked(member("max_gpus", &R::max_gpus), [](const R& r) { return r.max_gpus >= 1; },
               "must be >= 1"),
   };

@@ -116,7 +116,10 @@ std::string words_of(TrafficKind k, const ParallelPlan& p, const TrainingSpec& t
     case TrafficKind::pp:
       return "boundary activations forward, their gradients back";
     case TrafficKind::cp:
-      return "K/V chunks around the ring, every layer";
+      return tr.context_parallel == ContextParallel::ulysses
+                 ? "q, k, v all-to-all to a head split and the output back (Ulysses), every "
+                   "layer, forward and backward, not hidden"
+                 : "K/V chunks around the ring, every layer";
     case TrafficKind::ep:
       return expert_what(p, tr);
   }

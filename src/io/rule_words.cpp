@@ -236,7 +236,13 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
                                 "but not heavier{}",
                                 f, why)};
     case RuleId::framework_cp:
-      return {"--cp", fmt::format("{} has no ring-attention context parallelism{}", f, why)};
+      return {"--cp", c.training.context_parallel == ContextParallel::ulysses
+                          ? fmt::format("{} has no Ulysses (all-to-all) context parallelism{}; "
+                                        "--cp-kind ring prices ring attention",
+                                        f, why)
+                          : fmt::format("{} has no ring-attention context parallelism{}{}", f, why,
+                                        caps.ulysses ? "; --cp-kind ulysses prices its Ulysses"
+                                                     : "")};
     case RuleId::framework_ep:
       return {"--ep", fmt::format("{} sets no expert parallelism from a plan{}", f, why)};
     case RuleId::framework_moe_overlap:
@@ -320,6 +326,10 @@ PlanProblem shape_words(const RuleProblem& r, const RuleContext& c) {
     case RuleId::tp_divides_heads:
       return {"--tp", fmt::format("tensor parallel {} does not divide the {} attention heads", p.tp,
                                   m.heads)};
+    case RuleId::ulysses_divides_heads:
+      return {"--cp", fmt::format("Ulysses context parallel {} does not divide the {} attention "
+                                  "heads of each of the {} tensor-parallel ranks",
+                                  p.cp, m.heads / p.tp, p.tp)};
     case RuleId::tp_fits_kv_heads:
       return {"--tp", fmt::format("tensor parallel {} neither divides nor is a multiple of the {} "
                                   "key/value heads",
@@ -465,6 +475,8 @@ std::string rule_gist(RuleId rule) {
       return "the split needs the model's architecture";
     case RuleId::tp_divides_heads:
       return "tensor parallel must divide the attention heads";
+    case RuleId::ulysses_divides_heads:
+      return "Ulysses context parallel must divide each tensor-parallel rank's heads";
     case RuleId::tp_fits_kv_heads:
       return "tensor parallel must divide the KV heads or be a multiple of them";
     case RuleId::tp_divides_ffn:

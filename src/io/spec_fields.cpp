@@ -183,6 +183,8 @@ const JsonFields<TrainingSpec>& training_fields() {
                 [](const T& t) { return t.moe_fp8_dispatch; }),
       only_when(named("moe_dispatcher", &T::moe_dispatcher, to_string, parse_moe_dispatcher),
                 [](const T& t) { return t.moe_dispatcher != MoeDispatcher::alltoall; }),
+      only_when(named("context_parallel", &T::context_parallel, to_string, parse_context_parallel),
+                [](const T& t) { return t.context_parallel != ContextParallel::ring; }),
       only_when(named("grad_sync", &T::grad_sync, to_string, parse_grad_sync),
                 [](const T& t) { return t.grad_sync != GradSync::framework; }),
   };

@@ -190,6 +190,25 @@ TEST_CASE("framework rules come from the profiles") {
   cp.cp = 2;
   cp.zero = 1;
   CHECK(breaks(as(Framework::deepspeed), cp, RuleId::framework_cp));
+  // DeepSpeed's context parallelism is Ulysses (sequence_parallel_size); torchtitan's is ring
+  // attention only.
+  Fixture ulysses = as(Framework::deepspeed);
+  ulysses.training.context_parallel = ContextParallel::ulysses;
+  CHECK_FALSE(breaks(ulysses, cp, RuleId::framework_cp));
+  Fixture titan_ulysses = as(Framework::torchtitan);
+  titan_ulysses.training.context_parallel = ContextParallel::ulysses;
+  CHECK(breaks(titan_ulysses, cp, RuleId::framework_cp));
+  // Ulysses splits each TP rank's heads over the cp ranks: Llama-2-70B's 64 heads over tp 8
+  // leave 8 a rank, which cp 2 divides and cp 3 does not (on 48 GPUs, tp 8 x cp 3 x dp 2).
+  CHECK_FALSE(breaks(ulysses, cp, RuleId::ulysses_divides_heads));
+  ParallelPlan cp3 = test::plan(2, 8, 1);
+  cp3.cp = 3;
+  Fixture on48 = ulysses;
+  on48.cluster = test::cluster(48);
+  on48.training = test::training(3 * 4096, 64);
+  on48.training.context_parallel = ContextParallel::ulysses;
+  on48.training.framework = load_framework(Framework::deepspeed);
+  CHECK(breaks(on48, cp3, RuleId::ulysses_divides_heads));
 
   Fixture moe = as(Framework::deepspeed);
   moe.model = load_model("mixtral-8x7b");

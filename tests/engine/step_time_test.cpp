@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "shardplan/accuracy.hpp"
 #include "shardplan/collectives.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/profiles.hpp"
@@ -127,4 +128,37 @@ TEST_CASE("the GEMM efficiency curve interpolates its points") {
     CHECK(gemm_efficiency(g, pt.flops) == doctest::Approx(pt.efficiency));
   CHECK(gemm_efficiency(g, 3e10) > gemm_efficiency(g, 1e10));
   CHECK(gemm_efficiency(g, 1e16) == doctest::Approx(g.gemm_efficiency.back().efficiency));
+}
+
+TEST_CASE("Ulysses context parallel: four all-to-alls a layer each way, on the critical path") {
+  // Jacobs et al. 2023 (DeepSpeed-Ulysses, arXiv:2309.14509) Sec. 3.1: q, k and v go all-to-all
+  // from a sequence split to a head split before attention, the output back after it, and the
+  // backward moves their gradients the same way. Llama 3.1 8B (32 layers, 32 query and 8 KV
+  // heads of 128), sequence 32,768 over cp 4: 8,192 tokens a rank, bf16.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(32768, 8);
+  ParallelPlan p = test::plan(2, 1, 1);
+  p.cp = 4;
+  p.zero = 1;
+  const ClusterSpec c = flat("900GB/s", 8);
+  const Estimate ring = estimate(m, t, p, c);
+  t.context_parallel = ContextParallel::ulysses;
+  const Estimate ulysses = estimate(m, t, p, c);
+  const Traffic& a2a = ulysses.comm.cp;
+  CHECK(a2a.collective == Collective::all_to_all);
+  // 32 layers x (forward + backward) x 4 calls x 4 micro-batches (batch 8 over dp 2).
+  CHECK(a2a.calls == 1024);
+  // q and the output 8,192 x 32 x 128 x 2 B, k and v 8,192 x 8 x 128 x 2 B: their mean.
+  const double q = 8192.0 * 32 * 128 * 2, kv = 8192.0 * 8 * 128 * 2;
+  CHECK(a2a.bytes == doctest::Approx((2 * q + 2 * kv) / 4));
+  // Nothing hides them; the ring's K/V passes hide behind the attention they feed.
+  CHECK(a2a.exposed_s == doctest::Approx(a2a.time_s));
+  CHECK(ring.comm.cp.collective == Collective::send_recv);
+  CHECK(ring.comm.cp.exposed_s < ring.comm.cp.time_s);
+  // No published run trains with Ulysses: its interval is the one for plans beyond the corpus
+  // even where ring attention of the same degree ran.
+  CorpusReach reach;
+  reach.add({false, {}, "bf16", 8, 64});
+  CHECK(reach.outside(ring.scope).empty());
+  CHECK(reach.outside(ulysses.scope).find("Ulysses") != std::string::npos);
 }

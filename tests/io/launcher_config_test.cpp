@@ -244,6 +244,21 @@ deepspeed_config:
   CHECK(value(ds, "--gpus") == "32");
   CHECK(value(ds, "--gpus-per-node") == "8");
   CHECK(ds.default_accumulation == 4);
+  // parallelism_config sp_size with the deepspeed backend is DeepSpeed-Ulysses
+  // (accelerate parallelism_config.py); cp_size is ring attention.
+  const auto alst = read_launcher_config(R"(
+distributed_type: DEEPSPEED
+num_processes: 4
+deepspeed_config:
+  zero_stage: 3
+parallelism_config:
+  parallelism_config_dp_shard_size: 2
+  parallelism_config_sp_size: 2
+  parallelism_config_sp_backend: deepspeed
+)",
+                                         "alst.yaml");
+  CHECK(value(alst, "--cp") == "2");
+  CHECK(value(alst, "--cp-kind") == "ulysses");
   const auto mg = read_launcher_config(R"(
 distributed_type: MEGATRON_LM
 num_processes: 8
@@ -474,7 +489,7 @@ deepspeed --num_nodes 2 --num_gpus 8 pretrain_gpt.py --tensor-model-parallel-siz
 
 // DeepSpeed-Ulysses in the JSON (runtime/config.py: the data-parallel world is world /
 // sequence_parallel_size): the batch identity gives dp, sequence_parallel_size the CP degree.
-TEST_CASE("DeepSpeed: sequence_parallel_size is Ulysses, priced as context parallelism") {
+TEST_CASE("DeepSpeed: sequence_parallel_size is Ulysses context parallelism") {
   const auto c = read_launcher_config(R"({
     "train_batch_size": 32, "train_micro_batch_size_per_gpu": 1,
     "gradient_accumulation_steps": 8, "sequence_parallel_size": 4,
@@ -483,13 +498,32 @@ TEST_CASE("DeepSpeed: sequence_parallel_size is Ulysses, priced as context paral
                                       "ds_ulysses.json");
   CHECK(value(c, "--dp") == "4");  // 32 / (1 x 8)
   CHECK(value(c, "--cp") == "4");
-  bool said = false;
-  for (const std::string& n : c.notes) said |= n.find("DeepSpeed-Ulysses") != std::string::npos;
-  CHECK(said);
+  CHECK(value(c, "--cp-kind") == "ulysses");
   const auto one = read_launcher_config(R"({"sequence_parallel_size": 1})", "ds_sp1.json");
   CHECK(value(one, "--cp").empty());
   CHECK_THROWS_AS(read_launcher_config(R"({"sequence_parallel_size": 0})", "ds_sp0.json"),
                   InputError);
+}
+
+// Megatron-Core's --cp-comm-type (transformer_config.py cp_comm_type): p2p is the ring, a2a the
+// Ulysses-style all-to-all; Megatron-DeepSpeed's --ds-sequence-parallel-size is DeepSpeed-Ulysses.
+TEST_CASE("Megatron: --cp-comm-type and --ds-sequence-parallel-size set how CP splits attention") {
+  const auto kind = [](const std::string& args) {
+    return value(read_launcher_config("torchrun pretrain_gpt.py --context-parallel-size 2 " + args,
+                                      "train.sh"),
+                 "--cp-kind");
+  };
+  CHECK(kind("--cp-comm-type a2a") == "ulysses");
+  CHECK(kind("--cp-comm-type p2p") == "ring");
+  CHECK(kind("").empty());  // Megatron-Core's default, p2p: ring, the shardplan default too
+  const auto ds = read_launcher_config("deepspeed pretrain_gpt.py --ds-sequence-parallel-size 4",
+                                       "ds.sh");
+  CHECK(value(ds, "--cp") == "4");
+  CHECK(value(ds, "--cp-kind") == "ulysses");
+  // Hierarchical a2a+p2p is not priced: refused by name, not read as either.
+  CHECK_THROWS_WITH_AS(
+      read_launcher_config("torchrun pretrain_gpt.py --cp-comm-type a2a+p2p", "train.sh"),
+      doctest::Contains("--cp-comm-type"), InputError);
 }
 
 // DeepSpeed's AutoEP block (module_inject/auto_ep_config.py parse_autoep_config): autoep_size is

@@ -19,6 +19,7 @@ struct PlanScope {
   std::string gemm_dtype = "bf16";  // to_string(MathDtype): bf16, fp16, fp8, fp4
   int cp = 1;
   int gpus = 1;
+  bool ulysses = false;  // its context parallelism is Ulysses all-to-alls, not ring attention
 };
 
 /// What one class's validation cases span. A plan outside it extrapolates (a MoE plan where the
@@ -31,6 +32,7 @@ struct CorpusReach {
   std::vector<std::string> mixers;       // the recurrent token mixers its cases train, sorted
   std::vector<std::string> gemm_dtypes;  // the GEMM element types its cases train in, sorted
   int max_cp = 1;
+  bool ulysses = false;  // some case runs Ulysses context parallelism
   int max_gpus = 0;
   /// Widens the reach to hold `s`.
   void add(const PlanScope& s);

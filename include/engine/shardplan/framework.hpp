@@ -49,6 +49,13 @@ std::vector<Schedule> all_schedules();
 /// dispatcher with --moe-enable-deepep).
 enum class MoeDispatcher { alltoall, deepep };
 
+/// How context parallelism splits attention over its ranks. ring: each rank keeps its sequence
+/// chunk and passes K and V around the ring, hidden behind the attention it feeds (Megatron-Core
+/// cp_comm_type p2p; torchtitan; Liu et al. 2023, Ring Attention). ulysses: all-to-alls trade
+/// the sequence split for a head split before attention and back after it, on the critical
+/// path (DeepSpeed-Ulysses, Jacobs et al. 2023, arXiv:2309.14509; Megatron-Core cp_comm_type a2a).
+enum class ContextParallel { ring, ulysses };
+
 enum class OffloadTarget { cpu, nvme };
 
 /// Where a framework can move each kind of state off the GPU (empty: nowhere).
@@ -96,7 +103,8 @@ struct FrameworkCaps {
   /// Schedules it runs only with 2 or more virtual stages per device (torchtitan's zb-h1 is
   /// ScheduleInterleavedZeroBubble).
   std::vector<Schedule> interleaved_only_schedules;
-  bool context_parallel = true;
+  bool context_parallel = true;  // ring attention (ContextParallel::ring)
+  bool ulysses = false;          // all-to-all head splitting (ContextParallel::ulysses)
   bool expert_parallel = true;
   bool fp8 = true;
   bool fp16 = true;

@@ -24,6 +24,7 @@ enum class RuleId {
   cp_divides_sequence,         // context parallel divides the sequence
   layer_shapes_needed,         // tp / pp / cp / interleave need the architecture
   tp_divides_heads,
+  ulysses_divides_heads,  // Ulysses context parallel splits each TP rank's heads
   tp_fits_kv_heads,  // tp divides the KV heads or is a multiple of them
   tp_divides_ffn,
   tp_divides_recurrent_heads,  // tp divides a Mamba-2's heads and groups, a DeltaNet's key heads
@@ -68,7 +69,7 @@ enum class RuleId {
   dp_shard_divides,
   framework_hsdp,  // the framework runs hybrid sharding at this ZeRO stage
 };
-inline constexpr int kRules = 50;
+inline constexpr int kRules = 51;
 /// A short snake_case name for JSON and counts ("tp_divides_heads").
 const char* to_string(RuleId r);
 

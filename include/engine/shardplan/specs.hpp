@@ -416,6 +416,8 @@ struct TrainingSpec {
   // Dispatch all-to-all in fp8 (DeepSeek-V3 report, Sec. 3.3: dispatch in FP8, combine in BF16).
   bool moe_fp8_dispatch = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  // How the stack runs context parallelism (cp > 1): ring attention or Ulysses all-to-alls.
+  ContextParallel context_parallel = ContextParallel::ring;
   double tokens = 0;           // training budget for time-to-train, 0 = not asked
   double gpu_hour_cost = 0;    // currency per GPU-hour, 0 = not asked
   FrameworkProfile framework;  // the stack that runs the plan (default: the ideal one)
@@ -436,7 +438,7 @@ struct ParallelPlan {
   int dp = 1;
   int tp = 1;
   int pp = 1;
-  int cp = 1;  // context parallel
+  int cp = 1;  // context parallel (how it splits attention: TrainingSpec::context_parallel)
   int ep = 1;  // expert parallel, carved out of dp
   // Expert tensor parallel (Megatron-Core's --expert-tensor-parallel-size): how many ranks split
   // each expert's matrices; 0 = the same as tp. Experts span ep x etp ranks of tp x dp x cp.
@@ -482,6 +484,7 @@ const char* to_string(MixerKind v);
 const char* to_string(RopeScaling v);
 const char* to_string(RouterScore v);
 const char* to_string(MoeDispatcher v);
+const char* to_string(ContextParallel v);
 const char* to_string(Precision v);
 const char* to_string(OptimizerKind v);
 const char* to_string(Recompute v);
@@ -497,6 +500,7 @@ MixerKind parse_mixer(const std::string& text, const std::string& field);
 RopeScaling parse_rope_scaling(const std::string& text, const std::string& field);
 RouterScore parse_router_score(const std::string& text, const std::string& field);
 MoeDispatcher parse_moe_dispatcher(const std::string& text, const std::string& field);
+ContextParallel parse_context_parallel(const std::string& text, const std::string& field);
 Precision parse_precision(const std::string& text, const std::string& field);
 OptimizerKind parse_optimizer(const std::string& text, const std::string& field);
 Recompute parse_recompute(const std::string& text, const std::string& field);
