@@ -32,6 +32,10 @@ bool FrameworkCaps::has_dispatcher(MoeDispatcher d) const {
   return std::find(moe_dispatchers.begin(), moe_dispatchers.end(), d) != moe_dispatchers.end();
 }
 
+bool FrameworkCaps::has_context_parallel(ContextParallel kind) const {
+  return kind == ContextParallel::ulysses ? ulysses : context_parallel;
+}
+
 bool FrameworkCaps::has_hsdp(int stage) const {
   return std::find(hsdp_zero_stages.begin(), hsdp_zero_stages.end(), stage) !=
          hsdp_zero_stages.end();

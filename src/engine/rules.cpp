@@ -210,8 +210,7 @@ bool framework_stage_layout(P p, C c) {
   return false;
 }
 bool framework_cp(P p, C c) {
-  return p.cp > 1 && !(c.training.context_parallel == ContextParallel::ulysses ? c.caps().ulysses
-                                                              : c.caps().context_parallel);
+  return p.cp > 1 && !c.caps().has_context_parallel(c.training.context_parallel);
 }
 bool framework_ep(P p, C c) {
   return p.ep > 1 && !c.caps().expert_parallel;

@@ -93,7 +93,7 @@ void drop(SearchSpace& s, std::vector<T>& axis, RuleId rule, Pred out) {
 
 }  // namespace
 
-void restrict_to(SearchSpace& s, const FrameworkCaps& caps, bool ulysses) {
+void restrict_to(SearchSpace& s, const FrameworkCaps& caps, ContextParallel cp_kind) {
   using R = RuleId;
   drop(s, s.zero, R::framework_zero_stage, [&](int z) { return !caps.has_zero(z); });
   drop(s, s.tp, R::framework_tp, [&](int tp) { return tp > 1 && !caps.tensor_parallel; });
@@ -108,9 +108,8 @@ void restrict_to(SearchSpace& s, const FrameworkCaps& caps, bool ulysses) {
   drop(s, s.lighter_ends, R::framework_stage_layout, [&](bool lighter) {
     return lighter && caps.stage_layout == FrameworkCaps::StageLayout::none;
   });
-  drop(s, s.cp, R::framework_cp, [&](int cp) {
-    return cp > 1 && !(ulysses ? caps.ulysses : caps.context_parallel);
-  });
+  drop(s, s.cp, R::framework_cp,
+       [&](int cp) { return cp > 1 && !caps.has_context_parallel(cp_kind); });
   drop(s, s.ep, R::framework_ep, [&](int ep) { return ep > 1 && !caps.expert_parallel; });
   drop(s, s.expert_tp, R::framework_ep, [&](int etp) { return etp > 0 && !caps.expert_parallel; });
   drop(s, s.moe_a2a_overlap, R::framework_moe_overlap,
@@ -178,7 +177,7 @@ SearchSpace all_axes(const ModelSpec& m, const TrainingSpec& tr, const ClusterSp
 SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& cluster,
                        const PlanRules& rules) {
   SearchSpace s = all_axes(m, tr, cluster, rules);
-  restrict_to(s, tr.framework.caps, tr.context_parallel == ContextParallel::ulysses);
+  restrict_to(s, tr.framework.caps, tr.context_parallel);
   return s;
 }
 

@@ -127,6 +127,7 @@ struct FrameworkCaps {
   bool has_schedule(Schedule s) const;
   bool has_zero(int stage) const;
   bool has_dispatcher(MoeDispatcher d) const;
+  bool has_context_parallel(ContextParallel kind) const;
   bool has_hsdp(int stage) const;
 };
 

@@ -25,7 +25,7 @@ enum class RuleId {
   layer_shapes_needed,         // tp / pp / cp / interleave need the architecture
   tp_divides_heads,
   ulysses_divides_heads,  // Ulysses context parallel splits each TP rank's heads
-  tp_fits_kv_heads,  // tp divides the KV heads or is a multiple of them
+  tp_fits_kv_heads,       // tp divides the KV heads or is a multiple of them
   tp_divides_ffn,
   tp_divides_recurrent_heads,  // tp divides a Mamba-2's heads and groups, a DeltaNet's key heads
   cp_over_recurrent_layers,    // context parallel only over softmax attention (not modelled else)

@@ -66,7 +66,8 @@ SearchSpace all_axes(const ModelSpec& model, const TrainingSpec& training,
 
 /// Narrows the axes to what the framework can run (a point it cannot is not a plan for it),
 /// counting the points each capability takes out in `space.refused` under its rule.
-void restrict_to(SearchSpace& space, const FrameworkCaps& caps, bool ulysses = false);
+/// `cp_kind`: how the training runs context parallelism (TrainingSpec::context_parallel).
+void restrict_to(SearchSpace& space, const FrameworkCaps& caps, ContextParallel cp_kind);
 
 /// Every axis at its full range for this model and cluster: tp up to a node (or all GPUs when
 /// allowed), pp up to the layers (uneven stages allowed) and interleave dividing them, cp for
