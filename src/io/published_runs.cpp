@@ -299,6 +299,9 @@ std::vector<MemoryVerdictCase> load_memory_sweeps(const std::string& text,
                                             key));
     if (s.at("columns") != nlohmann::json(kSweepColumns))
       throw InputError(where + ": columns", "expected " + nlohmann::json(kSweepColumns).dump());
+    // The fields every row shares, without the rows themselves: each row's run starts from them.
+    nlohmann::json header = s;
+    header.erase("rows");
     for (const nlohmann::json& row : s.at("rows")) {
       const std::string at = fmt::format("{}: row {}", where, row.dump());
       if (!row.is_array() || row.size() != kSweepColumns.size())
@@ -316,7 +319,7 @@ std::vector<MemoryVerdictCase> load_memory_sweeps(const std::string& text,
         count(2);  // the micro-batch
         if (gpus % (static_cast<long long>(tp) * pp) != 0)
           throw InputError(at, "gpus must be a multiple of tp x pp");
-        nlohmann::json r = s;
+        nlohmann::json r = header;
         r["id"] = fmt::format("{}-{}", s.at("id").get<std::string>(), row[0].get<long long>());
         r["hardware"]["gpus_total"] = gpus;
         r["attention"] = row[7];
