@@ -150,6 +150,19 @@ SearchSpace rung_space(Rung rung, const ModelSpec& m, const TrainingSpec& tr, co
 
 namespace {
 
+// A rung's search: taken from the search the walk was given when the rung's space lies inside
+// it, else searched here; and searched here when no plan of it passed the rules and `need_why`,
+// for the rule that refused them.
+SearchResult search_rung(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
+                         const SearchSpace& space, const LadderOptions& opt,
+                         const SearchOptions& so, bool need_why) {
+  if (opt.searched && opt.searched_space && space.is_subspace_of(*opt.searched_space)) {
+    SearchResult r = feasible_within(*opt.searched, space);
+    if (r.modelled > 0 || !need_why) return r;
+  }
+  return search(m, tr, c, space, so);
+}
+
 // Names what keeps the least-memory plan of a rung off the device.
 void classify_memory(RungVerdict& v, const ModelSpec& m, const TrainingSpec& tr,
                      const ClusterSpec& c) {
@@ -225,7 +238,7 @@ void climb(LadderResult& out, const ModelSpec& m, const TrainingSpec& tr, const 
     const Rung rung = *it;
     const SearchSpace space = rung_space(rung, m, tr, c, opt.rules);
     if (space.size() == 0) continue;
-    SearchResult r = search(m, tr, c, space, so);
+    SearchResult r = search_rung(m, tr, c, space, opt, so, false);
     // A rung whose closed-form best is not near climb_speedup times faster cannot be climbed
     // to: the simulation moves a step by less than the re-rank's margin (RerankRule::within).
     const double stop_s = out.rungs[static_cast<size_t>(out.stop)].plan.step_s;
@@ -275,7 +288,7 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
     v.rung = rung;
     v.capacity_bytes = c.gpu.memory_bytes;
     const SearchSpace space = rung_space(rung, m, tr, c, opt.rules);
-    SearchResult r = search(m, tr, c, space, so);
+    SearchResult r = search_rung(m, tr, c, space, opt, so, true);
     rerank(m, tr, c, so.objective, opt.rerank, r.feasible, r.ranked, so.threads);
     v.evaluated = r.evaluated;
     if (!r.ranked.empty()) {

@@ -56,11 +56,16 @@ void estimate_shown(PlanningResult& r, const ModelSpec& model, const TrainingSpe
   }
 }
 
-void search_space(PlanningResult& r, const ModelSpec& model, const TrainingSpec& training,
+namespace {
+
+// The re-rank of r.found (searched with at least the re-rank's plans kept) and the list cut to
+// the plans asked for.
+void rerank_found(PlanningResult& r, const ModelSpec& model, const TrainingSpec& training,
                   const ClusterSpec& cluster, const PlanningRequest& request) {
   SearchOptions so = request.search;
   so.top_k = std::max(so.top_k, request.rerank.at_most);
-  r.found = search(model, training, cluster, r.space, so);
+  if (static_cast<int>(r.found.ranked.size()) > so.top_k)
+    r.found.ranked.resize(static_cast<size_t>(so.top_k));
   // The re-ranked plans' estimates go straight to ranked_estimates (estimate_shown adds the rest).
   r.rerank = rerank(model, training, cluster, so.objective, request.rerank, r.found.feasible,
                     r.found.ranked, so.threads, &r.ranked_estimates);
@@ -68,6 +73,16 @@ void search_space(PlanningResult& r, const ModelSpec& model, const TrainingSpec&
     r.found.ranked.resize(static_cast<size_t>(request.search.top_k));
   if (r.ranked_estimates.size() > r.found.ranked.size())
     r.ranked_estimates.resize(r.found.ranked.size());
+}
+
+}  // namespace
+
+void search_space(PlanningResult& r, const ModelSpec& model, const TrainingSpec& training,
+                  const ClusterSpec& cluster, const PlanningRequest& request) {
+  SearchOptions so = request.search;
+  so.top_k = std::max(so.top_k, request.rerank.at_most);
+  r.found = search(model, training, cluster, r.space, so);
+  rerank_found(r, model, training, cluster, request);
 }
 
 PlanningResult plan_cluster(const ModelSpec& model, const TrainingSpec& training,
@@ -78,9 +93,21 @@ PlanningResult plan_cluster(const ModelSpec& model, const TrainingSpec& training
   lo.threads = request.search.threads;
   lo.rerank = request.rerank;
   PlanningResult r;
-  r.ladder = walk_ladder(model, training, cluster, lo);
   r.space = full_space(model, training, cluster, request.search.rules);
-  search_space(r, model, training, cluster, request);
+  // One search that keeps every plan it models (at most about 10^5, a few MB): the ladder's
+  // rungs lie in the full space, so each takes its plans from it instead of searching its own
+  // space again.
+  SearchOptions every = request.search;
+  every.top_k = 1 << 30;
+  every.keep_over_memory = true;
+  r.found = search(model, training, cluster, r.space, every);
+  // The rungs rank by step time: another objective orders the search's plans otherwise.
+  if (request.search.objective == Objective::time) {
+    lo.searched = &r.found;
+    lo.searched_space = &r.space;
+  }
+  r.ladder = walk_ladder(model, training, cluster, lo);
+  rerank_found(r, model, training, cluster, request);
   estimate_shown(r, model, training, cluster, request.search.threads);
   return r;
 }

@@ -229,6 +229,7 @@ struct alignas(64) Partial {
   std::priority_queue<Candidate, std::vector<Candidate>, Worse> top;  // worst on top
   bool have_least = false;
   Candidate least;
+  std::vector<Candidate> over;  // SearchOptions::keep_over_memory
 };
 
 // The degrees one micro-batch's op list and timings depend on: shared by every point under it.
@@ -262,6 +263,7 @@ void record(const Candidate& cand, bool over_memory, const SearchOptions& opt, P
       out.least = cand;
       out.have_least = true;
     }
+    if (opt.keep_over_memory) out.over.push_back(cand);
     return;
   }
   ++out.feasible;
@@ -424,6 +426,77 @@ void set_lighter_ends(int layers, int chunks, ParallelPlan& p, int mtp_layers) {
   if ((layers + 2) % chunks != 0 || chunks < 2 || same_as_even) p.first_stage_layers = layers + 1;
 }
 
+namespace {
+
+template <class T>
+bool has(const std::vector<T>& axis, const T& value) {
+  return std::find(axis.begin(), axis.end(), value) != axis.end();
+}
+
+template <class T>
+bool subset(const std::vector<T>& inner, const std::vector<T>& outer) {
+  return std::all_of(inner.begin(), inner.end(), [&](const T& v) { return has(outer, v); });
+}
+
+auto offload_fields(const Offload& o) {
+  return std::tie(o.optimizer, o.params, o.activations, o.to, o.activation_layers);
+}
+
+bool has_offload(const std::vector<Offload>& axis, const Offload& o) {
+  return std::any_of(axis.begin(), axis.end(),
+                     [&](const Offload& a) { return offload_fields(a) == offload_fields(o); });
+}
+
+}  // namespace
+
+bool SearchSpace::holds(const ParallelPlan& p) const {
+  // The degrees first: they tell most rungs apart.
+  if (!(has(tp, p.tp) && has(pp, p.pp) && has(cp, p.cp) && has(ep, p.ep) && has(expert_tp, p.etp) &&
+        has(zero, p.zero) && has(micro_batch, p.micro_batch) && has(interleave, p.interleave) &&
+        has(schedule, p.schedule) && has(recompute, p.recompute) &&
+        has(sequence_parallel, p.sequence_parallel) && has(moe_a2a_overlap, p.moe_a2a_overlap)))
+    return false;
+  // set_lighter_ends gives both ends a layer count; an even split leaves them at -1.
+  const bool lighter = p.first_stage_layers != -1 || p.last_stage_layers != -1;
+  const bool modules_ok = p.recompute == Recompute::selective
+                              ? has(recompute_modules, p.recompute_modules)
+                              : p.recompute_modules == 0;
+  return has(lighter_ends, lighter) && modules_ok && has_offload(offload, p.offload) &&
+         std::any_of(shard_gpus.begin(), shard_gpus.end(),
+                     [&](int g) { return shard_degree_over(g, p) == p.dp_shard; });
+}
+
+bool SearchSpace::is_subspace_of(const SearchSpace& o) const {
+  return subset(tp, o.tp) && subset(pp, o.pp) && subset(cp, o.cp) && subset(ep, o.ep) &&
+         subset(expert_tp, o.expert_tp) && subset(zero, o.zero) &&
+         subset(micro_batch, o.micro_batch) && subset(interleave, o.interleave) &&
+         subset(schedule, o.schedule) && subset(lighter_ends, o.lighter_ends) &&
+         subset(recompute, o.recompute) && subset(recompute_modules, o.recompute_modules) &&
+         subset(sequence_parallel, o.sequence_parallel) &&
+         std::all_of(offload.begin(), offload.end(),
+                     [&](const Offload& x) { return has_offload(o.offload, x); }) &&
+         subset(moe_a2a_overlap, o.moe_a2a_overlap) && subset(shard_gpus, o.shard_gpus);
+}
+
+SearchResult feasible_within(const SearchResult& every, const SearchSpace& sub) {
+  SearchResult r;
+  r.evaluated = sub.size() + sub.refused_points();
+  for (const Candidate& c : every.ranked) {
+    if (sub.holds(c.plan)) r.ranked.push_back(c);
+  }
+  r.feasible = static_cast<long long>(r.ranked.size());
+  for (const Candidate& c : every.over_memory) {
+    if (!sub.holds(c.plan)) continue;
+    ++r.rejected_memory;
+    if (!r.have_least_memory || closer_to_fitting(c, r.least_memory)) {
+      r.least_memory = c;
+      r.have_least_memory = true;
+    }
+  }
+  r.modelled = r.feasible + r.rejected_memory;
+  return r;
+}
+
 SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& cluster,
                     const SearchSpace& space, const SearchOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
@@ -456,6 +529,7 @@ SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpe
     r.feasible += p.feasible;
     for (int i = 0; i < kRules; ++i) r.rejected[i] += p.rejected[i];
     r.rejected_memory += p.rejected_memory;
+    r.over_memory.insert(r.over_memory.end(), p.over.begin(), p.over.end());
     while (!p.top.empty()) {
       all.push_back(p.top.top());
       p.top.pop();

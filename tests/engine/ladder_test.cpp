@@ -242,3 +242,71 @@ TEST_CASE("Qwen3-235B-A22B and DeepSeek-V3 on 256 GPUs stop at expert parallelis
     CHECK(l.moe_total_params / l.moe_active_params > 10);
   }
 }
+
+namespace {
+
+// Every field a rung verdict reports, in one comparable line.
+std::string verdict_line(const RungVerdict& v) {
+  const ParallelPlan& p = v.plan.plan;
+  return std::string(to_string(v.rung)) + " fits " + std::to_string(v.fits) + " comm_ok " +
+         std::to_string(v.comm_ok) + " blocker " + to_string(v.blocker) + " evaluated " +
+         std::to_string(v.evaluated) + " plan " + std::to_string(p.dp) + "/" +
+         std::to_string(p.tp) + "/" + std::to_string(p.pp) + "/" + std::to_string(p.cp) + "/" +
+         std::to_string(p.ep) + "/" + std::to_string(p.zero) + "/" + std::to_string(p.micro_batch) +
+         "/" + to_string(p.recompute) + "/" + std::to_string(p.interleave) + "/" +
+         to_string(p.schedule) + " step " + std::to_string(v.plan.step_s) + " memory " +
+         std::to_string(v.memory_bytes) + " need " + std::to_string(v.need_bytes) + " top_rule " +
+         (v.top_rule ? std::to_string(static_cast<int>(*v.top_rule)) : "-");
+}
+
+}  // namespace
+
+TEST_CASE("a ladder that takes its rungs from one full search answers as one that searches each") {
+  // plan_cluster searches the full space once and hands every feasible plan to the walk
+  // (LadderOptions::searched); each rung must come out as its own search would give it.
+  struct Case {
+    const char* model;
+    const char* gpu;
+    int gpus, seq, batch;
+    Framework framework;
+  };
+  const Case cases[] = {
+      {"llama-3.1-70b", "H100-SXM", 64, 8192, 256, Framework::megatron},
+      {"llama-2-7b", "H100-SXM", 8, 4096, 64, Framework::megatron},
+      {"mixtral-8x7b", "H100-SXM", 64, 4096, 256, Framework::megatron},
+      {"deepseek-v3", "H100-SXM", 256, 4096, 1024, Framework::megatron},
+      {"deepseek-v3", "H100-SXM", 64, 4096, 256, Framework::megatron},
+      {"llama-3.1-8b", "A100-80GB", 16, 8192, 64, Framework::torchtitan},
+      {"gpt3-1.3b", "H100-SXM", 8, 2048, 16, Framework::deepspeed},
+  };
+  for (const Case& k : cases) {
+    CAPTURE(k.model);
+    const ModelSpec m = load_model(k.model);
+    TrainingSpec t = test::training(k.seq, k.batch);
+    t.framework = load_framework(k.framework);
+    t.overlap_grad_reduce = t.framework.pricing.overlap_grad_reduce;
+    const ClusterSpec c = gpus_of(k.gpu, k.gpus);
+    LadderOptions alone;
+    const LadderResult own = walk_ladder(m, t, c, alone);
+    const SearchSpace space = full_space(m, t, c, alone.rules);
+    SearchOptions every;
+    every.top_k = 1 << 30;
+    every.keep_over_memory = true;
+    const SearchResult found = search(m, t, c, space, every);
+    LadderOptions shared = alone;
+    shared.searched = &found;
+    shared.searched_space = &space;
+    const LadderResult taken = walk_ladder(m, t, c, shared);
+    // The shared path is taken: each rung's space lies in the full one (single-gpu's whole
+    // per-replica batch as one micro-batch need not be a point of it).
+    for (const RungVerdict& v : own.rungs) {
+      if (v.rung != Rung::single_gpu)
+        CHECK(rung_space(v.rung, m, t, c, alone.rules).is_subspace_of(space));
+    }
+    CHECK(taken.stop == own.stop);
+    CHECK(taken.first_pass == own.first_pass);
+    REQUIRE(taken.rungs.size() == own.rungs.size());
+    for (size_t i = 0; i < own.rungs.size(); ++i)
+      CHECK(verdict_line(taken.rungs[i]) == verdict_line(own.rungs[i]));
+  }
+}

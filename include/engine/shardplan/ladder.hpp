@@ -92,6 +92,12 @@ struct LadderOptions {
   int threads = 0;
   /// Each rung's best plans are ranked again by simulation before the rung picks one.
   RerankRule rerank;
+  /// A search of a space that holds the rungs' spaces, with every modelled plan kept (top_k
+  /// unbounded, keep_over_memory) and with these rules: a rung within `searched_space` takes its
+  /// plans from it instead of searching again (the rungs' answers are the same; plan_cluster
+  /// searches once).
+  const SearchResult* searched = nullptr;
+  const SearchSpace* searched_space = nullptr;
 };
 
 struct LadderResult {

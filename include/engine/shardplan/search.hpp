@@ -51,6 +51,12 @@ struct SearchSpace {
   long long size() const;
   /// Points restrict_to() took out (the sum of `refused`).
   long long refused_points() const;
+  /// Whether `plan` is a point of this space: each of its degrees and settings a value of the
+  /// matching axis, as run_group (search.cpp) builds a point from them. Every axis above is
+  /// read here and in is_subspace_of; a new axis must be added to both.
+  bool holds(const ParallelPlan& plan) const;
+  /// Whether every point of this space is a point of `outer` (each axis a subset of its own).
+  bool is_subspace_of(const SearchSpace& outer) const;
 };
 
 /// The Megatron-Core recompute module sets worth trying on this model (ParallelPlan::
@@ -106,6 +112,8 @@ struct SearchResult {
   double seconds = 0;
   bool have_least_memory = false;
   Candidate least_memory;  // the plan that came closest to fitting, when none fits
+  // With SearchOptions::keep_over_memory: every modelled plan that does not fit, in no order.
+  std::vector<Candidate> over_memory;
 };
 
 struct SearchOptions {
@@ -113,10 +121,20 @@ struct SearchOptions {
   int top_k = 10;
   int threads = 0;  // 0: all hardware threads
   PlanRules rules;
+  /// Keep every modelled plan that does not fit (SearchResult::over_memory): with top_k
+  /// unbounded, the search then holds all it modelled, and feasible_within answers a subspace
+  /// as a search of it would.
+  bool keep_over_memory = false;
 };
 
 SearchResult search(const ModelSpec& model, const TrainingSpec& training,
                     const ClusterSpec& cluster, const SearchSpace& space,
                     const SearchOptions& options);
+
+/// The search of `sub` taken from a search of a larger space that kept every plan it modelled
+/// (top_k unbounded, keep_over_memory): the feasible plans in the same order, the plan closest
+/// to fitting, the points visited and modelled. The rejections by rule are not known here, so a
+/// caller that needs them (no plan of `sub` passed the rules) searches `sub` itself.
+SearchResult feasible_within(const SearchResult& every, const SearchSpace& sub);
 
 }  // namespace shardplan
