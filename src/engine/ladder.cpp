@@ -245,7 +245,8 @@ void climb(LadderResult& out, const ModelSpec& m, const TrainingSpec& tr, const 
     if (r.ranked.empty() ||
         r.ranked.front().step_s * opt.climb_speedup > stop_s * (1 + opt.rerank.within))
       continue;
-    rerank(m, tr, c, so.objective, opt.rerank, r.feasible, r.ranked, so.threads);
+    rerank(m, tr, c, so.objective, opt.rerank, r.feasible, r.ranked, so.threads, nullptr,
+           opt.simulated);
     // ranked is fastest first: the first plan the interconnect carries is the rung's pick.
     for (const Candidate& cand : r.ranked) {
       if (cand.exposed_comm_s / cand.step_s > opt.max_comm_share) continue;
@@ -289,7 +290,8 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
     v.capacity_bytes = c.gpu.memory_bytes;
     const SearchSpace space = rung_space(rung, m, tr, c, opt.rules);
     SearchResult r = search_rung(m, tr, c, space, opt, so, true);
-    rerank(m, tr, c, so.objective, opt.rerank, r.feasible, r.ranked, so.threads);
+    rerank(m, tr, c, so.objective, opt.rerank, r.feasible, r.ranked, so.threads, nullptr,
+           opt.simulated);
     v.evaluated = r.evaluated;
     if (!r.ranked.empty()) {
       v.fits = true;

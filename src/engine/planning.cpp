@@ -27,9 +27,12 @@ void estimate_shown(PlanningResult& r, const ModelSpec& model, const TrainingSpe
   r.fastest_estimate.reset();
   // The reports show each plan's simulated figures, not its events (a trace simulates its plan
   // again), so that a long --top list does not hold every step's event list.
+  auto estimated = [&](const ParallelPlan& plan) {
+    auto make = [&] { return estimate(model, training, plan, cluster, Simulation::figures); };
+    return r.simulated ? r.simulated->get(plan, make) : make();
+  };
   if (rec) {
-    r.recommended_estimate =
-        estimate(model, training, rec->plan.plan, cluster, Simulation::figures);
+    r.recommended_estimate = estimated(rec->plan.plan);
     report_estimate(r.ladder.rungs[static_cast<size_t>(r.ladder.stop)].plan,
                     *r.recommended_estimate);
   }
@@ -39,8 +42,7 @@ void estimate_shown(PlanningResult& r, const ModelSpec& model, const TrainingSpe
   r.ranked_estimates.resize(r.found.ranked.size());
   parallel_for(r.found.ranked.size() - kept, threads, [&](size_t, size_t j) {
     const size_t i = kept + j;
-    r.ranked_estimates[i] =
-        estimate(model, training, r.found.ranked[i].plan, cluster, Simulation::figures);
+    r.ranked_estimates[i] = estimated(r.found.ranked[i].plan);
   });
   if (fastest) {  // the first ranked plan: its estimate is already in ranked_estimates
     r.fastest_estimate = r.ranked_estimates.front();
@@ -68,7 +70,7 @@ void rerank_found(PlanningResult& r, const ModelSpec& model, const TrainingSpec&
     r.found.ranked.resize(static_cast<size_t>(so.top_k));
   // The re-ranked plans' estimates go straight to ranked_estimates (estimate_shown adds the rest).
   r.rerank = rerank(model, training, cluster, so.objective, request.rerank, r.found.feasible,
-                    r.found.ranked, so.threads, &r.ranked_estimates);
+                    r.found.ranked, so.threads, &r.ranked_estimates, r.simulated.get());
   if (static_cast<int>(r.found.ranked.size()) > request.search.top_k)
     r.found.ranked.resize(static_cast<size_t>(request.search.top_k));
   if (r.ranked_estimates.size() > r.found.ranked.size())
@@ -93,6 +95,8 @@ PlanningResult plan_cluster(const ModelSpec& model, const TrainingSpec& training
   lo.threads = request.search.threads;
   lo.rerank = request.rerank;
   PlanningResult r;
+  r.simulated = std::make_shared<SimulatedPlans>();
+  lo.simulated = r.simulated.get();
   r.space = full_space(model, training, cluster, request.search.rules);
   // One search that keeps every plan it models (at most about 10^5, a few MB): the ladder's
   // rungs lie in the full space, so each takes its plans from it instead of searching its own

@@ -10,9 +10,37 @@
 
 namespace shardplan {
 
+bool same_plan(const ParallelPlan& a, const ParallelPlan& b) {
+  auto fields = [](const ParallelPlan& p) {
+    return std::tie(p.dp, p.tp, p.pp, p.cp, p.ep, p.etp, p.zero, p.dp_shard, p.micro_batch,
+                    p.recompute, p.sequence_parallel, p.interleave, p.schedule,
+                    p.first_stage_layers, p.last_stage_layers, p.offload.optimizer,
+                    p.offload.params, p.offload.activations, p.offload.to,
+                    p.offload.activation_layers, p.moe_a2a_overlap, p.recompute_modules);
+  };
+  return fields(a) == fields(b);
+}
+
+const Estimate* SimulatedPlans::find(const ParallelPlan& plan) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [p, e] : held_) {
+    if (same_plan(p, plan)) return &e;
+  }
+  return nullptr;
+}
+
+const Estimate& SimulatedPlans::add(const ParallelPlan& plan, Estimate e) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  // Another thread may have estimated the same plan meanwhile: the first one stays.
+  for (const auto& [p, held] : held_) {
+    if (same_plan(p, plan)) return held;
+  }
+  return held_.emplace_back(plan, std::move(e)).second;
+}
+
 int rerank_by_simulation(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c,
                          Objective objective, int k, std::vector<Candidate>& ranked, int threads,
-                         std::vector<Estimate>* estimates) {
+                         std::vector<Estimate>* estimates, SimulatedPlans* simulated) {
   const int n = std::min(k, static_cast<int>(ranked.size()));
   if (estimates) estimates->clear();
   if (n <= 0 || !m.has_architecture()) return 0;
@@ -20,7 +48,12 @@ int rerank_by_simulation(const ModelSpec& m, const TrainingSpec& tr, const Clust
   parallel_for(static_cast<size_t>(n), threads, [&](size_t, size_t i) {
     Candidate& cand = ranked[i];
     double step_s = 0;
-    if (estimates) {
+    if (simulated) {
+      const Estimate& e = simulated->get(
+          cand.plan, [&] { return estimate(m, tr, cand.plan, c, Simulation::figures); });
+      if (e.step_simulated) step_s = e.simulated.step_s;
+      if (estimates) kept[i] = e;
+    } else if (estimates) {
       // The whole estimate, kept for the reports: the same simulation, with the memory
       // breakdown and the throughput beside it.
       kept[i] = estimate(m, tr, cand.plan, c, Simulation::figures);
@@ -57,24 +90,9 @@ int rerank_by_simulation(const ModelSpec& m, const TrainingSpec& tr, const Clust
   return n;
 }
 
-namespace {
-
-bool same_plan(const ParallelPlan& a, const ParallelPlan& b) {
-  auto fields = [](const ParallelPlan& p) {
-    return std::tie(p.dp, p.tp, p.pp, p.cp, p.ep, p.etp, p.zero, p.dp_shard, p.micro_batch,
-                    p.recompute, p.sequence_parallel, p.interleave, p.schedule,
-                    p.first_stage_layers, p.last_stage_layers, p.offload.optimizer,
-                    p.offload.params, p.offload.activations, p.offload.to,
-                    p.offload.activation_layers, p.moe_a2a_overlap, p.recompute_modules);
-  };
-  return fields(a) == fields(b);
-}
-
-}  // namespace
-
 Rerank rerank(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c, Objective objective,
               const RerankRule& rule, long long candidates, std::vector<Candidate>& ranked,
-              int threads, std::vector<Estimate>* estimates) {
+              int threads, std::vector<Estimate>* estimates, SimulatedPlans* simulated) {
   Rerank r;
   r.rule = rule;
   r.candidates = candidates;
@@ -87,7 +105,7 @@ Rerank rerank(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& c, 
          ranked[static_cast<size_t>(k)].step_s <= bound_s)
     ++k;
   std::vector<Candidate> before(ranked.begin(), ranked.begin() + k);
-  r.simulated = rerank_by_simulation(m, tr, c, objective, k, ranked, threads, estimates);
+  r.simulated = rerank_by_simulation(m, tr, c, objective, k, ranked, threads, estimates, simulated);
   r.changed = !same_plan(ranked.front().plan, r.closed_form_best.plan);
   r.chosen_simulated_s = ranked.front().step_s;
   r.chosen_closed_form_s = r.closed_form_best.step_s;

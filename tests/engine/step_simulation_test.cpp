@@ -89,6 +89,36 @@ TEST_CASE("plan_cluster: the fastest plan is the simulated best of those it simu
     CHECK(r.found.ranked[static_cast<size_t>(i)].step_s >= best_s);
 }
 
+TEST_CASE("plan_cluster simulates each plan once and reports the same figures from it") {
+  const Setup s;
+  PlanningRequest rq;
+  rq.search.threads = 2;
+  rq.search.top_k = 20;
+  const PlanningResult r = plan_cluster(s.m, s.t, s.c, rq);
+  REQUIRE(r.simulated != nullptr);
+  REQUIRE(r.recommended() != nullptr);
+  // The recommended plan's report is the estimate its rung's re-rank made, not a second one.
+  const Estimate* held = r.simulated->find(r.recommended()->plan.plan);
+  REQUIRE(held != nullptr);
+  REQUIRE(r.recommended_estimate.has_value());
+  CHECK(r.recommended_estimate->step_s == held->step_s);
+  CHECK(held->step_s == doctest::Approx(s.simulated_s(r.recommended()->plan.plan)));
+  // A plan asked for again is looked up, not simulated.
+  SimulatedPlans plans;
+  int made = 0;
+  const ParallelPlan p = r.found.ranked.front().plan;
+  auto make = [&] {
+    ++made;
+    return estimate(s.m, s.t, p, s.c, Simulation::figures);
+  };
+  const double first = plans.get(p, make).step_s;
+  CHECK(plans.get(p, make).step_s == first);
+  CHECK(made == 1);
+  ParallelPlan other = p;
+  other.micro_batch *= 2;
+  CHECK(plans.find(other) == nullptr);
+}
+
 namespace {
 
 // Mixtral 8x7B on 8 H100s, experts over 8 (or 4 under a pipeline of 2), 16 micro-batches.

@@ -98,6 +98,8 @@ struct LadderOptions {
   /// searches once).
   const SearchResult* searched = nullptr;
   const SearchSpace* searched_space = nullptr;
+  /// The command's simulated plans: a rung's re-rank simulates only plans not already there.
+  SimulatedPlans* simulated = nullptr;
 };
 
 struct LadderResult {

@@ -3,13 +3,14 @@
 // `plan` prints one of these; `provision` builds one per (GPU type, count).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "shardplan/ladder.hpp"
+#include "shardplan/rerank.hpp"
 #include "shardplan/search.hpp"
 #include "shardplan/specs.hpp"
-#include "shardplan/rerank.hpp"
 #include "shardplan/step_time.hpp"
 
 namespace shardplan {
@@ -32,6 +33,9 @@ struct PlanningResult {
   std::optional<Estimate> recommended_estimate;
   std::optional<Estimate> fastest_estimate;
   std::vector<Estimate> ranked_estimates;
+  /// Every plan this planning simulated, each once (the rungs' re-ranks, the search's, the
+  /// reports'); null: none kept.
+  std::shared_ptr<SimulatedPlans> simulated;
   /// The fastest plan's advantage is inside the recommended plan's validation interval: the
   /// model cannot tell them apart, so the simpler plan stays preferred.
   bool advantage_inside_interval = false;

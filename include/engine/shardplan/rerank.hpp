@@ -3,6 +3,9 @@
 // the best few.
 #pragma once
 
+#include <deque>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "shardplan/search.hpp"
@@ -11,16 +14,43 @@
 
 namespace shardplan {
 
+/// The plans one command has estimated with their simulated step (Simulation::figures), so
+/// that each is simulated once: the re-ranks of the ladder's rungs and of the full search, and
+/// the reports, look a plan up here before simulating it. Safe to share between threads.
+class SimulatedPlans {
+ public:
+  /// The plan's estimate, or nullptr when it has not been estimated here.
+  const Estimate* find(const ParallelPlan& plan) const;
+  /// The plan's estimate: the one held, or `make()` run (outside the lock) and kept.
+  template <class Make>
+  const Estimate& get(const ParallelPlan& plan, Make make) {
+    if (const Estimate* e = find(plan)) return *e;
+    Estimate e = make();
+    return add(plan, std::move(e));
+  }
+
+ private:
+  const Estimate& add(const ParallelPlan& plan, Estimate e);
+  mutable std::mutex mutex_;
+  std::deque<std::pair<ParallelPlan, Estimate>> held_;  // a deque: references stay valid
+};
+
+/// Whether two plans are the same point (every degree and setting equal).
+bool same_plan(const ParallelPlan& a, const ParallelPlan& b);
+
 /// The search's ranking with its first `k` candidates ranked again by their simulated step:
 /// the closed forms are the search's fast bound over millions of plans, the simulation decides
 /// among the best. Their step_s, tokens_per_s and objective become the simulated ones. Returns
 /// how many were simulated; the simulations run on `threads` threads (0: all cores). With
 /// `estimates`, each simulated plan's whole estimate (Simulation::figures) is kept there in the
-/// new order, so that a report shows those plans without simulating them again.
+/// new order, so that a report shows those plans without simulating them again. With
+/// `simulated`, a plan estimated there before is not simulated again, and each one simulated
+/// here is kept there.
 int rerank_by_simulation(const ModelSpec& model, const TrainingSpec& training,
                          const ClusterSpec& cluster, Objective objective, int k,
                          std::vector<Candidate>& ranked, int threads = 1,
-                         std::vector<Estimate>* estimates = nullptr);
+                         std::vector<Estimate>* estimates = nullptr,
+                         SimulatedPlans* simulated = nullptr);
 
 /// Which of the search's best plans are simulated: those whose closed-form step is within
 /// `within` of the best one's, at most `at_most`. Simulation and closed form differ by a few
@@ -51,6 +81,6 @@ struct Rerank {
 Rerank rerank(const ModelSpec& model, const TrainingSpec& training, const ClusterSpec& cluster,
               Objective objective, const RerankRule& rule, long long candidates,
               std::vector<Candidate>& ranked, int threads = 1,
-              std::vector<Estimate>* estimates = nullptr);
+              std::vector<Estimate>* estimates = nullptr, SimulatedPlans* simulated = nullptr);
 
 }  // namespace shardplan
