@@ -190,7 +190,9 @@ Runner setup_emit(CLI::App& sub) {
   sub.add_option("--plan", e->plan_file,
                  "A plan file from `shardplan estimate --json` or `plan --json`")
       ->group("Emit");
-  sub.add_option("--pick", e->pick, "With a `plan --json` file: recommended (default) or fastest")
+  sub.add_option(
+         "--pick", e->pick,
+         "With a `plan --json` file: recommended (default), fastest, or N (the plan ranked N)")
       ->group("Emit");
   sub.add_option("-o,--output", e->output, "Write to FILE (replaced atomically) instead of stdout")
       ->group("Emit");

@@ -27,7 +27,9 @@ Runner setup_estimate(CLI::App& sub) {
   sub.add_option("--plan", *plan_file,
                  "Re-price a plan from a `plan --json` or `estimate --json` file instead of "
                  "flags (its model, cluster, training and plan)");
-  sub.add_option("--pick", *pick, "With a `plan --json` file: recommended (default) or fastest");
+  sub.add_option(
+      "--pick", *pick,
+      "With a `plan --json` file: recommended (default), fastest, or N (the plan ranked N)");
   CLI::App* app = &sub;
   return [o, trace, html, plan_file, pick, app]() {
     Inputs in;

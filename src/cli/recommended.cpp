@@ -88,12 +88,7 @@ std::optional<Inputs> inputs_or_recommended(const PlanningOptions& o) {
 
 FilePlan plan_from_file(const std::string& path, const std::string& pick,
                         const PlanningOptions& o) {
-  PlanPick which = PlanPick::recommended;
-  if (pick == "fastest") {
-    which = PlanPick::fastest;
-  } else if (!pick.empty() && pick != "recommended") {
-    throw InputError("--pick", "'" + pick + "' is not a choice; use recommended or fastest");
-  }
+  const PlanPick which = parse_plan_pick(pick, "--pick");
   const PlanFile f = read_plan_file(read_text_file(path, "--plan"), path, which);
   FilePlan out;
   out.in = Inputs{f.model, f.cluster, f.training, f.plan, {}};

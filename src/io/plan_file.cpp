@@ -5,17 +5,18 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "json_reader.hpp"
 #include "model_json.hpp"
-#include "spec_fields.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/profiles.hpp"
-#include "shardplan/schedule.hpp"
 #include "shardplan/rule_words.hpp"
+#include "shardplan/schedule.hpp"
+#include "spec_fields.hpp"
 
 namespace shardplan {
 namespace {
@@ -166,6 +167,17 @@ double step_time(const nlohmann::json& parent, const std::string& where) {
 
 }  // namespace
 
+PlanPick parse_plan_pick(const std::string& text, const std::string& field) {
+  if (text.empty() || text == "recommended") return PlanPick::recommended();
+  if (text == "fastest") return PlanPick::fastest();
+  const bool digits = text.size() <= 6 && std::all_of(text.begin(), text.end(),
+                                                      [](char c) { return c >= '0' && c <= '9'; });
+  if (digits && std::stoi(text) >= 1) return PlanPick::ranked(std::stoi(text));
+  throw InputError(field, "'" + text +
+                              "' is not a choice; use recommended, fastest, or a rank in the "
+                              "file's ranked list (1 = the fastest, as `plan` lists them)");
+}
+
 PlanFile read_plan_file(const std::string& text, const std::string& origin, PlanPick pick) {
   const nlohmann::json j = parse_json(text, origin);
   if (!j.is_object())
@@ -178,18 +190,32 @@ PlanFile read_plan_file(const std::string& text, const std::string& origin, Plan
   }
   PlanFile f;
   const nlohmann::json* chosen = &j;
+  using Kind = PlanPick::Kind;
   if (j.contains("plan")) {
-    if (pick == PlanPick::fastest) {
+    if (pick.kind != Kind::recommended) {
       throw InputError(
           "--pick",
           origin + " holds one plan (estimate --json); --pick chooses in a `plan --json` file");
     }
     f.where = origin;
+  } else if (pick.kind == Kind::ranked) {
+    if (!j.contains("ranked") || !j.at("ranked").is_array())
+      throw InputError(origin + ": ranked", "missing; write the file with `shardplan plan --json`");
+    const auto& ranked = j.at("ranked");
+    if (pick.rank > static_cast<int>(ranked.size())) {
+      throw InputError("--pick", fmt::format("{} ranks {} plans; pick 1 to {} (plan --top N "
+                                             "--json keeps more)",
+                                             origin, ranked.size(), ranked.size()));
+    }
+    chosen = &ranked.at(static_cast<size_t>(pick.rank - 1));
+    f.where = fmt::format("{}: ranked #{}", origin, pick.rank);
+    if (!chosen->is_object() || !chosen->contains("plan"))
+      throw InputError(f.where + ".plan", "missing");
   } else {
-    const char* key = pick == PlanPick::fastest ? "fastest" : "recommended";
+    const char* key = pick.kind == Kind::fastest ? "fastest" : "recommended";
     if (j.contains(key) && j.at(key).is_null()) {
       throw InputError(origin + ": " + key,
-                       pick == PlanPick::fastest
+                       pick.kind == Kind::fastest
                            ? "is null: the search found no plan that fits"
                            : "is null: no rung of the ladder fits; --pick fastest, or re-plan");
     }

@@ -52,7 +52,7 @@ TEST_CASE("a number no double holds is InputError in every JSON file (fuzz_profi
   CHECK_THROWS_WITH_AS(shardplan::load_gpu(dir + "/gpu.json"),
                        doctest::Contains("a number is too large for a double"), InputError);
   CHECK_THROWS_AS(shardplan::read_plan_file(R"({"model": 1.9e+169209856})", "plan.json",
-                                            shardplan::PlanPick::recommended),
+                                            shardplan::PlanPick::recommended()),
                   InputError);
 }
 

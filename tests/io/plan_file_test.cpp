@@ -43,7 +43,7 @@ Written gpt3_file() {
 }
 
 // The field of the InputError that reading `j` throws ("" when it reads).
-std::string error_field(const nlohmann::json& j, PlanPick pick = PlanPick::recommended) {
+std::string error_field(const nlohmann::json& j, PlanPick pick = PlanPick::recommended()) {
   try {
     read_plan_file(j.dump(), "plan.json", pick);
   } catch (const InputError& e) {
@@ -56,7 +56,7 @@ std::string error_field(const nlohmann::json& j, PlanPick pick = PlanPick::recom
 
 TEST_CASE("an estimate --json file reads back into the same specs") {
   const Written w = gpt3_file();
-  const PlanFile f = read_plan_file(w.json.dump(), "plan.json", PlanPick::recommended);
+  const PlanFile f = read_plan_file(w.json.dump(), "plan.json", PlanPick::recommended());
   CHECK(f.where == "plan.json");
   CHECK(f.plan.dp == 16);
   CHECK(f.plan.tp == 8);
@@ -84,7 +84,7 @@ TEST_CASE("typed bandwidths, --params models and tokens survive the round trip")
   TrainingSpec t = test::training(4096, 64);
   t.tokens = 1e12;
   const Written w = estimate_file(m, t, test::plan(8, 1, 1), build_cluster(o));
-  const PlanFile f = read_plan_file(w.json.dump(), "p.json", PlanPick::recommended);
+  const PlanFile f = read_plan_file(w.json.dump(), "p.json", PlanPick::recommended());
   CHECK(f.model.params_only == 7e9);
   CHECK_FALSE(f.model.has_architecture());
   CHECK(f.cluster.inter.bytes_per_s == 1.25e9);
@@ -104,14 +104,40 @@ TEST_CASE("a plan --json file: recommended by default, fastest on request") {
   ParallelPlan fast = w.plan;
   fast.zero = 0;
   j["fastest"] = {{"plan", to_json(fast)}, {"time", w.json["time"]}};
-  CHECK(read_plan_file(j.dump(), "plan.json", PlanPick::recommended).plan.zero == 1);
-  const PlanFile f = read_plan_file(j.dump(), "plan.json", PlanPick::fastest);
+  CHECK(read_plan_file(j.dump(), "plan.json", PlanPick::recommended()).plan.zero == 1);
+  const PlanFile f = read_plan_file(j.dump(), "plan.json", PlanPick::fastest());
   CHECK(f.plan.zero == 0);
   CHECK(f.where == "plan.json: fastest");
-  CHECK(error_field(w.json, PlanPick::fastest) == "--pick");  // an estimate file has one plan
+  CHECK(error_field(w.json, PlanPick::fastest()) == "--pick");  // an estimate file has one plan
   j["recommended"] = nullptr;                                 // plan --json when no rung fits
   CHECK(error_field(j) == "plan.json: recommended");
-  CHECK(read_plan_file(j.dump(), "plan.json", PlanPick::fastest).plan.zero == 0);
+  CHECK(read_plan_file(j.dump(), "plan.json", PlanPick::fastest()).plan.zero == 0);
+}
+
+TEST_CASE("a plan --json file's ranked list: --pick N takes the plan ranked N") {
+  const Written w = gpt3_file();
+  nlohmann::json j = {{"model", w.json["model"]},
+                      {"cluster", w.json["cluster"]},
+                      {"training", w.json["training"]},
+                      {"recommended", {{"plan", w.json["plan"]}, {"time", w.json["time"]}}}};
+  ParallelPlan second = w.plan;
+  second.zero = 0;
+  j["ranked"] = nlohmann::json::array({{{"plan", w.json["plan"]}, {"time", w.json["time"]}},
+                                       {{"plan", to_json(second)}, {"time", w.json["time"]}}});
+  const PlanFile f = read_plan_file(j.dump(), "plan.json", parse_plan_pick("2", "--pick"));
+  CHECK(f.plan.zero == 0);
+  CHECK(f.where == "plan.json: ranked #2");
+  CHECK(read_plan_file(j.dump(), "plan.json", PlanPick::ranked(1)).plan.zero == 1);
+  // Past the list, a rank of 0, or a word that is not a choice: --pick, with what is valid.
+  CHECK(error_field(j, PlanPick::ranked(3)) == "--pick");
+  CHECK_THROWS_WITH_AS(read_plan_file(j.dump(), "plan.json", PlanPick::ranked(3)),
+                       doctest::Contains("pick 1 to 2"), InputError);
+  CHECK_THROWS_AS(parse_plan_pick("0", "--pick"), InputError);
+  CHECK_THROWS_AS(parse_plan_pick("-1", "--pick"), InputError);
+  CHECK_THROWS_AS(parse_plan_pick("slowest", "--pick"), InputError);
+  CHECK_THROWS_AS(parse_plan_pick("99999999999", "--pick"), InputError);
+  // An estimate --json file has no ranked list to pick from.
+  CHECK(error_field(w.json, PlanPick::ranked(1)) == "--pick");
 }
 
 TEST_CASE("bad plan files are errors naming the field") {
@@ -139,8 +165,8 @@ TEST_CASE("bad plan files are errors naming the field") {
   // A plan that cannot run: 1536 sequences do not split over dp 16 x micro-batch 5.
   CHECK(error_field(with([](auto& j) { j["plan"]["micro_batch"] = 5; })).find("plan.json: plan") ==
         0);
-  CHECK_THROWS_AS(read_plan_file("{not json", "plan.json", PlanPick::recommended), InputError);
-  CHECK_THROWS_AS(read_plan_file("[1, 2]", "plan.json", PlanPick::recommended), InputError);
+  CHECK_THROWS_AS(read_plan_file("{not json", "plan.json", PlanPick::recommended()), InputError);
+  CHECK_THROWS_AS(read_plan_file("[1, 2]", "plan.json", PlanPick::recommended()), InputError);
 }
 
 // The plan and training objects are written and read by one table of rows (spec_fields.cpp):

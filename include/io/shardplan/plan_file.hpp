@@ -9,8 +9,18 @@
 
 namespace shardplan {
 
-/// Which plan of a `plan --json` file: the ladder's recommendation or the search's fastest.
-enum class PlanPick { recommended, fastest };
+/// Which plan of a `plan --json` file: the ladder's recommendation, the search's fastest, or
+/// the plan ranked `rank` (1 = the first of "ranked", the fastest).
+struct PlanPick {
+  enum class Kind { recommended, fastest, ranked };
+  Kind kind = Kind::recommended;
+  int rank = 0;
+  static PlanPick recommended() { return {}; }
+  static PlanPick fastest() { return {Kind::fastest, 0}; }
+  static PlanPick ranked(int rank) { return {Kind::ranked, rank}; }
+};
+/// --pick as typed: recommended, fastest, or a rank in the file's "ranked" list (1, 2, ...).
+PlanPick parse_plan_pick(const std::string& text, const std::string& field);
 
 struct PlanFile {
   ModelSpec model;
@@ -23,7 +33,8 @@ struct PlanFile {
 
 /// Reconstructs the specs from the text of a plan file: top-level "model", "cluster",
 /// "training", and either "plan" (+ "time"), as `estimate --json` writes, or "recommended" /
-/// "fastest" objects each holding "plan" and "time", as `plan --json` writes. The objects are
+/// "fastest" objects and a "ranked" list of them, each holding "plan" and "time", as
+/// `plan --json` writes. The objects are
 /// read strictly: a missing, mistyped or unknown key is an InputError naming it (e.g.
 /// "plan.json: cluster.gpu: name"); the plan must pass check_plan. Other top-level sections
 /// (memory, comm, ladder ...) are outputs and are not read.
