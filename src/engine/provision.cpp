@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <tuple>
 
 #include "shardplan/error.hpp"
+#include "shardplan/parallel.hpp"
 
 namespace shardplan {
 namespace {
@@ -89,13 +91,24 @@ ProvisionResult provision(const ModelSpec& model, const TrainingSpec& training,
       "GPU counts ascending");
   const auto start = std::chrono::steady_clock::now();
   ProvisionResult r;
-  const size_t total = request.offers.size() * request.counts.size();
-  for (const GpuOffer& offer : request.offers) {
-    for (int count : request.counts) {
-      r.options.push_back(plan_option(model, training, offer, count, request));
-      if (request.on_progress) request.on_progress(r.options.size(), total);
+  const size_t counts = request.counts.size();
+  const size_t total = request.offers.size() * counts;
+  // The options are independent: they run side by side, one thread each (a search on one
+  // option's thread, the whole grid on the cores asked for), each into its own slot, so the
+  // answer is the same on any number of threads.
+  ProvisionRequest one = request;
+  one.planning.search.threads = 1;
+  r.options.resize(total);
+  std::mutex progress;
+  size_t done = 0;
+  parallel_for(total, request.planning.search.threads, [&](size_t, size_t i) {
+    r.options[i] =
+        plan_option(model, training, request.offers[i / counts], request.counts[i % counts], one);
+    if (request.on_progress) {
+      const std::lock_guard<std::mutex> lock(progress);
+      request.on_progress(++done, total);
     }
-  }
+  });
   for (ProvisionOption& o : r.options) {
     o.meets_deadline =
         request.deadline_s <= 0 || (o.fits && o.time_to_train_s() <= request.deadline_s);

@@ -82,3 +82,36 @@ TEST_CASE("provision prices the plan `plan` would pick, and picks the cheapest i
   for (const ProvisionOption& o : r.options)
     CHECK(r.options[*r.fastest].time_to_train_s() <= o.time_to_train_s());
 }
+
+TEST_CASE("provision answers the same on one thread and on several, progress counted once each") {
+  // The options run side by side, each into its own slot (provision.cpp).
+  const ModelSpec model = load_model("mixtral-8x7b");
+  TrainingSpec tr = test::training(4096, 0);
+  tr.tokens = 1e11;
+  ProvisionRequest rq;
+  rq.offers = {offer("H100-SXM", 3.0), offer("A100-80GB", 1.5)};
+  rq.counts = {8, 16, 32};
+  rq.planning.search.top_k = 1;
+  std::vector<size_t> seen;
+  rq.on_progress = [&](size_t done, size_t total) {
+    CHECK(total == 6);
+    seen.push_back(done);
+  };
+  rq.planning.search.threads = 1;
+  const ProvisionResult one = provision(model, tr, rq);
+  seen.clear();
+  rq.planning.search.threads = 3;
+  const ProvisionResult three = provision(model, tr, rq);
+  CHECK(seen == std::vector<size_t>{1, 2, 3, 4, 5, 6});
+  REQUIRE(one.options.size() == three.options.size());
+  for (size_t i = 0; i < one.options.size(); ++i) {
+    const ProvisionOption &a = one.options[i], &b = three.options[i];
+    CHECK(a.gpu == b.gpu);
+    CHECK(a.gpus == b.gpus);
+    CHECK(a.fits == b.fits);
+    CHECK(describe(a.plan) == describe(b.plan));
+    CHECK(a.time_to_train_s() == b.time_to_train_s());
+    CHECK(a.pareto == b.pareto);
+  }
+  CHECK(one.best == three.best);
+}
