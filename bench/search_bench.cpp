@@ -1,4 +1,4 @@
-// Search speed: configurations evaluated per second for GPT-3 175B on 512 and 16,384 A100s
+// Search speed: points of the search space visited per second for GPT-3 175B on 512 and 16,384 A100s
 // (Calculon, the reference analytic planner, evaluates about 250 per second on this kind of
 // machine; its own space for 175B on 512 GPUs is 6.6 million configurations).
 #include <fmt/format.h>

@@ -181,7 +181,8 @@ std::string fastest_text(const Candidate& fastest, const RungVerdict* rec, const
 std::string ranking_text(const PlanOutcome& o) {
   const SearchResult& found = o.planned.found;
   std::string out =
-      fmt::format("Top {} by {} ({} configurations evaluated, {} modelled, {} feasible, in {})\n",
+      fmt::format("Top {} by {} (of {} plans in the search space, {} passed the rules and were "
+                  "modelled, {} fit; searched in {})\n",
                   found.ranked.size(), to_string(o.objective), found.evaluated, found.modelled,
                   found.feasible, format_seconds(found.seconds));
   out += render_ranked(found.ranked, o.cluster);
