@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
-#include <queue>
 #include <tuple>
 
 #include "shardplan/error.hpp"
@@ -226,7 +225,10 @@ struct alignas(64) Partial {
   long long evaluated = 0, modelled = 0, feasible = 0;
   std::array<long long, kRules> rejected{};
   long long rejected_memory = 0;
-  std::priority_queue<Candidate, std::vector<Candidate>, Worse> top;  // worst on top
+  // The best top_k so far: a plain list until it holds top_k, then a heap with the worst on
+  // top (an unbounded top_k, as plan_cluster asks, never pays for the heap).
+  std::vector<Candidate> top;
+  bool heap = false;
   bool have_least = false;
   Candidate least;
   std::vector<Candidate> over;  // SearchOptions::keep_over_memory
@@ -268,10 +270,17 @@ void record(const Candidate& cand, bool over_memory, const SearchOptions& opt, P
   }
   ++out.feasible;
   if (static_cast<int>(out.top.size()) < opt.top_k) {
-    out.top.push(cand);
-  } else if (key_of(cand) < key_of(out.top.top())) {
-    out.top.pop();
-    out.top.push(cand);
+    out.top.push_back(cand);
+    return;
+  }
+  if (!out.heap) {
+    std::make_heap(out.top.begin(), out.top.end(), Worse{});
+    out.heap = true;
+  }
+  if (key_of(cand) < key_of(out.top.front())) {
+    std::pop_heap(out.top.begin(), out.top.end(), Worse{});
+    out.top.back() = cand;
+    std::push_heap(out.top.begin(), out.top.end(), Worse{});
   }
 }
 
@@ -530,10 +539,7 @@ SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpe
     for (int i = 0; i < kRules; ++i) r.rejected[i] += p.rejected[i];
     r.rejected_memory += p.rejected_memory;
     r.over_memory.insert(r.over_memory.end(), p.over.begin(), p.over.end());
-    while (!p.top.empty()) {
-      all.push_back(p.top.top());
-      p.top.pop();
-    }
+    all.insert(all.end(), p.top.begin(), p.top.end());
     // Threads take groups in whatever order they finish, so the merge must use the same
     // order as record() for the answer not to depend on timing.
     if (p.have_least && (!r.have_least_memory || closer_to_fitting(p.least, r.least_memory))) {
@@ -541,10 +547,14 @@ SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpe
       r.have_least_memory = true;
     }
   }
-  std::sort(all.begin(), all.end(),
-            [](const Candidate& a, const Candidate& b) { return key_of(a) < key_of(b); });
-  if (static_cast<int>(all.size()) > opt.top_k) all.resize(static_cast<size_t>(opt.top_k));
-  r.ranked = std::move(all);
+  // Each plan's key worked out once (its objective rounded to 12 digits), not per comparison.
+  std::vector<std::pair<Key, size_t>> keyed;
+  keyed.reserve(all.size());
+  for (size_t i = 0; i < all.size(); ++i) keyed.emplace_back(key_of(all[i]), i);
+  std::sort(keyed.begin(), keyed.end());
+  const size_t kept = std::min(keyed.size(), static_cast<size_t>(std::max(0, opt.top_k)));
+  r.ranked.reserve(kept);
+  for (size_t i = 0; i < kept; ++i) r.ranked.push_back(all[keyed[i].second]);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
