@@ -290,56 +290,57 @@ bool framework_hsdp(P p, C c) {
 }  // namespace
 
 const std::vector<Rule>& plan_rules() {
+  constexpr RuleScope kLayout = RuleScope::layout;
   static const std::vector<Rule> rules = {
       {RuleId::degrees_positive, degrees_positive},
       {RuleId::gpu_count, gpu_count},
       {RuleId::zero_stage, zero_stage},
-      {RuleId::tp_within_node, tp_within_node},
-      {RuleId::precision_supported, precision_supported},
-      {RuleId::precision_generation, precision_generation},
-      {RuleId::sequence_parallel_needs_tp, sequence_parallel_needs_tp},
+      {RuleId::tp_within_node, tp_within_node, kLayout},
+      {RuleId::precision_supported, precision_supported, kLayout},
+      {RuleId::precision_generation, precision_generation, kLayout},
+      {RuleId::sequence_parallel_needs_tp, sequence_parallel_needs_tp, kLayout},
       {RuleId::batch_split, batch_split},
-      {RuleId::cp_divides_sequence, cp_divides_sequence},
+      {RuleId::cp_divides_sequence, cp_divides_sequence, kLayout},
       {RuleId::layer_shapes_needed, layer_shapes_needed},
-      {RuleId::tp_divides_heads, tp_divides_heads},
-      {RuleId::ulysses_divides_heads, ulysses_divides_heads},
-      {RuleId::tp_fits_kv_heads, tp_fits_kv_heads},
-      {RuleId::tp_divides_ffn, tp_divides_ffn},
-      {RuleId::tp_divides_recurrent_heads, tp_divides_recurrent_heads},
-      {RuleId::cp_over_recurrent_layers, cp_over_recurrent_layers},
+      {RuleId::tp_divides_heads, tp_divides_heads, kLayout},
+      {RuleId::ulysses_divides_heads, ulysses_divides_heads, kLayout},
+      {RuleId::tp_fits_kv_heads, tp_fits_kv_heads, kLayout},
+      {RuleId::tp_divides_ffn, tp_divides_ffn, kLayout},
+      {RuleId::tp_divides_recurrent_heads, tp_divides_recurrent_heads, kLayout},
+      {RuleId::cp_over_recurrent_layers, cp_over_recurrent_layers, kLayout},
       {RuleId::pp_within_layers, pp_within_layers},
       {RuleId::stage_layout, stage_layout},
       {RuleId::interleave_needs_pp, interleave_needs_pp},
       {RuleId::schedule_runs, schedule_runs},
-      {RuleId::ep_needs_moe, ep_needs_moe},
+      {RuleId::ep_needs_moe, ep_needs_moe, kLayout},
       {RuleId::ep_divides, ep_divides},
-      {RuleId::expert_tp_needs_moe, expert_tp_needs_moe},
-      {RuleId::expert_tp_divides_ffn, expert_tp_divides_ffn},
+      {RuleId::expert_tp_needs_moe, expert_tp_needs_moe, kLayout},
+      {RuleId::expert_tp_divides_ffn, expert_tp_divides_ffn, kLayout},
       {RuleId::moe_overlap_needs_ep, moe_overlap_needs_ep},
       {RuleId::moe_overlap_pairs, moe_overlap_pairs},
       {RuleId::recompute_modules_apply, recompute_modules_apply},
       {RuleId::offload_supported, offload_supported},
       {RuleId::framework_zero_stage, framework_zero_stage},
       {RuleId::framework_zero_with_pp, framework_zero_with_pp},
-      {RuleId::framework_tp, framework_tp},
-      {RuleId::framework_sequence_parallel, framework_sequence_parallel},
+      {RuleId::framework_tp, framework_tp, kLayout},
+      {RuleId::framework_sequence_parallel, framework_sequence_parallel, kLayout},
       {RuleId::framework_pp, framework_pp},
       {RuleId::framework_schedule, framework_schedule},
       {RuleId::framework_stage_layout, framework_stage_layout},
-      {RuleId::framework_cp, framework_cp},
-      {RuleId::framework_ep, framework_ep},
+      {RuleId::framework_cp, framework_cp, kLayout},
+      {RuleId::framework_ep, framework_ep, kLayout},
       {RuleId::framework_moe_overlap, framework_moe_overlap},
-      {RuleId::framework_moe_dispatcher, framework_moe_dispatcher},
+      {RuleId::framework_moe_dispatcher, framework_moe_dispatcher, kLayout},
       {RuleId::framework_recompute_modules, framework_recompute_modules},
-      {RuleId::framework_fp8, framework_fp8},
-      {RuleId::framework_fp16, framework_fp16},
-      {RuleId::framework_bf16_pure, framework_bf16_pure},
-      {RuleId::framework_precision, framework_precision},
-      {RuleId::framework_tp_across_nodes, framework_tp_across_nodes},
+      {RuleId::framework_fp8, framework_fp8, kLayout},
+      {RuleId::framework_fp16, framework_fp16, kLayout},
+      {RuleId::framework_bf16_pure, framework_bf16_pure, kLayout},
+      {RuleId::framework_precision, framework_precision, kLayout},
+      {RuleId::framework_tp_across_nodes, framework_tp_across_nodes, kLayout},
       {RuleId::framework_replicate_1d, framework_replicate_1d},
       {RuleId::framework_offload_shards, framework_offload_shards},
       {RuleId::framework_offload_layers, framework_offload_layers},
-      {RuleId::deepep_group_size, deepep_group_size},
+      {RuleId::deepep_group_size, deepep_group_size, kLayout},
       {RuleId::dp_shard_divides, dp_shard_divides},
       {RuleId::framework_hsdp, framework_hsdp},
   };
@@ -378,6 +379,30 @@ std::optional<RuleId> first_broken(const ParallelPlan& p, const RuleContext& c) 
   for (const Rule& r : plan_rules()) {
     if (r.broken(p, c)) return r.id;
   }
+  return std::nullopt;
+}
+
+int first_broken_layout_rule(const ParallelPlan& layout, const RuleContext& c) {
+  const std::vector<Rule>& rules = plan_rules();
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (rules[i].scope == RuleScope::layout && rules[i].broken(layout, c))
+      return static_cast<int>(i);
+  }
+  return kRules;
+}
+
+std::optional<RuleId> first_broken(const ParallelPlan& p, const RuleContext& c, int layout_broken) {
+  static const std::vector<Rule> point_rules = [] {
+    std::vector<Rule> out;
+    for (const Rule& r : plan_rules())
+      if (r.scope == RuleScope::point) out.push_back(r);
+    return out;
+  }();
+  for (const Rule& r : point_rules) {
+    if (static_cast<int>(r.id) > layout_broken) break;
+    if (r.broken(p, c)) return r.id;
+  }
+  if (layout_broken < kRules) return static_cast<RuleId>(layout_broken);
   return std::nullopt;
 }
 

@@ -311,6 +311,7 @@ struct GroupCost {
 // A group's costs per recompute module set: the micro-batch description resolves the plan's
 // modules into what its ops save and rerun (layer.hpp), so each set has its own.
 struct GroupCosts {
+  int layout_broken = kRules;  // first_broken_layout_rule of the group's degrees
   std::vector<std::pair<unsigned, GroupCost>> by_modules;
   GroupCost& of(unsigned modules) {
     for (auto& [m, cost] : by_modules)
@@ -319,10 +320,11 @@ struct GroupCosts {
   }
 };
 
-// One point: the rules, then the step and memory models, counted into `out`.
+// One point: the rules (its group's layout rules answered once, in `costs`), then the step and
+// memory models, counted into `out`.
 void visit(const ParallelPlan& p, const Walk& w, GroupCosts& costs, Partial& out) {
   ++out.evaluated;
-  if (const auto broken = first_broken(p, w.rules)) {
+  if (const auto broken = first_broken(p, w.rules, costs.layout_broken)) {
     ++out.rejected[static_cast<int>(*broken)];
     return;
   }
@@ -373,6 +375,14 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
                           space.lighter_ends.size() * space.offload.size() *
                           space.moe_a2a_overlap.size() * space.shard_gpus.size();
   GroupCosts shared;
+  ParallelPlan layout;
+  layout.tp = g.tp;
+  layout.cp = g.cp;
+  layout.ep = g.ep;
+  layout.etp = g.etp;
+  layout.micro_batch = g.micro_batch;
+  layout.sequence_parallel = g.sp;
+  shared.layout_broken = first_broken_layout_rule(layout, w.rules);
   const auto axes = pipeline_axes(space);
   for (int pp : space.pp) {
     if (w.cluster.gpus % (static_cast<long long>(g.tp) * pp * g.cp) != 0) {

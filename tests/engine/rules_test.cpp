@@ -348,3 +348,61 @@ TEST_CASE("check_plan, the search and emit agree on 4,000 random plans") {
   CHECK(pure_runnable > 20);
   CHECK(pure_refused > 100);
 }
+
+TEST_CASE("layout-scope rules read only the layout: first_broken with the layout's answer agrees") {
+  // The search asks the layout rules once per group of points (RuleScope::layout) and the rest
+  // per point. A rule marked layout that reads any other field would give the layout's
+  // stand-in (the same degrees, every other field different) another answer than the plan.
+  std::mt19937 rng(20261206);
+  const std::vector<std::string> models = {"llama-2-70b", "mixtral-8x7b", "deepseek-v3",
+                                           "nemotron-h-8b", "llama-3.1-8b"};
+  auto pick = [&](const auto& v) { return v[rng() % v.size()]; };
+  const std::vector<int> degrees = {1, 2, 3, 4, 8, 16};
+  int layout_answers = 0, point_answers = 0, none = 0;
+  for (int i = 0; i < 6000; ++i) {
+    const ModelSpec m = load_model(pick(models));
+    TrainingSpec tr = test::training(pick(std::vector<int>{2048, 4096, 6000}),
+                                     pick(std::vector<int>{16, 64, 96, 512}));
+    tr.framework = load_framework(static_cast<Framework>(rng() % kFrameworks));
+    set_precision(tr, rng() % 4 == 0 ? Precision::fp8 : Precision::bf16);
+    if (rng() % 3 == 0) tr.context_parallel = ContextParallel::ulysses;
+    if (rng() % 3 == 0) tr.moe_dispatcher = MoeDispatcher::deepep;
+    const ClusterSpec c =
+        test::cluster(pick(std::vector<int>{8, 64, 128}), rng() % 2 ? "dgx-a100" : "dgx-h100");
+    PlanRules rules;
+    rules.allow_tp_across_nodes = rng() % 4 == 0;
+    const RuleContext ctx{m, tr, c, rules};
+    ParallelPlan p;
+    p.tp = pick(degrees), p.pp = pick(degrees), p.cp = pick(std::vector<int>{1, 1, 2, 4});
+    p.dp = std::max(1, c.gpus / (p.tp * p.pp * p.cp));
+    p.ep = pick(std::vector<int>{1, 1, 2, 8});
+    p.etp = pick(std::vector<int>{0, 0, 1, 2});
+    p.zero = static_cast<int>(rng() % 4);
+    p.micro_batch = pick(std::vector<int>{1, 2, 3});
+    p.interleave = pick(std::vector<int>{1, 1, 2, 5});
+    p.schedule = pick(all_schedules());
+    p.sequence_parallel = rng() % 2;
+    p.recompute =
+        pick(std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full});
+    p.moe_a2a_overlap = rng() % 4 == 0;
+    // The stand-in: the layout's degrees, every other field unlike the plan's.
+    ParallelPlan layout;
+    layout.tp = p.tp, layout.cp = p.cp, layout.ep = p.ep, layout.etp = p.etp;
+    layout.micro_batch = p.micro_batch, layout.sequence_parallel = p.sequence_parallel;
+    layout.dp = p.dp + 7, layout.pp = p.pp + 5, layout.zero = (p.zero + 1) % 4;
+    layout.interleave = p.interleave + 3, layout.recompute = Recompute::full;
+    layout.schedule = p.schedule == Schedule::gpipe ? Schedule::zb_v : Schedule::gpipe;
+    const int layout_broken = first_broken_layout_rule(layout, ctx);
+    const std::optional<RuleId> plain = first_broken(p, ctx);
+    CHECK(first_broken(p, ctx, layout_broken) == plain);
+    if (!plain)
+      ++none;
+    else if (plan_rules()[static_cast<size_t>(*plain)].scope == RuleScope::layout)
+      ++layout_answers;
+    else
+      ++point_answers;
+  }
+  CHECK(layout_answers > 200);  // each kind of answer well represented
+  CHECK(point_answers > 200);
+  CHECK(none >= 5);  // most random plans break a rule; some keep them all
+}
