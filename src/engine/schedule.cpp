@@ -84,9 +84,17 @@ const std::vector<ScheduleRow>& schedule_rows() {
 }
 
 const ScheduleRow& schedule_row(Schedule s) {
-  const ScheduleRow* r = find_row(schedule_rows(), &ScheduleRow::id, s);
-  SHARDPLAN_CHECK(r != nullptr, "schedule missing from its table");
-  return *r;
+  // The table lists the schedules in the enum's order (checked once), so a schedule's row is
+  // its index: the search asks for rows at every point.
+  static const std::vector<ScheduleRow>& rows = []() -> const std::vector<ScheduleRow>& {
+    const std::vector<ScheduleRow>& table = schedule_rows();
+    for (size_t i = 0; i < table.size(); ++i)
+      SHARDPLAN_CHECK(static_cast<size_t>(table[i].id) == i, "schedule table in enum order");
+    return table;
+  }();
+  const auto i = static_cast<size_t>(s);
+  SHARDPLAN_CHECK(i < rows.size(), "schedule missing from its table");
+  return rows[i];
 }
 
 std::vector<Schedule> all_schedules() {
