@@ -93,17 +93,19 @@ ProvisionResult provision(const ModelSpec& model, const TrainingSpec& training,
   ProvisionResult r;
   const size_t counts = request.counts.size();
   const size_t total = request.offers.size() * counts;
-  // The options are independent: they run side by side, one thread each (a search on one
-  // option's thread, the whole grid on the cores asked for), each into its own slot, so the
-  // answer is the same on any number of threads.
-  ProvisionRequest one = request;
-  one.planning.search.threads = 1;
+  // The options are independent: with at least as many as threads they run side by side, one
+  // thread each; a smaller grid runs them in turn with the threads inside each search. Each
+  // goes into its own slot, so the answer is the same on any number of threads.
+  const bool side_by_side =
+      total >= static_cast<size_t>(thread_count(request.planning.search.threads));
+  ProvisionRequest each = request;
+  if (side_by_side) each.planning.search.threads = 1;
   r.options.resize(total);
   std::mutex progress;
   size_t done = 0;
-  parallel_for(total, request.planning.search.threads, [&](size_t, size_t i) {
+  parallel_for(total, side_by_side ? request.planning.search.threads : 1, [&](size_t, size_t i) {
     r.options[i] =
-        plan_option(model, training, request.offers[i / counts], request.counts[i % counts], one);
+        plan_option(model, training, request.offers[i / counts], request.counts[i % counts], each);
     if (request.on_progress) {
       const std::lock_guard<std::mutex> lock(progress);
       request.on_progress(++done, total);

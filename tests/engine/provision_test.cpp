@@ -114,4 +114,17 @@ TEST_CASE("provision answers the same on one thread and on several, progress cou
     CHECK(a.pareto == b.pareto);
   }
   CHECK(one.best == three.best);
+  // A grid smaller than the threads runs its options in turn, the threads inside each search:
+  // the same answer again.
+  rq.offers = {offer("H100-SXM", 3.0)};
+  rq.counts = {16};
+  rq.planning.search.threads = 8;
+  rq.on_progress = nullptr;
+  const ProvisionResult single = provision(model, tr, rq);
+  REQUIRE(single.options.size() == 1);
+  for (const ProvisionOption& o : one.options) {
+    if (o.gpu != "H100-SXM" || o.gpus != 16) continue;
+    CHECK(describe(single.options[0].plan) == describe(o.plan));
+    CHECK(single.options[0].time_to_train_s() == o.time_to_train_s());
+  }
 }
