@@ -98,9 +98,9 @@ PlanningResult plan_cluster(const ModelSpec& model, const TrainingSpec& training
   r.simulated = std::make_shared<SimulatedPlans>();
   lo.simulated = r.simulated.get();
   r.space = full_space(model, training, cluster, request.search.rules);
-  // One search that keeps every plan it models (at most about 10^5, a few MB): the ladder's
-  // rungs lie in the full space, so each takes its plans from it instead of searching its own
-  // space again.
+  // One search that keeps every plan it models (79,000 plans of 120 bytes, 9.5 MB, for
+  // DeepSeek-V3 on 64 H100s): the ladder's rungs lie in the full space, so each takes its plans
+  // from it instead of searching its own space again.
   SearchOptions every = request.search;
   every.top_k = 1 << 30;
   every.keep_over_memory = true;
