@@ -100,13 +100,15 @@ PlanningResult plan_cluster(const ModelSpec& model, const TrainingSpec& training
   r.space = full_space(model, training, cluster, request.search.rules);
   // One search that keeps every plan it models (79,000 plans of 120 bytes, 9.5 MB, for
   // DeepSeek-V3 on 64 H100s): the ladder's rungs lie in the full space, so each takes its plans
-  // from it instead of searching its own space again.
-  SearchOptions every = request.search;
-  every.top_k = 1 << 30;
-  every.keep_over_memory = true;
-  r.found = search(model, training, cluster, r.space, every);
-  // The rungs rank by step time: another objective orders the search's plans otherwise.
-  if (request.search.objective == Objective::time) {
+  // from it instead of searching its own space again. The rungs rank by step time: under another
+  // objective the search's order is not theirs, so they search their own spaces and the full
+  // search keeps only what the re-rank needs.
+  const bool shared = request.search.objective == Objective::time;
+  SearchOptions so = request.search;
+  so.top_k = shared ? 1 << 30 : std::max(so.top_k, request.rerank.at_most);
+  so.keep_over_memory = shared;
+  r.found = search(model, training, cluster, r.space, so);
+  if (shared) {
     lo.searched = &r.found;
     lo.searched_space = &r.space;
   }

@@ -375,13 +375,12 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
                           space.lighter_ends.size() * space.offload.size() *
                           space.moe_a2a_overlap.size() * space.shard_gpus.size();
   GroupCosts shared;
-  ParallelPlan layout;
-  layout.tp = g.tp;
-  layout.cp = g.cp;
-  layout.ep = g.ep;
-  layout.etp = g.etp;
-  layout.micro_batch = g.micro_batch;
-  layout.sequence_parallel = g.sp;
+  const ParallelPlan layout{.tp = g.tp,
+                            .cp = g.cp,
+                            .ep = g.ep,
+                            .etp = g.etp,
+                            .micro_batch = g.micro_batch,
+                            .sequence_parallel = g.sp};
   shared.layout_broken = first_broken_layout_rule(layout, w.rules);
   const auto axes = pipeline_axes(space);
   for (int pp : space.pp) {
