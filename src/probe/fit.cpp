@@ -36,6 +36,7 @@ LinkFit fit_link(Collective c, int ranks, std::span<const SizeTime> points) {
   double largest = 0;
   for (const auto& [x, t] : xt) largest = std::max(largest, x);
   // Least squares slope over sizes within 16x of the largest (the top five of a doubling sweep).
+  fit.slope_from_bytes = largest / 16 / factor;
   double n = 0, sx = 0, st = 0, sxx = 0, sxt = 0, best_busbw = 0;
   for (const auto& [x, t] : xt) {
     if (x < largest / 16) continue;

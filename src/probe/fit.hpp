@@ -22,6 +22,7 @@ struct LinkFit {
   double busbw_bytes_per_s = 0;  // asymptotic bus bandwidth
   double residual = 0;           // RMS relative error of the fitted times
   int points = 0;
+  double slope_from_bytes = 0;  // the smallest message size S the bandwidth was fitted on
 };
 /// A fit whose RMS relative residual passes this does not describe the link: a straight line
 /// that misses the measured times by more than a quarter (contention, a protocol switch between

@@ -253,6 +253,7 @@ json tiers_json(const FitResult& fit) {
                            {"latency_per_step_us", round_to(f.step_latency_s * 1e6, 3)},
                            {"busbw_gb_per_s", round_to(f.busbw_bytes_per_s / kGB, 6)},
                            {"residual", round_to(f.residual, 4)},
+                           {"slope_from_bytes", std::round(f.slope_from_bytes)},
                            {"points", f.points}};
     }
     tiers[to_string(t.group.tier)] = {{"ranks", t.group.ranks},
