@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "chart_parts.hpp"
 #include "shardplan/plan.hpp"
@@ -101,6 +102,8 @@ constexpr std::pair<const char*, const char*> kMemoryColors[] = {
     {"optimizer state", "#e7298a"}, {"activations", "#33a02c"},
     {"transient peaks", "#6a3d9a"}, {"context, NCCL, fragmentation", "#a6a600"}};
 
+constexpr double kMemoryHeight = 300;  // the memory chart's plot, pixels
+
 // The memory chart's y axis: the capacity line always in view, with room over the tallest bar
 // for its total.
 double memory_axis_top(const MemoryBreakdown& m) {
@@ -109,9 +112,36 @@ double memory_axis_top(const MemoryBreakdown& m) {
   return top * 1.12 / kGiB;
 }
 
+double memory_chart_width(size_t stages) {
+  return static_cast<double>(std::max<size_t>(260, std::min<size_t>(900, 60 * stages)));
+}
+
+// Where a stage's total is written (GiB, the text's baseline): over its bar, or over the
+// capacity line where the words would sit on it (a bar within a line's height under it).
+double label_height(double top_bytes, const MemoryBreakdown& m) {
+  const double words_bytes = 14.0 / kMemoryHeight * memory_axis_top(m) * kGiB;  // 14 px
+  const bool on_line = top_bytes < m.capacity_bytes && top_bytes + words_bytes > m.capacity_bytes;
+  return (on_line ? m.capacity_bytes : top_bytes) / kGiB;
+}
+
+// The words over a stage's bar, as much as its `room` (pixels) holds: the total with its unit
+// and how far over the capacity, then the number of GiB alone, then nothing (the caller writes
+// the fullest stage's).
+std::string total_label(const StageMemory& s, double capacity, double room) {
+  const double total = s.total_bytes();
+  std::string label = format_gib(total);
+  if (total > capacity) label += fmt::format(" ({:.1f}x capacity)", total / capacity);
+  if (s.offloaded_bytes > 0) label += fmt::format(" + {} in host", format_gib(s.offloaded_bytes));
+  if (charts::text_width(label, 11) <= room - 4) return label;
+  std::string number = fmt::format("{:.1f}", total / kGiB);
+  if (charts::text_width(number, 11) <= room - 4) return number;
+  return "";
+}
+
 }  // namespace
 
 Chart memory_chart(const MemoryBreakdown& m, const std::string& plan_name) {
+  const double width = memory_chart_width(m.stages.size());
   json rows = json::array();
   json totals = json::array();
   std::vector<bool> present(std::size(kMemoryColors), false);
@@ -123,15 +153,21 @@ Chart memory_chart(const MemoryBreakdown& m, const std::string& plan_name) {
           {{"stage", s.stage}, {"part", part}, {"order", order++}, {"gib", bytes / kGiB}});
     }
     const double total = s.total_bytes();
-    std::string label = format_gib(total);
-    if (total > m.capacity_bytes)
-      label += fmt::format(" ({:.1f}x capacity)", total / m.capacity_bytes);
-    if (s.offloaded_bytes > 0) label += fmt::format(" + {} in host", format_gib(s.offloaded_bytes));
     totals.push_back({{"stage", s.stage},
                       {"gib", total / kGiB},
                       {"top", (total + s.offloaded_bytes) / kGiB},
+                      {"label_at", label_height(total + s.offloaded_bytes, m)},
                       {"offloaded", s.offloaded_bytes / kGiB},
-                      {"label", label}});
+                      {"label", total_label(s, m.capacity_bytes, width / m.stages.size())}});
+  }
+  if (std::any_of(totals.begin(), totals.end(), [](const json& t) { return t["label"] == ""; })) {
+    // Too narrow for a label each: the fullest stage only, written whole.
+    for (json& t : totals) t["label"] = "";
+    size_t worst = 0;
+    for (size_t i = 0; i < m.stages.size(); ++i) {
+      if (m.stages[i].total_bytes() > m.stages[worst].total_bytes()) worst = i;
+    }
+    totals[worst]["label"] = "fullest: " + total_label(m.stages[worst], m.capacity_bytes, width);
   }
   std::vector<std::pair<std::string, std::string>> colors;
   for (size_t i = 0; i < std::size(kMemoryColors); ++i) {
@@ -162,7 +198,7 @@ Chart memory_chart(const MemoryBreakdown& m, const std::string& plan_name) {
                      {"mark", {{"type", "text"}, {"baseline", "bottom"}, {"dy", -3}}},
                      {"encoding",
                       {{"x", x},
-                       {"y", {{"field", "top"}, {"type", "quantitative"}}},
+                       {"y", {{"field", "label_at"}, {"type", "quantitative"}}},
                        {"text", {{"field", "label"}}}}}};
   json layer = json::array({bars, total_text});
   if (m.worst().offloaded_bytes > 0) {
@@ -198,9 +234,7 @@ Chart memory_chart(const MemoryBreakdown& m, const std::string& plan_name) {
                 "the dashed capacity line does not fit."
               : "Each bar is one device of a pipeline stage, stacked by what it holds; a bar "
                 "above the dashed capacity line does not fit.",
-          {{"width", std::max<size_t>(260, std::min<size_t>(900, 60 * m.stages.size()))},
-           {"height", 300},
-           {"layer", layer}}};
+          {{"width", width}, {"height", kMemoryHeight}, {"layer", layer}}};
 }
 
 namespace {
@@ -271,14 +305,18 @@ Chart ladder_chart(const LadderResult& ladder) {
                   {"type", "nominal"},
                   {"sort", rung_order},
                   {"title", "rung (walked top to bottom)"}};
+  // The right panel shares the left one's rungs: its rows carry no second copy of their names.
+  json y_bare = y;
+  y_bare["axis"] = {{"labels", false}, {"title", nullptr}, {"ticks", false}};
   auto panel = [&](const char* field, const json& scale, const char* title, const char* label,
                    double limit, const std::string& limit_label) {
+    const json& rows_y = std::string(field) == "gib" ? y : y_bare;
     json x = {{"field", field}, {"type", "quantitative"}, {"scale", scale}, {"title", title}};
     const bool log = scale.value("type", "") == "log";
     if (log) x["axis"] = decade_ticks(scale);
     json bars = {{"mark", "bar"},
                  {"encoding",
-                  {{"y", y},
+                  {{"y", rows_y},
                    {"x", x},
                    // On a log axis a bar has no zero to stand on: it starts at the axis' first
                    // value.
@@ -286,7 +324,7 @@ Chart ladder_chart(const LadderResult& ladder) {
                    {"color", color},
                    {"tooltip", json::array({axis("blocker", "nominal", "blocker")})}}}};
     json words = {{"mark", {{"type", "text"}, {"align", "left"}, {"dx", 4}}},
-                  {"encoding", {{"y", y}, {"x", x}, {"text", {{"field", label}}}}}};
+                  {"encoding", {{"y", rows_y}, {"x", x}, {"text", {{"field", label}}}}}};
     json layer = json::array({bars, words});
     for (json& l : limit_rule("x", limit, limit_label)) layer.push_back(l);
     return json{{"width", 330}, {"height", {{"step", 34}}}, {"layer", layer}};
@@ -306,64 +344,130 @@ Chart ladder_chart(const LadderResult& ladder) {
            {"resolve", {{"scale", {{"y", "shared"}}}}}}};
 }
 
+namespace {
+
+// The layouts a search point can have, each in its own colour on every page (shape_of's names).
+constexpr std::pair<const char*, int> kLayouts[] = {
+    {"DP only", 0}, {"DP only + CP", 6}, {"TP", 1},      {"TP + CP", 7},
+    {"PP", 2},      {"PP + CP", 9},      {"TP + PP", 3}, {"TP + PP + CP", 5}};
+// ZeRO stages as four shapes a reader tells apart at a glance (no two triangles).
+constexpr const char* kZeroShapes[] = {"circle", "square", "triangle-up", "cross"};
+constexpr double kSearchWidth = 700;
+constexpr double kSearchHeight = 340;
+constexpr double kSearchPoint = 50;
+
+}  // namespace
+
 Chart search_chart(const std::vector<Candidate>& plans, const ParallelPlan* recommended,
                    const ParallelPlan* fastest, double capacity_bytes) {
   auto same = [](const ParallelPlan& a, const ParallelPlan& b) {
     return describe(a) == describe(b);
   };
-  json rows = json::array();
+  std::vector<double> gibs = {capacity_bytes / kGiB};
+  std::vector<double> steps;
   for (const Candidate& c : plans) {
+    gibs.push_back(c.peak_bytes / kGiB);
+    steps.push_back(c.step_s);
+  }
+  const charts::PixelScale sx = charts::fit_scale(gibs, kSearchWidth, false, false, 0.03);
+  const charts::PixelScale sy = charts::fit_scale(steps, kSearchHeight, false, true, 0.06);
+  std::vector<charts::Box> obstacles;
+  std::vector<charts::Label> labels;
+  std::vector<size_t> labelled;
+  std::set<std::string> layouts;
+  json rows = json::array();
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const Candidate& c = plans[i];
+    const double px = sx.to_px(c.peak_bytes / kGiB);
+    const double py = sy.to_px(c.step_s);
     std::string role;
     if (fastest && same(c.plan, *fastest)) role = "fastest";
     if (recommended && same(c.plan, *recommended))
       role += role.empty() ? "recommended" : " + recommended";
+    obstacles.push_back(charts::point_box(px, py, role.empty() ? kSearchPoint : 260));
+    if (!role.empty()) {
+      labels.push_back({.x = px, .y = py, .text = role, .bold = true, .clearance = 10});
+      labelled.push_back(i);
+    }
+    layouts.insert(shape_of(c.plan));
     rows.push_back({{"gib", c.peak_bytes / kGiB},
                     {"step_s", c.step_s},
                     {"zero", fmt::format("ZeRO-{}", c.plan.zero)},
-                    {"shape", shape_of(c.plan)},
+                    {"layout", shape_of(c.plan)},
                     {"plan", describe(c.plan)},
                     {"role", role}});
   }
-  const json x = {{"field", "gib"},
-                  {"type", "quantitative"},
-                  {"title", "memory per device (GiB)"},
-                  {"scale", {{"zero", false}}}};
-  const json y = {{"field", "step_s"},
-                  {"type", "quantitative"},
-                  {"title", "step time (s)"},
-                  {"scale", {{"zero", false}}}};
+  const double capacity_px = sx.to_px(capacity_bytes / kGiB);
+  obstacles.push_back({capacity_px - 2, 0, capacity_px + 2, kSearchHeight});
+  const auto placed = charts::place_labels(labels, obstacles, kSearchWidth, kSearchHeight);
+  for (size_t k = 0; k < labelled.size(); ++k) {
+    rows[labelled[k]]["label_gib"] = sx.to_value(placed[k].first);
+    rows[labelled[k]]["label_s"] = sy.to_value(placed[k].second);
+  }
+  auto x = [&](const char* field) {
+    return json{{"field", field},
+                {"type", "quantitative"},
+                {"title", "memory per device (GiB)"},
+                {"scale", sx.vega()},
+                {"axis", charts::ticks(sx, 40, "r")}};
+  };
+  auto y = [&](const char* field) {
+    return json{{"field", field},
+                {"type", "quantitative"},
+                {"title", "step time (s)"},
+                {"scale", sy.vega()},
+                {"axis", charts::ticks(sy, 24, "r")}};
+  };
   const auto& palette = charts::categorical_palette();
-  const json zero_colors = {{"field", "zero"},
-                            {"type", "nominal"},
-                            {"title", "ZeRO"},
-                            {"scale",
-                             {{"domain", {"ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"}},
-                              {"range", {palette[0], palette[1], palette[2], palette[3]}}}}};
-  json points = {{"mark", {{"type", "point"}, {"filled", true}, {"opacity", 0.7}}},
-                 {"encoding",
-                  {{"x", x},
-                   {"y", y},
-                   {"color", zero_colors},
-                   {"shape", {{"field", "shape"}, {"type", "nominal"}, {"title", "TP / PP"}}},
-                   {"tooltip", json::array({axis("plan", "nominal", "plan")})}}}};
+  json layout_domain = json::array();
+  json layout_range = json::array();
+  for (const auto& [name, color] : kLayouts) {
+    if (!layouts.contains(name)) continue;
+    layout_domain.push_back(name);
+    layout_range.push_back(palette[static_cast<size_t>(color)]);
+  }
+  const json layout_colors = {{"field", "layout"},
+                              {"type", "nominal"},
+                              {"title", "layout"},
+                              {"scale", {{"domain", layout_domain}, {"range", layout_range}}}};
+  const json zero_shapes = {
+      {"field", "zero"},
+      {"type", "nominal"},
+      {"title", "ZeRO"},
+      {"scale",
+       {{"domain", {"ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"}},
+        {"range", json::array({kZeroShapes[0], kZeroShapes[1], kZeroShapes[2], kZeroShapes[3]})}}}};
+  json points = {
+      {"mark", {{"type", "point"}, {"filled", true}, {"opacity", 0.75}, {"size", kSearchPoint}}},
+      {"encoding",
+       {{"x", x("gib")},
+        {"y", y("step_s")},
+        {"color", layout_colors},
+        {"shape", zero_shapes},
+        {"tooltip", json::array({axis("plan", "nominal", "plan")})}}}};
   const json marked = {{"filter", "datum.role != ''"}};
   json rings = {
       {"transform", {marked}},
       {"mark", {{"type", "point"}, {"size", 260}, {"strokeWidth", 2}, {"color", "black"}}},
-      {"encoding", {{"x", x}, {"y", y}}}};
-  json labels = {
+      {"encoding", {{"x", x("gib")}, {"y", y("step_s")}}}};
+  json label_marks = {
       {"transform", {marked}},
-      {"mark", {{"type", "text"}, {"align", "left"}, {"dx", 10}, {"fontWeight", "bold"}}},
-      {"encoding", {{"x", x}, {"y", y}, {"text", {{"field", "role"}}}}}};
-  json layer = json::array({points, rings, labels});
+      {"mark",
+       {{"type", "text"}, {"align", "center"}, {"baseline", "middle"}, {"fontWeight", "bold"}}},
+      {"encoding", {{"x", x("label_gib")}, {"y", y("label_s")}, {"text", {{"field", "role"}}}}}};
+  json layer = json::array({points, rings, label_marks});
   for (json& l : limit_rule("x", capacity_bytes / kGiB,
                             fmt::format("capacity {}", format_gib(capacity_bytes)))) {
     layer.push_back(l);
   }
   return {fmt::format("Searched plans ({} fastest that fit)", plans.size()),
-          "Each point is a plan that fits: lower is faster, left leaves more memory free; the "
-          "ringed points are the ladder's recommended plan and the search's fastest.",
-          {{"width", 700}, {"height", 340}, {"data", {{"values", rows}}}, {"layer", layer}}};
+          "Each point is a plan that fits: lower is faster, left leaves more memory free; colour "
+          "is the layout, shape the ZeRO stage; the ringed points are the ladder's recommended "
+          "plan and the search's fastest.",
+          {{"width", kSearchWidth},
+           {"height", kSearchHeight},
+           {"data", {{"values", rows}}},
+           {"layer", layer}}};
 }
 
 }  // namespace shardplan

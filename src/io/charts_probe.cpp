@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "chart_parts.hpp"
 #include "shardplan/charts.hpp"
 #include "shardplan/collectives.hpp"
 #include "shardplan/error.hpp"
@@ -12,6 +13,7 @@
 
 namespace shardplan {
 
+using charts::axis;
 using nlohmann::json;
 
 namespace {
@@ -87,37 +89,111 @@ json nominal_rows(const json& profile, const json& measured) {
 
 }  // namespace
 
+namespace {
+
+constexpr double kProbeWidth = 740;
+constexpr double kBusbwHeight = 300;
+
+// What the legend says of a collective's fit: its bandwidth and latency, and "rough" where its
+// times miss the straight line by more than a quarter (kResidualWarning in probe/fit.hpp).
+std::string fit_words(const json& fit) {
+  std::string words = fmt::format(": {:.3g} GB/s, {:.3g} us", fit.value("busbw_gb_per_s", 0.0),
+                                  fit.value("latency_us", 0.0));
+  const double residual = fit.value("residual", 0.0);
+  if (residual > 0.25) words += fmt::format(" (rough: misses by {:.0f}%)", residual * 100);
+  return words;
+}
+
+const char* tier_words(const std::string& tier) {
+  return tier == "intra"   ? "inside a node"
+         : tier == "inter" ? "between nodes"
+         : tier == "world" ? "all ranks"
+                           : "";
+}
+
+}  // namespace
+
 Chart busbw_chart(const json& profile, const std::string& origin) {
   const json& measured = rows_of(profile, "collectives", origin);
   if (measured.empty()) throw InputError(origin, "the profile has no collective measurements");
+  const json& tiers = profile.value("fit", json::object()).value("tiers", json::object());
+  // Each series is named with its fit's figures, so the legend reads the line it colours.
+  auto series_of = [&](const std::string& tier, const std::string& name) {
+    if (!tiers.contains(tier) || !tiers[tier]["collectives"].contains(name)) return name;
+    return name + fit_words(tiers[tier]["collectives"][name]);
+  };
+  auto in_window = [&](const std::string& tier, const std::string& name, double size) {
+    if (!tiers.contains(tier) || !tiers[tier]["collectives"].contains(name)) return false;
+    const json& f = tiers[tier]["collectives"][name];
+    return f.contains("slope_from_bytes") && size >= f["slope_from_bytes"].get<double>();
+  };
+  std::vector<std::string> tier_order;
   json rows = json::array();
   for (const json& m : measured) {
-    rows.push_back({{"tier", m.value("tier", "")},
-                    {"collective", m.value("collective", "")},
-                    {"size_bytes", m.value("size_bytes", 0.0)},
-                    {"kind", "measured"},
+    const std::string tier = m.value("tier", "");
+    const std::string name = m.value("collective", "");
+    if (std::find(tier_order.begin(), tier_order.end(), tier) == tier_order.end())
+      tier_order.push_back(tier);
+    const double size = m.value("size_bytes", 0.0);
+    rows.push_back({{"tier", tier},
+                    {"series", series_of(tier, name)},
+                    {"size_bytes", size},
+                    {"kind", in_window(tier, name, size) ? "measured, fitted on" : "measured"},
                     {"gb_per_s", m.value("busbw_gb_per_s", 0.0)}});
   }
-  for (json& f : fitted_rows(profile, measured)) rows.push_back(f);
+  for (json& f : fitted_rows(profile, measured)) {
+    f["series"] = series_of(f["tier"], f["collective"]);
+    rows.push_back(f);
+  }
   for (json& n : nominal_rows(profile, measured)) rows.push_back(n);
+  // Both axes logarithmic with their ticks at 1-2-5 steps (Vega's own log ticks draw a grid line
+  // at every integer multiple and leave most unlabelled).
+  std::vector<double> sizes;
+  std::vector<double> rates;
+  for (const json& r : rows) {
+    if (r.contains("size_bytes")) sizes.push_back(r["size_bytes"].get<double>());
+    if (r["gb_per_s"].get<double>() > 0) rates.push_back(r["gb_per_s"].get<double>());
+  }
+  const charts::PixelScale sx = charts::fit_scale(sizes, kProbeWidth, true, false, 0.02);
+  const charts::PixelScale sy = charts::fit_scale(rates, kBusbwHeight, true, true, 0.04);
+  json x_axis = charts::ticks(sx, 36, "s");
+  x_axis["format"] = "~s";  // bytes: 1k, 10k, 1M
   const json x = {{"field", "size_bytes"},
                   {"type", "quantitative"},
                   {"title", "message size S (bytes)"},
-                  {"scale", {{"type", "log"}}},
-                  {"axis", {{"format", "~s"}}}};
+                  {"scale", sx.vega()},
+                  {"axis", x_axis}};
   const json y = {{"field", "gb_per_s"},
                   {"type", "quantitative"},
                   {"title", "bus bandwidth (GB/s)"},
-                  {"scale", {{"type", "log"}}}};
-  const json color = {{"field", "collective"}, {"type", "nominal"}, {"title", "collective"}};
-  json points = {{"transform", {{{"filter", "datum.kind == 'measured'"}}}},
-                 {"mark", {{"type", "point"}, {"filled", true}}},
-                 {"encoding", {{"x", x}, {"y", y}, {"color", color}}}};
+                  {"scale", sy.vega()},
+                  {"axis", charts::ticks(sy, 20, "r")}};
+  const json color = {
+      {"field", "series"},
+      {"type", "nominal"},
+      {"title", "collective: fitted busbw, latency"},
+      {"legend", {{"labelLimit", 420}, {"titleLimit", 420}, {"orient", "bottom"}, {"columns", 1}}}};
+  // The sizes the bandwidth was fitted on are filled; the smaller ones, which only set the
+  // latency, are rings.
+  auto points = [&](bool fitted_on) {
+    return json{
+        {"transform",
+         {{{"filter",
+            fitted_on ? "datum.kind == 'measured, fitted on'" : "datum.kind == 'measured'"}}}},
+        {"mark", {{"type", "point"}, {"filled", fitted_on}, {"size", 40}, {"strokeWidth", 1.5}}},
+        {"encoding",
+         {{"x", x},
+          {"y", y},
+          {"color", color},
+          {"tooltip", json::array({axis("series", "nominal", "collective"),
+                                   axis("size_bytes", "quantitative", "bytes"),
+                                   axis("gb_per_s", "quantitative", "GB/s")})}}}};
+  };
   json curve = {
       {"transform", {{{"filter", "datum.kind == 'fitted'"}}}},
       {"mark", {{"type", "line"}, {"strokeWidth", 1.5}}},
       {"encoding", {{"x", x}, {"y", y}, {"color", color}, {"order", {{"field", "size_bytes"}}}}}};
-  json layer = json::array({points, curve});
+  json layer = json::array({curve, points(false), points(true)});
   layer.push_back({{"transform", {{{"filter", "datum.kind == 'nominal'"}}}},
                    {"mark", {{"type", "rule"}, {"color", "#d62728"}, {"strokeDash", {6, 4}}}},
                    {"encoding", {{"y", y}}}});
@@ -125,32 +201,57 @@ Chart busbw_chart(const json& profile, const std::string& origin) {
       {{"transform", {{{"filter", "datum.kind == 'nominal'"}}}},
        {"mark", {{"type", "text"}, {"color", "#d62728"}, {"align", "left"}, {"dy", -6}}},
        {"encoding", {{"y", y}, {"x", {{"value", 0}}}, {"text", {{"field", "label"}}}}}});
+  // One wide panel per tier, titled in words; the tiers stack.
+  json panels = json::array();
+  for (const std::string& tier : tier_order) {
+    const int ranks = tiers.contains(tier) ? tiers[tier].value("ranks", 0) : 0;
+    panels.push_back(
+        {{"title",
+          ranks > 0 ? fmt::format("{} ({}, {} ranks)", tier, tier_words(tier), ranks) : tier},
+         {"transform", {{{"filter", fmt::format("datum.tier == '{}'", tier)}}}},
+         {"width", kProbeWidth},
+         {"height", kBusbwHeight},
+         {"layer", layer}});
+  }
   const bool cpu = measured_on_cpu(profile, "intra") || measured_on_cpu(profile, "inter");
+  const std::string how =
+      "Points are measured (median over iterations): filled ones are the sizes the bandwidth "
+      "was fitted on (the largest, where nccl-tests reads busbw), rings the smaller sizes, "
+      "which set only the latency. Lines are the fitted latency + size / bandwidth model, its "
+      "figures in the legend; a fit whose times miss the line by more than a quarter says "
+      "\"rough\".";
   return {cpu ? "Bus bandwidth vs message size (between CPU processes, not GPUs)"
               : "Bus bandwidth vs message size",
-          cpu ? "Points are measured (median over iterations), lines are the fitted latency + "
-                "size / bandwidth model. The mpi back-end moved CPU memory between processes "
-                "(shared memory inside a host, the hosts' network between them): no GPU link "
-                "was measured, so no GPU fabric's nominal figure is drawn."
-              : "Points are measured (median over iterations), lines are the fitted latency + "
-                "size / bandwidth model; the dashed red line is the link's nominal figure where "
-                "it has one.",
-          {{"data", {{"values", rows}}},
-           {"facet", {{"column", {{"field", "tier"}, {"type", "nominal"}, {"title", "tier"}}}}},
-           {"spec", {{"width", 300}, {"height", 240}, {"layer", layer}}},
-           {"resolve", {{"scale", {{"y", "independent"}}}}}}};
+          how + (cpu ? " The mpi back-end moved CPU memory between processes (shared memory "
+                       "inside a host, the hosts' network between them): no GPU link was "
+                       "measured, so no GPU fabric's nominal figure is drawn."
+                     : " The dashed red line is the link's nominal figure where it has one."),
+          {{"data", {{"values", rows}}}, {"vconcat", panels}}};
 }
 
 Chart gemm_chart(const json& profile, const std::string& origin) {
   const json& measured = rows_of(profile, "gemm", origin);
   if (measured.empty()) throw InputError(origin, "the profile has no GEMM measurements");
+  const json gemm_fit = profile.value("fit", json::object()).value("gemm", json::object());
   json rows = json::array();
   for (const json& g : measured) {
     rows.push_back(
-        {{"flops", g.value("flops", 0.0)},
+        {{"kind", "measured"},
+         {"flops", g.value("flops", 0.0)},
          {"tflops", g.value("tflop_per_s", 0.0)},
          {"dtype", g.value("dtype", "")},
          {"shape", fmt::format("{}x{}x{}", g.value("m", 0), g.value("n", 0), g.value("k", 0))}});
+  }
+  // The planner's curve, where the probe fitted one: efficiency x peak at each size, the one line
+  // drawn (measured shapes are separate GEMMs, so no line joins them).
+  const bool has_curve = gemm_fit.contains("peak_tflops") && gemm_fit.contains("curve");
+  if (has_curve) {
+    const double peak = gemm_fit["peak_tflops"].get<double>();
+    for (const json& p : gemm_fit["curve"]) {
+      rows.push_back({{"kind", "curve"},
+                      {"flops", p.at(0).get<double>()},
+                      {"tflops", p.at(1).get<double>() * peak}});
+    }
   }
   const json x = {{"field", "flops"},
                   {"type", "quantitative"},
@@ -159,13 +260,21 @@ Chart gemm_chart(const json& profile, const std::string& origin) {
                   {"axis", {{"format", "~s"}}}};
   const json y = {{"field", "tflops"}, {"type", "quantitative"}, {"title", "achieved (TFLOP/s)"}};
   json layer =
-      json::array({{{"mark", {{"type", "line"}, {"point", true}}},
+      json::array({{{"transform", {{{"filter", "datum.kind == 'measured'"}}}},
+                    {"mark", {{"type", "point"}, {"filled", true}, {"size", 70}}},
                     {"encoding",
                      {{"x", x},
                       {"y", y},
                       {"color", {{"field", "dtype"}, {"type", "nominal"}, {"title", "dtype"}}},
-                      {"tooltip", json::array({{{"field", "shape"}, {"type", "nominal"}}})}}}}});
-  const json gemm_fit = profile.value("fit", json::object()).value("gemm", json::object());
+                      {"shape", {{"field", "dtype"}, {"type", "nominal"}, {"title", "dtype"}}},
+                      {"tooltip", json::array({axis("shape", "nominal", "m x n x k"),
+                                               axis("dtype", "nominal", "dtype"),
+                                               axis("tflops", "quantitative", "TFLOP/s")})}}}}});
+  if (has_curve) {
+    layer.push_back({{"transform", {{{"filter", "datum.kind == 'curve'"}}}},
+                     {"mark", {{"type", "line"}, {"color", "#555555"}, {"strokeWidth", 1.5}}},
+                     {"encoding", {{"x", x}, {"y", y}, {"order", {{"field", "flops"}}}}}});
+  }
   if (gemm_fit.contains("peak_tflops")) {
     const double peak = gemm_fit["peak_tflops"].get<double>();
     const json data = {
@@ -183,15 +292,20 @@ Chart gemm_chart(const json& profile, const std::string& origin) {
            {"x", {{"value", 0}}},
            {"text", {{"field", "label"}}}}}});
   }
-  return {fmt::format("GEMM throughput vs size (on the {})",
-                      gemm_fit.value("device", std::string("device"))),
-          gemm_fit.contains("peak_tflops")
-              ? "Achieved throughput per GEMM shape: small GEMMs cannot fill the device, large "
-                "ones approach the dashed dense peak; the planner's GEMM efficiency curve is "
-                "fitted to these points."
-              : "Achieved throughput per GEMM shape, measured on the CPU (the mpi back-end's "
-                "BLAS): kept out of the GPU's efficiency curve, so no GPU peak is drawn.",
-          {{"width", 600}, {"height", 280}, {"data", {{"values", rows}}}, {"layer", layer}}};
+  return {
+      fmt::format("GEMM throughput vs size (on the {})",
+                  gemm_fit.value("device", std::string("device"))),
+      gemm_fit.contains("peak_tflops")
+          ? fmt::format(
+                "Each point is one GEMM shape (m x n x k in its tooltip) at one dtype: small "
+                "GEMMs cannot fill the device, large ones approach the dashed dense peak. The "
+                "grey line is the planner's GEMM efficiency curve fitted to these points, as "
+                "a training step prices it: {:.2f} of an isolated GEMM's speed.",
+                gemm_fit.value("in_step_share", 1.0))
+          : "Each point is one GEMM shape (m x n x k in its tooltip) at one dtype, measured on "
+            "the CPU (the mpi back-end's BLAS): kept out of the GPU's efficiency curve, so no "
+            "GPU peak or curve is drawn; no line joins the shapes, which are separate GEMMs.",
+      {{"width", kProbeWidth}, {"height", 300}, {"data", {{"values", rows}}}, {"layer", layer}}};
 }
 
 namespace {

@@ -17,7 +17,44 @@ using nlohmann::json;
 
 namespace {
 
-// The GPU types that have an option that fits, in the order offered: the colour domain.
+constexpr double kWidth = 760;
+constexpr double kHeight = 440;
+constexpr double kPointSize = 80;
+constexpr double kRingSize = 420;
+
+// A GPU type's colour and shape, the same on every page whatever else is offered beside it.
+// Ten colours far apart (categorical_palette) for sixteen presets: where two share a colour they
+// are siblings of one family, told apart by shape. A GPU given as a file takes a colour by its
+// place among those offered, and a shape no preset of that colour has.
+constexpr std::pair<const char*, int> kGpuColours[] = {
+    {"H100-SXM", 0},  {"B200", 1},  {"A100-80GB", 2},      {"H200", 3},
+    {"MI300X", 4},    {"GB200", 5}, {"B300", 6},           {"MI355X", 7},
+    {"H100-PCIe", 8}, {"L40S", 9},  {"H100-96GB-500W", 0}, {"A100-40GB", 2},
+    {"MI325X", 4},    {"GB300", 6}, {"H800", 8},           {"V100", 9}};
+
+constexpr const char* kShapes[] = {"circle", "square", "triangle-up", "diamond", "cross"};
+
+std::pair<std::string, std::string> gpu_look(const std::string& gpu, const json& offered) {
+  const std::vector<std::string>& palette = charts::categorical_palette();
+  size_t slot = 0;
+  size_t sibling = 0;  // 0 for the first preset of a colour, 1 for the second
+  bool found = false;
+  for (size_t i = 0; i < std::size(kGpuColours) && !found; ++i) {
+    if (gpu == kGpuColours[i].first) {
+      slot = static_cast<size_t>(kGpuColours[i].second);
+      sibling = i < palette.size() ? 0 : 1;
+      found = true;
+    }
+  }
+  if (!found) {
+    slot = static_cast<size_t>(std::find(offered.begin(), offered.end(), gpu) - offered.begin()) %
+           palette.size();
+    sibling = 2;
+  }
+  return {palette[slot], kShapes[(slot + sibling * 2) % std::size(kShapes)]};
+}
+
+// The GPU types that have an option that fits, sorted: the colour and shape domain.
 json gpu_domain(const ProvisionResult& r) {
   json gpus = json::array();
   for (const ProvisionOption& o : r.options) {
@@ -27,87 +64,117 @@ json gpu_domain(const ProvisionResult& r) {
   return gpus;
 }
 
-// The geometric middle of the options' times to train: labels of points to its right are drawn
-// to the left of the point, so none runs past the plot's right edge.
-double middle_days(const ProvisionResult& r) {
-  double lo = 0;
-  double hi = 0;
-  for (const ProvisionOption& o : r.options) {
-    if (!o.fits) continue;
-    const double d = o.time_to_train_s() / 86400;
-    lo = lo == 0 ? d : std::min(lo, d);
-    hi = std::max(hi, d);
-  }
-  return lo > 0 ? std::sqrt(lo * hi) : 0;
-}
-
-// The GPU counts beside the points, above and to the right on the left half (the frontier falls
-// to the right, below them) and below and to the left on the right half (it comes in from the
-// left, above them): the dashed frontier never strikes through a label.
-std::vector<json> count_labels(const json& x, const json& y, const json& color) {
-  std::vector<json> layers;
-  for (bool right : {false, true}) {
-    layers.push_back(
-        {{"transform", {{{"filter", right ? "datum.right" : "!datum.right"}}}},
-         {"mark",
-          {{"type", "text"},
-           {"align", right ? "right" : "left"},
-           {"baseline", right ? "top" : "bottom"},
-           {"dx", right ? -5 : 5},
-           {"dy", right ? 5 : -4},
-           {"fontSize", 10}}},
-         {"encoding", {{"x", x}, {"y", y}, {"text", {{"field", "label"}}}, {"color", color}}}});
-  }
-  return layers;
-}
-
 }  // namespace
 
 Chart provision_chart(const ProvisionResult& r, const ProvisionRequest& request) {
-  const double middle = middle_days(r);
-  json rows = json::array();
+  std::vector<size_t> shown;  // the options that fit, the best first (its label goes first)
   for (size_t i = 0; i < r.options.size(); ++i) {
-    const ProvisionOption& o = r.options[i];
-    if (!o.fits) continue;
-    const bool best = r.best && *r.best == i;
-    const double days = o.time_to_train_s() / 86400;
-    rows.push_back({{"days", days},
-                    {"cost", o.cost()},
+    if (r.options[i].fits) shown.push_back(i);
+  }
+  std::stable_partition(shown.begin(), shown.end(),
+                        [&](size_t i) { return r.best && *r.best == i; });
+  std::vector<double> days;
+  std::vector<double> costs;
+  for (size_t i : shown) {
+    days.push_back(r.options[i].time_to_train_s() / 86400);
+    costs.push_back(r.options[i].cost());
+  }
+  std::vector<double> x_values = days;
+  if (request.deadline_s > 0) x_values.push_back(request.deadline_s / 86400);
+  const charts::PixelScale sx = charts::fit_scale(x_values, kWidth, true, false, 0.05);
+  const charts::PixelScale sy = charts::fit_scale(costs, kHeight, true, true, 0.08);
+
+  // What the labels must stay off: every point, the best one's ring, the frontier and the
+  // deadline.
+  std::vector<charts::Box> obstacles;
+  std::vector<std::pair<double, double>> frontier;
+  for (size_t k = 0; k < shown.size(); ++k) {
+    const double px = sx.to_px(days[k]);
+    const double py = sy.to_px(costs[k]);
+    const bool best = r.best && *r.best == shown[k];
+    obstacles.push_back(charts::point_box(px, py, best ? kRingSize : kPointSize));
+    if (r.options[shown[k]].pareto) frontier.emplace_back(px, py);
+  }
+  std::sort(frontier.begin(), frontier.end());
+  for (size_t k = 1; k < frontier.size(); ++k) {
+    for (const charts::Box& b : charts::segment_boxes(frontier[k - 1].first, frontier[k - 1].second,
+                                                      frontier[k].first, frontier[k].second))
+      obstacles.push_back(b);
+  }
+  if (request.deadline_s > 0) {
+    const double px = sx.to_px(request.deadline_s / 86400);
+    obstacles.push_back({px - 2, 0, px + 2, kHeight});
+  }
+  std::vector<charts::Label> labels;
+  for (size_t k = 0; k < shown.size(); ++k) {
+    const ProvisionOption& o = r.options[shown[k]];
+    const bool best = r.best && *r.best == shown[k];
+    labels.push_back(
+        {.x = sx.to_px(days[k]),
+         .y = sy.to_px(costs[k]),
+         .text = best ? fmt::format("best: {} x {}", o.gpus, o.gpu) : std::to_string(o.gpus),
+         .font_size = best ? 12.0 : 10.0,
+         .bold = best,
+         .clearance = best ? 13.0 : 6.0});
+  }
+  const auto placed = charts::place_labels(labels, obstacles, kWidth, kHeight);
+
+  json rows = json::array();
+  for (size_t k = 0; k < shown.size(); ++k) {
+    const ProvisionOption& o = r.options[shown[k]];
+    rows.push_back({{"days", days[k]},
+                    {"cost", costs[k]},
                     {"gpu", o.gpu},
                     {"gpus", o.gpus},
                     {"pareto", o.pareto},
-                    {"right", days > middle},
-                    {"label", best ? "" : std::to_string(o.gpus)},
-                    {"best_label", fmt::format("best: {} x {}", o.gpus, o.gpu)},
-                    {"best", best}});
+                    {"best", r.best && *r.best == shown[k]},
+                    {"label", labels[k].text},
+                    {"label_days", sx.to_value(placed[k].first)},
+                    {"label_cost", sy.to_value(placed[k].second)}});
   }
-  const json x = {{"field", "days"},
-                  {"type", "quantitative"},
-                  {"title", "time to train (days)"},
-                  {"scale", {{"type", "log"}, {"nice", false}, {"padding", 24}}}};
-  const json y = {{"field", "cost"},
-                  {"type", "quantitative"},
-                  {"title", "cost (USD)"},
-                  {"scale", {{"type", "log"}, {"nice", false}, {"padding", 24}}},
-                  {"axis", {{"format", "$.2s"}}}};
+  const json x_axis = charts::ticks(sx, 48, "r");
+  const json y_axis = charts::ticks(sy, 22, "s", "$");
+  auto x = [&](const char* field) {
+    return json{{"field", field},
+                {"type", "quantitative"},
+                {"title", "time to train (days)"},
+                {"scale", sx.vega()},
+                {"axis", x_axis}};
+  };
+  auto y = [&](const char* field) {
+    return json{{"field", field},
+                {"type", "quantitative"},
+                {"title", "cost (USD)"},
+                {"scale", sy.vega()},
+                {"axis", y_axis}};
+  };
   const json domain = gpu_domain(r);
-  const std::vector<std::string>& palette = charts::categorical_palette();
-  json range = json::array();
-  for (size_t i = 0; i < domain.size(); ++i) range.push_back(palette[i % palette.size()]);
+  json colors = json::array();
+  json shapes = json::array();
+  for (const json& gpu : domain) {
+    const auto [color, shape] = gpu_look(gpu.get<std::string>(), domain);
+    colors.push_back(color);
+    shapes.push_back(shape);
+  }
   const json color = {{"field", "gpu"},
                       {"type", "nominal"},
                       {"title", "GPU"},
-                      {"scale", {{"domain", domain}, {"range", range}}}};
-  json frontier = {{"transform", {{{"filter", "datum.pareto"}}}},
-                   {"mark", {{"type", "line"}, {"color", "black"}, {"strokeDash", {4, 3}}}},
-                   {"encoding", {{"x", x}, {"y", y}, {"order", {{"field", "days"}}}}}};
+                      {"scale", {{"domain", domain}, {"range", colors}}}};
+  json frontier_line = {
+      {"transform", {{{"filter", "datum.pareto"}}}},
+      {"mark", {{"type", "line"}, {"color", "black"}, {"strokeDash", {4, 3}}}},
+      {"encoding", {{"x", x("days")}, {"y", y("cost")}, {"order", {{"field", "days"}}}}}};
   json points = {
-      {"mark", {{"type", "point"}, {"filled", true}, {"size", 80}, {"opacity", 0.9}}},
+      {"mark", {{"type", "point"}, {"filled", true}, {"size", kPointSize}, {"opacity", 0.9}}},
       {"encoding",
-       {{"x", x},
-        {"y", y},
+       {{"x", x("days")},
+        {"y", y("cost")},
         {"color", color},
-        {"shape", {{"field", "gpu"}, {"type", "nominal"}, {"title", "GPU"}}},
+        {"shape",
+         {{"field", "gpu"},
+          {"type", "nominal"},
+          {"title", "GPU"},
+          {"scale", {{"domain", domain}, {"range", shapes}}}}},
         {"tooltip",
          json::array(
              {axis("gpu", "nominal", "GPU"),
@@ -119,16 +186,25 @@ Chart provision_chart(const ProvisionResult& r, const ProvisionRequest& request)
                {"title", "cost"}}})}}}};
   json ring = {
       {"transform", {{{"filter", "datum.best"}}}},
-      {"mark", {{"type", "point"}, {"size", 420}, {"strokeWidth", 2.5}, {"color", "black"}}},
-      {"encoding", {{"x", x}, {"y", y}}}};
-  json best_label = {
-      {"transform", {{{"filter", "datum.best"}}}},
-      {"mark", {{"type", "text"}, {"dy", -20}, {"fontWeight", "bold"}, {"fontSize", 12}}},
-      {"encoding", {{"x", x}, {"y", y}, {"text", {{"field", "best_label"}}}}}};
-  json layer = json::array({frontier, points});
-  for (json& l : count_labels(x, y, color)) layer.push_back(l);
-  layer.push_back(ring);
-  layer.push_back(best_label);
+      {"mark", {{"type", "point"}, {"size", kRingSize}, {"strokeWidth", 2.5}, {"color", "black"}}},
+      {"encoding", {{"x", x("days")}, {"y", y("cost")}}}};
+  // Each label at the spot chart_layout found free, centred there.
+  auto label_layer = [&](bool best) {
+    json mark = {{"type", "text"}, {"align", "center"}, {"baseline", "middle"}};
+    json encoding = {
+        {"x", x("label_days")}, {"y", y("label_cost")}, {"text", {{"field", "label"}}}};
+    if (best) {
+      mark["fontWeight"] = "bold";
+      mark["fontSize"] = 12;
+    } else {
+      mark["fontSize"] = 10;
+      encoding["color"] = color;
+    }
+    return json{{"transform", {{{"filter", best ? "datum.best" : "!datum.best"}}}},
+                {"mark", mark},
+                {"encoding", encoding}};
+  };
+  json layer = json::array({frontier_line, points, ring, label_layer(false), label_layer(true)});
   if (request.deadline_s > 0) {
     for (json& l : charts::limit_rule("x", request.deadline_s / 86400,
                                       "deadline " + format_seconds(request.deadline_s))) {
@@ -137,9 +213,10 @@ Chart provision_chart(const ProvisionResult& r, const ProvisionRequest& request)
   }
   return {"Time to train vs cost",
           "Each point is a GPU type and count running its fastest plan (labels: GPU count); the "
-          "dashed black line joins the Pareto frontier, where nothing is both faster and cheaper.",
-          {{"width", 760},
-           {"height", 440},
+          "dashed black line joins the Pareto frontier, where nothing is both faster and cheaper. "
+          "A GPU type has the same colour and shape on every page.",
+          {{"width", kWidth},
+           {"height", kHeight},
            {"padding", {{"left", 5}, {"top", 24}, {"right", 20}, {"bottom", 5}}},
            {"data", {{"values", rows}}},
            {"layer", layer}}};

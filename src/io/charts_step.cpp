@@ -21,6 +21,9 @@ using nlohmann::json;
 
 namespace {
 
+constexpr double kStepWidth = 620;  // the step and training-run charts' plots
+constexpr double kCommWidth = 560;
+
 // The parts of a step in the order stacked, each with its colour on every page.
 constexpr std::array<std::pair<const char*, const char*>, 11> kStepParts = {{
     {"compute", "#1f78b4"},
@@ -96,11 +99,9 @@ std::string step_label(const Estimate& e) {
 Chart step_chart(const std::vector<std::pair<std::string, Estimate>>& plans) {
   auto [rows, color] = part_rows(plans, per_step, "value");
   json totals = json::array();
-  double longest = 0;
-  double room = 1.3;  // room for the label at the end of the longest bar
+  std::vector<std::pair<double, double>> ends_px;  // each bar and its words, for the axis' end
   for (const auto& [name, e] : plans) {
-    longest = std::max(longest, e.time.step_s);
-    if (e.step_simulated) room = 1.8;  // the longer label that names the simulated step
+    ends_px.emplace_back(e.time.step_s, charts::text_width(step_label(e), 11, true));
     totals.push_back({{"plan", name},
                       {"value", e.time.step_s},
                       {"label", step_label(e)}});
@@ -109,7 +110,7 @@ Chart step_chart(const std::vector<std::pair<std::string, Estimate>>& plans) {
   const json x = {{"field", "value"},
                   {"type", "quantitative"},
                   {"stack", "zero"},
-                  {"scale", {{"domainMax", longest * room}}},
+                  {"scale", {{"domainMax", charts::end_label_domain(ends_px, kStepWidth)}}},
                   {"title", "time per step (s)"}};
   json bars = {{"data", {{"values", rows}}},
                {"mark", "bar"},
@@ -129,10 +130,11 @@ Chart step_chart(const std::vector<std::pair<std::string, Estimate>>& plans) {
                 {{"y", y},
                  {"x", {{"field", "value"}, {"type", "quantitative"}}},
                  {"text", {{"field", "label"}}}}}};
-  return {"Step time breakdown",
-          "Where one optimizer step's time goes; the longer a segment, the more there is to gain "
-          "by attacking it (exposed communication is what compute does not hide).",
-          {{"width", 620}, {"height", {{"step", 40}}}, {"layer", json::array({bars, ends})}}};
+  return {
+      "Step time breakdown",
+      "Where one optimizer step's time goes; the longer a segment, the more there is to gain "
+      "by attacking it (exposed communication is what compute does not hide).",
+      {{"width", kStepWidth}, {"height", {{"step", 40}}}, {"layer", json::array({bars, ends})}}};
 }
 
 namespace {
@@ -203,7 +205,7 @@ std::vector<CommRow> comm_rows(const Estimate& e, const ClusterSpec& cluster) {
 Chart comm_chart(const Estimate& e, const ClusterSpec& cluster) {
   json rows = json::array();
   json ends = json::array();
-  double longest = 0;
+  std::vector<std::pair<double, double>> ends_px;  // each bar and its words, for the axis' end
   for (const CommRow& r : comm_rows(e, cluster)) {
     // Exposed is at most the time (a collective cannot wait longer than it runs).
     const double exposed = std::min(r.exposed_s, r.time_s);
@@ -219,7 +221,10 @@ Chart comm_chart(const Estimate& e, const ClusterSpec& cluster) {
          {"label", json::array({fmt::format("{} per step, {} exposed", format_seconds(r.time_s),
                                             format_seconds(exposed)),
                                 r.detail})}});
-    longest = std::max(longest, r.time_s);
+    const std::string& longer =
+        std::max(ends.back()["label"][0].get_ref<const std::string&>(), r.detail,
+                 [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+    ends_px.emplace_back(r.time_s, charts::text_width(longer, 11));
   }
   const json y = {{"field", "what"}, {"type", "nominal"}, {"title", nullptr}, {"sort", nullptr}};
   json bars = {{"data", {{"values", rows}}},
@@ -230,7 +235,7 @@ Chart comm_chart(const Estimate& e, const ClusterSpec& cluster) {
                   {{"field", "s"},
                    {"type", "quantitative"},
                    {"stack", "zero"},
-                   {"scale", {{"domainMax", std::max(longest, 1e-6) * 1.8}}},  // room for the words
+                   {"scale", {{"domainMax", charts::end_label_domain(ends_px, kCommWidth)}}},
                    {"title", "seconds per step"}}},
                  {"color", charts::part_colors({{"exposed (compute waits)", "#d94801"},
                                                 {"hidden behind compute", "#9ecae1"}},
@@ -251,7 +256,7 @@ Chart comm_chart(const Estimate& e, const ClusterSpec& cluster) {
           rows.empty() ? json{{"data", {{"values", json::array({{{"t", "no communication"}}})}}},
                               {"mark", {{"type", "text"}, {"fontSize", 14}}},
                               {"encoding", {{"text", {{"field", "t"}}}}}}
-                       : json{{"width", 560},
+                       : json{{"width", kCommWidth},
                               {"height", {{"step", 40}}},
                               {"layer", json::array({bars, words})}}};
 }
@@ -270,24 +275,27 @@ json run_panel(const Estimate& e, double (*scale)(const Estimate&), const char* 
   auto [rows, color] = part_rows({{"training run", e}}, scale, "value");
   const json y = {{"field", "plan"}, {"type", "nominal"}, {"title", nullptr}};
   const double whole = e.time.step_s * scale(e);
-  json bars = {{"data", {{"values", rows}}},
-               {"mark", "bar"},
-               {"encoding",
-                {{"y", y},
-                 {"x",
-                  {{"field", "value"},
-                   {"type", "quantitative"},
-                   {"stack", "zero"},
-                   {"scale", {{"domainMax", whole * 1.25}}},
-                   {"axis", {{"format", format}}},
-                   {"title", title}}},
-                 {"color", color},
-                 {"order", {{"field", "order"}}},
-                 {"tooltip", json::array({axis("part", "nominal", "part"),
-                                          {{"field", "value"},
-                                           {"type", "quantitative"},
-                                           {"format", format},
-                                           {"title", title}}})}}}};
+  json bars = {
+      {"data", {{"values", rows}}},
+      {"mark", "bar"},
+      {"encoding",
+       {{"y", y},
+        {"x",
+         {{"field", "value"},
+          {"type", "quantitative"},
+          {"stack", "zero"},
+          {"scale",
+           {{"domainMax", charts::end_label_domain({{whole, charts::text_width(total, 11, true)}},
+                                                   kStepWidth)}}},
+          {"axis", {{"format", format}}},
+          {"title", title}}},
+        {"color", color},
+        {"order", {{"field", "order"}}},
+        {"tooltip", json::array({axis("part", "nominal", "part"),
+                                 {{"field", "value"},
+                                  {"type", "quantitative"},
+                                  {"format", format},
+                                  {"title", title}}})}}}};
   json end = {
       {"data",
        {{"values", json::array({{{"plan", "training run"}, {"value", whole}, {"label", total}}})}}},
@@ -296,7 +304,7 @@ json run_panel(const Estimate& e, double (*scale)(const Estimate&), const char* 
        {{"y", y},
         {"x", {{"field", "value"}, {"type", "quantitative"}}},
         {"text", {{"field", "label"}}}}}};
-  return {{"width", 620}, {"height", 44}, {"layer", json::array({bars, end})}};
+  return {{"width", kStepWidth}, {"height", 44}, {"layer", json::array({bars, end})}};
 }
 
 }  // namespace

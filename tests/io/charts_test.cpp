@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 
@@ -243,36 +244,267 @@ TEST_CASE("the training run in days and dollars adds up to the run") {
   CHECK(usd == doctest::Approx(1.7e6));
 }
 
-TEST_CASE("provision: GPUs in the far-apart palette, labels kept off the frontier and edge") {
+namespace {
+
+ProvisionOption option(const char* gpu, int gpus, double days, double cost, bool pareto) {
+  ProvisionOption o;
+  o.gpu = gpu;
+  o.gpus = gpus;
+  o.fits = true;
+  o.pareto = pareto;
+  o.estimate.train_s = days * 86400;
+  o.estimate.train_cost = cost;
+  return o;
+}
+
+// A spec's scale on `channel` of its first layer, as chart_layout reads it.
+charts::PixelScale scale_of(const json& spec, const char* channel, double pixels) {
+  const json& s = spec["layer"][1]["encoding"][channel]["scale"];
+  return {.lo = s["domain"][0].get<double>(),
+          .hi = s["domain"][1].get<double>(),
+          .pixels = pixels,
+          .log = s["type"] == "log",
+          .down = std::string(channel) == "y"};
+}
+
+// The GPU -> (colour, shape) a provision chart draws.
+std::map<std::string, std::pair<std::string, std::string>> looks(const json& spec) {
+  const json& enc = spec["layer"][1]["encoding"];
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  for (size_t i = 0; i < enc["color"]["scale"]["domain"].size(); ++i) {
+    out[enc["color"]["scale"]["domain"][i]] = {enc["color"]["scale"]["range"][i],
+                                               enc["shape"]["scale"]["range"][i]};
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("provision: labels sit where nothing else is, off the points, frontier and deadline") {
+  // Eight options crowded along a frontier that crosses the deadline, as in a 4 x 4 grid where
+  // the counts of one GPU line up: the labels must not touch a point, the frontier, the deadline
+  // line or each other, and must stay inside the plot.
   ProvisionResult r;
-  const char* gpus[] = {"B200", "MI300X", "L40S", "H100-SXM"};
-  for (int i = 0; i < 4; ++i) {
-    ProvisionOption o;
-    o.gpu = gpus[i];
-    o.gpus = 8 << i;
-    o.fits = true;
-    o.pareto = true;
-    o.estimate.train_s = (100.0 / (i + 1)) * 86400;
-    o.estimate.train_cost = 1e5 * (i + 1);
-    r.options.push_back(o);
+  const char* gpus[] = {"B200", "H100-SXM"};
+  for (int g = 0; g < 2; ++g) {
+    for (int k = 0; k < 4; ++k) {
+      r.options.push_back(option(gpus[g], 64 << k, 120.0 / (1 << k) * (g + 1),
+                                 1.2e6 * (1 + 0.03 * k) * (1 + 0.05 * g), g == 0));
+    }
   }
-  r.best = 0;
+  r.best = 1;
   ProvisionRequest rq;
-  rq.deadline_s = 120 * 86400.0;
+  rq.deadline_s = 40 * 86400.0;
   const json spec = provision_chart(r, rq).spec;
-  const json color = spec["layer"][1]["encoding"]["color"];
-  std::vector<std::string> range = color["scale"]["range"];
-  REQUIRE(range.size() == 4);
-  CHECK(min_difference(range) >= 20);
-  CHECK(spec["layer"][1]["encoding"]["shape"]["field"] == "gpu");  // shape too, not only hue
-  std::set<std::string> aligns;
-  for (const json& l : spec["layer"]) {
-    // The GPU-count labels (the deadline's label brings its own data).
-    if (is_text(l) && !l.contains("data") && l["encoding"]["text"]["field"] == "label")
-      aligns.insert(l["mark"]["align"]);
+  const double w = spec["width"];
+  const double h = spec["height"];
+  const charts::PixelScale sx = scale_of(spec, "x", w);
+  const charts::PixelScale sy = scale_of(spec, "y", h);
+  std::vector<charts::Box> labels;
+  std::vector<charts::Box> marks;
+  std::vector<std::pair<double, double>> frontier;
+  for (const json& row : spec["data"]["values"]) {
+    const double px = sx.to_px(row["days"].get<double>());
+    const double py = sy.to_px(row["cost"].get<double>());
+    marks.push_back(charts::point_box(px, py, row["best"].get<bool>() ? 420 : 80));
+    if (row["pareto"].get<bool>()) frontier.emplace_back(px, py);
+    const bool best = row["best"].get<bool>();
+    const double tw = charts::text_width(row["label"], best ? 12 : 10, best);
+    const double th = (best ? 12 : 10) * 1.2;
+    const double cx = sx.to_px(row["label_days"].get<double>());
+    const double cy = sy.to_px(row["label_cost"].get<double>());
+    labels.push_back({cx - tw / 2, cy - th / 2, cx + tw / 2, cy + th / 2});
   }
-  CHECK(aligns == std::set<std::string>{"left", "right"});
-  // Points right of the middle are labelled leftwards: the 100-day option, not the 25-day one.
-  for (const json& row : spec["data"]["values"])
-    CHECK(row["right"].get<bool>() == (row["days"].get<double>() > 50));
+  REQUIRE(labels.size() == 8);
+  std::sort(frontier.begin(), frontier.end());
+  for (size_t k = 1; k < frontier.size(); ++k) {
+    for (const charts::Box& b : charts::segment_boxes(frontier[k - 1].first, frontier[k - 1].second,
+                                                      frontier[k].first, frontier[k].second))
+      marks.push_back(b);
+  }
+  const double deadline_px = sx.to_px(40);
+  marks.push_back({deadline_px - 1, 0, deadline_px + 1, h});
+  for (size_t i = 0; i < labels.size(); ++i) {
+    CAPTURE(i);
+    CHECK(labels[i].x0 >= 0);
+    CHECK(labels[i].x1 <= w);
+    CHECK(labels[i].y0 >= 0);
+    CHECK(labels[i].y1 <= h);
+    for (const charts::Box& m : marks) CHECK(labels[i].overlap(m) == 0);
+    for (size_t j = i + 1; j < labels.size(); ++j) CHECK(labels[i].overlap(labels[j]) == 0);
+  }
+}
+
+TEST_CASE("provision: a GPU keeps its colour and shape from page to page, and no two look alike") {
+  ProvisionRequest rq;
+  ProvisionResult a;
+  a.options = {option("H100-SXM", 64, 50, 1e6, true), option("B200", 64, 30, 9e5, true)};
+  ProvisionResult b;
+  for (const char* gpu : {"B200", "MI300X", "H200", "A100-80GB", "L40S", "GB200", "MI355X"})
+    b.options.push_back(option(gpu, 64, 40, 1e6, false));
+  const auto la = looks(provision_chart(a, rq).spec);
+  const auto lb = looks(provision_chart(b, rq).spec);
+  CHECK(la.at("B200") == lb.at("B200"));  // sorted first on one page, second on the other
+  REQUIRE(lb.size() == 7);
+  for (const auto& [g, look] : lb) {
+    for (const auto& [h, other] : lb) {
+      if (g >= h) continue;
+      CAPTURE(g);
+      CAPTURE(h);
+      // Told apart by hue, or else by shape.
+      CHECK((delta_e94(look.first, other.first) >= 20 || look.second != other.second));
+    }
+  }
+  // The commonly compared pairs differ in hue, not only in shape (a look is the same on every
+  // page, so the two pages' looks can be merged).
+  auto all = lb;
+  all.insert(la.begin(), la.end());
+  for (const auto& [g, h] : {std::pair<std::string, std::string>{"B200", "MI300X"},
+                             {"H100-SXM", "H200"},
+                             {"GB200", "MI355X"}}) {
+    CAPTURE(g);
+    CHECK(delta_e94(all.at(g).first, all.at(h).first) >= 20);
+  }
+}
+
+TEST_CASE("log axes are labelled to their end, every label differs from its neighbours") {
+  // 16 to 1,000 days: the old axis stopped labelling at 500 days.
+  const charts::PixelScale days{.lo = 16, .hi = 1000, .pixels = 760, .log = true};
+  const json t = charts::ticks(days, 48, "r");
+  const std::vector<double> v = t["values"];
+  REQUIRE(v.size() >= 5);
+  CHECK(v.back() >= 500);
+  CHECK(v.back() <= 1000);
+  CHECK(v.front() >= 16);
+  for (size_t i = 1; i < v.size(); ++i) CHECK(days.to_px(v[i]) - days.to_px(v[i - 1]) >= 48);
+  // $1.2M to $1.6M (less than a decade): the old axis wrote "$1.4M" five times.
+  const charts::PixelScale usd{.lo = 1.2e6, .hi = 1.6e6, .pixels = 440, .log = true, .down = true};
+  const json c = charts::ticks(usd, 22, "s", "$");
+  const std::vector<double> cv = c["values"];
+  REQUIRE(cv.size() >= 4);
+  // The format's precision writes each value exactly, so no two labels read the same.
+  const std::string format = c["format"];
+  REQUIRE(format.rfind("$,.", 0) == 0);
+  const int digits = std::stoi(format.substr(3));
+  std::set<double> written;
+  for (double x : cv) {
+    const double unit = std::pow(10.0, std::floor(std::log10(x)) - digits + 1);
+    CHECK(std::abs(std::round(x / unit) * unit - x) < 1e-6 * x);
+    written.insert(std::round(x / unit) * unit);
+  }
+  CHECK(written.size() == cv.size());
+}
+
+TEST_CASE("search chart: ZeRO stages as four shapes, one triangle at most; layouts by hue") {
+  std::vector<Candidate> plans(3);
+  plans[0].plan.tp = 8;
+  plans[0].plan.zero = 1;
+  plans[1].plan.pp = 4;
+  plans[1].plan.zero = 3;
+  plans[2].plan.tp = 2;
+  plans[2].plan.pp = 2;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    plans[i].peak_bytes = (40 + 10.0 * i) * kGiB;
+    plans[i].step_s = 30 + i;
+  }
+  const json spec = search_chart(plans, &plans[0].plan, &plans[1].plan, 79.65 * kGiB).spec;
+  const json& enc = spec["layer"][0]["encoding"];
+  const std::vector<std::string> shapes = enc["shape"]["scale"]["range"];
+  CHECK(shapes.size() == 4);
+  CHECK(std::count_if(shapes.begin(), shapes.end(), [](const std::string& s) {
+          return s.find("triangle") != std::string::npos;
+        }) <= 1);
+  CHECK(std::set<std::string>(shapes.begin(), shapes.end()).size() == 4);
+  const std::vector<std::string> hues = enc["color"]["scale"]["range"];
+  CHECK(hues.size() == 3);  // only the layouts drawn: TP, PP, TP + PP
+  CHECK(min_difference(hues) >= 20);
+  CHECK(spec["layer"][0]["mark"]["size"].get<double>() >= 40);  // not a 5-pixel marker
+}
+
+TEST_CASE("memory chart: sixteen stages' totals never run into each other") {
+  MemoryBreakdown m;
+  m.capacity_bytes = 79.65 * kGiB;
+  for (int i = 0; i < 16; ++i) {
+    StageMemory s;
+    s.stage = i;
+    s.weights_bytes = (100 + 3.3 * i) * kGiB;  // over capacity: the longest labels
+    m.stages.push_back(s);
+  }
+  const json spec = memory_chart(m, "pp 16").spec;
+  const double step = spec["width"].get<double>() / 16;
+  const json& totals = spec["layer"][1]["data"]["values"];
+  REQUIRE(totals.size() == 16);
+  int written = 0;
+  for (const json& t : totals) {
+    const std::string label = t["label"];
+    if (label.empty()) continue;
+    ++written;
+    CHECK(charts::text_width(label, 11) <= step);  // inside its own bar's column
+  }
+  CHECK(written >= 1);
+  // Sixty stages: too narrow for any number, so the fullest alone is written.
+  m.stages.resize(60, m.stages.back());
+  const json wide = memory_chart(m, "pp 60").spec["layer"][1]["data"]["values"];
+  CHECK(std::count_if(wide.begin(), wide.end(), [](const json& t) { return t["label"] != ""; }) ==
+        1);
+}
+
+TEST_CASE("memory chart: a total just under the capacity is written over the line, not on it") {
+  MemoryBreakdown m;
+  m.capacity_bytes = 79.65 * kGiB;
+  StageMemory s;
+  s.weights_bytes = 77 * kGiB;
+  m.stages = {s};
+  const json t = memory_chart(m, "near").spec["layer"][1]["data"]["values"][0];
+  CHECK(t["label_at"].get<double>() == doctest::Approx(79.65));
+  s.weights_bytes = 40 * kGiB;
+  m.stages = {s};
+  CHECK(memory_chart(m, "far").spec["layer"][1]["data"]["values"][0]["label_at"].get<double>() ==
+        doctest::Approx(40));
+}
+
+TEST_CASE("bar words end inside the plot however long they are") {
+  const double w = 620;
+  const double words =
+      charts::text_width("32.24 s closed form; simulated 32.24 s, MFU 49%", 11, true);
+  const double top = charts::end_label_domain({{32.24, words}, {31.89, words}}, w);
+  CHECK(32.24 / top * w + 5 + words <= w);
+  // A short label needs little room: the bar keeps most of the width.
+  CHECK(charts::end_label_domain({{10, 40}}, w) < 12);
+}
+
+TEST_CASE("probe: the sizes the bandwidth was fitted on are marked, a fit that misses says so") {
+  const json profile = json::parse(
+      test::read_file(std::string(SHARDPLAN_TEST_DATA) + "/probe/probe-mpi-2ranks.json"));
+  const json spec = busbw_chart(profile, "probe-mpi-2ranks.json").spec;
+  int fitted_on = 0;
+  int below = 0;
+  for (const json& row : spec["data"]["values"]) {
+    if (row["kind"] == "measured, fitted on") {
+      ++fitted_on;
+      CHECK(row["size_bytes"].get<double>() >= 262144);  // within 16x of the 4 MiB largest
+    }
+    if (row["kind"] == "measured") {
+      ++below;
+      CHECK(row["size_bytes"].get<double>() < 262144);
+    }
+    // all_reduce's fit misses its times by 272% (the 4 MiB size falls off a cache cliff).
+    if (test::contains(row.value("series", ""), "all_reduce"))
+      CHECK(test::contains(row["series"], "rough: misses by 272%"));
+  }
+  CHECK(fitted_on == 25);  // five collectives x five sizes
+  CHECK(below == 75);
+  CHECK(spec["vconcat"][0]["width"].get<double>() >= 700);  // not a 300-pixel panel
+}
+
+TEST_CASE("probe: no line joins separate GEMM shapes") {
+  const json profile = json::parse(
+      test::read_file(std::string(SHARDPLAN_TEST_DATA) + "/probe/probe-mpi-2ranks.json"));
+  const json spec = gemm_chart(profile, "probe-mpi-2ranks.json").spec;
+  for (const json& l : layers_of(spec)) {
+    const json mark = l.value("mark", json());
+    const bool line = mark == "line" || (mark.is_object() && mark.value("type", "") == "line");
+    CHECK_FALSE(line);  // a CPU profile has no fitted curve, so no line at all
+    if (mark.is_object()) CHECK_FALSE(mark.contains("point"));
+  }
 }

@@ -35,19 +35,22 @@ Chart training_chart(const Estimate& estimate);
 /// limits, every rung's figure written at its bar's end.
 Chart ladder_chart(const LadderResult& ladder);
 
-/// Searched plans: step time vs memory per device, coloured by ZeRO stage, shaped by TP/PP, with
-/// the recommended and fastest plans marked.
+/// Searched plans: step time vs memory per device, coloured by layout (DP, TP, PP, CP), shaped by
+/// ZeRO stage, with the recommended and fastest plans marked and labelled where no point is.
 Chart search_chart(const std::vector<Candidate>& plans, const ParallelPlan* recommended,
                    const ParallelPlan* fastest, double capacity_bytes);
 
 /// Time to train vs cost of every option that fits, the Pareto frontier drawn, the deadline and
-/// the best option marked.
+/// the best option marked; each GPU type in its own colour and shape on every page, each label
+/// placed off the points, the frontier and the deadline.
 Chart provision_chart(const ProvisionResult& result, const ProvisionRequest& request);
 
-/// A probe profile: bus bandwidth vs message size per tier and collective (measured points,
-/// fitted curve, the link's nominal figure). InputError naming `origin` when it has no rows.
+/// A probe profile: bus bandwidth vs message size, one panel per tier, per collective (measured
+/// points, filled where the bandwidth was fitted; the fitted curve, its figures in the legend;
+/// the link's nominal figure). InputError naming `origin` when it has no rows.
 Chart busbw_chart(const nlohmann::json& profile, const std::string& origin);
-/// A probe profile: GEMM TFLOP/s vs size (FLOPs per GEMM) per dtype, against the dense peak.
+/// A probe profile: GEMM TFLOP/s vs size (FLOPs per GEMM) per dtype, one point per shape,
+/// against the dense peak and, where the probe fitted one, the planner's efficiency curve.
 Chart gemm_chart(const nlohmann::json& profile, const std::string& origin);
 /// A probe profile: host-memory bandwidth, STREAM Copy / Triad per node and pinned host-GPU
 /// copies per GPU. InputError naming `origin` when it has no host rows.
