@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "shardplan/accuracy.hpp"
+#include "shardplan/schedule_id.hpp"
 
 namespace shardplan {
 
@@ -33,14 +34,6 @@ const char* to_string(Framework f);
 Framework parse_framework(const std::string& text, const std::string& field);
 /// "megatron | deepspeed | ...": the rows' names joined by `separator`.
 std::string framework_names(const std::string& separator);
-
-/// Pipeline schedules. Everything about each (its names as the profiles and --schedule spell
-/// them, help, chunks, bubble, memory, simulator order) is its row in the schedule table
-/// (schedule.hpp, schedule_rows). one_f_one_b with more than one virtual stage per device is
-/// Megatron-LM's interleaved 1F1B, the same as `interleaved`.
-enum class Schedule { one_f_one_b, interleaved, gpipe, zb_h1, zb_v, dualpipe_v };
-/// Every schedule, in the order of its table (schedule.hpp's schedule_rows).
-std::vector<Schedule> all_schedules();
 
 /// How tokens reach the experts of other ranks. alltoall: one copy per (token, expert) pair
 /// (Megatron-Core's --moe-token-dispatcher-type alltoall). deepep: one copy per token and

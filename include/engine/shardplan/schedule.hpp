@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/schedule_id.hpp"
 #include "shardplan/specs.hpp"
 
 namespace shardplan {
@@ -23,8 +24,8 @@ enum class ScheduleChunks {
 
 /// One row per pipeline schedule, holding everything about it; every name parser, help string,
 /// capability check, search axis, launcher name and simulator order reads this table. A new
-/// schedule is its value in `Schedule` (framework.hpp) and one row in its table (schedule_table in
-/// schedule.cpp).
+/// schedule is its value in `Schedule` (schedule_id.hpp) and one row in its table (schedule_table
+/// in schedule.cpp).
 struct ScheduleRow {
   Schedule id;
   const char* name;  // as --schedule and the framework profiles spell it
