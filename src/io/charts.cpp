@@ -375,6 +375,7 @@ Chart search_chart(const std::vector<Candidate>& plans, const ParallelPlan* reco
   std::vector<charts::Label> labels;
   std::vector<size_t> labelled;
   std::set<std::string> layouts;
+  std::set<int> zeros;
   json rows = json::array();
   for (size_t i = 0; i < plans.size(); ++i) {
     const Candidate& c = plans[i];
@@ -390,6 +391,7 @@ Chart search_chart(const std::vector<Candidate>& plans, const ParallelPlan* reco
       labelled.push_back(i);
     }
     layouts.insert(shape_of(c.plan));
+    zeros.insert(c.plan.zero);
     rows.push_back({{"gib", c.peak_bytes / kGiB},
                     {"step_s", c.step_s},
                     {"zero", fmt::format("ZeRO-{}", c.plan.zero)},
@@ -430,13 +432,18 @@ Chart search_chart(const std::vector<Candidate>& plans, const ParallelPlan* reco
                               {"type", "nominal"},
                               {"title", "layout"},
                               {"scale", {{"domain", layout_domain}, {"range", layout_range}}}};
-  const json zero_shapes = {
-      {"field", "zero"},
-      {"type", "nominal"},
-      {"title", "ZeRO"},
-      {"scale",
-       {{"domain", {"ZeRO-0", "ZeRO-1", "ZeRO-2", "ZeRO-3"}},
-        {"range", json::array({kZeroShapes[0], kZeroShapes[1], kZeroShapes[2], kZeroShapes[3]})}}}};
+  // Each stage keeps its shape from page to page; the legend lists the stages drawn.
+  json zero_domain = json::array();
+  json zero_range = json::array();
+  for (size_t z = 0; z < std::size(kZeroShapes); ++z) {
+    if (!zeros.contains(static_cast<int>(z))) continue;
+    zero_domain.push_back(fmt::format("ZeRO-{}", z));
+    zero_range.push_back(kZeroShapes[z]);
+  }
+  const json zero_shapes = {{"field", "zero"},
+                            {"type", "nominal"},
+                            {"title", "ZeRO"},
+                            {"scale", {{"domain", zero_domain}, {"range", zero_range}}}};
   json points = {
       {"mark", {{"type", "point"}, {"filled", true}, {"opacity", 0.75}, {"size", kSearchPoint}}},
       {"encoding",
