@@ -1,9 +1,10 @@
 // Wall and CPU time of whole shardplan runs, process start included, as a user meets them:
-// `--version` (start-up alone), `memory`, `estimate` and `plan`. Each run is spawned directly
-// (no shell) with its output to /dev/null; CPU is the child's user + system time (wait4), so a
-// spinning library thread shows as CPU above wall. Usage: run_latency [path/to/shardplan] [runs]
-// Exit status 1 is shardplan's answer "does not fit" (the estimate of a plan that needs more
-// memory than the GPU has), a run like any other; 2 and up, or a signal, is a failure.
+// `--version` (start-up alone), `memory`, `estimate` (one with `--trace`) and `plan`. Each run is
+// spawned directly (no shell) with its output to /dev/null; CPU is the child's user + system time
+// (wait4), so a spinning library thread shows as CPU above wall. Usage: run_latency
+// [path/to/shardplan] [runs] Exit status 1 is shardplan's answer "does not fit" (the estimate of a
+// plan that needs more memory than the GPU has), a run like any other; 2 and up, or a signal, is a
+// failure.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spawn.h>
@@ -73,6 +74,13 @@ int main(int argc, char** argv) {
       "estimate --model llama-3.1-70b --cluster dgx-h100 --gpus 64 --tp 8 --pp 2 --zero 1 --json",
       "plan --model llama-3.1-70b --cluster dgx-h100 --gpus 64 --global-batch 256 --json",
       "plan --model gpt3-175b --cluster dgx-a100 --gpus 512 --global-batch 1536 --json",
+      // The same 405B step with and without its trace (17,642 events, 3.7 MB of JSON).
+      "estimate --model llama-3.1-405b --gpu H100-SXM --gpus 2048 --tp 8 --pp 16 --interleave 2 "
+      "--first-stage-layers 3 --last-stage-layers 3 --global-batch 2048 --recompute selective "
+      "--sequence-parallel --zero 1",
+      "estimate --model llama-3.1-405b --gpu H100-SXM --gpus 2048 --tp 8 --pp 16 --interleave 2 "
+      "--first-stage-layers 3 --last-stage-layers 3 --global-batch 2048 --recompute selective "
+      "--sequence-parallel --zero 1 --trace /dev/null",
   };
   fmt::print("# {} runs each, process start included; wall and CPU (user + system) medians\n",
              runs);
