@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <utility>
 
 #include "commands.hpp"
 #include "options.hpp"
@@ -14,8 +15,8 @@
 #include "shardplan/files.hpp"
 #include "shardplan/fitted_profile.hpp"
 #include "shardplan/plan.hpp"
-#include "shardplan/units.hpp"
 #include "shardplan/training_log.hpp"
+#include "shardplan/units.hpp"
 
 namespace shardplan::cli {
 
@@ -171,7 +172,7 @@ int run_calibrate(const CalibrateFlags& f, PlanningOptions& o) {
         {"output", f.output}};
     for (const KnobFit& k : fit) j["constants"].push_back({{"name", k.name}, {"multiplier", k.multiplier}});
     add_inputs_json(j, in);
-    print_json(j);
+    print_json(std::move(j));
     return 0;
   }
   std::cout << describe_inputs(in);

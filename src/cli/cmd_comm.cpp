@@ -2,9 +2,10 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <utility>
 
-#include "commands.hpp"
 #include "assumed.hpp"
+#include "commands.hpp"
 #include "options.hpp"
 #include "planning_inputs.hpp"
 #include "shardplan/render_comm.hpp"
@@ -25,7 +26,7 @@ Runner setup_comm(CLI::App& sub) {
       nlohmann::json j = {{"time", to_json(e.time)},
                           {"comm", to_json(e.comm, e.time, in.plan, in.training, in.cluster)}};
       add_inputs_json(j, in);
-      print_json(j);
+      print_json(std::move(j));
       return 0;
     }
     std::cout

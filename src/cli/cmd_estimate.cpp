@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <utility>
 
 #include "assumed.hpp"
 #include "commands.hpp"
@@ -56,7 +57,7 @@ Runner setup_estimate(CLI::App& sub) {
     if (o->json) {
       nlohmann::json j = to_json(e, in.plan, in.training, in.cluster);
       add_inputs_json(j, in);
-      print_json(j);
+      print_json(std::move(j));
     } else {
       std::cout << describe_inputs(in) << render_memory_table(e.memory, in.plan) << "\n"
                 << render_time(e, in.training, in.cluster) << "\n"

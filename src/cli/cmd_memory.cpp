@@ -1,15 +1,15 @@
 // `shardplan memory`: per-device memory of one plan, every stage, with the assumptions.
-#include "shardplan/memory.hpp"
-
 #include <iostream>
+#include <utility>
 
+#include "assumed.hpp"
 #include "commands.hpp"
 #include "from_file.hpp"
-#include "assumed.hpp"
 #include "options.hpp"
 #include "planning_flags.hpp"
 #include "planning_inputs.hpp"
 #include "shardplan/json_out.hpp"
+#include "shardplan/memory.hpp"
 #include "shardplan/render_memory.hpp"
 
 namespace shardplan::cli {
@@ -30,7 +30,7 @@ Runner setup_memory(CLI::App& sub) {
     if (o->json) {
       nlohmann::json j = {{"memory", to_json(mem)}};
       add_inputs_json(j, in);
-      print_json(j);
+      print_json(std::move(j));
     } else {
       std::cout << render_memory(mem, in.model, in.training, in.plan, in.cluster);
       for (const std::string& n : in.notes) std::cout << "note: " << n << "\n";

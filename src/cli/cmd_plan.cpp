@@ -1,22 +1,22 @@
 // `shardplan plan`: the decision ladder walked in order, the recommended (simplest sufficient)
 // plan, the fastest plan an exhaustive search finds, the gap between them, and the top K.
-#include "shardplan/plan.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <optional>
+#include <utility>
 
+#include "assumed.hpp"
 #include "commands.hpp"
 #include "from_file.hpp"
-#include "assumed.hpp"
 #include "options.hpp"
 #include "planning_flags.hpp"
 #include "recommended.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/ladder.hpp"
+#include "shardplan/plan.hpp"
 #include "shardplan/planning.hpp"
 #include "shardplan/render_plan.hpp"
 #include "shardplan/reports.hpp"
@@ -219,7 +219,7 @@ int run_plan(const PlanFlags& f, const PlanningRequest& request) {
   if (f.o.json) {
     nlohmann::json j = to_json(outcome);
     if (versus) j["from"] = to_json(*versus, *file);
-    print_json(j);
+    print_json(std::move(j));
   } else {
     std::cout << render_plan(outcome);
     if (versus) std::cout << "\n" << render(*versus, *file);

@@ -1,8 +1,6 @@
 // `shardplan provision`: which GPUs and how many. Plans every (GPU type, count) as `plan` does,
 // prices each at the GPU's list price (or --gpu-hour-cost) and names the best option under
 // --deadline and --budget; exit 1 when none meets them.
-#include "shardplan/provision.hpp"
-
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -11,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <utility>
 
 #include "commands.hpp"
 #include "options.hpp"
@@ -20,6 +19,7 @@
 #include "shardplan/html_report.hpp"
 #include "shardplan/json_out.hpp"
 #include "shardplan/names.hpp"
+#include "shardplan/provision.hpp"
 #include "shardplan/render_provision.hpp"
 #include "shardplan/reports.hpp"
 #include "shardplan/rule_words.hpp"
@@ -213,7 +213,7 @@ int report(const ProvisionResult& r, const ProvisionRequest& rq, const Inputs& i
   if (json) {
     nlohmann::json j = {{"model", to_json(in.model)}, {"training", to_json(in.training)}};
     j["provision"] = to_json(r, rq);
-    print_json(j);
+    print_json(std::move(j));
     return r.best ? 0 : 1;
   }
   std::cout << fmt::format(

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <utility>
 
 #include "commands.hpp"
 #include "options.hpp"
@@ -46,7 +47,7 @@ Runner setup_runbook(CLI::App& sub) {
       nlohmann::json j = to_json(r, options, in.training);
       for (const std::string& w : runbook_warnings(r)) in.notes.push_back("warning: " + w);
       add_inputs_json(j, in);
-      print_json(j);
+      print_json(std::move(j));
     } else {
       std::cout << describe_inputs(in) << render_runbook(r, options, in.training, in.cluster);
     }

@@ -1,11 +1,13 @@
 // `shardplan validate [FILE]`: predicts every published run and prints predicted vs measured.
 
-#include <iostream>
-
 #include <fmt/format.h>
+
+#include <iostream>
+#include <utility>
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "shardplan/calibration.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
 #include "shardplan/fitted_profile.hpp"
@@ -14,7 +16,6 @@
 #include "shardplan/profiles.hpp"
 #include "shardplan/render_calibration.hpp"
 #include "shardplan/render_validate.hpp"
-#include "shardplan/calibration.hpp"
 #include "shardplan/validation.hpp"
 
 namespace shardplan::cli {
@@ -134,7 +135,7 @@ int run_validate(const ValidateFlags& f) {
     if (f.json) {
       nlohmann::json j = to_json(cv, closed);
       if (!shots.empty()) j["few_shot"] = few_shot_json(shots);
-      print_json(j);
+      print_json(std::move(j));
     } else if (!shots.empty() && !f.markdown && !f.markdown_groups)
       std::cout << render_cross_validation(cv, closed) << "\n" << render_few_shot(shots);
     else if (f.markdown_groups)

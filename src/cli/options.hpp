@@ -122,7 +122,8 @@ inline constexpr int kJsonSchemaVersion = 2;
 /// Appends `notes` to j["notes"] (made an array if absent).
 void add_notes_json(nlohmann::json& j, const std::vector<std::string>& notes);
 
-/// Writes JSON with a trailing newline, stamped with "schema_version".
-void print_json(const nlohmann::json& j);
+/// Writes JSON with a trailing newline, stamped with "schema_version" (move a large document in:
+/// it is stamped in place).
+void print_json(nlohmann::json j);
 
 }  // namespace shardplan::cli
