@@ -3,8 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "shardplan/charts.hpp"
 #include "shardplan/describe.hpp"
+#include "shardplan/error.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/render_estimate.hpp"
 #include "shardplan/render_provision.hpp"
@@ -113,7 +117,81 @@ HtmlReport provision_report(const ProvisionResult& result, const ProvisionReques
   return r;
 }
 
+namespace {
+
+// The numbers and names a probe profile's charts read, checked before any is read: a field of
+// the wrong type is named by its path, not met as a library exception halfway through a chart.
+constexpr const char* kChartNumbers[] = {"size_bytes",
+                                         "busbw_gb_per_s",
+                                         "latency_us",
+                                         "latency_per_step_us",
+                                         "residual",
+                                         "slope_from_bytes",
+                                         "points",
+                                         "ranks",
+                                         "flops",
+                                         "tflop_per_s",
+                                         "m",
+                                         "n",
+                                         "k",
+                                         "node_gb_per_s",
+                                         "rank_gb_per_s",
+                                         "peak_tflops",
+                                         "in_step_share"};
+constexpr const char* kChartNames[] = {"tier", "collective", "dtype", "move", "device"};
+
+bool chart_number(const std::string& key) {
+  return std::find(std::begin(kChartNumbers), std::end(kChartNumbers), key) !=
+         std::end(kChartNumbers);
+}
+bool chart_name(const std::string& key) {
+  return std::find(std::begin(kChartNames), std::end(kChartNames), key) != std::end(kChartNames);
+}
+
+void check_chart_fields(const nlohmann::json& j, const std::string& path,
+                        const std::string& origin) {
+  auto wrong = [&](const std::string& at, const char* want, const nlohmann::json& got) {
+    throw InputError(origin, fmt::format("{}: expected {}, got {} (a profile written by "
+                                         "`shardplan probe` has one)",
+                                         at, want, got.dump()));
+  };
+  if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i)
+      check_chart_fields(j[i], fmt::format("{}[{}]", path, i), origin);
+    return;
+  }
+  if (!j.is_object()) return;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string at = path + "." + it.key();
+    if (chart_number(it.key()) && !it->is_number()) wrong(at, "a number", *it);
+    if (chart_name(it.key()) && !it->is_string()) wrong(at, "a name (a string)", *it);
+    if (it.key() == "curve") {
+      if (!it->is_array()) wrong(at, "an array of [flops, efficiency] pairs", *it);
+      for (size_t i = 0; i < it->size(); ++i) {
+        const nlohmann::json& p = (*it)[i];
+        if (!p.is_array() || p.size() < 2 || !p[0].is_number() || !p[1].is_number())
+          wrong(fmt::format("{}[{}]", at, i), "a [flops, efficiency] pair of numbers", p);
+      }
+    }
+    check_chart_fields(*it, at, origin);
+  }
+}
+
+}  // namespace
+
 HtmlReport probe_report(const nlohmann::json& profile, const std::string& origin) {
+  if (!profile.contains("measurements")) {
+    throw InputError(origin,
+                     "not a probe profile: no measurements (write one with `shardplan "
+                     "probe`)");
+  }
+  for (const char* part : {"fit", "measurements"}) {
+    if (!profile.contains(part)) continue;
+    if (!profile[part].is_object())
+      throw InputError(origin,
+                       fmt::format("{}: expected an object, got {}", part, profile[part].dump()));
+    check_chart_fields(profile[part], part, origin);
+  }
   HtmlReport r;
   r.title = "shardplan probe: " + profile.value("name", origin);
   r.verdict = probe_verdict(profile);
@@ -124,7 +202,7 @@ HtmlReport probe_report(const nlohmann::json& profile, const std::string& origin
     r.summary.push_back(
         fmt::format("back-end {}, {}", prov.value("backend", ""), prov.value("date", "")));
   }
-  const auto& m = profile["measurements"];
+  const nlohmann::json m = profile.value("measurements", nlohmann::json::object());
   if (m.contains("collectives") && m["collectives"].is_array() && !m["collectives"].empty()) {
     r.charts.push_back(busbw_chart(profile, origin));
   } else {

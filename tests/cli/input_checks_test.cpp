@@ -2,6 +2,7 @@
 // is valid, or a silent no-op turned into a file or a reason.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -69,6 +70,23 @@ TEST_CASE("report on malformed JSON says malformed, with the line") {
   CHECK(has(r.err, "malformed JSON at line 2"));
   shardplan::test::write_file(dir + "/array.json", "[1, 2]");
   check_refused("report " + dir + "/array.json --html " + dir + "/out.html", "not an object");
+}
+
+TEST_CASE("report names a probe profile's field of the wrong type and writes no page") {
+  // Before: "internal error (a bug; please report it): [json.exception.type_error.302] type
+  // must be number, but is string", exit 134, for a hand-edited or truncated profile.
+  const std::string dir = shardplan::test::make_temp_dir();
+  auto profile = nlohmann::json::parse(shardplan::test::read_file(std::string(SHARDPLAN_TEST_DATA) +
+                                                                  "/probe/probe-mpi-2ranks.json"));
+  profile["fit"]["tiers"]["intra"]["collectives"]["all_reduce"]["slope_from_bytes"] = "x";
+  shardplan::test::write_file(dir + "/typo.json", profile.dump());
+  const auto r = run_cli("report " + dir + "/typo.json --html " + dir + "/out.html");
+  CHECK(r.status == 2);
+  CHECK(has(r.err, "fit.tiers.intra.collectives.all_reduce.slope_from_bytes: expected a number"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/out.html"));
+  profile.erase("measurements");
+  shardplan::test::write_file(dir + "/none.json", profile.dump());
+  check_refused("report " + dir + "/none.json --html " + dir + "/out.html", "no measurements");
 }
 
 TEST_CASE("plan --trace writes the file whenever the search finds a plan") {
