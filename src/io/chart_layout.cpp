@@ -104,6 +104,9 @@ PixelScale fit_scale(const std::vector<double>& values, double pixels, bool log,
 
 json ticks(const PixelScale& s, double min_gap_px, const std::string& format,
            const std::string& prefix) {
+  if (!(s.hi > s.lo) || !std::isfinite(s.hi - s.lo) || (s.log && !(s.lo > 0))) {
+    return {{"values", json::array()}, {"format", prefix + ",~" + format}};  // nothing to tick
+  }
   std::vector<std::vector<double>> candidates;  // densest first
   if (s.log && s.hi / s.lo >= 10) {
     for (const std::vector<double>& steps : std::vector<std::vector<double>>{

@@ -346,11 +346,14 @@ TEST_CASE("provision: a GPU keeps its colour and shape from page to page, and no
   const auto lb = looks(provision_chart(b, rq).spec);
   CHECK(la.at("B200") == lb.at("B200"));  // sorted first on one page, second on the other
   REQUIRE(lb.size() == 7);
-  for (const auto& [g, look] : lb) {
-    for (const auto& [h, other] : lb) {
-      if (g >= h) continue;
-      CAPTURE(g);
-      CAPTURE(h);
+  // (Named copies, not structured bindings: clang's CAPTURE lambda cannot capture a binding.)
+  for (const auto& first : lb) {
+    for (const auto& second : lb) {
+      if (first.first >= second.first) continue;
+      const std::string pair = first.first + " / " + second.first;
+      CAPTURE(pair);
+      const auto& look = first.second;
+      const auto& other = second.second;
       // Told apart by hue, or else by shape.
       CHECK((delta_e94(look.first, other.first) >= 20 || look.second != other.second));
     }
@@ -359,11 +362,12 @@ TEST_CASE("provision: a GPU keeps its colour and shape from page to page, and no
   // page, so the two pages' looks can be merged).
   auto all = lb;
   all.insert(la.begin(), la.end());
-  for (const auto& [g, h] : {std::pair<std::string, std::string>{"B200", "MI300X"},
-                             {"H100-SXM", "H200"},
-                             {"GB200", "MI355X"}}) {
+  for (const auto& pair : {std::pair<std::string, std::string>{"B200", "MI300X"},
+                           {"H100-SXM", "H200"},
+                           {"GB200", "MI355X"}}) {
+    const std::string g = pair.first;
     CAPTURE(g);
-    CHECK(delta_e94(all.at(g).first, all.at(h).first) >= 20);
+    CHECK(delta_e94(all.at(g).first, all.at(pair.second).first) >= 20);
   }
 }
 
