@@ -7,7 +7,6 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <set>
 
 #include "chart_parts.hpp"
 
@@ -107,8 +106,10 @@ json ticks(const PixelScale& s, double min_gap_px, const std::string& format,
   if (!(s.hi > s.lo) || !std::isfinite(s.hi - s.lo) || (s.log && !(s.lo > 0))) {
     return {{"values", json::array()}, {"format", prefix + ",~" + format}};  // nothing to tick
   }
+  // A log scale a decade wide or more is ticked at decade subdivisions first.
+  const bool decades = s.log && s.hi / s.lo >= 10;
   std::vector<std::vector<double>> candidates;  // densest first
-  if (s.log && s.hi / s.lo >= 10) {
+  if (decades) {
     for (const std::vector<double>& steps : std::vector<std::vector<double>>{
              {1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 2, 3, 5, 7}, {1, 2, 5}, {1, 3}, {1}}) {
       candidates.push_back(log_series(s.lo, s.hi, steps));
@@ -124,7 +125,7 @@ json ticks(const PixelScale& s, double min_gap_px, const std::string& format,
   // A log scale a decade wide or more takes the densest decade subdivision that keeps its
   // neighbours apart, when it has three ticks at least; otherwise (and on a linear scale) the
   // 1-2-5 series with the most ticks that keeps them apart.
-  const size_t log_series_count = s.log && s.hi / s.lo >= 10 ? 5 : 0;
+  const size_t log_series_count = decades ? 5 : 0;
   std::vector<double> chosen;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const std::vector<double>& c = candidates[i];
@@ -138,6 +139,15 @@ json ticks(const PixelScale& s, double min_gap_px, const std::string& format,
   int digits = 1;
   for (double v : chosen) digits = std::max(digits, significant_digits(v));
   return {{"values", chosen}, {"format", fmt::format("{},.{}~{}", prefix, digits, format)}};
+}
+
+json position(const std::string& field, const std::string& title, const PixelScale& s,
+              const json& axis) {
+  return {{"field", field},
+          {"type", "quantitative"},
+          {"title", title},
+          {"scale", s.vega()},
+          {"axis", axis}};
 }
 
 double Box::overlap(const Box& o) const {
@@ -205,10 +215,6 @@ std::vector<std::pair<double, double>> place_labels(const std::vector<Label>& la
   }
   return out;
 }
-
-}  // namespace shardplan::charts
-
-namespace shardplan::charts {
 
 double end_label_domain(const std::vector<std::pair<double, double>>& bars, double width) {
   double domain = 1e-9;

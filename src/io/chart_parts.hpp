@@ -29,10 +29,6 @@ const std::vector<std::string>& categorical_palette();
 nlohmann::json part_colors(const std::vector<std::pair<std::string, std::string>>& parts,
                            const std::string& title);
 
-}  // namespace shardplan::charts
-
-namespace shardplan::charts {
-
 /// A quantitative scale as Vega-Lite draws it when the spec gives its domain (nice off, no zero):
 /// data value <-> pixel, so labels can be placed where they will be drawn.
 struct PixelScale {
@@ -52,6 +48,11 @@ struct PixelScale {
 PixelScale fit_scale(const std::vector<double>& values, double pixels, bool log, bool down,
                      double pad);
 
+/// A position channel on `s`: {"field", "type": "quantitative", "title", "scale", "axis"}. Every
+/// layer that draws on `s` (points, rings, their labels) gives the same title, scale and axis.
+nlohmann::json position(const std::string& field, const std::string& title, const PixelScale& s,
+                        const nlohmann::json& axis);
+
 /// Axis ticks for `s`: the densest 1-2-5 (or, on a log scale, decade subdivision) series with at
 /// least `min_gap_px` between neighbours, labels written with as many significant digits as the
 /// values have, so no two labels read the same. `format` is a d3 type: "s" (SI), "r" (decimal).
@@ -70,8 +71,8 @@ struct Box {
 
 /// The box a point mark of `size` (Vega's area in square pixels) covers, centred at (x, y).
 Box point_box(double x, double y, double size);
-/// Boxes every `step` pixels along the segment (x0, y0)-(x1, y1), `thickness` wide: a line as
-/// obstacles.
+/// Boxes `thickness` wide, one every `thickness` pixels along the segment (x0, y0)-(x1, y1): a
+/// line as obstacles.
 std::vector<Box> segment_boxes(double x0, double y0, double x1, double y1, double thickness = 3);
 
 /// How wide `text` is drawn at `font_size` in Vega's default sans-serif: an upper estimate
@@ -95,10 +96,6 @@ struct Label {
 std::vector<std::pair<double, double>> place_labels(const std::vector<Label>& labels,
                                                     std::vector<Box> obstacles, double width,
                                                     double height);
-
-}  // namespace shardplan::charts
-
-namespace shardplan::charts {
 
 /// A bar chart's axis maximum such that every bar's words, `words_px` wide and written 5 px past
 /// the bar's end, end inside a plot `width` pixels wide: (bar value, words_px) per bar.

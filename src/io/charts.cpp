@@ -406,20 +406,12 @@ Chart search_chart(const std::vector<Candidate>& plans, const ParallelPlan* reco
     rows[labelled[k]]["label_gib"] = sx.to_value(placed[k].first);
     rows[labelled[k]]["label_s"] = sy.to_value(placed[k].second);
   }
+  const json x_axis = charts::ticks(sx, 40, "r");
+  const json y_axis = charts::ticks(sy, 24, "r");
   auto x = [&](const char* field) {
-    return json{{"field", field},
-                {"type", "quantitative"},
-                {"title", "memory per device (GiB)"},
-                {"scale", sx.vega()},
-                {"axis", charts::ticks(sx, 40, "r")}};
+    return charts::position(field, "memory per device (GiB)", sx, x_axis);
   };
-  auto y = [&](const char* field) {
-    return json{{"field", field},
-                {"type", "quantitative"},
-                {"title", "step time (s)"},
-                {"scale", sy.vega()},
-                {"axis", charts::ticks(sy, 24, "r")}};
-  };
+  auto y = [&](const char* field) { return charts::position(field, "step time (s)", sy, y_axis); };
   const auto& palette = charts::categorical_palette();
   json layout_domain = json::array();
   json layout_range = json::array();

@@ -38,22 +38,32 @@ double fitted_busbw_gb_per_s(const json& fit, double size_bytes, double bus_fact
   return size_bytes * bus_factor / t / 1e9;
 }
 
-json fitted_rows(const json& profile, const json& measured) {
+// The fit of collective `name` on `tier` in the profile's fit.tiers, or null where the probe
+// fitted none.
+const json* fit_of(const json& tiers, const std::string& tier, const std::string& name) {
+  const auto t = tiers.find(tier);
+  if (t == tiers.end() || !t->is_object()) return nullptr;
+  const auto c = t->find("collectives");
+  if (c == t->end() || !c->is_object()) return nullptr;
+  const auto f = c->find(name);
+  return f == c->end() ? nullptr : &*f;
+}
+
+json fitted_rows(const json& tiers, const json& measured) {
   json rows = json::array();
-  const json& tiers = profile.value("fit", json::object()).value("tiers", json::object());
   for (const json& m : measured) {
     const std::string tier = m.value("tier", "");
     const std::string name = m.value("collective", "");
-    if (!tiers.contains(tier) || !tiers[tier]["collectives"].contains(name)) continue;
+    const json* fit = fit_of(tiers, tier, name);
+    if (!fit) continue;
     const int ranks = tiers[tier].value("ranks", 2);
     const double bf = info(parse_collective(name.c_str(), "collective")).bus_factor(ranks);
     const double size = m.value("size_bytes", 0.0);
-    rows.push_back(
-        {{"tier", tier},
-         {"collective", name},
-         {"size_bytes", size},
-         {"kind", "fitted"},
-         {"gb_per_s", fitted_busbw_gb_per_s(tiers[tier]["collectives"][name], size, bf)}});
+    rows.push_back({{"tier", tier},
+                    {"collective", name},
+                    {"size_bytes", size},
+                    {"kind", "fitted"},
+                    {"gb_per_s", fitted_busbw_gb_per_s(*fit, size, bf)}});
   }
   return rows;
 }
@@ -119,13 +129,13 @@ Chart busbw_chart(const json& profile, const std::string& origin) {
   const json& tiers = profile.value("fit", json::object()).value("tiers", json::object());
   // Each series is named with its fit's figures, so the legend reads the line it colours.
   auto series_of = [&](const std::string& tier, const std::string& name) {
-    if (!tiers.contains(tier) || !tiers[tier]["collectives"].contains(name)) return name;
-    return name + fit_words(tiers[tier]["collectives"][name]);
+    const json* fit = fit_of(tiers, tier, name);
+    return fit ? name + fit_words(*fit) : name;
   };
   auto in_window = [&](const std::string& tier, const std::string& name, double size) {
-    if (!tiers.contains(tier) || !tiers[tier]["collectives"].contains(name)) return false;
-    const json& f = tiers[tier]["collectives"][name];
-    return f.contains("slope_from_bytes") && size >= f["slope_from_bytes"].get<double>();
+    const json* fit = fit_of(tiers, tier, name);
+    return fit && fit->contains("slope_from_bytes") &&
+           size >= (*fit)["slope_from_bytes"].get<double>();
   };
   std::vector<std::string> tier_order;
   json rows = json::array();
@@ -141,7 +151,7 @@ Chart busbw_chart(const json& profile, const std::string& origin) {
                     {"kind", in_window(tier, name, size) ? "measured, fitted on" : "measured"},
                     {"gb_per_s", m.value("busbw_gb_per_s", 0.0)}});
   }
-  for (json& f : fitted_rows(profile, measured)) {
+  for (json& f : fitted_rows(tiers, measured)) {
     f["series"] = series_of(f["tier"], f["collective"]);
     rows.push_back(f);
   }
@@ -158,16 +168,9 @@ Chart busbw_chart(const json& profile, const std::string& origin) {
   const charts::PixelScale sy = charts::fit_scale(rates, kBusbwHeight, true, true, 0.04);
   json x_axis = charts::ticks(sx, 36, "s");
   x_axis["format"] = "~s";  // bytes: 1k, 10k, 1M
-  const json x = {{"field", "size_bytes"},
-                  {"type", "quantitative"},
-                  {"title", "message size S (bytes)"},
-                  {"scale", sx.vega()},
-                  {"axis", x_axis}};
-  const json y = {{"field", "gb_per_s"},
-                  {"type", "quantitative"},
-                  {"title", "bus bandwidth (GB/s)"},
-                  {"scale", sy.vega()},
-                  {"axis", charts::ticks(sy, 20, "r")}};
+  const json x = charts::position("size_bytes", "message size S (bytes)", sx, x_axis);
+  const json y =
+      charts::position("gb_per_s", "bus bandwidth (GB/s)", sy, charts::ticks(sy, 20, "r"));
   const json color = {
       {"field", "series"},
       {"type", "nominal"},

@@ -36,20 +36,16 @@ constexpr const char* kShapes[] = {"circle", "square", "triangle-up", "diamond",
 
 std::pair<std::string, std::string> gpu_look(const std::string& gpu, const json& offered) {
   const std::vector<std::string>& palette = charts::categorical_palette();
+  const auto* row = std::find_if(std::begin(kGpuColours), std::end(kGpuColours),
+                                 [&](const auto& c) { return gpu == c.first; });
   size_t slot = 0;
-  size_t sibling = 0;  // 0 for the first preset of a colour, 1 for the second
-  bool found = false;
-  for (size_t i = 0; i < std::size(kGpuColours) && !found; ++i) {
-    if (gpu == kGpuColours[i].first) {
-      slot = static_cast<size_t>(kGpuColours[i].second);
-      sibling = i < palette.size() ? 0 : 1;
-      found = true;
-    }
-  }
-  if (!found) {
+  size_t sibling = 2;  // 0 for the first preset of a colour, 1 for the second, 2 for a file
+  if (row != std::end(kGpuColours)) {
+    slot = static_cast<size_t>(row->second);
+    sibling = static_cast<size_t>(row - std::begin(kGpuColours)) < palette.size() ? 0 : 1;
+  } else {
     slot = static_cast<size_t>(std::find(offered.begin(), offered.end(), gpu) - offered.begin()) %
            palette.size();
-    sibling = 2;
   }
   return {palette[slot], kShapes[(slot + sibling * 2) % std::size(kShapes)]};
 }
@@ -135,19 +131,9 @@ Chart provision_chart(const ProvisionResult& r, const ProvisionRequest& request)
   const json x_axis = charts::ticks(sx, 48, "r");
   const json y_axis = charts::ticks(sy, 22, "s", "$");
   auto x = [&](const char* field) {
-    return json{{"field", field},
-                {"type", "quantitative"},
-                {"title", "time to train (days)"},
-                {"scale", sx.vega()},
-                {"axis", x_axis}};
+    return charts::position(field, "time to train (days)", sx, x_axis);
   };
-  auto y = [&](const char* field) {
-    return json{{"field", field},
-                {"type", "quantitative"},
-                {"title", "cost (USD)"},
-                {"scale", sy.vega()},
-                {"axis", y_axis}};
-  };
+  auto y = [&](const char* field) { return charts::position(field, "cost (USD)", sy, y_axis); };
   const json domain = gpu_domain(r);
   json colors = json::array();
   json shapes = json::array();

@@ -101,10 +101,9 @@ Chart step_chart(const std::vector<std::pair<std::string, Estimate>>& plans) {
   json totals = json::array();
   std::vector<std::pair<double, double>> ends_px;  // each bar and its words, for the axis' end
   for (const auto& [name, e] : plans) {
-    ends_px.emplace_back(e.time.step_s, charts::text_width(step_label(e), 11, true));
-    totals.push_back({{"plan", name},
-                      {"value", e.time.step_s},
-                      {"label", step_label(e)}});
+    const std::string label = step_label(e);
+    ends_px.emplace_back(e.time.step_s, charts::text_width(label, 11, true));
+    totals.push_back({{"plan", name}, {"value", e.time.step_s}, {"label", label}});
   }
   const json y = {{"field", "plan"}, {"type", "nominal"}, {"title", nullptr}, {"sort", nullptr}};
   const json x = {{"field", "value"},
