@@ -117,11 +117,11 @@ double memory_chart_width(size_t stages) {
 }
 
 // Where a stage's total is written (GiB, the text's baseline): over its bar, or over the
-// capacity line where the words would sit on it (a bar within a line's height under it).
-double label_height(double top_bytes, const MemoryBreakdown& m) {
-  const double words_bytes = 14.0 / kMemoryHeight * memory_axis_top(m) * kGiB;  // 14 px
-  const bool on_line = top_bytes < m.capacity_bytes && top_bytes + words_bytes > m.capacity_bytes;
-  return (on_line ? m.capacity_bytes : top_bytes) / kGiB;
+// capacity line where the words would sit on it (a bar within `words_bytes`, a line's height on
+// the axis, under it).
+double label_height(double top_bytes, double capacity_bytes, double words_bytes) {
+  const bool on_line = top_bytes < capacity_bytes && top_bytes + words_bytes > capacity_bytes;
+  return (on_line ? capacity_bytes : top_bytes) / kGiB;
 }
 
 // The words over a stage's bar, as much as its `room` (pixels) holds: the total with its unit
@@ -142,6 +142,8 @@ std::string total_label(const StageMemory& s, double capacity, double room) {
 
 Chart memory_chart(const MemoryBreakdown& m, const std::string& plan_name) {
   const double width = memory_chart_width(m.stages.size());
+  const double axis_top_gib = memory_axis_top(m);
+  const double words_bytes = 14.0 / kMemoryHeight * axis_top_gib * kGiB;  // 14 px of text
   json rows = json::array();
   json totals = json::array();
   std::vector<bool> present(std::size(kMemoryColors), false);
@@ -153,12 +155,13 @@ Chart memory_chart(const MemoryBreakdown& m, const std::string& plan_name) {
           {{"stage", s.stage}, {"part", part}, {"order", order++}, {"gib", bytes / kGiB}});
     }
     const double total = s.total_bytes();
-    totals.push_back({{"stage", s.stage},
-                      {"gib", total / kGiB},
-                      {"top", (total + s.offloaded_bytes) / kGiB},
-                      {"label_at", label_height(total + s.offloaded_bytes, m)},
-                      {"offloaded", s.offloaded_bytes / kGiB},
-                      {"label", total_label(s, m.capacity_bytes, width / m.stages.size())}});
+    totals.push_back(
+        {{"stage", s.stage},
+         {"gib", total / kGiB},
+         {"top", (total + s.offloaded_bytes) / kGiB},
+         {"label_at", label_height(total + s.offloaded_bytes, m.capacity_bytes, words_bytes)},
+         {"offloaded", s.offloaded_bytes / kGiB},
+         {"label", total_label(s, m.capacity_bytes, width / m.stages.size())}});
   }
   if (std::any_of(totals.begin(), totals.end(), [](const json& t) { return t["label"] == ""; })) {
     // Too narrow for a label each: the fullest stage only, written whole.
@@ -174,7 +177,7 @@ Chart memory_chart(const MemoryBreakdown& m, const std::string& plan_name) {
     if (present[i]) colors.emplace_back(kMemoryColors[i].first, kMemoryColors[i].second);
   }
   const json x = axis("stage", "ordinal", "pipeline stage");
-  const json y_scale = {{"domain", {0, memory_axis_top(m)}}, {"nice", false}};
+  const json y_scale = {{"domain", {0, axis_top_gib}}, {"nice", false}};
   json bars = {{"data", {{"values", rows}}},
                {"transform", {{{"filter", "datum.gib > 0"}}}},
                {"mark", "bar"},
