@@ -19,6 +19,10 @@ ParallelPlan plan(int dp, int tp, int pp, int micro_batch = 1);
 
 TrainingSpec training(int seq_len, int global_batch);
 
+/// The share of its tile slots a GEMM output of `problems` x rows x cols fills on `sms` SMs, in
+/// 128 x 256 tiles (docs/design.md, Compute): written out here apart from the engine's.
+double tile_wave_share(double rows, double cols, double problems, double sms);
+
 /// Runs `shardplan ARGS`; stdout and stderr are captured separately.
 struct CliResult {
   int status = -1;

@@ -44,6 +44,12 @@ ParallelPlan plan(int dp, int tp, int pp, int micro_batch) {
   return p;
 }
 
+double tile_wave_share(double rows, double cols, double problems, double sms) {
+  const double tiles = problems * std::ceil(rows / 128) * std::ceil(cols / 256);
+  const double waves = std::ceil(tiles / sms);
+  return problems * rows * cols / (waves * sms * 128 * 256);
+}
+
 TrainingSpec training(int seq_len, int global_batch) {
   TrainingSpec t;
   t.seq_len = seq_len;

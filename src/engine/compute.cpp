@@ -34,6 +34,14 @@ GemmPrecision kept_gemms(const PrecisionRecipe& r) {
 
 namespace {
 
+// One output tile for every GPU: 128 x 256, the large-problem CTA tile of Hopper and Blackwell
+// GEMM kernels (CUTLASS 3's warp-specialized 128x256 configurations, DeepGEMM's BLOCK_M 128 with
+// BLOCK_N up to 256). Libraries choose among tiles to waste less, so the waste counted here is an
+// upper bound; 128 x 256 was chosen over 128 x 128 by leave-one-group-out error
+// (docs/design.md, Compute).
+constexpr double kTileRows = 128;
+constexpr double kTileCols = 256;
+
 // Attention kernels run in 16-bit even when the GEMMs run in fp8 (Transformer Engine).
 MathDtype attention_dtype(MathDtype gemm) {
   return sixteen_bit(gemm);
@@ -43,15 +51,27 @@ double stream_s(double bytes, const GpuSpec& gpu) {
   return bytes / (gpu.hbm_bytes_per_s * gpu.memory_efficiency);
 }
 
+// The share of the tile slots a GEMM's kernel occupies: `problems` independent outputs of
+// rows x cols, cut into kTileRows x kTileCols tiles (a partial tile costs a whole one), one tile
+// per SM at a time, so the last wave is paid in full even when few of its SMs have a tile.
+double wave_share(const GpuSpec& gpu, double rows, double cols, double problems) {
+  if (gpu.sm_count <= 0 || rows <= 0 || cols <= 0) return 1;
+  const double tiles = problems * std::ceil(rows / kTileRows) * std::ceil(cols / kTileCols);
+  const double waves = std::ceil(tiles / gpu.sm_count);
+  return problems * rows * cols / (waves * gpu.sm_count * kTileRows * kTileCols);
+}
+
 // A grouped GEMM's experts are separate problems in one kernel (CUTLASS grouped GEMM, DeepGEMM's
-// contiguous layout: tiles never span two experts), so tile quantisation and the last wave's
-// tail are paid per expert: its efficiency is that of one expert's GEMM.
-double gemm_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
+// contiguous layout: tiles never span two experts), so its efficiency on the FLOP curve is that
+// of one expert's GEMM, and its tiles are counted per expert. `rows` x `cols` is the output of
+// this GEMM (forward m x n, data gradient m x k, weight gradient n x k).
+double gemm_s(const Op& op, double rows, double cols, const GpuSpec& gpu, MathDtype dtype) {
   const double sized = op.grouped && op.batch > 1 ? op.flops / op.batch : op.flops;
   const bool low = dtype == MathDtype::fp8 || dtype == MathDtype::fp4;
   const double share =
       gpu.gemm_dtype_share[static_cast<int>(dtype)] * (low ? gpu.low_precision_gemm_factor : 1.0);
-  return std::max(op.flops / (peak_flops(gpu, dtype) * gemm_efficiency(gpu, sized) * share),
+  const double waves = wave_share(gpu, rows, cols, op.batch);
+  return std::max(op.flops / (peak_flops(gpu, dtype) * gemm_efficiency(gpu, sized) * share * waves),
                   stream_s(op.bytes, gpu));
 }
 
@@ -94,7 +114,7 @@ double attention_efficiency_at(const GpuSpec& gpu, double seq, double head_dim) 
 double op_forward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
   switch (op.kind) {
     case OpKind::gemm:
-      return gemm_s(op, gpu, dtype);
+      return gemm_s(op, op.m, op.n, gpu, dtype);
     case OpKind::attention:
       return attention_s(op, op.flops, gpu, dtype);
     case OpKind::elementwise:
@@ -106,8 +126,8 @@ double op_forward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
 double op_backward_s(const Op& op, const GpuSpec& gpu, MathDtype dtype) {
   switch (op.kind) {
     case OpKind::gemm:
-      // dgrad and wgrad: two GEMMs of the forward's size.
-      return 2.0 * gemm_s(op, gpu, dtype);
+      // dgrad (output m x k) and wgrad (output n x k): each as many FLOPs as the forward.
+      return gemm_s(op, op.m, op.k, gpu, dtype) + gemm_s(op, op.n, op.k, gpu, dtype);
     case OpKind::attention:
       return attention_s(op, op.backward_flops, gpu, dtype);
     case OpKind::elementwise:

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -222,6 +223,12 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
                      "reaches; must be above 0 and at most 1");
   }
   g.kernel_overhead_s = o.number("kernel_overhead_us") * 1e-6;
+  g.sm_count = o.number_or("sm_count", 0);
+  if (g.sm_count < 0 || g.sm_count != std::floor(g.sm_count) || g.sm_count > 10000) {
+    throw InputError(o.field("sm_count"),
+                     "is the GPU's streaming multiprocessors (AMD: compute units), a whole number "
+                     "such as 132; 0 or absent leaves GEMM wave quantization out");
+  }
   g.overlap_slowdown = o.number("overlap_slowdown");
   if (g.overlap_slowdown < 0 || g.overlap_slowdown > 1) {
     throw InputError(o.field("overlap_slowdown"),
@@ -235,11 +242,25 @@ GpuSpec gpu_from_json(const nlohmann::json& j, const std::string& where) {
   }
   g.host = host_from_json(o);
   g.source = where;
-  require_sources(o, {"memory_gib", "peak_tflops", "hbm_gb_per_s", "gemm_efficiency",
-                      "gemm_dtype_share", "attention_half_seq", "attention_half_head_dim",
-                      "attention_efficiency", "memory_efficiency", "kernel_overhead_us",
-                      "overlap_slowdown", "context_gib", "intra_link", "inter_link", "system",
-                      "list_price_usd_per_gpu_hour", "generation", "accuracy_class",
+  require_sources(o, {"memory_gib",
+                      "peak_tflops",
+                      "hbm_gb_per_s",
+                      "gemm_efficiency",
+                      "gemm_dtype_share",
+                      "attention_half_seq",
+                      "attention_half_head_dim",
+                      "attention_efficiency",
+                      "memory_efficiency",
+                      "kernel_overhead_us",
+                      "sm_count",
+                      "overlap_slowdown",
+                      "context_gib",
+                      "intra_link",
+                      "inter_link",
+                      "system",
+                      "list_price_usd_per_gpu_hour",
+                      "generation",
+                      "accuracy_class",
                       "power_derate"});
   if (g.list_price_usd_per_gpu_hour > 0) {
     g.list_price_source = j.at("sources").at("list_price_usd_per_gpu_hour").get<std::string>();

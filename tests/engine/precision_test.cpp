@@ -43,10 +43,20 @@ double shipped(const std::string& name) {
 // MAMF fp8 share 0.984 (tools/fit_gemm_dtypes.py) times the fitted low-precision share.
 struct B200Figures {
   double top, stream_bytes_per_s, fp8_share, fp4_share;
+  // The share of its tile slots each GEMM of one_linear() fills on the B200's 148 SMs: the
+  // forward and data gradient (32768 x 16384 outputs: 16384 tiles in 111 waves) and the weight
+  // gradient (16384 x 16384: 8192 tiles in 56 waves).
+  double forward_waves, dgrad_waves, wgrad_waves;
 };
 B200Figures b200_figures(const GpuSpec& b200) {
   B200Figures f;
   f.top = b200.gemm_efficiency.back().efficiency;
+  REQUIRE(b200.sm_count == 148);
+  f.forward_waves = test::tile_wave_share(kM, kN, 1, 148);
+  f.dgrad_waves = test::tile_wave_share(kM, kK, 1, 148);
+  f.wgrad_waves = test::tile_wave_share(kN, kK, 1, 148);
+  CHECK(f.forward_waves == doctest::Approx(16384.0 / (111 * 148)));
+  CHECK(f.wgrad_waves == doctest::Approx(8192.0 / (56 * 148)));
   f.stream_bytes_per_s = 8000e9 * b200.memory_efficiency;
   f.fp8_share = b200.gemm_dtype_share[static_cast<int>(MathDtype::fp8)] *
                 b200.low_precision_gemm_factor;
@@ -71,15 +81,18 @@ TEST_CASE("mxfp8 on a B200: the GEMM at the fp8 peak plus the row's 4.0625 B per
   const B200Figures b = b200_figures(b200);
   const BlockTime t = time_block(one_linear(), b200, layer_gemms(r));
   const double flops = 2.0 * kM * kN * kK;
-  // HGX B200 fp8 dense 4.5 PF.
+  // HGX B200 fp8 dense 4.5 PF, at the share of its tile slots each GEMM fills.
   const double gemm_s = flops / (4500e12 * b.top * b.fp8_share);
   const double cast_in_s = 4.0625 * kM * kK / b.stream_bytes_per_s;   // forward: the input
   const double cast_grad_s = 4.0625 * kM * kN / b.stream_bytes_per_s;  // backward: dY
-  CHECK(t.forward_s == doctest::Approx(gemm_s + cast_in_s).epsilon(1e-9));
-  CHECK(t.backward_s == doctest::Approx(2.0 * gemm_s + cast_grad_s).epsilon(1e-9));
+  CHECK(t.forward_s == doctest::Approx(gemm_s / b.forward_waves + cast_in_s).epsilon(1e-9));
+  CHECK(
+      t.backward_s ==
+      doctest::Approx(gemm_s / b.dgrad_waves + gemm_s / b.wgrad_waves + cast_grad_s).epsilon(1e-9));
   CHECK(t.quantize_s == doctest::Approx(cast_in_s + cast_grad_s).epsilon(1e-9));
   const BlockTime bf16 = time_block(one_linear(), b200, layer_gemms(load_recipe(Precision::bf16)));
-  CHECK(bf16.forward_s == doctest::Approx(flops / (2250e12 * b.top)).epsilon(1e-9));
+  CHECK(bf16.forward_s ==
+        doctest::Approx(flops / (2250e12 * b.top * b.forward_waves)).epsilon(1e-9));
   CHECK(bf16.quantize_s == 0);
 }
 
@@ -90,9 +103,9 @@ TEST_CASE("nvfp4 on a B200: fp4 peak, 5.125 B per element, and the first 2 and l
   REQUIRE(b200.peak_flops[static_cast<int>(MathDtype::fp4)] == 9000e12);  // HGX B200 FP4 dense
   const double flops = 2.0 * kM * kN * kK;
   const B200Figures b = b200_figures(b200);
-  const double fp4_s =
-      flops / (9000e12 * b.top * b.fp4_share) + 5.125 * kM * kK / b.stream_bytes_per_s;
-  const double bf16_s = flops / (2250e12 * b.top);
+  const double fp4_s = flops / (9000e12 * b.top * b.fp4_share * b.forward_waves) +
+                       5.125 * kM * kK / b.stream_bytes_per_s;
+  const double bf16_s = flops / (2250e12 * b.top * b.forward_waves);
   CHECK(time_block(one_linear(), b200, layer_gemms(r)).forward_s ==
         doctest::Approx(fp4_s).epsilon(1e-9));
   // NVIDIA's 12B NVFP4 model has 62 blocks, 10 of them kept in BF16 (arXiv:2509.25149 Sec. 4.1).

@@ -37,12 +37,12 @@ struct Setup {
 
 TEST_CASE("Closed form and simulation rank two plans apart: the re-rank takes the simulated best") {
   const Setup s;
-  // TP 2 with ZeRO-1 against PP 2 x interleave 4 on 16 H100s: the closed form puts TP 2 first,
-  // the simulation the pipeline (its interleaved bubble and sends, in Megatron-Core's order,
-  // come out below the closed form's (p - 1)(F + B) / v here).
-  ParallelPlan tp2 = test::plan(8, 2, 1, 2);
+  // TP 2 (micro-batch 4) with ZeRO-1 against PP 2 x interleave 4 (micro-batch 2) on 16 H100s:
+  // the closed form puts TP 2 first, the simulation the pipeline (its interleaved bubble and
+  // sends, in Megatron-Core's order, come out below the closed form's (p - 1)(F + B) / v here).
+  ParallelPlan tp2 = test::plan(8, 2, 1, 4);
   tp2.zero = 1;
-  ParallelPlan pp2 = test::plan(8, 1, 2, 1);
+  ParallelPlan pp2 = test::plan(8, 1, 2, 2);
   pp2.zero = 1;
   pp2.interleave = 4;
   const Candidate a = s.candidate(tp2), b = s.candidate(pp2);
@@ -139,6 +139,14 @@ struct MoeSetup {
 
 TEST_CASE("DualPipe-V pairs its F&B chunks only when the plan overlaps the all-to-alls") {
   MoeSetup s;
+  // Nodes of 2 GPUs, so the expert group of 4 spans two nodes and its all-to-alls cross the
+  // scale-out network: hiding them outweighs what pairing costs the paired compute
+  // (GpuSpec::overlap_slowdown). Inside one NVLink node the two roughly cancel.
+  ClusterOptions two_per_node;
+  two_per_node.cluster = "dgx-h100";
+  two_per_node.gpus = 8;
+  two_per_node.gpus_per_node = 2;
+  s.c = build_cluster(two_per_node);
   s.t.framework = load_framework(Framework::torchtitan);
   ParallelPlan p = test::plan(4, 1, 2);
   p.ep = 4;

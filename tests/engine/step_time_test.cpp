@@ -8,6 +8,7 @@
 
 #include "shardplan/accuracy.hpp"
 #include "shardplan/collectives.hpp"
+#include "shardplan/compute.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/profiles.hpp"
 #include "support.hpp"
@@ -128,6 +129,36 @@ TEST_CASE("the GEMM efficiency curve interpolates its points") {
     CHECK(gemm_efficiency(g, pt.flops) == doctest::Approx(pt.efficiency));
   CHECK(gemm_efficiency(g, 3e10) > gemm_efficiency(g, 1e10));
   CHECK(gemm_efficiency(g, 1e16) == doctest::Approx(g.gemm_efficiency.back().efficiency));
+}
+
+TEST_CASE("a GEMM whose tiles spill into a second wave pays for the whole wave") {
+  // H100 SXM5: 132 SMs (NVIDIA H100 whitepaper, Table 3). 132 output tiles of 128 x 256 fill one
+  // wave; 133 need two, the second with one tile on one SM, so the step takes twice as long for
+  // 1/132 more work: its share of the tile slots is 133 / 264.
+  const GpuSpec h100 = load_gpu("H100-SXM");
+  REQUIRE(h100.sm_count == 132);
+  Op op;
+  op.kind = OpKind::gemm;
+  op.n = 256;
+  op.k = 8192;
+  const auto forward_s = [&](double tiles) {
+    op.m = 128 * tiles;
+    op.flops = 2.0 * op.m * op.n * op.k;
+    op.bytes = 0;
+    return op_forward_s(op, h100, MathDtype::bf16);
+  };
+  const double one_wave = forward_s(132), spilled = forward_s(133);
+  const double peak = peak_flops(h100, MathDtype::bf16);
+  CHECK(one_wave == doctest::Approx(op.flops * 132 / 133 /
+                                    (peak * gemm_efficiency(h100, op.flops * 132 / 133))));
+  CHECK(spilled ==
+        doctest::Approx(op.flops / (peak * gemm_efficiency(h100, op.flops) * 133.0 / 264)));
+  CHECK(spilled / one_wave > 1.95);
+  // A profile without an SM count (an older calibrated profile) leaves the term out.
+  GpuSpec unknown = h100;
+  unknown.sm_count = 0;
+  CHECK(op_forward_s(op, unknown, MathDtype::bf16) ==
+        doctest::Approx(op.flops / (peak * gemm_efficiency(h100, op.flops))));
 }
 
 TEST_CASE("Ulysses context parallel: four all-to-alls a layer each way, on the critical path") {

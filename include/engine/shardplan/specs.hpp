@@ -312,6 +312,9 @@ struct GpuSpec {
   double low_precision_gemm_factor = 1;
   double memory_efficiency = 0;                  // streaming kernels, share of hbm_bytes_per_s
   double kernel_overhead_s = 0;                  // fixed cost per kernel launch
+  // Streaming multiprocessors (AMD: compute units) a GEMM's output tiles are spread over: a GEMM
+  // whose tiles do not fill its last wave pays for the whole wave. 0 = not given (no wave term).
+  double sm_count = 0;
   double overlap_slowdown = 0;  // compute lost per second of communication it overlaps
   double context_bytes = 0;     // CUDA context + library workspaces, per process
   std::string intra_link;       // the node fabric this GPU comes with (a link preset)
