@@ -51,16 +51,6 @@ double stream_s(double bytes, const GpuSpec& gpu) {
   return bytes / (gpu.hbm_bytes_per_s * gpu.memory_efficiency);
 }
 
-// The share of the tile slots a GEMM's kernel occupies: `problems` independent outputs of
-// rows x cols, cut into kTileRows x kTileCols tiles (a partial tile costs a whole one), one tile
-// per SM at a time, so the last wave is paid in full even when few of its SMs have a tile.
-double wave_share(const GpuSpec& gpu, double rows, double cols, double problems) {
-  if (gpu.sm_count <= 0 || rows <= 0 || cols <= 0) return 1;
-  const double tiles = problems * std::ceil(rows / kTileRows) * std::ceil(cols / kTileCols);
-  const double waves = std::ceil(tiles / gpu.sm_count);
-  return problems * rows * cols / (waves * gpu.sm_count * kTileRows * kTileCols);
-}
-
 // A grouped GEMM's experts are separate problems in one kernel (CUTLASS grouped GEMM, DeepGEMM's
 // contiguous layout: tiles never span two experts), so its efficiency on the FLOP curve is that
 // of one expert's GEMM, and its tiles are counted per expert. `rows` x `cols` is the output of
@@ -70,7 +60,7 @@ double gemm_s(const Op& op, double rows, double cols, const GpuSpec& gpu, MathDt
   const bool low = dtype == MathDtype::fp8 || dtype == MathDtype::fp4;
   const double share =
       gpu.gemm_dtype_share[static_cast<int>(dtype)] * (low ? gpu.low_precision_gemm_factor : 1.0);
-  const double waves = wave_share(gpu, rows, cols, op.batch);
+  const double waves = gemm_wave_share(gpu, rows, cols, op.batch);
   return std::max(op.flops / (peak_flops(gpu, dtype) * gemm_efficiency(gpu, sized) * share * waves),
                   stream_s(op.bytes, gpu));
 }
@@ -84,6 +74,15 @@ double attention_s(const Op& op, double flops, const GpuSpec& gpu, MathDtype dty
 }
 
 }  // namespace
+
+double gemm_wave_share(const GpuSpec& gpu, double rows, double cols, double problems) {
+  // A probe-measured curve was timed on real shapes (the sweep's and the model's own GEMMs), their
+  // part-empty waves included: it stands as measured.
+  if (gpu.calibrated || gpu.sm_count <= 0 || rows <= 0 || cols <= 0) return 1;
+  const double tiles = problems * std::ceil(rows / kTileRows) * std::ceil(cols / kTileCols);
+  const double waves = std::ceil(tiles / gpu.sm_count);
+  return problems * rows * cols / (waves * gpu.sm_count * kTileRows * kTileCols);
+}
 
 double gemm_efficiency(const GpuSpec& gpu, double flops) {
   const auto& c = gpu.gemm_efficiency;

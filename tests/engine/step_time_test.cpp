@@ -154,11 +154,15 @@ TEST_CASE("a GEMM whose tiles spill into a second wave pays for the whole wave")
   CHECK(spilled ==
         doctest::Approx(op.flops / (peak * gemm_efficiency(h100, op.flops) * 133.0 / 264)));
   CHECK(spilled / one_wave > 1.95);
-  // A profile without an SM count (an older calibrated profile) leaves the term out.
+  // A profile without an SM count leaves the term out, and so does a probe-measured curve (its
+  // shapes' waves are in what it measured).
+  const double no_waves = op.flops / (peak * gemm_efficiency(h100, op.flops));
   GpuSpec unknown = h100;
   unknown.sm_count = 0;
-  CHECK(op_forward_s(op, unknown, MathDtype::bf16) ==
-        doctest::Approx(op.flops / (peak * gemm_efficiency(h100, op.flops))));
+  CHECK(op_forward_s(op, unknown, MathDtype::bf16) == doctest::Approx(no_waves));
+  GpuSpec measured = h100;
+  measured.calibrated = true;
+  CHECK(op_forward_s(op, measured, MathDtype::bf16) == doctest::Approx(no_waves));
 }
 
 TEST_CASE("Ulysses context parallel: four all-to-alls a layer each way, on the critical path") {

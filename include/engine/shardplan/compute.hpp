@@ -14,6 +14,12 @@ double peak_flops(const GpuSpec& gpu, MathDtype dtype);
 /// log(flops) and clamped at its ends.
 double gemm_efficiency(const GpuSpec& gpu, double flops);
 
+/// The share of its tile slots a GEMM fills: `problems` outputs of rows x cols in 128 x 256 tiles,
+/// one tile per SM at a time, the last wave paid in full. The presets' curves (from MAMF, a
+/// best-shape figure) are full-wave figures that a GEMM reaches times this share; it is 1 for a
+/// profile without an sm_count and for a probe-measured curve, whose shapes' waves it holds.
+double gemm_wave_share(const GpuSpec& gpu, double rows, double cols, double problems);
+
 /// The share of peak a fused attention kernel reaches at causal sequence length `seq` and head
 /// dim `head_dim` (0: unknown, the profile's level): GpuSpec::attention_half_seq.
 double attention_efficiency_at(const GpuSpec& gpu, double seq, double head_dim);
