@@ -1,5 +1,6 @@
 // Bounded reads of input files (regular files only, up to a size limit) and atomic replacement
-// of output files: mkstemp beside the target, write, fsync, rename(2), fsync of the folder.
+// of output files: mkstemp beside the target, write, fsync, rename(2), fsync of the folder (a
+// device or pipe given as the output is written into, not replaced).
 #include "shardplan/files.hpp"
 
 #include <fcntl.h>
@@ -61,8 +62,38 @@ nlohmann::json read_json_file(const std::string& path, const std::string& field)
   return parse_json(read_text_file(path, field), path);
 }
 
+namespace {
+
+// Writes `text` to an fd opened on `path`, retrying interrupted writes.
+bool write_all(int fd, const std::string& text) {
+  size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = write(fd, text.data() + written, text.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    written += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
 void write_file_atomically(const std::string& path, const std::string& text,
                            const std::string& field) {
+  // A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written into, never replaced: a
+  // rename over /dev/null run as root would leave a regular file where the device was.
+  struct stat target {};
+  if (stat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode) && !S_ISDIR(target.st_mode)) {
+    const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) throw InputError(field, "cannot write " + path + ": " + std::strerror(errno));
+    const bool ok = write_all(fd, text);
+    const int saved = errno;
+    close(fd);
+    if (!ok) throw InputError(field, "cannot write " + path + ": " + std::strerror(saved));
+    return;
+  }
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -80,15 +111,7 @@ void write_file_atomically(const std::string& path, const std::string& text,
     throw InputError(field,
                      std::string("cannot ") + what + " " + path + ": " + std::strerror(saved));
   };
-  size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = write(fd, text.data() + written, text.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write");
-    }
-    written += static_cast<size_t>(n);
-  }
+  if (!write_all(fd, text)) fail("write");
   // mkstemp creates 0600; an output file is as readable as any other the user writes.
   const mode_t mask = umask(0);
   umask(mask);

@@ -1,7 +1,11 @@
 // Input files read as strictly as flags: bounded reads of regular files only, duplicate JSON keys
 // refused, and config.json fields of the wrong type or out of range refused by name.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -48,6 +52,31 @@ TEST_CASE("a device, a FIFO or a directory is refused at once, not read forever"
   CHECK(has(why, "not a regular file"));
   CHECK(has(refusal([] { read_text_file("/tmp", "--model"); }), "directory"));
   CHECK(has(refusal([] { read_text_file("/no/such/file.json", "--model"); }), "cannot read"));
+}
+
+TEST_CASE("an output path that is a device or a pipe is written into, not replaced") {
+  // Before: --trace /dev/null run as root renamed a regular file over the device node.
+  const std::string dir = test::make_temp_dir();
+  const std::string fifo = dir + "/out.fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  // The read end opened first (without waiting for a writer), so the write finds a reader; the
+  // text fits in the pipe's buffer and is read back once written.
+  const int fd = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(fd >= 0);
+  write_file_atomically(fifo, "{\"traceEvents\":[]}", "--trace");
+  std::string got;
+  char buffer[256];
+  for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;)
+    got.append(buffer, static_cast<size_t>(n));
+  close(fd);
+  CHECK(got == "{\"traceEvents\":[]}");
+  struct stat st {};
+  REQUIRE(stat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  // No temporary file left beside it.
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++entries;
+  CHECK(entries == 1);
 }
 
 TEST_CASE("an input file over the size limit is refused with the limit") {

@@ -22,7 +22,8 @@ nlohmann::json read_json_file(const std::string& path, const std::string& field)
 
 /// Writes `text` to a temporary file beside `path`, flushes it to disk and renames it over
 /// `path`: either the old file or the whole new one exists, never a part. InputError naming
-/// `field` when the directory cannot be written; the temporary file is removed then.
+/// `field` when the directory cannot be written; the temporary file is removed then. A path that
+/// is a device or a pipe (/dev/null, /dev/stdout, a FIFO) is written into, not replaced.
 void write_file_atomically(const std::string& path, const std::string& text,
                            const std::string& field);
 
