@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardplan/specs.hpp"
@@ -12,18 +13,20 @@
 
 namespace shardplan {
 
+// The category, group and link are static names (string literals and the enums' to_string), so
+// each event holds views of them, not copies: a 405B step's trace has 17,600 events.
 struct TraceEvent {
   std::string name;
-  std::string category;  // forward, backward, forward+backward (an F&B pair), recompute,
-                         // weight-grad, comm, exposed, optimizer
+  std::string_view category;  // forward, backward, forward+backward (an F&B pair), recompute,
+                              // weight-grad, comm, exposed, optimizer
   int process = 0;       // 1: pipeline stages, 2: communication of the slowest stage
   int track = 0;         // stage, or the communication stream
   double start_s = 0;
   double duration_s = 0;
   // args: what a collective moves and where, which micro-batch and model chunk a pass is
   double bytes = 0;
-  std::string group;  // TP, CP ring, EP dispatch/combine, DP/FSDP ..., PP send/recv
-  std::string link;   // scale-up, scale-out
+  std::string_view group;  // TP, CP ring, EP dispatch/combine, DP/FSDP ..., PP send/recv
+  std::string_view link;   // scale-up, scale-out
   int micro_batch = -1;
   int chunk = -1;
 };
