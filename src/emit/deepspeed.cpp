@@ -4,10 +4,17 @@
 
 #include "common.hpp"
 #include "shardplan/json_out.hpp"
+#include "shardplan/profiles.hpp"
 #include "shardplan/schedule.hpp"
 
 namespace shardplan {
 namespace {
+
+// What DeepSpeed itself can run (its profile's capabilities), whichever stack priced the plan.
+const FrameworkCaps& deepspeed_caps() {
+  static const FrameworkProfile profile = load_framework(Framework::deepspeed);
+  return profile.caps;
+}
 
 std::string topology(const ParallelPlan& p) {
   return p.tp > 1 ? fmt::format("PipeModelDataParallelTopology(num_pp={}, num_mp={}, num_dp={})",
@@ -17,6 +24,7 @@ std::string topology(const ParallelPlan& p) {
 
 std::vector<std::string> script_duties(const EmitInputs& in) {
   const ParallelPlan& p = in.plan;
+  const FrameworkCaps& deepspeed = deepspeed_caps();
   const LongRunSettings& s = in.settings;
   std::vector<std::string> n;
   if (p.pp > 1) {
@@ -41,13 +49,34 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
     if (p.zero == 3)
       n.push_back("AutoTP with ZeRO-3 needs a recent DeepSpeed (v0.16.4 asserted ZeRO stage <= 2)");
   }
-  if (in.model.is_moe()) {
+  if (in.model.is_moe() && p.ep > 1) {
     n.push_back(fmt::format(
-        "the {} experts of each MoE layer stay whole on every rank (no expert parallelism): "
-        "DeepSpeed sets it in model code (deepspeed.moe.layer.MoE(ep_size=...)) or, in versions "
-        "with AutoEP, with an expert_parallel block, and the deepspeed profile prices neither; "
-        "`shardplan plan --framework all` compares the stacks that shard experts",
-        in.model.experts));
+        "expert parallelism is AutoEP's (the expert_parallel block): it needs a DeepSpeed with "
+        "AutoEP (PR #7938, docs/code-docs/source/moe.rst) and a Hugging Face model of its "
+        "preset's family; it replaces each MoE block at deepspeed.initialize() with grouped "
+        "experts, {} of the {} on each rank",
+        in.model.experts / p.ep, in.model.experts));
+    std::string preset;
+    deepspeed.shards_experts_of(in.model.model_type, &preset);
+    if (preset.starts_with("deepseek")) {
+      n.push_back(
+          "AutoEP's DeepSeek presets run without the auxiliary-loss-free expert bias (a "
+          "load_balance_coeff is refused): balance comes from the auxiliary loss alone");
+    }
+  } else if (in.model.is_moe()) {
+    std::string preset;
+    n.push_back(
+        deepspeed.shards_experts_of(in.model.model_type, &preset)
+            ? fmt::format("the {} experts of each MoE layer stay whole on every rank, as the "
+                          "plan has ep 1; DeepSpeed's AutoEP would shard them (preset '{}')",
+                          in.model.experts, preset)
+            : fmt::format("the {} experts of each MoE layer stay whole on every rank: "
+                          "DeepSpeed's AutoEP has no preset for this model's family ({}), and "
+                          "model code (deepspeed.moe.layer.MoE(ep_size=...)) is not priced; "
+                          "`shardplan plan --framework all` compares the stacks that shard "
+                          "experts",
+                          in.model.experts,
+                          in.model.model_type.empty() ? "unknown" : in.model.model_type));
   }
   if (p.recompute == Recompute::full && p.pp == 1) {
     n.push_back(
@@ -197,6 +226,16 @@ DeepSpeedConfig emit_deepspeed(const EmitInputs& in) {
     j["tensor_parallel"] = {{"autotp_size", p.tp}};
     why.push_back(
         {"tensor_parallel.autotp_size", std::to_string(p.tp), emit::plan_origin(in) + " (AutoTP)"});
+  }
+  std::string preset;
+  if (p.ep > 1 && deepspeed_caps().shards_experts_of(in.model.model_type, &preset)) {
+    // AutoEP (deepspeed/module_inject/auto_ep_config.py AutoEPConfig): the expert-parallel
+    // group out of the data-parallel ranks, the model family by its preset name.
+    j["expert_parallel"] = {{"enabled", true}, {"autoep_size", p.ep}, {"preset_model", preset}};
+    why.push_back(
+        {"expert_parallel.autoep_size", std::to_string(p.ep), emit::plan_origin(in) + " (AutoEP)"});
+    why.push_back({"expert_parallel.preset_model", preset,
+                   "AutoEP's preset for the model's family (" + in.model.model_type + ")"});
   }
   if (p.cp > 1) {
     // DeepSpeed-Ulysses (ALST): runtime/config.py reads sequence_parallel_size and takes the

@@ -41,6 +41,21 @@ bool FrameworkCaps::has_hsdp(int stage) const {
          hsdp_zero_stages.end();
 }
 
+bool FrameworkCaps::shards_experts_of(const std::string& model_type, std::string* preset) const {
+  if (!expert_parallel) return false;
+  if (expert_parallel_models.empty()) {
+    if (preset) preset->clear();
+    return true;
+  }
+  for (const auto& [type, name] : expert_parallel_models) {
+    if (type == model_type) {
+      if (preset) *preset = name;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool FrameworkCaps::has_zero(int stage) const {
   return std::find(zero_stages.begin(), zero_stages.end(), stage) != zero_stages.end();
 }

@@ -144,7 +144,7 @@ SearchSpace rung_space(Rung rung, const ModelSpec& m, const TrainingSpec& tr, co
       std::erase_if(s.ep, [](int ep) { return ep < 2; });
       break;
   }
-  restrict_to(s, tr.framework.caps, tr.context_parallel);
+  restrict_to(s, m, tr);
   return s;
 }
 

@@ -169,7 +169,7 @@ bool recompute_modules_apply(P p, C c) {
 }
 
 bool framework_zero_stage(P p, C c) {
-  return !c.caps().has_zero(p.zero);
+  return !c.caps().has_zero(p.zero) || (p.ep > 1 && p.zero > c.caps().expert_parallel_max_zero);
 }
 bool framework_zero_with_pp(P p, C c) {
   return p.pp > 1 && c.caps().has_zero(p.zero) && p.zero > c.caps().max_zero_with_pp;
@@ -213,7 +213,8 @@ bool framework_cp(P p, C c) {
   return p.cp > 1 && !c.caps().has_context_parallel(c.training.context_parallel);
 }
 bool framework_ep(P p, C c) {
-  return p.ep > 1 && !c.caps().expert_parallel;
+  return p.ep > 1 && (!c.caps().shards_experts_of(c.model.model_type) ||
+                      (p.tp > 1 && !c.caps().expert_parallel_with_tp));
 }
 bool framework_moe_overlap(P p, C c) {
   if (!p.moe_a2a_overlap) return false;

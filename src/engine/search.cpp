@@ -92,8 +92,10 @@ void drop(SearchSpace& s, std::vector<T>& axis, RuleId rule, Pred out) {
 
 }  // namespace
 
-void restrict_to(SearchSpace& s, const FrameworkCaps& caps, ContextParallel cp_kind) {
+void restrict_to(SearchSpace& s, const ModelSpec& m, const TrainingSpec& tr) {
   using R = RuleId;
+  const FrameworkCaps& caps = tr.framework.caps;
+  const ContextParallel cp_kind = tr.context_parallel;
   drop(s, s.zero, R::framework_zero_stage, [&](int z) { return !caps.has_zero(z); });
   drop(s, s.tp, R::framework_tp, [&](int tp) { return tp > 1 && !caps.tensor_parallel; });
   drop(s, s.sequence_parallel, R::framework_sequence_parallel,
@@ -109,7 +111,8 @@ void restrict_to(SearchSpace& s, const FrameworkCaps& caps, ContextParallel cp_k
   });
   drop(s, s.cp, R::framework_cp,
        [&](int cp) { return cp > 1 && !caps.has_context_parallel(cp_kind); });
-  drop(s, s.ep, R::framework_ep, [&](int ep) { return ep > 1 && !caps.expert_parallel; });
+  drop(s, s.ep, R::framework_ep,
+       [&](int ep) { return ep > 1 && !caps.shards_experts_of(m.model_type); });
   drop(s, s.expert_tp, R::framework_ep, [&](int etp) { return etp > 0 && !caps.expert_parallel; });
   drop(s, s.moe_a2a_overlap, R::framework_moe_overlap,
        [&](bool overlap) { return overlap && !caps.moe_a2a_overlap; });
@@ -176,7 +179,7 @@ SearchSpace all_axes(const ModelSpec& m, const TrainingSpec& tr, const ClusterSp
 SearchSpace full_space(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& cluster,
                        const PlanRules& rules) {
   SearchSpace s = all_axes(m, tr, cluster, rules);
-  restrict_to(s, tr.framework.caps, tr.context_parallel);
+  restrict_to(s, m, tr);
   return s;
 }
 

@@ -72,6 +72,16 @@ FrameworkCaps read_caps(StrictObject o) {
   c.context_parallel = o.boolean("context_parallel");
   c.ulysses = o.boolean_or("ulysses", false);
   c.expert_parallel = o.boolean("expert_parallel");
+  if (o.has("expert_parallel_models")) {
+    StrictObject models = o.object("expert_parallel_models");
+    for (const std::string& type : models.keys())
+      c.expert_parallel_models.emplace_back(type, models.string(type));
+    models.finish();
+  }
+  c.expert_parallel_max_zero = o.integer_or("expert_parallel_max_zero", 3);
+  if (c.expert_parallel_max_zero < 0 || c.expert_parallel_max_zero > 3)
+    throw InputError(o.field("expert_parallel_max_zero"), "must be a ZeRO stage, 0 to 3");
+  c.expert_parallel_with_tp = o.boolean_or("expert_parallel_with_tp", true);
   c.fp8 = o.boolean("fp8");
   c.fp16 = o.boolean("fp16");
   c.bf16_pure = o.boolean("bf16_pure");

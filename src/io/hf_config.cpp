@@ -310,6 +310,7 @@ ModelSpec model_from_hf_config(const std::string& text, const std::string& origi
   const std::string type = model_type_of(j, c, origin);
   ModelSpec m;
   m.name = string_or(c, "_name_or_path", string_or(j, "_name_or_path", type));
+  m.model_type = type;
   m.source = origin + " (Hugging Face " + type + " config)";
   read_shape(c, type, origin, m);
   read_conventions(j, c, type, origin, m);

@@ -195,6 +195,7 @@ nlohmann::json router_json(const RouterSpec& p) {
 }  // namespace
 
 void read_extended_architecture(StrictObject& o, ModelSpec& m) {
+  m.model_type = o.string_or("hf_model_type", "");
   for (const IntKey& k : kIntKeys) m.*k.field = o.integer_or(k.key, k.plain);
   for (const BoolKey& k : kBoolKeys) m.*k.field = o.boolean_or(k.key, k.plain);
   m.block_pattern = o.string_or("block_pattern", "");
@@ -206,6 +207,7 @@ void read_extended_architecture(StrictObject& o, ModelSpec& m) {
 }
 
 void write_extended_architecture(const ModelSpec& m, nlohmann::json& j) {
+  if (!m.model_type.empty()) j["hf_model_type"] = m.model_type;
   for (const IntKey& k : kIntKeys) {
     if (m.*k.field != k.plain) j[k.key] = m.*k.field;
   }

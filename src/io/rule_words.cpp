@@ -195,6 +195,12 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
                               : " (" + c.training.framework.source + ")";
   switch (r.rule) {
     case RuleId::framework_zero_stage:
+      if (caps.has_zero(p.zero)) {
+        return {"--zero", fmt::format("{} shards experts (ep {}) with ZeRO stages up to {} "
+                                      "only{}; use --zero {} or --ep 1",
+                                      f, p.ep, caps.expert_parallel_max_zero, why,
+                                      caps.expert_parallel_max_zero)};
+      }
       return {"--zero", fmt::format("{} has no ZeRO-{}{}; its stages are {}", f, p.zero, why,
                                     zero_list(caps))};
     case RuleId::framework_zero_with_pp:
@@ -244,7 +250,23 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
                                         caps.ulysses ? "; --cp-kind ulysses prices its Ulysses"
                                                      : "")};
     case RuleId::framework_ep:
-      return {"--ep", fmt::format("{} sets no expert parallelism from a plan{}", f, why)};
+      if (!caps.expert_parallel)
+        return {"--ep", fmt::format("{} sets no expert parallelism from a plan{}", f, why)};
+      if (!caps.shards_experts_of(c.model.model_type)) {
+        std::string families;
+        for (const auto& [type, name] : caps.expert_parallel_models) {
+          if (families.find("'" + name + "'") != std::string::npos) continue;
+          families += (families.empty() ? "'" : ", '") + name + "'";
+        }
+        return {"--ep", fmt::format("{} shards experts only for the model families it has "
+                                    "presets for ({}), and {} is {}{}; use --ep 1",
+                                    f, families, c.model.name,
+                                    c.model.model_type.empty() ? std::string("of no known family")
+                                                               : "'" + c.model.model_type + "'",
+                                    why)};
+      }
+      return {"--ep",
+              fmt::format("{} shards experts only with tp 1{}; use --tp 1 or --ep 1", f, why)};
     case RuleId::framework_moe_overlap:
       return {"--moe-a2a-overlap",
               caps.moe_a2a_overlap
@@ -526,7 +548,7 @@ std::string rule_gist(RuleId rule) {
     case RuleId::framework_cp:
       return "the framework has no context parallelism";
     case RuleId::framework_ep:
-      return "the framework has no expert parallelism";
+      return "the framework does not shard this model's experts";
     case RuleId::framework_moe_overlap:
       return "the framework does not overlap expert all-to-alls with other micro-batches";
     case RuleId::framework_moe_dispatcher:

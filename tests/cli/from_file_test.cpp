@@ -104,6 +104,11 @@ TEST_CASE("emit then estimate --from: a DeepSpeed JSON gives back its plan") {
              "--model llama-2-7b --gpus 8 --zero 3 --offload optimizer --global-batch 64 "
              "--micro-batch 2 --framework deepspeed",
              "--model llama-2-7b", "json");
+  // AutoEP: the expert-parallel degree travels in DeepSpeed's own expert_parallel block.
+  round_trip("deepspeed",
+             "--model mixtral-8x7b --cluster dgx-h100 --gpus 64 --zero 2 --ep 8 --recompute full "
+             "--global-batch 256 --framework deepspeed",
+             "--model mixtral-8x7b --cluster dgx-h100", "json");
 }
 
 TEST_CASE("emit then estimate --from: a torchtitan TOML gives back its plan") {
@@ -240,12 +245,23 @@ TEST_CASE("--from refuses what it cannot read or price, naming the file's key") 
                                  "data_parallel_shard_degree = -1\n[model]\nname = 'llama3'\n"
                                  "flavor = '8B'\n");
   check_refused("estimate --from " + dir + "/hsdp.toml", "data_parallel_shard_degree");
-  // AutoEP's expert-parallel degree is read, and the deepspeed profile (DeepSpeed 0.14-0.16, which
-  // set it in model code) refuses it by the file's key.
+  // AutoEP's expert-parallel degree is read; DeepSpeed shards experts only for its presets'
+  // families (gpt-oss is none of them) and, as documented, with ZeRO stages 0-2.
   write_file(dir + "/autoep.json", R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
                                        "expert_parallel": {"enabled": true, "autoep_size": 8}})");
-  check_refused("estimate --from " + dir + "/autoep.json --model mixtral-8x7b --gpus 64",
+  CHECK(json_of("estimate --from " + dir +
+                "/autoep.json --model mixtral-8x7b --gpus 64 --seq-len 4096")
+            .at("plan")
+            .at("ep") == 8);
+  check_refused("estimate --from " + dir + "/autoep.json --model gpt-oss-120b --gpus 64",
                 "expert_parallel.autoep_size");
+  write_file(dir + "/autoep3.json",
+             R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+                                        "zero_optimization": {"stage": 3},
+                                        "expert_parallel": {"enabled": true, "autoep_size": 8}})");
+  check_refused(
+      "estimate --from " + dir + "/autoep3.json --model mixtral-8x7b --gpus 64 --seq-len 4096",
+      "ZeRO stages up to 2");
   write_file(dir + "/plan.cfg", "hello");
   check_refused("estimate --from " + dir + "/plan.cfg", "not a launcher config");
 }

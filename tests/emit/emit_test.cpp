@@ -131,19 +131,29 @@ TEST_CASE("GPT-3 175B, tp 8 x pp 8 x dp 16: DeepSpeed JSON parses back with the 
   CHECK(launch.find("DEEPSPEED_TIMEOUT=10 >> .deepspeed_env") != std::string::npos);
 }
 
-TEST_CASE("DeepSpeed JSON for a MoE model says why its experts are not sharded") {
-  // Mixtral 8x7B on 16 H100s, dp 16 with ZeRO-2: the deepspeed profile sets no expert parallelism.
+TEST_CASE("DeepSpeed JSON for a MoE model: AutoEP's block, or why the experts stay whole") {
+  // Mixtral 8x7B on 16 H100s, dp 16 with ZeRO-2 and ep 8: AutoEP's expert_parallel block
+  // (docs/code-docs/source/moe.rst: enabled, autoep_size, preset_model).
   ParallelPlan p = test::plan(16, 1, 1);
   p.zero = 2;
+  p.ep = 8;
   p.recompute = Recompute::full;
   const EmitInputs in = make_inputs(load_model("mixtral-8x7b"), test::training(4096, 64), p,
                                     test::cluster(16, "dgx-h100"));
   REQUIRE(deepspeed_problems(in).empty());
   const auto j = nlohmann::json::parse(emit_text(LauncherFormat::deepspeed, in));
-  CHECK_FALSE(j.contains("expert_parallel"));
-  const std::string script = j.at("_shardplan").at("script").dump();
+  CHECK(j.at("expert_parallel") ==
+        nlohmann::json{{"enabled", true}, {"autoep_size", 8}, {"preset_model", "mixtral"}});
+  CHECK(j.at("_shardplan").at("script").dump().find("1 of the 8 on each rank") !=
+        std::string::npos);
+  // ep 1: no block, and the script says AutoEP would shard them.
+  EmitInputs whole = in;
+  whole.plan.ep = 1;
+  const auto w = nlohmann::json::parse(emit_text(LauncherFormat::deepspeed, whole));
+  CHECK_FALSE(w.contains("expert_parallel"));
+  const std::string script = w.at("_shardplan").at("script").dump();
   CHECK(script.find("the 8 experts of each MoE layer stay whole on every rank") != std::string::npos);
-  CHECK(script.find("deepspeed.moe.layer.MoE(ep_size=...)") != std::string::npos);
+  CHECK(script.find("AutoEP would shard them (preset 'mixtral')") != std::string::npos);
 }
 
 TEST_CASE("GPT-3 175B: the Megatron-LM script passes pretrain_gpt.py the plan's numbers") {

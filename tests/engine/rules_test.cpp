@@ -210,11 +210,29 @@ TEST_CASE("framework rules come from the profiles") {
   on48.training.framework = load_framework(Framework::deepspeed);
   CHECK(breaks(on48, cp3, RuleId::ulysses_divides_heads));
 
+  // DeepSpeed shards experts by AutoEP (docs/code-docs/source/moe.rst): its presets' families
+  // only (Mixtral is one, gpt-oss is not), ZeRO stages 0-2, and no tensor parallelism beside it.
   Fixture moe = as(Framework::deepspeed);
   moe.model = load_model("mixtral-8x7b");
-  ParallelPlan ep = good();
+  ParallelPlan ep = test::plan(64, 1, 1);
+  ep.zero = 1;
   ep.ep = 8;
-  CHECK(breaks(moe, ep, RuleId::framework_ep));
+  CHECK(check_plan(ep, moe.context()).empty());
+  ParallelPlan ep_zero3 = ep;
+  ep_zero3.zero = 3;
+  CHECK(breaks(moe, ep_zero3, RuleId::framework_zero_stage));
+  ParallelPlan zero3 = test::plan(64, 1, 1);
+  zero3.zero = 3;
+  CHECK(check_plan(zero3, moe.context()).empty());  // ZeRO-3 stays open without ep
+  ParallelPlan ep_tp = good();
+  ep_tp.ep = 8;
+  CHECK(breaks(moe, ep_tp, RuleId::framework_ep));
+  Fixture oss = as(Framework::deepspeed);
+  oss.model = load_model("gpt-oss-120b");
+  CHECK(oss.model.model_type == "gpt_oss");
+  CHECK(breaks(oss, ep, RuleId::framework_ep));
+  oss.training.framework = load_framework(Framework::megatron);
+  CHECK_FALSE(breaks(oss, ep, RuleId::framework_ep));
 
   Fixture h100 = as(Framework::deepspeed);
   h100.cluster = test::cluster(64, "dgx-h100");

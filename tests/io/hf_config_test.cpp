@@ -202,6 +202,28 @@ TEST_CASE("config.json's RoPE, norm epsilon and router fields, and the presets t
   CHECK(load_model("llama-3.1-8b").rope.scaling == RopeScaling::llama3);
 }
 
+TEST_CASE("a MoE preset's model_type is its config.json's, as transformers names the family") {
+  // The text backbone's type for Llama 4 (config.json's text_config.model_type).
+  const std::pair<const char*, const char*> presets[] = {{"mixtral-8x7b", "mixtral"},
+                                                         {"qwen3-30b-a3b", "qwen3_moe"},
+                                                         {"qwen3-235b-a22b", "qwen3_moe"},
+                                                         {"deepseek-v3", "deepseek_v3"},
+                                                         {"llama-4-scout", "llama4_text"},
+                                                         {"llama-4-maverick", "llama4_text"},
+                                                         {"gpt-oss-120b", "gpt_oss"},
+                                                         {"qwen3-next-80b-a3b", "qwen3_next"},
+                                                         {"nemotron-3-nano-30b-a3b", "nemotron_h"},
+                                                         {"minimax-text-01", "minimax"}};
+  for (const auto& preset : presets) {
+    const std::string name = preset.first, type = preset.second;
+    CAPTURE(name);
+    const ModelSpec hf =
+        load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/" + name + "/config.json");
+    CHECK(hf.model_type == type);
+    CHECK(load_model(name).model_type == type);
+  }
+}
+
 TEST_CASE("Mamba-1 hybrids are refused by name, not guessed") {
   // Jamba's Mamba-1 mixer has no op list here.
   for (const char* type : {"jamba"}) {

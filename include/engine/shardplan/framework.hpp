@@ -13,7 +13,6 @@
 
 namespace shardplan {
 
-
 enum class Framework { megatron, deepspeed, torchtitan, fsdp };
 
 /// One row per framework. What it can run and how fast lives in its profile,
@@ -99,6 +98,11 @@ struct FrameworkCaps {
   bool context_parallel = true;  // ring attention (ContextParallel::ring)
   bool ulysses = false;          // all-to-all head splitting (ContextParallel::ulysses)
   bool expert_parallel = true;
+  /// The model families it shards experts for, as (Hugging Face model_type, the stack's own
+  /// name for it); empty: any model. DeepSpeed's AutoEP knows a list of presets.
+  std::vector<std::pair<std::string, std::string>> expert_parallel_models;
+  int expert_parallel_max_zero = 3;     // the highest ZeRO stage it combines with ep > 1
+  bool expert_parallel_with_tp = true;  // ep > 1 beside tp > 1
   bool fp8 = true;
   bool fp16 = true;
   bool bf16_pure = true;  // trains with bf16 weights, gradients and states, no fp32 master
@@ -122,6 +126,10 @@ struct FrameworkCaps {
   bool has_dispatcher(MoeDispatcher d) const;
   bool has_context_parallel(ContextParallel kind) const;
   bool has_hsdp(int stage) const;
+  /// Whether it shards the experts of a model of this family (Hugging Face model_type): not at
+  /// all without expert_parallel, and only the listed families where it lists some. The stack's
+  /// name for the family ("" when any model goes) in `preset`.
+  bool shards_experts_of(const std::string& model_type, std::string* preset = nullptr) const;
 };
 
 /// Achieved share of the link's bus bandwidth for a collective group of `ranks` GPUs,

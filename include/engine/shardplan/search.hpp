@@ -70,10 +70,10 @@ std::vector<unsigned> recompute_module_sets(const ModelSpec& model);
 SearchSpace all_axes(const ModelSpec& model, const TrainingSpec& training,
                      const ClusterSpec& cluster, const PlanRules& rules = {});
 
-/// Narrows the axes to what the framework can run (a point it cannot is not a plan for it),
-/// counting the points each capability takes out in `space.refused` under its rule.
-/// `cp_kind`: how the training runs context parallelism (TrainingSpec::context_parallel).
-void restrict_to(SearchSpace& space, const FrameworkCaps& caps, ContextParallel cp_kind);
+/// Narrows the axes to what the training's framework can run for this model (a point it cannot
+/// is not a plan for it), counting the points each capability takes out in `space.refused` under
+/// its rule. Context parallelism is taken as the training runs it (TrainingSpec::context_parallel).
+void restrict_to(SearchSpace& space, const ModelSpec& model, const TrainingSpec& training);
 
 /// Every axis at its full range for this model and cluster: tp up to a node (or all GPUs when
 /// allowed), pp up to the layers (uneven stages allowed) and interleave dividing them, cp for

@@ -132,6 +132,9 @@ struct RouterSpec {
 struct ModelSpec {
   std::string name;
   std::string source;  // where the architecture came from (preset file, config.json, flags)
+  /// Hugging Face transformers' model_type ("mixtral", "deepseek_v3", "llama4_text"), where
+  /// known: what a launcher that recognises models by family (DeepSpeed's AutoEP) goes by.
+  std::string model_type;
   int layers = 0;
   int hidden = 0;
   int heads = 0;
