@@ -256,7 +256,8 @@ namespace {
 // the tree's nodes.
 class TraceWriter {
  public:
-  // About 210 bytes an event on the 405B step: 256 leaves room, so the string never regrows.
+  // About 210 bytes an event on the 405B step: 256 leaves room for events like those, so such a
+  // trace is written without regrowing; longer names (a model's own) may still grow it once.
   explicit TraceWriter(size_t events) { out_.reserve(events * 256 + 4096); }
   std::string& out() { return out_; }
 
