@@ -49,6 +49,9 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
     if (p.zero == 3)
       n.push_back("AutoTP with ZeRO-3 needs a recent DeepSpeed (v0.16.4 asserted ZeRO stage <= 2)");
   }
+  std::string preset;  // AutoEP's name for the model's family, where it has one
+  const bool autoep =
+      in.model.is_moe() && deepspeed.shards_experts_of(in.model.model_type, &preset);
   if (in.model.is_moe() && p.ep > 1) {
     n.push_back(fmt::format(
         "expert parallelism is AutoEP's (the expert_parallel block): it needs a DeepSpeed with "
@@ -56,27 +59,23 @@ std::vector<std::string> script_duties(const EmitInputs& in) {
         "preset's family; it replaces each MoE block at deepspeed.initialize() with grouped "
         "experts, {} of the {} on each rank",
         in.model.experts / p.ep, in.model.experts));
-    std::string preset;
-    deepspeed.shards_experts_of(in.model.model_type, &preset);
     if (preset.starts_with("deepseek")) {
       n.push_back(
           "AutoEP's DeepSeek presets run without the auxiliary-loss-free expert bias (a "
           "load_balance_coeff is refused): balance comes from the auxiliary loss alone");
     }
   } else if (in.model.is_moe()) {
-    std::string preset;
     n.push_back(
-        deepspeed.shards_experts_of(in.model.model_type, &preset)
-            ? fmt::format("the {} experts of each MoE layer stay whole on every rank, as the "
-                          "plan has ep 1; DeepSpeed's AutoEP would shard them (preset '{}')",
-                          in.model.experts, preset)
-            : fmt::format("the {} experts of each MoE layer stay whole on every rank: "
-                          "DeepSpeed's AutoEP has no preset for this model's family ({}), and "
-                          "model code (deepspeed.moe.layer.MoE(ep_size=...)) is not priced; "
-                          "`shardplan plan --framework all` compares the stacks that shard "
-                          "experts",
-                          in.model.experts,
-                          in.model.model_type.empty() ? "unknown" : in.model.model_type));
+        autoep ? fmt::format("the {} experts of each MoE layer stay whole on every rank, as the "
+                             "plan has ep 1; DeepSpeed's AutoEP would shard them (preset '{}')",
+                             in.model.experts, preset)
+               : fmt::format("the {} experts of each MoE layer stay whole on every rank: "
+                             "DeepSpeed's AutoEP has no preset for this model's family ({}), and "
+                             "model code (deepspeed.moe.layer.MoE(ep_size=...)) is not priced; "
+                             "`shardplan plan --framework all` compares the stacks that shard "
+                             "experts",
+                             in.model.experts,
+                             in.model.model_type.empty() ? "unknown" : in.model.model_type));
   }
   if (p.recompute == Recompute::full && p.pp == 1) {
     n.push_back(

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <set>
 
 #include "shardplan/error.hpp"
 #include "shardplan/moe.hpp"
@@ -253,14 +254,11 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
       if (!caps.expert_parallel)
         return {"--ep", fmt::format("{} sets no expert parallelism from a plan{}", f, why)};
       if (!caps.shards_experts_of(c.model.model_type)) {
-        std::string families;
-        for (const auto& [type, name] : caps.expert_parallel_models) {
-          if (families.find("'" + name + "'") != std::string::npos) continue;
-          families += (families.empty() ? "'" : ", '") + name + "'";
-        }
+        std::set<std::string> presets;  // one name may cover several model_types
+        for (const auto& [type, name] : caps.expert_parallel_models) presets.insert(name);
         return {"--ep", fmt::format("{} shards experts only for the model families it has "
-                                    "presets for ({}), and {} is {}{}; use --ep 1",
-                                    f, families, c.model.name,
+                                    "presets for ('{}'), and {} is {}{}; use --ep 1",
+                                    f, fmt::join(presets, "', '"), c.model.name,
                                     c.model.model_type.empty() ? std::string("of no known family")
                                                                : "'" + c.model.model_type + "'",
                                     why)};
