@@ -168,11 +168,12 @@ MemoryInputs memory_inputs(const ModelSpec& m, const TrainingSpec& tr, const Par
 }
 
 StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
-                         const ClusterSpec& c, const MemoryInputs& in, int stage) {
+                         const ClusterSpec& c, const MemoryInputs& in, int stage,
+                         StageParamsMemo* stages) {
   StageMemory s;
   s.stage = stage;
   const StateBytes& per = in.per_param;
-  const DeviceParams dev = device_params(m, p, stage);
+  const DeviceParams dev = stages ? stages->of(p, stage) : device_params(m, p, stage);
   s.params = dev.total();
 
   // ZeRO shards over every rank that holds the same weights: dp x cp for dense weights, and
@@ -283,19 +284,20 @@ MemoryBreakdown estimate_memory(const ModelSpec& m, const TrainingSpec& tr, cons
 }
 
 double peak_memory_bytes(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
-                         const ClusterSpec& c, const MemoryInputs& in) {
-  const double first = stage_memory(m, tr, p, c, in, 0).total_bytes();
+                         const ClusterSpec& c, const MemoryInputs& in, StageParamsMemo* stages) {
+  const double first = stage_memory(m, tr, p, c, in, 0, stages).total_bytes();
   if (p.pp == 1) return first;
-  const double last = stage_memory(m, tr, p, c, in, p.pp - 1).total_bytes();
+  const double last = stage_memory(m, tr, p, c, in, p.pp - 1, stages).total_bytes();
   // A lighter first or last stage (given, or from an uneven split) can leave the second
   // stage heaviest.
   const bool uneven = p.first_stage_layers >= 0 || p.last_stage_layers >= 0 ||
                       (m.has_architecture() && m.layers % (p.pp * p.interleave) != 0);
   double peak = std::max(first, last);
   if (p.pp == 2) return peak;
-  if (uneven) peak = std::max(peak, stage_memory(m, tr, p, c, in, 1).total_bytes());
+  if (uneven) peak = std::max(peak, stage_memory(m, tr, p, c, in, 1, stages).total_bytes());
   const int moe_stage = heaviest_moe_stage(m, p);
-  if (moe_stage > 1) peak = std::max(peak, stage_memory(m, tr, p, c, in, moe_stage).total_bytes());
+  if (moe_stage > 1)
+    peak = std::max(peak, stage_memory(m, tr, p, c, in, moe_stage, stages).total_bytes());
   return peak;
 }
 

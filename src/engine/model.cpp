@@ -271,6 +271,24 @@ int moe_layers_in(const ModelSpec& m, int a, int b) {
 
 }  // namespace
 
+DeviceParams StageParamsMemo::of(const ParallelPlan& plan, int stage) {
+  const std::array<int, 8> pipeline = {plan.tp,
+                                       plan.pp,
+                                       plan.ep,
+                                       plan.expert_tp(),
+                                       plan.interleave,
+                                       static_cast<int>(plan.schedule),
+                                       plan.first_stage_layers,
+                                       plan.last_stage_layers};
+  if (pipeline != pipeline_) {
+    pipeline_ = pipeline;
+    stages_.clear();
+  }
+  for (const auto& [s, params] : stages_)
+    if (s == stage) return params;
+  return stages_.emplace_back(stage, device_params(model_, plan, stage)).second;
+}
+
 int stage_moe_layers(const ModelSpec& m, const ParallelPlan& plan, int stage) {
   if (!m.is_moe()) return 0;
   int n = 0;

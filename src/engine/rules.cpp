@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "shardplan/error.hpp"
 #include "shardplan/moe.hpp"
 #include "shardplan/offload.hpp"
 #include "shardplan/plan.hpp"
@@ -292,29 +293,30 @@ bool framework_hsdp(P p, C c) {
 
 const std::vector<Rule>& plan_rules() {
   constexpr RuleScope kLayout = RuleScope::layout;
+  constexpr RuleScope kPipeline = RuleScope::pipeline;
   static const std::vector<Rule> rules = {
-      {RuleId::degrees_positive, degrees_positive},
-      {RuleId::gpu_count, gpu_count},
+      {RuleId::degrees_positive, degrees_positive, kPipeline},
+      {RuleId::gpu_count, gpu_count, kPipeline},
       {RuleId::zero_stage, zero_stage},
       {RuleId::tp_within_node, tp_within_node, kLayout},
       {RuleId::precision_supported, precision_supported, kLayout},
       {RuleId::precision_generation, precision_generation, kLayout},
       {RuleId::sequence_parallel_needs_tp, sequence_parallel_needs_tp, kLayout},
-      {RuleId::batch_split, batch_split},
+      {RuleId::batch_split, batch_split, kPipeline},
       {RuleId::cp_divides_sequence, cp_divides_sequence, kLayout},
-      {RuleId::layer_shapes_needed, layer_shapes_needed},
+      {RuleId::layer_shapes_needed, layer_shapes_needed, kPipeline},
       {RuleId::tp_divides_heads, tp_divides_heads, kLayout},
       {RuleId::ulysses_divides_heads, ulysses_divides_heads, kLayout},
       {RuleId::tp_fits_kv_heads, tp_fits_kv_heads, kLayout},
       {RuleId::tp_divides_ffn, tp_divides_ffn, kLayout},
       {RuleId::tp_divides_recurrent_heads, tp_divides_recurrent_heads, kLayout},
       {RuleId::cp_over_recurrent_layers, cp_over_recurrent_layers, kLayout},
-      {RuleId::pp_within_layers, pp_within_layers},
-      {RuleId::stage_layout, stage_layout},
-      {RuleId::interleave_needs_pp, interleave_needs_pp},
-      {RuleId::schedule_runs, schedule_runs},
+      {RuleId::pp_within_layers, pp_within_layers, kPipeline},
+      {RuleId::stage_layout, stage_layout, kPipeline},
+      {RuleId::interleave_needs_pp, interleave_needs_pp, kPipeline},
+      {RuleId::schedule_runs, schedule_runs, kPipeline},
       {RuleId::ep_needs_moe, ep_needs_moe, kLayout},
-      {RuleId::ep_divides, ep_divides},
+      {RuleId::ep_divides, ep_divides, kPipeline},
       {RuleId::expert_tp_needs_moe, expert_tp_needs_moe, kLayout},
       {RuleId::expert_tp_divides_ffn, expert_tp_divides_ffn, kLayout},
       {RuleId::moe_overlap_needs_ep, moe_overlap_needs_ep},
@@ -325,9 +327,9 @@ const std::vector<Rule>& plan_rules() {
       {RuleId::framework_zero_with_pp, framework_zero_with_pp},
       {RuleId::framework_tp, framework_tp, kLayout},
       {RuleId::framework_sequence_parallel, framework_sequence_parallel, kLayout},
-      {RuleId::framework_pp, framework_pp},
-      {RuleId::framework_schedule, framework_schedule},
-      {RuleId::framework_stage_layout, framework_stage_layout},
+      {RuleId::framework_pp, framework_pp, kPipeline},
+      {RuleId::framework_schedule, framework_schedule, kPipeline},
+      {RuleId::framework_stage_layout, framework_stage_layout, kPipeline},
       {RuleId::framework_cp, framework_cp, kLayout},
       {RuleId::framework_ep, framework_ep, kLayout},
       {RuleId::framework_moe_overlap, framework_moe_overlap},
@@ -383,16 +385,16 @@ std::optional<RuleId> first_broken(const ParallelPlan& p, const RuleContext& c) 
   return std::nullopt;
 }
 
-int first_broken_layout_rule(const ParallelPlan& layout, const RuleContext& c) {
+int first_broken_rule_of(RuleScope scope, const ParallelPlan& plan, const RuleContext& c) {
+  SHARDPLAN_CHECK(scope != RuleScope::point, "point rules are asked per plan (first_broken)");
   const std::vector<Rule>& rules = plan_rules();
   for (size_t i = 0; i < rules.size(); ++i) {
-    if (rules[i].scope == RuleScope::layout && rules[i].broken(layout, c))
-      return static_cast<int>(i);
+    if (rules[i].scope == scope && rules[i].broken(plan, c)) return static_cast<int>(i);
   }
   return kRules;
 }
 
-std::optional<RuleId> first_broken(const ParallelPlan& p, const RuleContext& c, int layout_broken) {
+std::optional<RuleId> first_broken(const ParallelPlan& p, const RuleContext& c, int decided) {
   static const std::vector<Rule> point_rules = [] {
     std::vector<Rule> out;
     for (const Rule& r : plan_rules())
@@ -400,10 +402,10 @@ std::optional<RuleId> first_broken(const ParallelPlan& p, const RuleContext& c, 
     return out;
   }();
   for (const Rule& r : point_rules) {
-    if (static_cast<int>(r.id) > layout_broken) break;
+    if (static_cast<int>(r.id) > decided) break;
     if (r.broken(p, c)) return r.id;
   }
-  if (layout_broken < kRules) return static_cast<RuleId>(layout_broken);
+  if (decided < kRules) return static_cast<RuleId>(decided);
   return std::nullopt;
 }
 

@@ -314,7 +314,8 @@ struct GroupCost {
 // A group's costs per recompute module set: the micro-batch description resolves the plan's
 // modules into what its ops save and rerun (layer.hpp), so each set has its own.
 struct GroupCosts {
-  int layout_broken = kRules;  // first_broken_layout_rule of the group's degrees
+  int layout_broken = kRules;         // the group's first broken layout rule (first_broken_rule_of)
+  StageParamsMemo* stages = nullptr;  // device_params of the pipeline being walked
   std::vector<std::pair<unsigned, GroupCost>> by_modules;
   GroupCost& of(unsigned modules) {
     for (auto& [m, cost] : by_modules)
@@ -323,11 +324,11 @@ struct GroupCosts {
   }
 };
 
-// One point: the rules (its group's layout rules answered once, in `costs`), then the step and
-// memory models, counted into `out`.
-void visit(const ParallelPlan& p, const Walk& w, GroupCosts& costs, Partial& out) {
+// One point: the rules (its group's layout rules and its pipeline's rules answered once before,
+// `decided`), then the step and memory models, counted into `out`.
+void visit(const ParallelPlan& p, const Walk& w, int decided, GroupCosts& costs, Partial& out) {
   ++out.evaluated;
-  if (const auto broken = first_broken(p, w.rules, costs.layout_broken)) {
+  if (const auto broken = first_broken(p, w.rules, decided)) {
     ++out.rejected[static_cast<int>(*broken)];
     return;
   }
@@ -338,7 +339,8 @@ void visit(const ParallelPlan& p, const Walk& w, GroupCosts& costs, Partial& out
     shared.ready = true;
   }
   ++out.modelled;
-  const Evaluation ev = evaluate(w.m, w.tr, p, w.cluster, shared.micro_batch, shared.memory);
+  const Evaluation ev =
+      evaluate(w.m, w.tr, p, w.cluster, shared.micro_batch, shared.memory, costs.stages);
   Candidate cand;
   cand.plan = p;
   cand.step_s = ev.time.step_s;
@@ -358,12 +360,13 @@ int shard_degree_over(int gpus, const ParallelPlan& p) {
 }
 
 // A plan's last two axes: the EP all-to-all overlap and the hybrid-sharding group.
-void visit_overlap_and_shards(ParallelPlan& p, const Walk& w, GroupCosts& shared, Partial& out) {
+void visit_overlap_and_shards(ParallelPlan& p, const Walk& w, int decided, GroupCosts& shared,
+                              Partial& out) {
   for (bool overlap : w.space.moe_a2a_overlap) {
     p.moe_a2a_overlap = overlap;
     for (int g : w.space.shard_gpus) {
       p.dp_shard = shard_degree_over(g, p);
-      visit(p, w, shared, out);
+      visit(p, w, decided, shared, out);
     }
   }
 }
@@ -378,13 +381,15 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
                           space.lighter_ends.size() * space.offload.size() *
                           space.moe_a2a_overlap.size() * space.shard_gpus.size();
   GroupCosts shared;
+  StageParamsMemo stages(w.m);
+  shared.stages = &stages;
   const ParallelPlan layout{.tp = g.tp,
                             .cp = g.cp,
                             .ep = g.ep,
                             .etp = g.etp,
                             .micro_batch = g.micro_batch,
                             .sequence_parallel = g.sp};
-  shared.layout_broken = first_broken_layout_rule(layout, w.rules);
+  shared.layout_broken = first_broken_rule_of(RuleScope::layout, layout, w.rules);
   const auto axes = pipeline_axes(space);
   for (int pp : space.pp) {
     if (w.cluster.gpus % (static_cast<long long>(g.tp) * pp * g.cp) != 0) {
@@ -397,26 +402,31 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
     }
     for (int v : space.interleave) {
       for (const auto& [schedule, lighter] : axes) {
+        // The pipeline's fields are set once here and its rules asked once: the loops below
+        // change only ZeRO, recompute, offload, the all-to-all overlap and the shard group.
+        ParallelPlan pipeline = plan_over(w.cluster.gpus, {.tp = g.tp,
+                                                           .pp = pp,
+                                                           .cp = g.cp,
+                                                           .ep = g.ep,
+                                                           .etp = g.etp,
+                                                           .micro_batch = g.micro_batch,
+                                                           .sequence_parallel = g.sp,
+                                                           .interleave = v,
+                                                           .schedule = schedule});
+        if (lighter) set_lighter_ends(w.m.layers, pp * v, pipeline, w.m.mtp_layers);
+        const int decided = std::min(shared.layout_broken,
+                                     first_broken_rule_of(RuleScope::pipeline, pipeline, w.rules));
+        ParallelPlan p = pipeline;
         for (int zero : space.zero) {
+          p.zero = zero;
           for (Recompute rc : space.recompute) {
+            p.recompute = rc;
             for (const Offload& off : space.offload) {
-              ParallelPlan p = plan_over(w.cluster.gpus, {.tp = g.tp,
-                                                          .pp = pp,
-                                                          .cp = g.cp,
-                                                          .ep = g.ep,
-                                                          .etp = g.etp,
-                                                          .zero = zero,
-                                                          .micro_batch = g.micro_batch,
-                                                          .recompute = rc,
-                                                          .sequence_parallel = g.sp,
-                                                          .interleave = v,
-                                                          .schedule = schedule,
-                                                          .offload = off});
-              if (lighter) set_lighter_ends(w.m.layers, pp * v, p, w.m.mtp_layers);
+              p.offload = off;
               for (unsigned modules :
                    rc == Recompute::selective ? space.recompute_modules : kFrameworkRecompute) {
                 p.recompute_modules = modules;
-                visit_overlap_and_shards(p, w, shared, out);
+                visit_overlap_and_shards(p, w, decided, shared, out);
               }
             }
           }
@@ -518,6 +528,17 @@ SearchResult feasible_within(const SearchResult& every, const SearchSpace& sub) 
   return r;
 }
 
+namespace {
+
+void append(std::vector<Candidate>& to, std::vector<Candidate>& from) {
+  if (to.empty())
+    to = std::move(from);
+  else
+    to.insert(to.end(), from.begin(), from.end());
+}
+
+}  // namespace
+
 SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& cluster,
                     const SearchSpace& space, const SearchOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
@@ -550,8 +571,9 @@ SearchResult search(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpe
     r.feasible += p.feasible;
     for (int i = 0; i < kRules; ++i) r.rejected[i] += p.rejected[i];
     r.rejected_memory += p.rejected_memory;
-    r.over_memory.insert(r.over_memory.end(), p.over.begin(), p.over.end());
-    all.insert(all.end(), p.top.begin(), p.top.end());
+    // Moved, not copied, where nothing is there yet: tens of thousands of plans for a MoE model.
+    append(r.over_memory, p.over);
+    append(all, p.top);
     // Threads take groups in whatever order they finish, so the merge must use the same
     // order as record() for the answer not to depend on timing.
     if (p.have_least && (!r.have_least_memory || closer_to_fitting(p.least, r.least_memory))) {

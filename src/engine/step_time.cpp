@@ -274,6 +274,10 @@ struct Context {
   const MemoryInputs& mem;
   Placements at;
   int micro_batches = 1;  // per step, per data-parallel replica
+  StageParamsMemo* stages = nullptr;  // the search's memo of device_params, or none
+  DeviceParams device(int stage) const {
+    return stages ? stages->of(p, stage) : device_params(m, p, stage);
+  }
 };
 
 // Whether recompute runs a MoE layer's forward, all-to-alls included, again before its backward:
@@ -508,7 +512,7 @@ void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost
 // One micro-batch on pipeline stage `stage`.
 StageCost stage_cost(const Context& x, int stage) {
   StageCost s;
-  const DeviceParams dev = device_params(x.m, x.p, stage);
+  const DeviceParams dev = x.device(stage);
   s.params = dev.total();
   s.expert_params = dev.experts;
   if (!x.m.has_architecture()) {
@@ -759,9 +763,10 @@ double hardware_flops(const Context& x, double model_flops) {
 }  // namespace
 
 Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
-                    const ClusterSpec& c, const MicroBatchCost& cost, const MemoryInputs& mem) {
+                    const ClusterSpec& c, const MicroBatchCost& cost, const MemoryInputs& mem,
+                    StageParamsMemo* stage_params) {
   const int mb = std::max(1, micro_batches_per_step(tr, p));
-  const Context x{m, tr, p, c, cost, mem, placements_of(p, c), mb};
+  const Context x{m, tr, p, c, cost, mem, placements_of(p, c), mb, stage_params};
   Evaluation ev;
   StepTime& t = ev.time;
   t.micro_batches = mb;
@@ -789,8 +794,9 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
   }
   t.step_s = t.compute_s + t.bubble_s + t.exposed_comm_s + t.optimizer_s + t.offload_s;
   ev.hardware_flops = hardware_flops(x, ev.model_flops);
-  ev.peak_bytes =
-      mem.activations_known || !m.has_architecture() ? peak_memory_bytes(m, tr, p, c, mem) : 0;
+  ev.peak_bytes = mem.activations_known || !m.has_architecture()
+                      ? peak_memory_bytes(m, tr, p, c, mem, stage_params)
+                      : 0;
   return ev;
 }
 

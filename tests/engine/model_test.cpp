@@ -184,3 +184,40 @@ TEST_CASE("lightning attention runs its blocks and its carried state for 70 of 8
   const double per_token = 8 * (2.0 * 256 * 128 + 2.0 * 128 * 128);
   CHECK(lightning == doctest::Approx(2.0 * 4096 * per_token * 70 / 80));
 }
+
+TEST_CASE("the search's memo of per-stage parameters answers as device_params does") {
+  // One memo walks plans the way the search does: several points per pipeline, then the next
+  // pipeline. Each answer must equal a fresh count, including after the pipeline changes under
+  // it (a stale stage would price a plan with another plan's weights).
+  for (const std::string name : {"deepseek-v3", "mixtral-8x7b", "llama-3.1-70b", "nemotron-h-8b"}) {
+    CAPTURE(name);
+    const ModelSpec m = load_model(name);
+    StageParamsMemo memo(m);
+    int asked = 0;
+    for (int pp : {1, 2, 4, 8}) {
+      for (int v : {1, 2}) {
+        for (Schedule s : {Schedule::one_f_one_b, Schedule::zb_v}) {
+          for (int tp : {1, 2}) {
+            for (int ep : {1, 8}) {
+              ParallelPlan p;
+              p.tp = tp, p.pp = pp, p.ep = m.is_moe() ? ep : 1, p.interleave = v, p.schedule = s;
+              if (pp * v > m.layers) continue;
+              for (int zero : {0, 3}) {  // points of one pipeline: fields the count does not read
+                p.zero = zero;
+                for (int stage : {0, pp - 1, pp / 2, 0}) {
+                  const DeviceParams want = device_params(m, p, stage);
+                  const DeviceParams got = memo.of(p, stage);
+                  CHECK(got.dense == want.dense);
+                  CHECK(got.experts == want.experts);
+                  CHECK(got.largest_layer == want.largest_layer);
+                  ++asked;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    CHECK(asked > 100);
+  }
+}

@@ -367,16 +367,17 @@ TEST_CASE("check_plan, the search and emit agree on 4,000 random plans") {
   CHECK(pure_refused > 100);
 }
 
-TEST_CASE("layout-scope rules read only the layout: first_broken with the layout's answer agrees") {
-  // The search asks the layout rules once per group of points (RuleScope::layout) and the rest
-  // per point. A rule marked layout that reads any other field would give the layout's
-  // stand-in (the same degrees, every other field different) another answer than the plan.
+TEST_CASE("layout- and pipeline-scope rules read only their fields: first_broken agrees") {
+  // The search asks the layout rules once per group of points (RuleScope::layout), the pipeline
+  // rules once per pipeline of the group (RuleScope::pipeline) and the rest per point. A rule
+  // marked layout or pipeline that reads any other field would give its stand-in (the same
+  // fields of its scope, every other field different) another answer than the plan.
   std::mt19937 rng(20261206);
   const std::vector<std::string> models = {"llama-2-70b", "mixtral-8x7b", "deepseek-v3",
                                            "nemotron-h-8b", "llama-3.1-8b"};
   auto pick = [&](const auto& v) { return v[rng() % v.size()]; };
   const std::vector<int> degrees = {1, 2, 3, 4, 8, 16};
-  int layout_answers = 0, point_answers = 0, none = 0;
+  int layout_answers = 0, pipeline_answers = 0, point_answers = 0, none = 0;
   for (int i = 0; i < 6000; ++i) {
     const ModelSpec m = load_model(pick(models));
     TrainingSpec tr = test::training(pick(std::vector<int>{2048, 4096, 6000}),
@@ -393,34 +394,51 @@ TEST_CASE("layout-scope rules read only the layout: first_broken with the layout
     ParallelPlan p;
     p.tp = pick(degrees), p.pp = pick(degrees), p.cp = pick(std::vector<int>{1, 1, 2, 4});
     p.dp = std::max(1, c.gpus / (p.tp * p.pp * p.cp));
+    if (rng() % 8 == 0) p.dp = pick(std::vector<int>{0, 3});  // a degree below 1, a wrong count
     p.ep = pick(std::vector<int>{1, 1, 2, 8});
     p.etp = pick(std::vector<int>{0, 0, 1, 2});
     p.zero = static_cast<int>(rng() % 4);
     p.micro_batch = pick(std::vector<int>{1, 2, 3});
     p.interleave = pick(std::vector<int>{1, 1, 2, 5});
     p.schedule = pick(all_schedules());
+    if (rng() % 4 == 0) {
+      p.first_stage_layers = pick(std::vector<int>{-1, 1, 3});
+      p.last_stage_layers = pick(std::vector<int>{-1, 0, 2, 40});
+    }
     p.sequence_parallel = rng() % 2;
     p.recompute =
         pick(std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full});
     p.moe_a2a_overlap = rng() % 4 == 0;
-    // The stand-in: the layout's degrees, every other field unlike the plan's.
+    // The layout's stand-in: the layout's degrees, every other field unlike the plan's.
     ParallelPlan layout;
     layout.tp = p.tp, layout.cp = p.cp, layout.ep = p.ep, layout.etp = p.etp;
     layout.micro_batch = p.micro_batch, layout.sequence_parallel = p.sequence_parallel;
     layout.dp = p.dp + 7, layout.pp = p.pp + 5, layout.zero = (p.zero + 1) % 4;
     layout.interleave = p.interleave + 3, layout.recompute = Recompute::full;
     layout.schedule = p.schedule == Schedule::gpipe ? Schedule::zb_v : Schedule::gpipe;
-    const int layout_broken = first_broken_layout_rule(layout, ctx);
+    // The pipeline's stand-in: the plan's layout and pipeline, every point field unlike it.
+    ParallelPlan pipeline = p;
+    pipeline.zero = (p.zero + 2) % 4;
+    pipeline.recompute = p.recompute == Recompute::full ? Recompute::none : Recompute::full;
+    pipeline.recompute_modules = 0b101;
+    pipeline.moe_a2a_overlap = !p.moe_a2a_overlap;
+    pipeline.offload.optimizer = true;
+    pipeline.dp_shard = 2;
+    const int decided = std::min(first_broken_rule_of(RuleScope::layout, layout, ctx),
+                                 first_broken_rule_of(RuleScope::pipeline, pipeline, ctx));
     const std::optional<RuleId> plain = first_broken(p, ctx);
-    CHECK(first_broken(p, ctx, layout_broken) == plain);
+    CHECK(first_broken(p, ctx, decided) == plain);
     if (!plain)
       ++none;
     else if (plan_rules()[static_cast<size_t>(*plain)].scope == RuleScope::layout)
       ++layout_answers;
+    else if (plan_rules()[static_cast<size_t>(*plain)].scope == RuleScope::pipeline)
+      ++pipeline_answers;
     else
       ++point_answers;
   }
   CHECK(layout_answers > 200);  // each kind of answer well represented
-  CHECK(point_answers > 200);
+  CHECK(pipeline_answers > 200);
+  CHECK(point_answers > 40);
   CHECK(none >= 5);  // most random plans break a rule; some keep them all
 }

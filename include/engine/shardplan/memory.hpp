@@ -9,6 +9,8 @@
 
 namespace shardplan {
 
+class StageParamsMemo;  // model.hpp
+
 /// Bytes per parameter of each model state for a precision and optimizer, before sharding.
 /// Mixed-precision AdamW: 2 (bf16 weights) + 2 (bf16 grads) + 12 (fp32 master 4, momentum 4,
 /// variance 4) = 16 (Rajbhandari et al. 2020, ZeRO, Sec. 3.1). Pure bf16 AdamW: 2 (weights) +
@@ -152,7 +154,7 @@ MemoryInputs memory_inputs(const ModelSpec& model, const TrainingSpec& training,
 /// One pipeline stage's device.
 StageMemory stage_memory(const ModelSpec& model, const TrainingSpec& training,
                          const ParallelPlan& plan, const ClusterSpec& cluster,
-                         const MemoryInputs& inputs, int stage);
+                         const MemoryInputs& inputs, int stage, StageParamsMemo* stages = nullptr);
 
 /// Memory of every pipeline stage's device. The plan must be valid (see check_plan).
 MemoryBreakdown estimate_memory(const ModelSpec& model, const TrainingSpec& training,
@@ -169,7 +171,7 @@ MemoryBreakdown estimate_memory(const ModelSpec& model, const TrainingSpec& trai
 /// compare it with estimate_memory on many plans).
 double peak_memory_bytes(const ModelSpec& model, const TrainingSpec& training,
                          const ParallelPlan& plan, const ClusterSpec& cluster,
-                         const MemoryInputs& inputs);
+                         const MemoryInputs& inputs, StageParamsMemo* stages = nullptr);
 
 /// Layer-micro-batches of activations a pipeline stage holds at its schedule's peak: the
 /// micro-batches in flight (schedule.hpp) times the stage's layers. Interleaved 1F1B on stage 0

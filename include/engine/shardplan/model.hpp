@@ -1,6 +1,10 @@
 // Parameter counts from architecture, whole-model and per device under a parallel plan.
 #pragma once
 
+#include <array>
+#include <utility>
+#include <vector>
+
 #include "shardplan/specs.hpp"
 
 namespace shardplan {
@@ -64,6 +68,22 @@ struct DeviceParams {
   double largest_layer = 0;  // one layer's parameters on this device (for ZeRO-3 gathers)
 };
 DeviceParams device_params(const ModelSpec& model, const ParallelPlan& plan, int stage);
+
+/// device_params of the stages one pipeline's plans ask for, each counted once. The search
+/// evaluates many plans that differ only in fields device_params does not read (ZeRO, recompute,
+/// offload, all-to-all overlap, shard group); one memo answers them all. It starts again when
+/// asked for a plan whose pipeline (tp, pp, ep, expert tp, virtual stages, schedule, end
+/// layouts) differs from the one it holds, so an answer never outlives its pipeline.
+class StageParamsMemo {
+ public:
+  explicit StageParamsMemo(const ModelSpec& model) : model_(model) {}
+  DeviceParams of(const ParallelPlan& plan, int stage);
+
+ private:
+  const ModelSpec& model_;
+  std::array<int, 8> pipeline_{};
+  std::vector<std::pair<int, DeviceParams>> stages_;
+};
 
 /// Local K/V heads per tensor-parallel rank: kv_heads / tp, or 1 when tp > kv_heads
 /// (Megatron-LM replicates query groups).

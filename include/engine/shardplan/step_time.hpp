@@ -119,8 +119,9 @@ struct Evaluation {
   double model_flops = 0;
   double hardware_flops = 0;
 };
+/// `stage_params`: the search's memo of its pipeline's per-stage parameters (model.hpp), or none.
 Evaluation evaluate(const ModelSpec& model, const TrainingSpec& training, const ParallelPlan& plan,
                     const ClusterSpec& cluster, const MicroBatchCost& cost,
-                    const MemoryInputs& memory);
+                    const MemoryInputs& memory, StageParamsMemo* stage_params = nullptr);
 
 }  // namespace shardplan
