@@ -295,58 +295,74 @@ const std::vector<Rule>& plan_rules() {
   constexpr RuleScope kLayout = RuleScope::layout;
   constexpr RuleScope kPipeline = RuleScope::pipeline;
   static const std::vector<Rule> rules = {
-      {RuleId::degrees_positive, degrees_positive, kPipeline},
-      {RuleId::gpu_count, gpu_count, kPipeline},
-      {RuleId::zero_stage, zero_stage},
-      {RuleId::tp_within_node, tp_within_node, kLayout},
-      {RuleId::precision_supported, precision_supported, kLayout},
-      {RuleId::precision_generation, precision_generation, kLayout},
-      {RuleId::sequence_parallel_needs_tp, sequence_parallel_needs_tp, kLayout},
-      {RuleId::batch_split, batch_split, kPipeline},
-      {RuleId::cp_divides_sequence, cp_divides_sequence, kLayout},
-      {RuleId::layer_shapes_needed, layer_shapes_needed, kPipeline},
-      {RuleId::tp_divides_heads, tp_divides_heads, kLayout},
-      {RuleId::ulysses_divides_heads, ulysses_divides_heads, kLayout},
-      {RuleId::tp_fits_kv_heads, tp_fits_kv_heads, kLayout},
-      {RuleId::tp_divides_ffn, tp_divides_ffn, kLayout},
-      {RuleId::tp_divides_recurrent_heads, tp_divides_recurrent_heads, kLayout},
-      {RuleId::cp_over_recurrent_layers, cp_over_recurrent_layers, kLayout},
-      {RuleId::pp_within_layers, pp_within_layers, kPipeline},
-      {RuleId::stage_layout, stage_layout, kPipeline},
-      {RuleId::interleave_needs_pp, interleave_needs_pp, kPipeline},
-      {RuleId::schedule_runs, schedule_runs, kPipeline},
-      {RuleId::ep_needs_moe, ep_needs_moe, kLayout},
-      {RuleId::ep_divides, ep_divides, kPipeline},
-      {RuleId::expert_tp_needs_moe, expert_tp_needs_moe, kLayout},
-      {RuleId::expert_tp_divides_ffn, expert_tp_divides_ffn, kLayout},
-      {RuleId::moe_overlap_needs_ep, moe_overlap_needs_ep},
-      {RuleId::moe_overlap_pairs, moe_overlap_pairs},
-      {RuleId::recompute_modules_apply, recompute_modules_apply},
-      {RuleId::offload_supported, offload_supported},
-      {RuleId::framework_zero_stage, framework_zero_stage},
-      {RuleId::framework_zero_with_pp, framework_zero_with_pp},
-      {RuleId::framework_tp, framework_tp, kLayout},
-      {RuleId::framework_sequence_parallel, framework_sequence_parallel, kLayout},
-      {RuleId::framework_pp, framework_pp, kPipeline},
-      {RuleId::framework_schedule, framework_schedule, kPipeline},
-      {RuleId::framework_stage_layout, framework_stage_layout, kPipeline},
-      {RuleId::framework_cp, framework_cp, kLayout},
-      {RuleId::framework_ep, framework_ep, kLayout},
-      {RuleId::framework_moe_overlap, framework_moe_overlap},
-      {RuleId::framework_moe_dispatcher, framework_moe_dispatcher, kLayout},
-      {RuleId::framework_recompute_modules, framework_recompute_modules},
-      {RuleId::framework_fp8, framework_fp8, kLayout},
-      {RuleId::framework_fp16, framework_fp16, kLayout},
-      {RuleId::framework_bf16_pure, framework_bf16_pure, kLayout},
-      {RuleId::framework_precision, framework_precision, kLayout},
-      {RuleId::framework_tp_across_nodes, framework_tp_across_nodes, kLayout},
-      {RuleId::framework_replicate_1d, framework_replicate_1d},
-      {RuleId::framework_offload_shards, framework_offload_shards},
-      {RuleId::framework_offload_layers, framework_offload_layers},
-      {RuleId::deepep_group_size, deepep_group_size, kLayout},
-      {RuleId::dp_shard_divides, dp_shard_divides},
-      {RuleId::framework_hsdp, framework_hsdp},
+      {RuleId::degrees_positive, "degrees_positive", degrees_positive, kPipeline},
+      {RuleId::gpu_count, "gpu_count", gpu_count, kPipeline},
+      {RuleId::zero_stage, "zero_stage", zero_stage},
+      {RuleId::tp_within_node, "tp_within_node", tp_within_node, kLayout},
+      {RuleId::precision_supported, "precision_supported", precision_supported, kLayout},
+      {RuleId::precision_generation, "precision_generation", precision_generation, kLayout},
+      {RuleId::sequence_parallel_needs_tp, "sequence_parallel_needs_tp", sequence_parallel_needs_tp,
+       kLayout},
+      {RuleId::batch_split, "batch_split", batch_split, kPipeline},
+      {RuleId::cp_divides_sequence, "cp_divides_sequence", cp_divides_sequence, kLayout},
+      {RuleId::layer_shapes_needed, "layer_shapes_needed", layer_shapes_needed, kPipeline},
+      {RuleId::tp_divides_heads, "tp_divides_heads", tp_divides_heads, kLayout},
+      {RuleId::ulysses_divides_heads, "ulysses_divides_heads", ulysses_divides_heads, kLayout},
+      {RuleId::tp_fits_kv_heads, "tp_fits_kv_heads", tp_fits_kv_heads, kLayout},
+      {RuleId::tp_divides_ffn, "tp_divides_ffn", tp_divides_ffn, kLayout},
+      {RuleId::tp_divides_recurrent_heads, "tp_divides_recurrent_heads", tp_divides_recurrent_heads,
+       kLayout},
+      {RuleId::cp_over_recurrent_layers, "cp_over_recurrent_layers", cp_over_recurrent_layers,
+       kLayout},
+      {RuleId::pp_within_layers, "pp_within_layers", pp_within_layers, kPipeline},
+      {RuleId::stage_layout, "stage_layout", stage_layout, kPipeline},
+      {RuleId::interleave_needs_pp, "interleave_needs_pp", interleave_needs_pp, kPipeline},
+      {RuleId::schedule_runs, "schedule_runs", schedule_runs, kPipeline},
+      {RuleId::ep_needs_moe, "ep_needs_moe", ep_needs_moe, kLayout},
+      {RuleId::ep_divides, "ep_divides", ep_divides, kPipeline},
+      {RuleId::expert_tp_needs_moe, "expert_tp_needs_moe", expert_tp_needs_moe, kLayout},
+      {RuleId::expert_tp_divides_ffn, "expert_tp_divides_ffn", expert_tp_divides_ffn, kLayout},
+      {RuleId::moe_overlap_needs_ep, "moe_overlap_needs_ep", moe_overlap_needs_ep},
+      {RuleId::moe_overlap_pairs, "moe_overlap_pairs", moe_overlap_pairs},
+      {RuleId::recompute_modules_apply, "recompute_modules_apply", recompute_modules_apply},
+      {RuleId::offload_supported, "offload_supported", offload_supported},
+      {RuleId::framework_zero_stage, "framework_zero_stage", framework_zero_stage},
+      {RuleId::framework_zero_with_pp, "framework_zero_with_pp", framework_zero_with_pp},
+      {RuleId::framework_tp, "framework_tp", framework_tp, kLayout},
+      {RuleId::framework_sequence_parallel, "framework_sequence_parallel",
+       framework_sequence_parallel, kLayout},
+      {RuleId::framework_pp, "framework_pp", framework_pp, kPipeline},
+      {RuleId::framework_schedule, "framework_schedule", framework_schedule, kPipeline},
+      {RuleId::framework_stage_layout, "framework_stage_layout", framework_stage_layout, kPipeline},
+      {RuleId::framework_cp, "framework_cp", framework_cp, kLayout},
+      {RuleId::framework_ep, "framework_ep", framework_ep, kLayout},
+      {RuleId::framework_moe_overlap, "framework_moe_overlap", framework_moe_overlap},
+      {RuleId::framework_moe_dispatcher, "framework_moe_dispatcher", framework_moe_dispatcher,
+       kLayout},
+      {RuleId::framework_recompute_modules, "framework_recompute_modules",
+       framework_recompute_modules},
+      {RuleId::framework_fp8, "framework_fp8", framework_fp8, kLayout},
+      {RuleId::framework_fp16, "framework_fp16", framework_fp16, kLayout},
+      {RuleId::framework_bf16_pure, "framework_bf16_pure", framework_bf16_pure, kLayout},
+      {RuleId::framework_precision, "framework_precision", framework_precision, kLayout},
+      {RuleId::framework_tp_across_nodes, "framework_tp_across_nodes", framework_tp_across_nodes,
+       kLayout},
+      {RuleId::framework_replicate_1d, "framework_replicate_1d", framework_replicate_1d},
+      {RuleId::framework_offload_shards, "framework_offload_shards", framework_offload_shards},
+      {RuleId::framework_offload_layers, "framework_offload_layers", framework_offload_layers},
+      {RuleId::deepep_group_size, "deepep_group_size", deepep_group_size, kLayout},
+      {RuleId::dp_shard_divides, "dp_shard_divides", dp_shard_divides},
+      {RuleId::framework_hsdp, "framework_hsdp", framework_hsdp},
   };
+  // Rows are looked up by RuleId (to_string, check_inputs, first_broken): row i is rule i.
+  static const bool in_order = [] {
+    SHARDPLAN_CHECK(rules.size() == static_cast<size_t>(kRules),
+                    "plan_rules() holds a row for every RuleId");
+    for (size_t i = 0; i < rules.size(); ++i)
+      SHARDPLAN_CHECK(static_cast<size_t>(rules[i].id) == i, "plan_rules() out of RuleId order");
+    return true;
+  }();
+  (void)in_order;
   return rules;
 }
 
@@ -410,111 +426,8 @@ std::optional<RuleId> first_broken(const ParallelPlan& p, const RuleContext& c, 
 }
 
 const char* to_string(RuleId r) {
-  switch (r) {
-    case RuleId::degrees_positive:
-      return "degrees_positive";
-    case RuleId::gpu_count:
-      return "gpu_count";
-    case RuleId::zero_stage:
-      return "zero_stage";
-    case RuleId::tp_within_node:
-      return "tp_within_node";
-    case RuleId::precision_supported:
-      return "precision_supported";
-    case RuleId::precision_generation:
-      return "precision_generation";
-    case RuleId::sequence_parallel_needs_tp:
-      return "sequence_parallel_needs_tp";
-    case RuleId::batch_split:
-      return "batch_split";
-    case RuleId::cp_divides_sequence:
-      return "cp_divides_sequence";
-    case RuleId::layer_shapes_needed:
-      return "layer_shapes_needed";
-    case RuleId::tp_divides_heads:
-      return "tp_divides_heads";
-    case RuleId::ulysses_divides_heads:
-      return "ulysses_divides_heads";
-    case RuleId::tp_fits_kv_heads:
-      return "tp_fits_kv_heads";
-    case RuleId::tp_divides_ffn:
-      return "tp_divides_ffn";
-    case RuleId::tp_divides_recurrent_heads:
-      return "tp_divides_recurrent_heads";
-    case RuleId::cp_over_recurrent_layers:
-      return "cp_over_recurrent_layers";
-    case RuleId::pp_within_layers:
-      return "pp_within_layers";
-    case RuleId::stage_layout:
-      return "stage_layout";
-    case RuleId::interleave_needs_pp:
-      return "interleave_needs_pp";
-    case RuleId::schedule_runs:
-      return "schedule_runs";
-    case RuleId::ep_needs_moe:
-      return "ep_needs_moe";
-    case RuleId::ep_divides:
-      return "ep_divides";
-    case RuleId::expert_tp_needs_moe:
-      return "expert_tp_needs_moe";
-    case RuleId::expert_tp_divides_ffn:
-      return "expert_tp_divides_ffn";
-    case RuleId::moe_overlap_needs_ep:
-      return "moe_overlap_needs_ep";
-    case RuleId::moe_overlap_pairs:
-      return "moe_overlap_pairs";
-    case RuleId::recompute_modules_apply:
-      return "recompute_modules_apply";
-    case RuleId::offload_supported:
-      return "offload_supported";
-    case RuleId::framework_zero_stage:
-      return "framework_zero_stage";
-    case RuleId::framework_zero_with_pp:
-      return "framework_zero_with_pp";
-    case RuleId::framework_tp:
-      return "framework_tp";
-    case RuleId::framework_sequence_parallel:
-      return "framework_sequence_parallel";
-    case RuleId::framework_pp:
-      return "framework_pp";
-    case RuleId::framework_schedule:
-      return "framework_schedule";
-    case RuleId::framework_stage_layout:
-      return "framework_stage_layout";
-    case RuleId::framework_cp:
-      return "framework_cp";
-    case RuleId::framework_ep:
-      return "framework_ep";
-    case RuleId::framework_moe_overlap:
-      return "framework_moe_overlap";
-    case RuleId::framework_moe_dispatcher:
-      return "framework_moe_dispatcher";
-    case RuleId::framework_recompute_modules:
-      return "framework_recompute_modules";
-    case RuleId::framework_fp8:
-      return "framework_fp8";
-    case RuleId::framework_fp16:
-      return "framework_fp16";
-    case RuleId::framework_bf16_pure:
-      return "framework_bf16_pure";
-    case RuleId::framework_precision:
-      return "framework_precision";
-    case RuleId::framework_tp_across_nodes:
-      return "framework_tp_across_nodes";
-    case RuleId::framework_replicate_1d:
-      return "framework_replicate_1d";
-    case RuleId::framework_offload_shards:
-      return "framework_offload_shards";
-    case RuleId::framework_offload_layers:
-      return "framework_offload_layers";
-    case RuleId::deepep_group_size:
-      return "deepep_group_size";
-    case RuleId::dp_shard_divides:
-      return "dp_shard_divides";
-    case RuleId::framework_hsdp:
-      return "framework_hsdp";
-  }
-  return "";
+  const auto i = static_cast<size_t>(r);
+  return i < plan_rules().size() ? plan_rules()[i].name : "";
 }
 
 }  // namespace shardplan

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <random>
+#include <set>
 
 #include "shardplan/profiles.hpp"
 #include "shardplan/rule_words.hpp"
@@ -441,4 +442,19 @@ TEST_CASE("layout- and pipeline-scope rules read only their fields: first_broken
   CHECK(pipeline_answers > 200);
   CHECK(point_answers > 40);
   CHECK(none >= 5);  // most random plans break a rule; some keep them all
+}
+
+TEST_CASE("each rule's row names it: one snake_case name per rule, the JSON keys of the counts") {
+  std::set<std::string> names;
+  for (int i = 0; i < kRules; ++i) {
+    const std::string name = to_string(static_cast<RuleId>(i));
+    CAPTURE(i);
+    CHECK(!name.empty());
+    CHECK(name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos);
+    CHECK(names.insert(name).second);
+  }
+  CHECK(std::string(to_string(RuleId::degrees_positive)) == "degrees_positive");
+  CHECK(std::string(to_string(RuleId::tp_divides_heads)) == "tp_divides_heads");
+  CHECK(std::string(to_string(RuleId::framework_hsdp)) == "framework_hsdp");
+  CHECK(std::string(to_string(static_cast<RuleId>(kRules))).empty());
 }

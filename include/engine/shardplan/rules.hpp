@@ -102,6 +102,7 @@ enum class RuleScope { point, pipeline, layout };
 
 struct Rule {
   RuleId id;
+  const char* name;  // to_string(id): snake_case, as JSON and the counts print it
   bool (*broken)(const ParallelPlan& plan, const RuleContext& context);
   RuleScope scope = RuleScope::point;
 };
