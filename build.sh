@@ -90,8 +90,12 @@ case "${1:-}" in
   tidy)
     install_missing "${PACKAGES[@]}" "${CHECK_PACKAGES[@]}"
     install_charts
-    build shardplan_profiles  # compile_commands.json and the embedded profiles it lists
-    run-clang-tidy -quiet -j "$jobs" -p "$dir" "$PWD/src/(engine|io|emit|cli)/.*\.cpp$"
+    # clang-tidy reads one compile_commands.json entry per source, which a unity build does not
+    # write: a folder of its own, configured without it, holds that list and the embedded
+    # profiles it names (the only thing built there).
+    cmake -S . -B "$dir-tidy" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHARDPLAN_UNITY_BUILD=OFF
+    cmake --build "$dir-tidy" -j "$jobs" --target shardplan_profiles
+    run-clang-tidy -quiet -j "$jobs" -p "$dir-tidy" "$PWD/src/(engine|io|emit|cli)/.*\.cpp$"
     ;;
   fuzz)
     install_missing "${PACKAGES[@]}" "${CHECK_PACKAGES[@]}"

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "shardplan/profiles.hpp"
 #include "shardplan/specs.hpp"
@@ -45,6 +46,10 @@ ModelSpec params_only(double params);
 std::string make_temp_dir();
 void write_file(const std::string& path, const std::string& text);
 std::string read_file(const std::string& path);
+
+/// The lines of `v`, each ended by a newline (what a launcher's argv or a config's lines read
+/// as one text).
+std::string joined(const std::vector<std::string>& v);
 
 /// Whether `part` occurs in `s` (for checking what a command printed).
 bool contains(const std::string& s, const std::string& part);

@@ -112,6 +112,12 @@ void check_refused(const std::string& args, const std::string& needle) {
   CHECK(r.out.empty());
 }
 
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += s + "\n";
+  return out;
+}
+
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }

@@ -71,8 +71,6 @@ long long SearchSpace::refused_points() const {
   return std::accumulate(refused.begin(), refused.end(), 0LL);
 }
 
-namespace {
-
 std::vector<int> divisors(long long n, long long max) {
   std::vector<int> out;
   for (long long d = 1; d <= std::min(n, max); ++d) {
@@ -80,6 +78,8 @@ std::vector<int> divisors(long long n, long long max) {
   }
   return out;
 }
+
+namespace {
 
 // Takes out the values of one axis that `out` says the framework cannot run, counting the
 // points they held under `rule`.

@@ -96,14 +96,6 @@ double from_simulated_step(Metric m, double closed_form, double ratio) {
   return m == Metric::iteration_time_s ? closed_form * ratio : closed_form / ratio;
 }
 
-std::vector<int> divisors(int n, int max) {
-  std::vector<int> out;
-  for (int d = 1; d <= std::min(n, max); ++d) {
-    if (n % d == 0) out.push_back(d);
-  }
-  return out;
-}
-
 }  // namespace
 
 namespace {

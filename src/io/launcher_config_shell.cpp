@@ -1039,8 +1039,14 @@ class Runner {
   static std::string source_of(const std::vector<Simple>& parts) {
     std::string out;
     for (const Simple& s : parts) {
-      for (const Token* w : s.words) out += (out.empty() ? "" : " ") + plain(w->text);
-      if (&s != &parts.back()) out += " " + s.end_op;
+      for (const Token* w : s.words) {
+        if (!out.empty()) out += ' ';
+        out += plain(w->text);
+      }
+      if (&s != &parts.back()) {
+        out += ' ';
+        out += s.end_op;
+      }
     }
     return out;
   }
@@ -1214,7 +1220,10 @@ class Runner {
 
   static std::string text_of(const std::vector<const Token*>& words) {
     std::string out;
-    for (const Token* w : words) out += (out.empty() ? "" : " ") + plain(w->text);
+    for (const Token* w : words) {
+      if (!out.empty()) out += ' ';
+      out += plain(w->text);
+    }
     return out;
   }
 

@@ -17,9 +17,7 @@ using shardplan::test::write_file;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using shardplan::test::contains;
 
 // The launcher's text parsed back in its own syntax (the Megatron script by bash -n).
 void check_parses(const std::string& format, const std::string& text, const std::string& dir) {

@@ -10,9 +10,7 @@
 using shardplan::test::run_cli;
 
 namespace {
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using shardplan::test::contains;
 const std::string kHf = std::string(SHARDPLAN_TEST_DATA) + "/hf/";
 }  // namespace
 

@@ -10,9 +10,7 @@
 using shardplan::test::run_cli;
 
 namespace {
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using shardplan::test::contains;
 // DeepSeek-V3 report (arXiv:2412.19437) Sec. 3.1-3.2 and 4.2: 2,048 H800s, PP 16, EP 64 over 8
 // nodes, ZeRO-1, no TP; 4K sequences, batch 15,360 sequences. The report does not give its
 // stage split; Megatron-Bridge's deepseek_v3.py sets, for PP 16: the embedding and 4 layers,

@@ -12,9 +12,7 @@ using shardplan::test::run_cli;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using shardplan::test::contains;
 
 bool notes_mention(const nlohmann::json& j, const std::string& part) {
   for (const auto& n : j.at("notes")) {

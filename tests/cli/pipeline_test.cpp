@@ -26,9 +26,7 @@ const std::string kLlama3Layout =
 // activations beside them overflow 80 GB.
 const std::string kLlama3 = kLlama3Layout + " --framework torchtitan --recompute selective";
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using shardplan::test::contains;
 
 }  // namespace
 

@@ -15,9 +15,7 @@ const std::string kMustShow =
     "provision --model llama-3.1-70b --tokens 2T --gpu H100-SXM,H200,B200,A100-80GB "
     "--gpus 64,128,256,512";
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using shardplan::test::contains;
 
 }  // namespace
 

@@ -340,13 +340,7 @@ std::vector<std::string> failures(const AccelerateLaunch& l) {
   return out;
 }
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += s + "\n";
-  return out;
-}
-
-struct GridCase {
+struct AccelerateCase {
   const char* model;
   const char* cluster;
   int gpus, tp, zero;
@@ -373,7 +367,7 @@ EmitInputs inputs_for(const ModelSpec& m, const ClusterSpec& c, const TrainingSp
   return in;
 }
 
-EmitInputs inputs_of(const GridCase& g) {
+EmitInputs accelerate_inputs_of(const AccelerateCase& g) {
   const ModelSpec m = load_model(g.model);
   ParallelPlan p = test::plan(g.gpus / g.tp, g.tp, 1);
   p.zero = g.zero;
@@ -398,7 +392,7 @@ AccelerateLaunch launch_of(const EmitInputs& in) {
   return {YAML::Load(written), lines, in.cluster.gpus, in.cluster.gpus_per_node, in.plan};
 }
 
-constexpr GridCase kGrid[] = {
+constexpr AccelerateCase kAccelerateGrid[] = {
     {"llama-3.1-8b", "dgx-h100", 8, 1, 0, false, Recompute::none, Precision::bf16},
     {"llama-3.1-8b", "dgx-h100", 16, 1, 3, false, Recompute::full, Precision::bf16},
     {"llama-3.1-8b", "dgx-h100", 16, 2, 2, false, Recompute::selective, Precision::bf16},
@@ -413,8 +407,8 @@ constexpr GridCase kGrid[] = {
 }  // namespace
 
 TEST_CASE("accelerate conformance: every grid config passes accelerate's own start-up rules") {
-  for (const GridCase& g : kGrid) {
-    const EmitInputs in = inputs_of(g);
+  for (const AccelerateCase& g : kAccelerateGrid) {
+    const EmitInputs in = accelerate_inputs_of(g);
     const std::string model = g.model;
     CAPTURE(model);
     CAPTURE(g.gpus);
@@ -422,7 +416,7 @@ TEST_CASE("accelerate conformance: every grid config passes accelerate's own sta
     const auto problems = accelerate_problems(in);
     REQUIRE_MESSAGE(problems.empty(), problems.front().message);
     const auto failed = failures(launch_of(in));
-    CHECK_MESSAGE(failed.empty(), joined(failed));
+    CHECK_MESSAGE(failed.empty(), test::joined(failed));
   }
 }
 
@@ -451,14 +445,15 @@ TEST_CASE("accelerate conformance: the plans `emit --pick recommended|fastest` t
       const auto problems = accelerate_problems(in);
       REQUIRE_MESSAGE(problems.empty(), problems.front().message);
       const auto failed = failures(launch_of(in));
-      CHECK_MESSAGE(failed.empty(), joined(failed));
+      CHECK_MESSAGE(failed.empty(), test::joined(failed));
     }
   }
 }
 
 TEST_CASE("accelerate conformance: each rule fails on a config broken its way") {
-  const EmitInputs zero3 = inputs_of(kGrid[1]);  // 16 GPUs on two machines, FSDP2 ZeRO-3
-  const EmitInputs tp2 = inputs_of(kGrid[2]);    // ZeRO-2 with tensor parallel 2
+  const EmitInputs zero3 =
+      accelerate_inputs_of(kAccelerateGrid[1]);  // 16 GPUs on two machines, FSDP2 ZeRO-3
+  const EmitInputs tp2 = accelerate_inputs_of(kAccelerateGrid[2]);  // ZeRO-2 with tensor parallel 2
   struct Broken {
     const char* rule;
     const EmitInputs* in;
@@ -515,6 +510,6 @@ TEST_CASE("accelerate conformance: each rule fails on a config broken its way") 
     const bool named = std::any_of(failed.begin(), failed.end(), [&](const std::string& f) {
       return f.rfind(rule + ":", 0) == 0;
     });
-    CHECK_MESSAGE(named, joined(failed));
+    CHECK_MESSAGE(named, test::joined(failed));
   }
 }

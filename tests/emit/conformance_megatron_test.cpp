@@ -66,12 +66,6 @@ constexpr GridCase kGrid[] = {
      0},
 };
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += s + "\n";
-  return out;
-}
-
 bool failed(const std::vector<std::string>& failures, const std::string& rule) {
   for (const auto& f : failures) {
     if (f.rfind(rule + ":", 0) == 0) return true;
@@ -93,7 +87,7 @@ TEST_CASE("Megatron-LM conformance: every grid launch passes the launcher's own 
     const test::MegatronLaunch launch =
         test::run_megatron_script(emit_text(LauncherFormat::megatron, in));
     const auto failures = test::megatron_failures(launch, in.model);
-    CHECK_MESSAGE(failures.empty(), joined(failures));
+    CHECK_MESSAGE(failures.empty(), test::joined(failures));
     CHECK(launch.world_size == g.gpus);
   }
 }
@@ -212,7 +206,7 @@ TEST_CASE("Megatron-LM: the GB200 recipe's 92 offloaded layers pass TransformerC
   const test::MegatronLaunch l = test::run_megatron_script(script);
   CHECK(l.args.count("--cpu-offloading") == 1);
   CHECK(l.args.at("--cpu-offloading-num-layers") == "92");
-  CHECK_MESSAGE(test::megatron_failures(l, m).empty(), joined(test::megatron_failures(l, m)));
+  CHECK_MESSAGE(test::megatron_failures(l, m).empty(), test::joined(test::megatron_failures(l, m)));
   // The rule has teeth: Megatron-Core refuses all 126 layers, and pipeline parallelism.
   auto with = [&](const char* flag, const std::string& value) {
     test::MegatronLaunch c = l;

@@ -57,12 +57,6 @@ EmitInputs inputs_of(const MoeCase& g) {
   return in;
 }
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += s + "\n";
-  return out;
-}
-
 // The launch pretrain_gpt.py receives, after checking the emitter accepts the plan and the
 // launch passes every rule.
 test::MegatronLaunch passing_launch(const EmitInputs& in) {
@@ -70,7 +64,7 @@ test::MegatronLaunch passing_launch(const EmitInputs& in) {
   REQUIRE_MESSAGE(problems.empty(), problems.front().message);
   const test::MegatronLaunch l = test::run_megatron_script(emit_text(LauncherFormat::megatron, in));
   const auto failures = test::megatron_failures(l, in.model);
-  CHECK_MESSAGE(failures.empty(), joined(failures));
+  CHECK_MESSAGE(failures.empty(), test::joined(failures));
   return l;
 }
 

@@ -59,6 +59,9 @@ struct SearchSpace {
   bool is_subspace_of(const SearchSpace& outer) const;
 };
 
+/// The divisors of `n` from 1 up to `max`, ascending: the degrees an axis of `n` can split into.
+std::vector<int> divisors(long long n, long long max);
+
 /// The Megatron-Core recompute module sets worth trying on this model (ParallelPlan::
 /// recompute_modules), the kinds published recipes set: the norms and the expert activation of
 /// a MoE (elementwise recompute only), the norms and up projections of multi-latent attention
