@@ -271,7 +271,7 @@ int moe_layers_in(const ModelSpec& m, int a, int b) {
 
 }  // namespace
 
-DeviceParams StageParamsMemo::of(const ParallelPlan& plan, int stage) {
+void StageParamsMemo::hold(const ParallelPlan& plan) {
   const std::array<int, 8> pipeline = {plan.tp,
                                        plan.pp,
                                        plan.ep,
@@ -283,7 +283,12 @@ DeviceParams StageParamsMemo::of(const ParallelPlan& plan, int stage) {
   if (pipeline != pipeline_) {
     pipeline_ = pipeline;
     stages_.clear();
+    heaviest_moe_stage_ = -1;
   }
+}
+
+DeviceParams StageParamsMemo::of(const ParallelPlan& plan, int stage) {
+  hold(plan);
   for (const auto& [s, params] : stages_)
     if (s == stage) return params;
   return stages_.emplace_back(stage, device_params(model_, plan, stage)).second;
@@ -318,30 +323,13 @@ int heaviest_moe_stage(const ModelSpec& m, const ParallelPlan& p) {
   if (m.has_block_pattern())
     return m.moe_layer_count() == m.layers ? 0 : find_heaviest_moe_stage(m, p);
   if (m.first_dense_layers <= 0 && m.moe_layer_step == 1) return 0;  // every layer MoE
-  // The answer depends on the MoE layout and the pipeline layout only, and the search asks it
-  // for every plan of the few layouts it tries: kept per thread (provision evaluates on all
-  // cores), one slot per hash of the key.
-  struct Slot {
-    std::array<int, 8> key{};
-    int stage = -1;
-  };
-  thread_local std::array<Slot, 512> memo{};
-  const std::array<int, 8> key = {m.layers,
-                                   m.first_dense_layers,
-                                   m.moe_layer_step,
-                                   p.pp,
-                                   p.interleave,
-                                   p.first_stage_layers,
-                                   p.last_stage_layers,
-                                   static_cast<int>(p.schedule)};
-  size_t h = 0;
-  for (int k : key) h = (h * 1000003U) ^ static_cast<size_t>(k + 7);
-  Slot& slot = memo[h % memo.size()];
-  if (slot.stage < 0 || slot.key != key) {
-    slot.key = key;
-    slot.stage = find_heaviest_moe_stage(m, p);
-  }
-  return slot.stage;
+  return find_heaviest_moe_stage(m, p);
+}
+
+int StageParamsMemo::heaviest_moe_stage(const ParallelPlan& plan) {
+  hold(plan);
+  if (heaviest_moe_stage_ < 0) heaviest_moe_stage_ = shardplan::heaviest_moe_stage(model_, plan);
+  return heaviest_moe_stage_;
 }
 
 ParamCounts count_params(const ModelSpec& m) {

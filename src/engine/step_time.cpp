@@ -274,9 +274,12 @@ struct Context {
   const MemoryInputs& mem;
   Placements at;
   int micro_batches = 1;  // per step, per data-parallel replica
-  StageParamsMemo* stages = nullptr;  // the search's memo of device_params, or none
+  StageParamsMemo* stages = nullptr;  // the search's memo of per-stage counts, or none
   DeviceParams device(int stage) const {
     return stages ? stages->of(p, stage) : device_params(m, p, stage);
+  }
+  int heaviest_moe_stage() const {
+    return stages ? stages->heaviest_moe_stage(p) : shardplan::heaviest_moe_stage(m, p);
   }
 };
 
@@ -554,7 +557,7 @@ Stages pipeline_stages(const Context& x) {
   st.middle = pp > 2 ? stage_cost(x, 1) : st.first;
   // A MoE model whose first layers are dense: the middle stage with the most MoE layers, where
   // the experts' all-to-alls and weights are, if it costs more than the second.
-  const int moe_stage = pp > 2 ? heaviest_moe_stage(x.m, x.p) : 0;
+  const int moe_stage = pp > 2 ? x.heaviest_moe_stage() : 0;
   if (moe_stage > 1 && moe_stage < pp - 1) {
     StageCost heavier = stage_cost(x, moe_stage);
     if (heavier.total() > st.middle.total()) st.middle = heavier;

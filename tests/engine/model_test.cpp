@@ -7,6 +7,7 @@
 
 #include "shardplan/layer.hpp"
 #include "shardplan/profiles.hpp"
+#include "shardplan/search.hpp"
 #include "support.hpp"
 
 using namespace shardplan;
@@ -185,7 +186,8 @@ TEST_CASE("lightning attention runs its blocks and its carried state for 70 of 8
   CHECK(lightning == doctest::Approx(2.0 * 4096 * per_token * 70 / 80));
 }
 
-TEST_CASE("the search's memo of per-stage parameters answers as device_params does") {
+TEST_CASE(
+    "the search's memo of per-stage counts answers as device_params and heaviest_moe_stage do") {
   // One memo walks plans the way the search does: several points per pipeline, then the next
   // pipeline. Each answer must equal a fresh count, including after the pipeline changes under
   // it (a stale stage would price a plan with another plan's weights).
@@ -202,15 +204,20 @@ TEST_CASE("the search's memo of per-stage parameters answers as device_params do
               ParallelPlan p;
               p.tp = tp, p.pp = pp, p.ep = m.is_moe() ? ep : 1, p.interleave = v, p.schedule = s;
               if (pp * v > m.layers) continue;
-              for (int zero : {0, 3}) {  // points of one pipeline: fields the count does not read
-                p.zero = zero;
-                for (int stage : {0, pp - 1, pp / 2, 0}) {
-                  const DeviceParams want = device_params(m, p, stage);
-                  const DeviceParams got = memo.of(p, stage);
-                  CHECK(got.dense == want.dense);
-                  CHECK(got.experts == want.experts);
-                  CHECK(got.largest_layer == want.largest_layer);
-                  ++asked;
+              for (bool lighter : {false, true}) {  // even stages, then lighter end stages
+                p.first_stage_layers = p.last_stage_layers = -1;
+                if (lighter && pp > 1) set_lighter_ends(m.layers, pp * v, p);
+                for (int zero : {0, 3}) {  // points of one pipeline: fields the count does not read
+                  p.zero = zero;
+                  for (int stage : {0, pp - 1, pp / 2, 0}) {
+                    const DeviceParams want = device_params(m, p, stage);
+                    const DeviceParams got = memo.of(p, stage);
+                    CHECK(got.dense == want.dense);
+                    CHECK(got.experts == want.experts);
+                    CHECK(got.largest_layer == want.largest_layer);
+                    CHECK(memo.heaviest_moe_stage(p) == heaviest_moe_stage(m, p));
+                    ++asked;
+                  }
                 }
               }
             }

@@ -69,20 +69,24 @@ struct DeviceParams {
 };
 DeviceParams device_params(const ModelSpec& model, const ParallelPlan& plan, int stage);
 
-/// device_params of the stages one pipeline's plans ask for, each counted once. The search
-/// evaluates many plans that differ only in fields device_params does not read (ZeRO, recompute,
-/// offload, all-to-all overlap, shard group); one memo answers them all. It starts again when
-/// asked for a plan whose pipeline (tp, pp, ep, expert tp, virtual stages, schedule, end
-/// layouts) differs from the one it holds, so an answer never outlives its pipeline.
+/// What one pipeline's plans ask of the model's stages, each counted once: device_params per
+/// stage and heaviest_moe_stage. The search evaluates many plans that differ only in fields
+/// neither reads (ZeRO, recompute, offload, all-to-all overlap, shard group); one memo answers
+/// them all. It starts again when asked about a plan whose pipeline (tp, pp, ep, expert tp,
+/// virtual stages, schedule, end layouts) differs from the one it holds, so an answer never
+/// outlives its pipeline.
 class StageParamsMemo {
  public:
   explicit StageParamsMemo(const ModelSpec& model) : model_(model) {}
   DeviceParams of(const ParallelPlan& plan, int stage);
+  int heaviest_moe_stage(const ParallelPlan& plan);
 
  private:
+  void hold(const ParallelPlan& plan);  // forgets the answers when the pipeline changes
   const ModelSpec& model_;
   std::array<int, 8> pipeline_{};
   std::vector<std::pair<int, DeviceParams>> stages_;
+  int heaviest_moe_stage_ = -1;  // not asked yet
 };
 
 /// Local K/V heads per tensor-parallel rank: kv_heads / tp, or 1 when tp > kv_heads
