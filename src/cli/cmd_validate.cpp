@@ -83,8 +83,22 @@ ValidationReport predict_runs(const std::vector<PublishedRun>& runs, const std::
   return out;
 }
 
+// The runs whose source flags their figure (PublishedRun::source_flags) that --only picks,
+// predicted by the shipped constants: shown apart, never fitted on or counted.
+std::vector<Prediction> predict_flagged(const std::vector<PublishedRun>& flagged,
+                                        const std::string& only) {
+  std::vector<Prediction> out;
+  for (const PublishedRun& run : flagged)
+    if (only.empty() || run.id.rfind(only, 0) == 0) out.push_back(predict(run));
+  return out;
+}
+
 int run_validate(const ValidateFlags& f) {
-  const std::vector<PublishedRun> runs = load_runs(f);  // the predictions point into it
+  // The runs every figure counts, and those their source flags; the predictions point into both.
+  std::vector<PublishedRun> runs, flagged_runs;
+  for (PublishedRun& r : load_runs(f))
+    (r.source_flags.empty() ? runs : flagged_runs).push_back(std::move(r));
+  const std::vector<Prediction> flagged = predict_flagged(flagged_runs, f.only);
   if (f.markdown && !f.cross_validate)
     throw InputError("--markdown", "goes with --cross-validate (the accuracy paragraph it prints)");
   if (f.markdown_groups && !f.cross_validate)
@@ -101,7 +115,13 @@ int run_validate(const ValidateFlags& f) {
     std::vector<PublishedRun> picked;
     for (const PublishedRun& r : runs)
       if (f.only.empty() || r.id.rfind(f.only, 0) == 0) picked.push_back(r);
-    if (picked.empty()) throw InputError("--only", "no run id starts with '" + f.only + "'");
+    if (picked.empty()) {
+      throw InputError("--only",
+                       "no run id starts with '" + f.only + "'" +
+                           (flagged.empty() ? ""
+                                            : " but runs their source flags, which are "
+                                              "not cross-validated: drop --cross-validate"));
+    }
     // The simulated step, and the closed forms alone beside it (fitted the same way).
     const CrossValidation cv = cross_validate(picked, StepModel::simulated);
     const CrossValidation closed = cross_validate(picked, StepModel::closed_form);
@@ -135,14 +155,17 @@ int run_validate(const ValidateFlags& f) {
     if (f.json) {
       nlohmann::json j = to_json(cv, closed);
       if (!shots.empty()) j["few_shot"] = few_shot_json(shots);
+      j["flagged"] = flagged_json(flagged);
       print_json(std::move(j));
     } else if (!shots.empty() && !f.markdown && !f.markdown_groups)
-      std::cout << render_cross_validation(cv, closed) << "\n" << render_few_shot(shots);
+      std::cout << render_cross_validation(cv, closed) << "\n"
+                << render_few_shot(shots) << flagged_text(flagged);
     else if (f.markdown_groups)
       std::cout << group_table_markdown(cv, closed);
+    else if (f.markdown)
+      std::cout << accuracy_paragraph(cv, closed);
     else
-      std::cout << (f.markdown ? accuracy_paragraph(cv, closed)
-                               : render_cross_validation(cv, closed));
+      std::cout << render_cross_validation(cv, closed) << flagged_text(flagged);
     return 0;
   }
   // The published sweeps' fit verdicts go with the shipped corpus (a FILE is the user's runs).
@@ -152,7 +175,8 @@ int run_validate(const ValidateFlags& f) {
   std::vector<const MemoryVerdictCase*> picked;
   for (const MemoryVerdictCase& c : sweeps)
     if (f.only.empty() || c.run.id.rfind(f.only, 0) == 0) picked.push_back(&c);
-  ValidationReport report = predict_runs(runs, f.only, !picked.empty());
+  ValidationReport report = predict_runs(runs, f.only, !picked.empty() || !flagged.empty());
+  report.flagged = flagged;
   for (const MemoryVerdictCase* c : picked) {
     report.verdicts.push_back(predict_verdict(*c));
     if (c->ran) report.sweep_steps.push_back({c, predict(c->run)});

@@ -250,6 +250,17 @@ PublishedRun read_run(const nlohmann::json& r, size_t i, const std::string& wher
   if (split != "fitted" && split != "held-out" && !split.empty())
     throw InputError(where + ": split", "'" + split + "' is not fitted or held-out");
   run.held_out = split == "held-out";
+  if (r.contains("source_flags")) {
+    const auto& flags = r.at("source_flags");
+    const auto is_text = [](const nlohmann::json& v) {
+      return v.is_string() && !v.get<std::string>().empty();
+    };
+    if (!flags.is_array() || flags.empty() || !std::all_of(flags.begin(), flags.end(), is_text))
+      throw InputError(where + ": source_flags",
+                       "give a non-empty array of strings, each the source's own caveat on the "
+                       "measured figure and where it says so");
+    for (const auto& v : flags) run.source_flags.push_back(v.get<std::string>());
+  }
   read_run_measured(r.at("measured"), where, run);
   // Peak device memory as the source reports it (torchtitan: the maximum over GPUs of the peak
   // reserved memory), compared beside the step figure.

@@ -345,7 +345,42 @@ std::string render_validation(const ValidationReport& r) {
     out += frameworks_text(r.by_framework) + memory_text(memory_cases(r));
   }
   if (!out.empty() && !r.verdicts.empty()) out += "\n";
-  return out + verdicts_text(r.verdicts) + sweep_steps_text(r.sweep_steps);
+  return out + verdicts_text(r.verdicts) + sweep_steps_text(r.sweep_steps) +
+         flagged_text(r.flagged);
+}
+
+std::string flagged_text(const std::vector<Prediction>& flagged) {
+  if (flagged.empty()) return "";
+  Table t({{"case", Table::Align::left},
+           {"metric", Table::Align::left},
+           {"measured"},
+           {"predicted"},
+           {"error"}});
+  std::string flags;
+  for (const Prediction& c : flagged) {
+    t.add_row({c.run->id, to_string(c.run->metric), fmt::format("{:.4g}", c.run->measured),
+               fmt::format("{:.4g}", c.predicted), fmt::format("{:+.1f}%", c.error * 100)});
+    for (const std::string& f : c.run->source_flags) flags += "  " + c.run->id + ": " + f + "\n";
+  }
+  return fmt::format(
+             "\n# flagged by their source ({}): predicted by the shipped constants, "
+             "never fitted on, in none of the figures above\n",
+             count_of(flagged.size())) +
+         t.render("") + flags;
+}
+
+nlohmann::json flagged_json(const std::vector<Prediction>& flagged) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Prediction& c : flagged) {
+    out.push_back({{"id", c.run->id},
+                   {"metric", to_string(c.run->metric)},
+                   {"measured", c.run->measured},
+                   {"predicted", c.predicted},
+                   {"error", c.error},
+                   {"source_flags", c.run->source_flags},
+                   {"source", c.run->source}});
+  }
+  return out;
 }
 
 nlohmann::json to_json(const ValidationReport& r) {
@@ -355,7 +390,8 @@ nlohmann::json to_json(const ValidationReport& r) {
           {"frameworks", frameworks_json(r.by_framework)},
           {"memory", memory_json(memory_cases(r))},
           {"fit_verdicts", verdicts_json(r.verdicts)},
-          {"sweep_steps", sweep_steps_json(r.sweep_steps)}};
+          {"sweep_steps", sweep_steps_json(r.sweep_steps)},
+          {"flagged", flagged_json(r.flagged)}};
 }
 
 }  // namespace shardplan

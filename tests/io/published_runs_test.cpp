@@ -67,6 +67,27 @@ TEST_CASE("published runs: a run may state its tensor-parallel communication ove
                   .training.tp_comm_overlap);
 }
 
+TEST_CASE(
+    "published runs: source_flags are the source's words, or the run is refused naming them") {
+  const auto with_flags = [](const std::string& flags) {
+    std::string text = run_with(R"({"preset": "llama-3-8b"})", "");
+    const std::string key = R"("measured")";
+    return text.replace(text.find(key), key.size(),
+                        R"("source_flags": )" + flags + R"(, "measured")");
+  };
+  const auto runs =
+      load_published_runs(with_flags(R"(["a known regression, table note 2"])"), "runs.json");
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].source_flags == std::vector<std::string>{"a known regression, table note 2"});
+  CHECK(load_published_runs(run_with(R"({"preset": "llama-3-8b"})", ""), "runs.json")[0]
+            .source_flags.empty());
+  for (const std::string bad : {R"("one string")", "[]", R"([""])", "[3]"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(load_published_runs(with_flags(bad), "runs.json"),
+                         doctest::Contains("runs.json: run 0: source_flags"), InputError);
+  }
+}
+
 TEST_CASE("published runs: a stated uneven pipeline split reaches the plan") {
   // Llama 3.1 405B's 126 layers on PP8 x VP8 with the embedding and the loss counted as layers
   // (Megatron-Bridge recipes/llama/llama3.py, account_for_*_in_pipeline_split): 128 / 64 = 2 per

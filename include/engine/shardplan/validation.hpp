@@ -36,6 +36,10 @@ struct PublishedRun {
   Metric metric = Metric::iteration_time_s;
   double measured = 0;
   bool held_out = false;         // "split": "held-out": no profile figure was fitted on it
+  /// The source's own caveats on this figure ("source_flags": a known regression it names,
+  /// with the source's words and where they are). `validate` predicts a flagged run and
+  /// reports it apart: it is never fitted on and never counted in the aggregate errors.
+  std::vector<std::string> source_flags;
   double measured_peak_gib = 0;  // the peak device memory the source publishes; 0 = none
   // What that peak counts: the caching allocator's reserved memory (torch.cuda.
   // max_memory_reserved, torchtitan's logged "memory") or the tensors allocated

@@ -31,6 +31,8 @@ struct ValidationReport {
   std::vector<VerdictPrediction> verdicts;
   /// The step of each sweep layout that ran, predicted for its stated plan (never fitted on).
   std::vector<SweepStep> sweep_steps;
+  /// Runs their source flags, predicted but in none of the figures above.
+  std::vector<Prediction> flagged;
 };
 
 /// The framework profile that priced a run ("none (ideal stack)" when the run names none).
@@ -38,5 +40,10 @@ std::string profile_of(const PublishedRun& run);
 
 std::string render_validation(const ValidationReport& report);
 nlohmann::json to_json(const ValidationReport& report);
+
+/// The runs whose source flags their figure (PublishedRun::source_flags), predicted by the
+/// shipped constants and shown apart from every aggregate: "" / an empty array when none.
+std::string flagged_text(const std::vector<Prediction>& flagged);
+nlohmann::json flagged_json(const std::vector<Prediction>& flagged);
 
 }  // namespace shardplan
