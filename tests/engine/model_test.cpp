@@ -6,6 +6,7 @@
 #include <string>
 
 #include "shardplan/layer.hpp"
+#include "shardplan/plan.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/search.hpp"
 #include "support.hpp"
@@ -195,7 +196,7 @@ TEST_CASE(
     CAPTURE(name);
     const ModelSpec m = load_model(name);
     StageParamsMemo memo(m);
-    int asked = 0;
+    int asked = 0, uneven = 0;
     for (int pp : {1, 2, 4, 8}) {
       for (int v : {1, 2}) {
         for (Schedule s : {Schedule::one_f_one_b, Schedule::zb_v}) {
@@ -204,9 +205,20 @@ TEST_CASE(
               ParallelPlan p;
               p.tp = tp, p.pp = pp, p.ep = m.is_moe() ? ep : 1, p.interleave = v, p.schedule = s;
               if (pp * v > m.layers) continue;
-              for (bool lighter : {false, true}) {  // even stages, then lighter end stages
+              // Even stages; the search's lighter ends (MTP modules counted); ends that take
+              // what k layers per middle chunk leave.
+              for (int layout : {0, 1, 2}) {
+                const int chunks = pp * v;
                 p.first_stage_layers = p.last_stage_layers = -1;
-                if (lighter && pp > 1) set_lighter_ends(m.layers, pp * v, p);
+                if (layout == 1 && pp > 1) set_lighter_ends(m.layers, chunks, p, m.mtp_layers);
+                if (layout == 2 && pp > 1) {
+                  const int ends = m.layers - (m.layers / chunks) * (chunks - 2);
+                  p.first_stage_layers = ends / 2;
+                  p.last_stage_layers = ends - ends / 2;
+                }
+                // A layout the search refuses (rule stage_layout) never reaches the count.
+                if (!layout_splits(m.layers, p)) continue;
+                if (p.first_stage_layers >= 0) ++uneven;
                 for (int zero : {0, 3}) {  // points of one pipeline: fields the count does not read
                   p.zero = zero;
                   for (int stage : {0, pp - 1, pp / 2, 0}) {
@@ -226,5 +238,6 @@ TEST_CASE(
       }
     }
     CHECK(asked > 100);
+    CHECK(uneven >= 8);
   }
 }
