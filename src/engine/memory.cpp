@@ -173,7 +173,7 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
   StageMemory s;
   s.stage = stage;
   const StateBytes& per = in.per_param;
-  const DeviceParams dev = stages ? stages->of(p, stage) : device_params(m, p, stage);
+  const DeviceParams dev = device_params(m, p, stage, stages);
   s.params = dev.total();
 
   // ZeRO shards over every rank that holds the same weights: dp x cp for dense weights, and
@@ -295,7 +295,7 @@ double peak_memory_bytes(const ModelSpec& m, const TrainingSpec& tr, const Paral
   double peak = std::max(first, last);
   if (p.pp == 2) return peak;
   if (uneven) peak = std::max(peak, stage_memory(m, tr, p, c, in, 1, stages).total_bytes());
-  const int moe_stage = stages ? stages->heaviest_moe_stage(p) : heaviest_moe_stage(m, p);
+  const int moe_stage = heaviest_moe_stage(m, p, stages);
   if (moe_stage > 1)
     peak = std::max(peak, stage_memory(m, tr, p, c, in, moe_stage, stages).total_bytes());
   return peak;

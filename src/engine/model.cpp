@@ -332,6 +332,15 @@ int StageParamsMemo::heaviest_moe_stage(const ParallelPlan& plan) {
   return heaviest_moe_stage_;
 }
 
+DeviceParams device_params(const ModelSpec& m, const ParallelPlan& p, int stage,
+                           StageParamsMemo* memo) {
+  return memo ? memo->of(p, stage) : device_params(m, p, stage);
+}
+
+int heaviest_moe_stage(const ModelSpec& m, const ParallelPlan& p, StageParamsMemo* memo) {
+  return memo ? memo->heaviest_moe_stage(p) : heaviest_moe_stage(m, p);
+}
+
 ParamCounts count_params(const ModelSpec& m) {
   ParamCounts c;
   if (!m.has_architecture()) {

@@ -275,12 +275,8 @@ struct Context {
   Placements at;
   int micro_batches = 1;  // per step, per data-parallel replica
   StageParamsMemo* stages = nullptr;  // the search's memo of per-stage counts, or none
-  DeviceParams device(int stage) const {
-    return stages ? stages->of(p, stage) : device_params(m, p, stage);
-  }
-  int heaviest_moe_stage() const {
-    return stages ? stages->heaviest_moe_stage(p) : shardplan::heaviest_moe_stage(m, p);
-  }
+  DeviceParams device(int stage) const { return device_params(m, p, stage, stages); }
+  int heaviest_moe_stage() const { return shardplan::heaviest_moe_stage(m, p, stages); }
 };
 
 // Whether recompute runs a MoE layer's forward, all-to-alls included, again before its backward:

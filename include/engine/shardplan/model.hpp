@@ -119,5 +119,10 @@ int stage_moe_layers(const ModelSpec& model, const ParallelPlan& plan, int stage
 /// MoE layers than the second; the memory peak and the step's middle stage look there too.
 int heaviest_moe_stage(const ModelSpec& model, const ParallelPlan& plan);
 
+/// device_params and heaviest_moe_stage answered from a memo when the caller has one (the
+/// search), computed afresh when it is null: one fork for memory and step time alike.
+DeviceParams device_params(const ModelSpec& model, const ParallelPlan& plan, int stage,
+                           StageParamsMemo* memo);
+int heaviest_moe_stage(const ModelSpec& model, const ParallelPlan& plan, StageParamsMemo* memo);
 
 }  // namespace shardplan
