@@ -51,11 +51,8 @@ bool is_step(const PublishedRun& r) {
 }  // namespace
 
 int main() {
-  auto raw = load_published_runs(default_published_runs(), "published-runs.json");
-  for (PublishedRun& r : load_published_runs(default_holdout_runs(), "holdout-runs.json"))
-    raw.push_back(std::move(r));
   // As validate does: a run its source flags is never fitted on or counted.
-  std::erase_if(raw, [](const PublishedRun& r) { return !r.source_flags.empty(); });
+  const std::vector<PublishedRun> raw = load_shipped_corpus().counted;
   const std::vector<PublishedRun> fixed = with_step_ratios(raw, StepModel::simulated);
   const std::vector<KnobFit> ks = knob_table(raw);
   fmt::print("# |closed form x fixed ratio / simulated - 1| of the predicted figure\n");

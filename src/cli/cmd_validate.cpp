@@ -42,33 +42,33 @@ struct ValidateFlags {
   int calibrate_with = 0;
 };
 
-// The file's runs; by default the fitted runs, then the held-out ones marked as such.
-std::vector<PublishedRun> load_runs(const ValidateFlags& f) {
+// The file's runs (every one counted), or by default the shipped corpus with the held-out runs
+// marked as such.
+ShippedCorpus load_runs(const ValidateFlags& f) {
   ClusterOptions co;
   co.cluster = f.cluster.cluster;
   if (!f.file.empty()) {
-    std::vector<PublishedRun> runs =
-        load_published_runs(read_text_file(f.file, "file"), f.file, co);
+    ShippedCorpus out;
+    out.counted = load_published_runs(read_text_file(f.file, "file"), f.file, co);
     // An empty array has nothing to validate; saying so beats a complaint about --only.
-    if (runs.empty()) {
+    if (out.counted.empty()) {
       throw InputError("file", "'" + f.file +
                                    "' holds no runs; give a JSON array of runs, each with "
                                    "model, hardware, plan and measured");
     }
-    return runs;
+    return out;
   }
-  std::vector<PublishedRun> runs =
-      load_published_runs(default_published_runs(), "profiles/validation/published-runs.json", co);
-  for (PublishedRun& r :
-       load_published_runs(default_holdout_runs(), "profiles/validation/holdout-runs.json", co)) {
-    if (r.held_out) r.id = "holdout: " + r.id;
-    runs.push_back(std::move(r));
-  }
-  return runs;
+  ShippedCorpus out = load_shipped_corpus(co);
+  for (auto* runs : {&out.counted, &out.flagged})
+    for (PublishedRun& r : *runs)
+      if (r.held_out) r.id = "holdout: " + r.id;
+  return out;
 }
 
+// The counted runs --only picks, by source group. `matched_elsewhere`: --only picked a sweep row
+// or a flagged run, so an empty pick here is no error.
 ValidationReport predict_runs(const std::vector<PublishedRun>& runs, const std::string& only,
-                              bool sweeps_matched) {
+                              bool matched_elsewhere) {
   ValidationReport out;
   for (const PublishedRun& run : runs) {
     if (!only.empty() && run.id.rfind(only, 0) != 0) continue;
@@ -78,7 +78,7 @@ ValidationReport predict_runs(const std::vector<PublishedRun>& runs, const std::
     FrameworkErrors& f = out.by_framework[profile_of(run)];
     (run.held_out ? f.held_out : f.fitted).push_back(out.groups[g].back());
   }
-  if (out.order.empty() && !sweeps_matched)
+  if (out.order.empty() && !matched_elsewhere)
     throw InputError("--only", "no run id starts with '" + only + "'");
   return out;
 }
@@ -95,10 +95,8 @@ std::vector<Prediction> predict_flagged(const std::vector<PublishedRun>& flagged
 
 int run_validate(const ValidateFlags& f) {
   // The runs every figure counts, and those their source flags; the predictions point into both.
-  std::vector<PublishedRun> runs, flagged_runs;
-  for (PublishedRun& r : load_runs(f))
-    (r.source_flags.empty() ? runs : flagged_runs).push_back(std::move(r));
-  const std::vector<Prediction> flagged = predict_flagged(flagged_runs, f.only);
+  const ShippedCorpus corpus = load_runs(f);
+  const std::vector<PublishedRun>& runs = corpus.counted;
   if (f.markdown && !f.cross_validate)
     throw InputError("--markdown", "goes with --cross-validate (the accuracy paragraph it prints)");
   if (f.markdown_groups && !f.cross_validate)
@@ -111,6 +109,7 @@ int run_validate(const ValidateFlags& f) {
                      "is the number of calibration runs per bucket; give 1 to 5");
   if (!f.write_fit.empty() && !f.cross_validate)
     throw InputError("--write-fit", "goes with --cross-validate (the fit it writes)");
+  const std::vector<Prediction> flagged = predict_flagged(corpus.flagged, f.only);
   if (f.cross_validate) {
     std::vector<PublishedRun> picked;
     for (const PublishedRun& r : runs)

@@ -366,4 +366,15 @@ std::vector<MemoryVerdictCase> load_memory_sweeps(const std::string& text,
   return out;
 }
 
+ShippedCorpus load_shipped_corpus(const ClusterOptions& cluster) {
+  ShippedCorpus out;
+  for (const auto& [text, origin] :
+       {std::pair{default_published_runs(), "profiles/validation/published-runs.json"},
+        std::pair{default_holdout_runs(), "profiles/validation/holdout-runs.json"}}) {
+    for (PublishedRun& r : load_published_runs(text, origin, cluster))
+      (r.source_flags.empty() ? out.counted : out.flagged).push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace shardplan

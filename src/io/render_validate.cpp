@@ -2,6 +2,7 @@
 #include "shardplan/render_validate.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -356,17 +357,26 @@ std::string flagged_text(const std::vector<Prediction>& flagged) {
            {"measured"},
            {"predicted"},
            {"error"}});
-  std::string flags;
+  // Each flag once, after the runs it names (a footnote shared by several rows prints once).
+  std::vector<std::pair<std::string, std::vector<std::string>>> flags;
   for (const Prediction& c : flagged) {
     t.add_row({c.run->id, to_string(c.run->metric), fmt::format("{:.4g}", c.run->measured),
                fmt::format("{:.4g}", c.predicted), fmt::format("{:+.1f}%", c.error * 100)});
-    for (const std::string& f : c.run->source_flags) flags += "  " + c.run->id + ": " + f + "\n";
+    for (const std::string& f : c.run->source_flags) {
+      auto it =
+          std::find_if(flags.begin(), flags.end(), [&](const auto& g) { return g.first == f; });
+      (it == flags.end() ? flags.emplace_back(f, std::vector<std::string>{}) : *it)
+          .second.push_back(c.run->id);
+    }
   }
+  std::string notes;
+  for (const auto& [flag, ids] : flags)
+    notes += fmt::format("  {}:\n    {}\n", fmt::join(ids, ", "), flag);
   return fmt::format(
              "\n# flagged by their source ({}): predicted by the shipped constants, "
              "never fitted on, in none of the figures above\n",
              count_of(flagged.size())) +
-         t.render("") + flags;
+         t.render("") + notes;
 }
 
 nlohmann::json flagged_json(const std::vector<Prediction>& flagged) {

@@ -121,6 +121,15 @@ TEST_CASE("validate shows the runs their source flags apart: predicted, never co
   const auto text = run_cli("validate --only 'holdout: mbridge-260601-gpt-oss'");
   REQUIRE(text.status == 0);
   CHECK(contains(text.out, "# flagged by their source (2 cases)"));
+  // Both rows share the source's one footnote: it prints once, naming both runs.
+  size_t footnotes = 0;
+  for (size_t at = text.out.find("cudnn-frontend#256"); at != std::string::npos;
+       at = text.out.find("cudnn-frontend#256", at + 1))
+    ++footnotes;
+  CHECK(footnotes == 1);
+  CHECK(contains(text.out,
+                 "holdout: mbridge-260601-gpt-oss-120b-64xGB300-mxfp8, "
+                 "holdout: mbridge-260601-gpt-oss-120b-64xGB200-mxfp8:\n"));
   CHECK_FALSE(contains(text.out, "mean |error|"));  // nothing else matched: no aggregate
 }
 

@@ -20,14 +20,8 @@ using namespace shardplan;
 namespace {
 
 const std::vector<PublishedRun>& corpus() {
-  static const std::vector<PublishedRun> runs = [] {
-    auto all = load_published_runs(default_published_runs(), "published-runs.json");
-    for (PublishedRun& r : load_published_runs(default_holdout_runs(), "holdout-runs.json"))
-      all.push_back(std::move(r));
-    // As validate does: a run its source flags is never fitted on or counted.
-    std::erase_if(all, [](const PublishedRun& r) { return !r.source_flags.empty(); });
-    return all;
-  }();
+  // As validate does: a run its source flags is never fitted on or counted.
+  static const std::vector<PublishedRun> runs = load_shipped_corpus().counted;
   return runs;
 }
 

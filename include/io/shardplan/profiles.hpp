@@ -102,6 +102,16 @@ std::vector<PublishedRun> load_published_runs(const std::string& json_text,
                                               const std::string& origin,
                                               const ClusterOptions& cluster = {});
 
+/// The shipped corpus, published-runs.json then holdout-runs.json, split as every figure of
+/// `validate` counts it: `counted` holds the runs fitted and measured against; `flagged` those
+/// whose source flags their figure (PublishedRun::source_flags), predicted apart and never
+/// fitted or counted. Ids are the files' own.
+struct ShippedCorpus {
+  std::vector<PublishedRun> counted;
+  std::vector<PublishedRun> flagged;
+};
+ShippedCorpus load_shipped_corpus(const ClusterOptions& cluster = {});
+
 /// The published sweeps of layouts that ran or ran out of memory
 /// (profiles/validation/memory-sweeps.json, written by tools/import_hagemann23.py).
 std::string default_memory_sweeps();
