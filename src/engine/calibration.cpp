@@ -137,7 +137,7 @@ std::vector<Knob> shared_knobs() {
 }
 
 // The terms of one stack or one part: DeepSpeed's pipeline engine and ZeRO-3 shares, the 500 W
-// H100's power derate.
+// H100's power derate, Megatron-Core's 16-bit grouped GEMMs.
 std::vector<Knob> one_stack_knobs() {
   std::vector<Knob> k;
   // DeepSpeed's pipeline engine against Megatron-LM's (deepspeed kernels.pipeline_engine 0.78),
@@ -200,6 +200,19 @@ std::vector<Knob> one_stack_knobs() {
   };
   part.prior_sigma = kClassSigma;
   k.push_back(part);
+  // Megatron-Core's 16-bit grouped GEMMs (Transformer Engine's GroupedLinear) against a dense
+  // GEMM of one expert's size, fitted on its MoE runs (their layers kept in 16 bits under an fp8
+  // or fp4 recipe price it too); prior 1, as loose as a framework's speed.
+  Knob grouped = stack_knob(
+      "megatron_grouped_16bit_gemm_share",
+      "profiles/frameworks/megatron.json kernels.grouped_gemm_16bit_share", "megatron",
+      [](const PublishedRun& r) { return framework_of(r) == "megatron" && r.model.experts > 0; },
+      [](FrameworkPricing& p, double m) { p.grouped_gemm_16bit_share *= m; });
+  grouped.prior = [](const PublishedRun& r) {
+    return 1.0 / r.training.framework.pricing.grouped_gemm_16bit_share;
+  };
+  grouped.prior_sigma = kFrameworkSigma;
+  k.push_back(grouped);
   return k;
 }
 

@@ -157,8 +157,11 @@ BlockTime time_block(const Block& block, const GpuSpec& gpu, const GemmPrecision
   BlockTime t;
   for (const Op& op : block.ops) {
     const MathDtype dtype = quantized(op, g) ? g.dtype : sixteen_bit(g.dtype);
-    const double f = op_forward_s(op, gpu, dtype);
-    const double b = op_backward_s(op, gpu, dtype);
+    // The stack's 16-bit grouped GEMMs against dense ones of an expert's size (GemmPrecision).
+    const double slower =
+        op.grouped && sixteen_bit(dtype) == dtype ? 1.0 / g.grouped_16bit_share : 1.0;
+    const double f = op_forward_s(op, gpu, dtype) * slower;
+    const double b = op_backward_s(op, gpu, dtype) * slower;
     t.forward_s += f;
     t.backward_s += b;
     if (op.selective) {
@@ -194,12 +197,14 @@ BlockTime blend(const BlockTime& a, const BlockTime& b, double a_share) {
   return t;
 }
 
-BlockTime time_layer(const Block& block, const GpuSpec& gpu, const PrecisionRecipe& r,
-                     int layers) {
-  const BlockTime low = time_block(block, gpu, layer_gemms(r));
+BlockTime time_layer(const Block& block, const GpuSpec& gpu, const PrecisionRecipe& r, int layers,
+                     double grouped_16bit_share) {
+  GemmPrecision low_gemms = layer_gemms(r), kept = kept_gemms(r);
+  low_gemms.grouped_16bit_share = kept.grouped_16bit_share = grouped_16bit_share;
+  const BlockTime low = time_block(block, gpu, low_gemms);
   const double share = r.low_precision_layer_share(layers);
   if (share >= 1.0) return low;
-  return blend(low, time_block(block, gpu, kept_gemms(r)), share);
+  return blend(low, time_block(block, gpu, kept), share);
 }
 
 double forward_model_flops(const ModelSpec& m, double sequences, int seq_len) {

@@ -47,13 +47,16 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
   const PrecisionRecipe& recipe = tr.recipe;
   const MathDtype attention_dtype = sixteen_bit(recipe.gemm_dtype);
   cost.tokens = w.tokens;
-  cost.layer = time_layer(w.layer, c.gpu, recipe, m.layers);
+  const double grouped = tr.framework.pricing.grouped_gemm_16bit_share;
+  cost.layer = time_layer(w.layer, c.gpu, recipe, m.layers, grouped);
   cost.dense_layer = w.dense_layers > 0 && w.moe_layers > 0
-                         ? time_layer(w.dense_layer, c.gpu, recipe, m.layers)
+                         ? time_layer(w.dense_layer, c.gpu, recipe, m.layers, grouped)
                          : cost.layer;
-  cost.embedding = time_block(w.embedding, c.gpu, edge_gemms(recipe));
-  cost.head = time_block(w.head, c.gpu, edge_gemms(recipe));
-  if (w.mtp_layers > 0) cost.mtp = time_block(w.mtp, c.gpu, edge_gemms(recipe));
+  GemmPrecision edges = edge_gemms(recipe);
+  edges.grouped_16bit_share = grouped;  // an MTP layer's experts
+  cost.embedding = time_block(w.embedding, c.gpu, edges);
+  cost.head = time_block(w.head, c.gpu, edges);
+  if (w.mtp_layers > 0) cost.mtp = time_block(w.mtp, c.gpu, edges);
   cost.activations = activation_profile(w, m, tr, p);
   const double e = recipe.activation_bytes;
 

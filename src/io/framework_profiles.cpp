@@ -223,6 +223,8 @@ void read_kernels(StrictObject o, FrameworkPricing& p) {
   if (o.has("layer_fixed_us")) p.layer_fixed_s = o.positive("layer_fixed_us") * 1e-6;
   if (o.has("moe_layer_fixed_us"))
     p.moe_layer_fixed_s = o.positive("moe_layer_fixed_us") * 1e-6;
+  if (o.has("grouped_gemm_16bit_share"))
+    p.grouped_gemm_16bit_share = o.positive("grouped_gemm_16bit_share");
   if (o.has("pipeline_engine")) {
     StrictObject e = o.object("pipeline_engine");
     p.pipeline_engine_speed = e.positive("speed");

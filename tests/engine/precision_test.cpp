@@ -113,6 +113,35 @@ TEST_CASE("nvfp4 on a B200: fp4 peak, 5.125 B per element, and the first 2 and l
   CHECK(layer.forward_s == doctest::Approx(52.0 / 62 * fp4_s + 10.0 / 62 * bf16_s).epsilon(1e-9));
 }
 
+TEST_CASE(
+    "a stack's 16-bit grouped GEMMs run at its grouped share; its fp8 ones and dense ones do not") {
+  // profiles/frameworks/megatron.json kernels.grouped_gemm_16bit_share (1.0) times the fitted
+  // multiplier profiles/fit/step-time.json ships; a profile without the figure keeps 1.
+  const FrameworkPricing megatron = load_framework(Framework::megatron).pricing;
+  const double share = megatron.grouped_gemm_16bit_share;
+  CHECK(share == doctest::Approx(shipped("megatron_grouped_16bit_gemm_share")));
+  CHECK(load_framework(Framework::torchtitan).pricing.grouped_gemm_16bit_share == 1.0);
+  const GpuSpec b200 = load_gpu("B200");
+  Block grouped = one_linear();
+  grouped.ops[0].grouped = true;  // one expert (batch 1): the same problem as the dense GEMM
+  GemmPrecision bf16 = layer_gemms(load_recipe(Precision::bf16));
+  const BlockTime dense = time_block(one_linear(), b200, bf16);
+  bf16.grouped_16bit_share = share;
+  const BlockTime slow = time_block(grouped, b200, bf16);
+  CHECK(slow.forward_s == doctest::Approx(dense.forward_s / share).epsilon(1e-12));
+  CHECK(slow.backward_s == doctest::Approx(dense.backward_s / share).epsilon(1e-12));
+  CHECK(time_block(one_linear(), b200, bf16).forward_s == doctest::Approx(dense.forward_s));
+  GemmPrecision mx = layer_gemms(load_recipe(Precision::mxfp8));
+  const double mx_dense = time_block(one_linear(), b200, mx).forward_s;
+  mx.grouped_16bit_share = share;
+  CHECK(time_block(grouped, b200, mx).forward_s == doctest::Approx(mx_dense).epsilon(1e-12));
+  // NVFP4 keeps 10 of 62 blocks in bf16: only those take the grouped share.
+  const PrecisionRecipe fp4 = load_recipe(Precision::nvfp4);
+  const double fp4_s = time_block(one_linear(), b200, layer_gemms(fp4)).forward_s;
+  CHECK(time_layer(grouped, b200, fp4, 62, share).forward_s ==
+        doctest::Approx(52.0 / 62 * fp4_s + 10.0 / 62 * dense.forward_s / share).epsilon(1e-9));
+}
+
 TEST_CASE("the attention core and the LM head stay in bf16 under fp8 recipes") {
   const PrecisionRecipe r = load_recipe(Precision::fp8_delayed);
   CHECK(edge_gemms(r).dtype == MathDtype::bf16);

@@ -38,6 +38,9 @@ struct GemmPrecision {
   MathDtype dtype = MathDtype::bf16;
   double quantize_bytes_per_element = 0;
   bool router_in_bf16 = true;
+  /// What the stack's grouped GEMMs (a MoE layer's routed experts) reach in 16 bits against a
+  /// dense GEMM of one expert's size (framework kernels.grouped_gemm_16bit_share; 1 = as fast).
+  double grouped_16bit_share = 1;
 };
 /// The transformer layers' linears, the LM head / embedding, and the layers a recipe keeps in
 /// 16 bits (NVFP4's first and last blocks).
@@ -58,9 +61,10 @@ BlockTime time_block(const Block& block, const GpuSpec& gpu, const GemmPrecision
 /// `a_share` of a plus the rest of b, field by field.
 BlockTime blend(const BlockTime& a, const BlockTime& b, double a_share);
 /// One transformer layer of a model of `layers` under the recipe: its low-precision layers and
-/// the ones it keeps in 16 bits, mixed in the share the model has of each.
+/// the ones it keeps in 16 bits, mixed in the share the model has of each; the stack's 16-bit
+/// grouped GEMMs at `grouped_16bit_share` (GemmPrecision).
 BlockTime time_layer(const Block& block, const GpuSpec& gpu, const PrecisionRecipe& recipe,
-                     int layers);
+                     int layers, double grouped_16bit_share = 1);
 
 /// Model FLOPs of one forward pass over `sequences` sequences: 2 x tokens x (matmul params a
 /// token touches + LM head) + 2 x sequences x (query-key pairs summed over layers) x heads x

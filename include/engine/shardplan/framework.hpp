@@ -164,6 +164,12 @@ struct FrameworkPricing {
   /// top-k, the permute and unpermute, and the device-to-host sync of the token counts a
   /// dropless dispatcher waits on.
   double moe_layer_fixed_s = 0;
+  /// The share a 16-bit grouped GEMM (a MoE layer's routed experts) reaches of a dense GEMM of
+  /// one expert's size (profile kernels.grouped_gemm_16bit_share; 1 = as fast), fitted by
+  /// `validate --write-fit`. Transformer Engine's GroupedLinear runs one cuBLAS GEMM per expert
+  /// over several streams (TransformerEngine PR #853), and its 16-bit path slows on the uneven
+  /// per-expert token counts a router hands it (TransformerEngine issue #2151).
+  double grouped_gemm_16bit_share = 1;
   /// Bytes per logit element at the loss's peak (profile loss.peak_bytes_per_logit); 0 = the
   /// activation dtype's, the 16-bit logits of Megatron's fused vocab-parallel loss.
   double logit_bytes = 0;
