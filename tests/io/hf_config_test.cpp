@@ -14,12 +14,12 @@ using namespace shardplan;
 
 TEST_CASE(
     "config.json of Llama, Mistral, Qwen2, Gemma, Gemma 2, GPT-2, GPT-NeoX, Mixtral, gpt-oss, "
-    "Nemotron, GLM-4.5, Kimi K2, Qwen3-Next, Nemotron-H and MiniMax-01 count exactly") {
+    "Nemotron, GLM-4.5, Kimi K2, Qwen3-Next, Nemotron-H, MiniMax-01 and DeepSeek-V2 count exactly") {
   // tests/data/hf/EXPECTED.json: published totals with their sources.
   std::ifstream in(std::string(SHARDPLAN_TEST_DATA) + "/hf/EXPECTED.json");
   REQUIRE(in);
   const nlohmann::json expected = nlohmann::json::parse(in);
-  REQUIRE(expected.size() == 19);
+  REQUIRE(expected.size() == 20);
   for (const auto& e : expected) {
     const std::string dir = e.at("dir");
     const ModelSpec m =
@@ -200,20 +200,33 @@ TEST_CASE("config.json's RoPE, norm epsilon and router fields, and the presets t
   CHECK(qwen.router.aux_loss_coeff == 0.001);
   CHECK(load_model("qwen3-30b-a3b").rope.theta == qwen.rope.theta);
   CHECK(load_model("llama-3.1-8b").rope.scaling == RopeScaling::llama3);
+  // DeepSeek-V2-Lite's config.json at 604d5664 (tests/data/hf): YaRN x40 from 4096 with
+  // mscale_all_dim 0.707, greedy softmax top-6, aux alpha 0.001; the preset copies it.
+  const ModelSpec lite = load_model(base + "deepseek-v2-lite/config.json");
+  const ModelSpec lite_preset = load_model("deepseek-v2-lite");
+  for (const ModelSpec* m : {&lite, &lite_preset}) {
+    CHECK(m->rope.scaling == RopeScaling::yarn);
+    CHECK(m->rope.factor == 40);
+    CHECK(m->rope.original_positions == 4096);
+    CHECK(m->rope.mscale_all_dim == 0.707);
+    CHECK(m->norm_epsilon == 1e-6);
+    CHECK(m->router.score == RouterScore::softmax);
+    CHECK(m->router.aux_loss_coeff == 0.001);
+    CHECK(m->experts == 64);
+    CHECK(m->experts_per_token == 6);
+  }
+  CHECK(count_params(lite_preset).total == count_params(lite).total);
 }
 
 TEST_CASE("a MoE preset's model_type is its config.json's, as transformers names the family") {
   // The text backbone's type for Llama 4 (config.json's text_config.model_type).
-  const std::pair<const char*, const char*> presets[] = {{"mixtral-8x7b", "mixtral"},
-                                                         {"qwen3-30b-a3b", "qwen3_moe"},
-                                                         {"qwen3-235b-a22b", "qwen3_moe"},
-                                                         {"deepseek-v3", "deepseek_v3"},
-                                                         {"llama-4-scout", "llama4_text"},
-                                                         {"llama-4-maverick", "llama4_text"},
-                                                         {"gpt-oss-120b", "gpt_oss"},
-                                                         {"qwen3-next-80b-a3b", "qwen3_next"},
-                                                         {"nemotron-3-nano-30b-a3b", "nemotron_h"},
-                                                         {"minimax-text-01", "minimax"}};
+  const std::pair<const char*, const char*> presets[] = {
+      {"mixtral-8x7b", "mixtral"},          {"qwen3-30b-a3b", "qwen3_moe"},
+      {"qwen3-235b-a22b", "qwen3_moe"},     {"deepseek-v3", "deepseek_v3"},
+      {"deepseek-v2-lite", "deepseek_v2"},  {"llama-4-scout", "llama4_text"},
+      {"llama-4-maverick", "llama4_text"},  {"gpt-oss-120b", "gpt_oss"},
+      {"qwen3-next-80b-a3b", "qwen3_next"}, {"nemotron-3-nano-30b-a3b", "nemotron_h"},
+      {"minimax-text-01", "minimax"}};
   for (const auto& preset : presets) {
     const std::string name = preset.first, type = preset.second;
     CAPTURE(name);
