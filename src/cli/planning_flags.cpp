@@ -100,6 +100,10 @@ const std::vector<PlanningFlag> kTable = {
      "MoE: routing forced balanced, as vendor benchmarks run (Megatron-Core "
      "--moe-router-force-load-balancing); the same as --moe-max-load 1",
      nullptr, &O::moe_force_balance},
+    {"Training", "--compiled-loss",
+     "The loss runs under torch.compile (torchtitan compile.enable with its 'loss' component): "
+     "the fused loss holds the framework profile's compiled bytes per logit",
+     nullptr, &O::compiled_loss},
     {"Training", "--moe-fp8-dispatch",
      "MoE: dispatch tokens in fp8 with 1x128 scales, combine in bf16 (DeepSeek-V3)", nullptr,
      &O::moe_fp8_dispatch},
@@ -130,7 +134,8 @@ const std::vector<PlanningFlag> kTable = {
      "when its reserved peak leaves at least this much (default 0)",
      &O::headroom},
     // Plan: every row but --allow-tp-across-nodes describes the plan itself.
-    {"Plan", "--dp", "Data-parallel degree (default: GPUs / (tp x pp x cp))", &O::dp, nullptr, true},
+    {"Plan", "--dp", "Data-parallel degree (default: GPUs / (tp x pp x cp))", &O::dp, nullptr,
+     true},
     {"Plan", "--tp", "Tensor-parallel degree", &O::tp, nullptr, true},
     {"Plan", "--pp", "Pipeline-parallel degree", &O::pp, nullptr, true},
     {"Plan", "--cp", "Context-parallel degree", &O::cp, nullptr, true},
@@ -153,8 +158,7 @@ const std::vector<PlanningFlag> kTable = {
      true},
     {"Plan", "--recompute", "Activation recompute: none | selective | full", &O::recompute, nullptr,
      true},
-    {"Plan", "--recompute-modules", recompute_modules_help(), &O::recompute_modules, nullptr,
-     true},
+    {"Plan", "--recompute-modules", recompute_modules_help(), &O::recompute_modules, nullptr, true},
     {"Plan", "--sequence-parallel", "Megatron sequence parallelism (needs tp > 1)", nullptr,
      &O::sequence_parallel, true},
     {"Plan", "--interleave", "Virtual pipeline stages per device", &O::interleave, nullptr, true},
@@ -176,8 +180,8 @@ const std::vector<PlanningFlag> kTable = {
      &O::offload, nullptr, true,
      "Also search plans that offload these (comma list: optimizer, params, activations); without "
      "it, offload is searched only when nothing else fits"},
-    {"Plan", "--offload-to", "Where --offload keeps them: cpu | nvme (default cpu)",
-     &O::offload_to, nullptr, true, "Where --offload keeps them: cpu | nvme"},
+    {"Plan", "--offload-to", "Where --offload keeps them: cpu | nvme (default cpu)", &O::offload_to,
+     nullptr, true, "Where --offload keeps them: cpu | nvme"},
     {"Plan", "--offload-activation-layers",
      "Send the saved activations of N layers per pipeline stage to host memory after their "
      "forward and fetch them for backward, no recompute (Megatron-Core --cpu-offloading "

@@ -394,6 +394,15 @@ TorchtitanConfig emit_torchtitan(const EmitInputs& in) {
                   {"comm", comm},
                   {"metrics", toml::table{{"log_freq", 1}}},
                   {"debug", toml::table{{"seed", in.settings.seed}}}};
+  if (in.training.compiled_loss) {
+    // v0.2.2 job_config.py Compile: enable, components (default ["model", "loss"]).
+    c.config.insert("compile",
+                    toml::table{{"enable", true}, {"components", toml::array{"model", "loss"}}});
+    meta.provenance.push_back(
+        {"compile.enable", "true",
+         "--compiled-loss: torch.compile on the model and the loss (components, torchtitan's "
+         "default); the compiled loss keeps the bf16 logits and their gradient, not an fp32 copy"});
+  }
   meta.provenance.push_back({"metrics.log_freq", "1",
                              "long runs: log throughput every step so a slow node shows at once"});
   meta.launch = launch_lines(in);

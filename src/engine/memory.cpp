@@ -111,9 +111,13 @@ ActivationProfile activation_profile(const MicroBatchWork& w, const ModelSpec& m
   // "peak_bytes_per_logit"), so the head's saved activations leave it out: not counted twice.
   // Under TP the loss runs on vocabulary-sharded logits, by another implementation
   // (torchtitan's loss_parallel) that may hold more per logit.
+  // A compiled loss (torch.compile fuses the upcast, the log-softmax and its backward) holds
+  // less; under TP the vocabulary-parallel figure stands.
   const FrameworkPricing& f = tr.framework.pricing;
   const double framework_bytes =
-      p.tp > 1 && f.logit_bytes_vocab_parallel > 0 ? f.logit_bytes_vocab_parallel : f.logit_bytes;
+      p.tp > 1 && f.logit_bytes_vocab_parallel > 0     ? f.logit_bytes_vocab_parallel
+      : tr.compiled_loss && f.compiled_logit_bytes > 0 ? f.compiled_logit_bytes
+                                                       : f.logit_bytes;
   const bool loss_peak_given = framework_bytes > 0;
   if (w.mtp_layers > 0) a.mtp_saved = saved_activation_bytes(w.mtp, Recompute::none);
   if (loss_peak_given) {

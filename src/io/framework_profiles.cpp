@@ -324,6 +324,8 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
       f.pricing.logit_bytes = loss.positive(key);
     else if (key == "peak_bytes_per_logit_vocab_parallel")
       f.pricing.logit_bytes_vocab_parallel = loss.positive(key);
+    else if (key == "compiled_peak_bytes_per_logit")
+      f.pricing.compiled_logit_bytes = loss.positive(key);
     else
       loss.string(key);
   }

@@ -20,14 +20,26 @@ namespace {
 // Keys of the sections that hold the plan; any other key of these sections is named.
 const std::map<std::string, std::set<std::string>> kPlanSections = {
     {"parallelism",
-     {"data_parallel_replicate_degree", "data_parallel_shard_degree", "fsdp_reshard_after_forward",
-      "tensor_parallel_degree", "disable_loss_parallel", "enable_async_tensor_parallel",
-      "pipeline_parallel_degree", "pipeline_parallel_split_points",
-      "pipeline_parallel_layers_per_stage", "pipeline_parallel_first_stage_less_layers",
-      "pipeline_parallel_last_stage_less_layers", "pipeline_parallel_schedule",
-      "pipeline_parallel_schedule_csv", "pipeline_parallel_microbatch_size",
-      "context_parallel_degree", "context_parallel_rotate_method", "expert_parallel_degree",
-      "expert_tensor_parallel_degree", "enable_compiled_autograd", "module_fqns_per_model_part",
+     {"data_parallel_replicate_degree",
+      "data_parallel_shard_degree",
+      "fsdp_reshard_after_forward",
+      "tensor_parallel_degree",
+      "disable_loss_parallel",
+      "enable_async_tensor_parallel",
+      "pipeline_parallel_degree",
+      "pipeline_parallel_split_points",
+      "pipeline_parallel_layers_per_stage",
+      "pipeline_parallel_first_stage_less_layers",
+      "pipeline_parallel_last_stage_less_layers",
+      "pipeline_parallel_schedule",
+      "pipeline_parallel_schedule_csv",
+      "pipeline_parallel_microbatch_size",
+      "context_parallel_degree",
+      "context_parallel_rotate_method",
+      "expert_parallel_degree",
+      "expert_tensor_parallel_degree",
+      "enable_compiled_autograd",
+      "module_fqns_per_model_part",
       "fsdp_bucket_cap_mb"}},
     {"training",
      {"dataset", "dataset_path", "local_batch_size", "global_batch_size", "seq_len", "max_norm",
@@ -38,17 +50,19 @@ const std::map<std::string, std::set<std::string>> kPlanSections = {
       "tensor_parallel_degree", "warmup_steps", "enable_loss_parallel",
       "enable_async_tensor_parallel", "disable_loss_parallel"}},
     {"activation_checkpoint",
-     {"mode", "selective_ac_option", "per_op_sac_force_recompute_mm_shapes_by_fqns",
-      "early_stop", "memory_budget", "visualize_memory_budget_pareto"}},
-    {"model", {"name", "flavor", "tokenizer_path", "hf_assets_path", "converters",
-               "print_after_conversion", "norm_type"}},
+     {"mode", "selective_ac_option", "per_op_sac_force_recompute_mm_shapes_by_fqns", "early_stop",
+      "memory_budget", "visualize_memory_budget_pareto"}},
+    {"model",
+     {"name", "flavor", "tokenizer_path", "hf_assets_path", "converters", "print_after_conversion",
+      "norm_type"}},
+    {"compile", {"enable", "components", "backend"}},
 };
 
 // Sections that do not change memory or time as shardplan prices them.
 const std::set<std::string> kOtherSections = {
-    "job", "profiling", "metrics", "optimizer", "lr_scheduler", "checkpoint", "float8", "mx",
-    "comm", "memory_estimation", "fault_tolerance", "experimental", "validation", "compile",
-    "quantize", "debug"};
+    "job",        "profiling", "metrics", "optimizer",         "lr_scheduler",    "checkpoint",
+    "float8",     "mx",        "comm",    "memory_estimation", "fault_tolerance", "experimental",
+    "validation", "quantize",  "debug"};
 
 // The schedule row torchtitan names `name` with (torch.distributed.pipelining's class names, in
 // the schedule table); nullptr when shardplan prices no such schedule.
@@ -215,6 +229,31 @@ void training(const toml::table& t, long long pp, long long pp_micro, Builder& b
     b.set("--moe-force-balance", "true", s + ".debug_moe_force_load_balance");
 }
 
+// torch.compile of the loss: [compile] enable with "loss" among its components (torchtitan
+// 08b8b244f on; components default to ["model", "loss"]); before it, training.compile compiled
+// the model and, from bbb1b616e (2025-04-02, so every tagged release), the loss with it.
+void compile(const toml::table& root, Builder& b) {
+  const toml::table* c = root["compile"].as_table();
+  if (c && (*c)["enable"].value_or(false)) {
+    const toml::array* components = (*c)["components"].as_array();
+    bool loss = components == nullptr;
+    if (components)
+      for (const toml::node& n : *components) loss = loss || n.value_or(std::string()) == "loss";
+    if (loss)
+      b.set("--compiled-loss", "true", components ? "compile.components" : "compile.enable");
+    if (!components)
+      b.note_default("no compile.components: [\"model\", \"loss\"], torchtitan's default");
+    return;
+  }
+  const toml::table* t = root["training"].as_table();
+  if (t && (*t)["compile"].value_or(false)) {
+    b.set("--compiled-loss", "true", "training.compile");
+    b.note_default(
+        "training.compile compiles the loss with the model from torchtitan 2025-04-02 (bbb1b616e) "
+        "to its replacement by compile.components; files older than that ran the loss eager");
+  }
+}
+
 void model(const toml::table& root, Builder& b) {
   const toml::table* m = root["model"].as_table();
   const toml::array* converters = m ? (*m)["converters"].as_array() : nullptr;
@@ -305,6 +344,7 @@ LauncherConfig read_torchtitan(const std::string& text_in, const std::string& pa
   } else {
     b.refuse("activation_checkpoint.mode", "'" + mode + "' is not none, selective or full");
   }
+  compile(root, b);
   model(root, b);
   return b.take();
 }

@@ -197,6 +197,11 @@ TrainingSpec read_run_training(const nlohmann::json& r, const nlohmann::json& pl
   // Megatron's --tp-comm-overlap); else the profile's default.
   if (r.contains("tp_comm_overlap"))
     t.tp_comm_overlap = flag_or(r, "tp_comm_overlap", t.tp_comm_overlap);
+  // A run whose stack compiled its loss (torchtitan at a commit that compiles it, compile on).
+  t.compiled_loss = flag_or(r, "compiled_loss", false);
+  if (t.compiled_loss && t.framework.pricing.compiled_logit_bytes <= 0)
+    throw InputError(where + ": compiled_loss",
+                     "its profile prices no compiled loss; give profile torchtitan or drop it");
   // The MoE token dispatcher the recipe sets (Megatron-Core's moe_token_dispatcher_type, flex
   // with its DeepEP or HybridEP backend); unstated, the plain all-to-all.
   if (r.contains("moe_dispatcher")) {

@@ -123,6 +123,41 @@ TEST_CASE("emit then estimate --from: a torchtitan TOML gives back its plan") {
              "--gpus 16", "toml");
 }
 
+TEST_CASE("a compiled loss: emitted as torchtitan's [compile], read back, refused elsewhere") {
+  const std::string flags =
+      "--model llama-3.1-8b --cluster dgx-h100 --gpus 8 --zero 3 --recompute selective "
+      "--global-batch 8 --seq-len 8192 --framework torchtitan --compiled-loss";
+  const std::string dir = make_temp_dir();
+  REQUIRE(run_cli("emit --format torchtitan " + flags + " -o " + dir + "/c.toml").status == 0);
+  const std::string toml = shardplan::test::read_file(dir + "/c.toml");
+  CHECK(contains(toml, "[compile]"));
+  CHECK(contains(toml, "components = [ 'model', 'loss' ]"));
+  const auto asked = json_of("estimate " + flags);
+  const auto read = json_of("estimate --from " + dir + "/c.toml --cluster dgx-h100 --gpus 8");
+  CHECK(asked.at("training").at("compiled_loss") == true);
+  CHECK(read.at("training").at("compiled_loss") == true);
+  CHECK(read.at("memory") == asked.at("memory"));
+  // 8192 x 128,256 logits at 4 B (compiled) against 12 B (eager): 7.83 GiB less at the peak.
+  const auto eager = json_of("estimate " + flags.substr(0, flags.find(" --compiled-loss")));
+  CHECK_FALSE(eager.at("training").contains("compiled_loss"));
+  // The model alone compiled leaves the loss eager; the old training.compile compiled both.
+  write_file(dir + "/model-only.toml",
+             "[model]\nname = 'llama3'\nflavor = '8B'\n[compile]\nenable = true\n"
+             "components = ['model']\n");
+  CHECK_FALSE(json_of("estimate --from " + dir + "/model-only.toml --gpus 8")
+                  .at("training")
+                  .contains("compiled_loss"));
+  write_file(dir + "/old.toml",
+             "[model]\nname = 'llama3'\nflavor = '8B'\n[training]\ncompile = true\n");
+  const auto old = json_of("estimate --from " + dir + "/old.toml --gpus 8");
+  CHECK(old.at("training").at("compiled_loss") == true);
+  CHECK(has_note(old, "training.compile compiles the loss"));
+  write_file(dir + "/bad.toml", "[model]\nname = 'llama3'\nflavor = '8B'\n[compile]\nfuse = 1\n");
+  CHECK(has_note(json_of("estimate --from " + dir + "/bad.toml --gpus 8"), "compile.fuse"));
+  // Megatron's profile prices no compiled loss: the flag is refused, naming the stack that has it.
+  check_refused("estimate --model llama-3.1-8b --gpus 8 --compiled-loss", "--compiled-loss");
+}
+
 TEST_CASE("emit then estimate --from: HSDP as torchtitan's and accelerate's two degrees") {
   // torchtitan: data_parallel_replicate_degree 2 x data_parallel_shard_degree 8.
   round_trip("torchtitan",

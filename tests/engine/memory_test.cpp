@@ -266,6 +266,32 @@ TEST_CASE("torchtitan's loss under TP: loss_parallel holds 16 B per vocabulary-s
   CHECK(tp4.logits_bytes == doctest::Approx(8192.0 * 128256.0 / 4 * 16.0));
 }
 
+TEST_CASE("a compiled loss holds the bf16 logits and their bf16 gradient: 4 B per logit") {
+  // torchtitan compiles its loss when compiling (components/loss.py build_cross_entropy_loss,
+  // from bbb1b616e on): the fused upcast, log-softmax and nll keep no fp32 copy, so the bf16
+  // logits (2 B) and the bf16 gradient the graph returns (2 B) are alive at the peak, not the
+  // eager loss's 12 B. Under TP loss_parallel's own figure (16 B) stands.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(8192, 8);
+  t.framework = load_framework(Framework::torchtitan);
+  REQUIRE(t.framework.pricing.compiled_logit_bytes == 4.0);
+  t.compiled_loss = true;
+  ParallelPlan p = test::plan(8, 1, 1);
+  p.zero = 3;
+  p.recompute = Recompute::selective;
+  const StageMemory compiled = estimate_memory(m, t, p, test::cluster(8)).stages.front();
+  CHECK(compiled.logits_bytes == doctest::Approx(8192.0 * 128256.0 * 4.0));
+  ParallelPlan tp4 = test::plan(2, 4, 1);
+  tp4.sequence_parallel = true;
+  CHECK(estimate_memory(m, t, tp4, test::cluster(8)).stages.front().logits_bytes ==
+        doctest::Approx(8192.0 * 128256.0 / 4 * 16.0));
+  // Megatron's profile prices no compiled loss: its 2 B logits stand whatever the flag.
+  t.framework = load_framework(Framework::megatron);
+  CHECK(t.framework.pricing.compiled_logit_bytes == 0);
+  CHECK(estimate_memory(m, t, p, test::cluster(8)).stages.front().logits_bytes ==
+        doctest::Approx(8192.0 * 128256.0 * 2.0));
+}
+
 TEST_CASE("FSDP2 under pipeline stages: parameters stay gathered, gradients held unsharded") {
   // Llama 3.1 8B on dp 4 x pp 2 with ZeRO-3 under torchtitan, 16 sequences of one: 4
   // micro-batches. Stage 0 holds the embedding, 128256 x 4096 = 525,336,576, and 16 layers of

@@ -176,6 +176,10 @@ struct FrameworkPricing {
   /// The same under tensor parallelism, where the loss runs on vocabulary-sharded logits
   /// (profile loss.peak_bytes_per_logit_vocab_parallel; 0 = logit_bytes).
   double logit_bytes_vocab_parallel = 0;
+  /// The same for a loss compiled with torch.compile (profile
+  /// loss.compiled_peak_bytes_per_logit; 0 = the stack cannot compile its loss, and
+  /// TrainingSpec::compiled_loss is refused). Not under TP's vocabulary-parallel loss.
+  double compiled_logit_bytes = 0;
   /// What selective recompute keeps per layer: Megatron's (all but the attention core), or
   /// torchtitan's op policy (every other matmul's output, the attention output, the input).
   enum class Selective { attention_core, every_other_matmul };

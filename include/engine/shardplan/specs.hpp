@@ -404,6 +404,9 @@ struct TrainingSpec {
   bool overlap_grad_reduce = true;   // DDP/FSDP bucketed overlap with backward
   bool overlap_param_gather = true;  // ZeRO-3/FSDP prefetch of the next layer's weights
   bool tp_comm_overlap = false;      // Transformer Engine userbuffer overlap of TP comm
+  // The loss runs under torch.compile (torchtitan's compile.enable with its "loss" component):
+  // priced by the framework profile's loss.compiled_peak_bytes_per_logit.
+  bool compiled_loss = false;
   double fragmentation = 0.05;       // allocator reserve beyond what tensors hold
   // ZeRO-2/3 (FSDP) under gradient accumulation: reduce-scatter every micro-batch (sharded
   // gradients only), or defer it to the last (FSDP1 no_sync / FSDP2
