@@ -69,6 +69,19 @@ void note_moe_routing(Inputs& in) {
       "states balanced routing");
 }
 
+// A stack that can compile its loss (torchtitan) runs it eager unless told: its compile switch
+// is off by default, but most runs turn it on, and the eager loss's fp32 copies are a large
+// share of a small model's peak.
+void note_loss(Inputs& in) {
+  const FrameworkPricing& f = in.training.framework.pricing;
+  if (f.compiled_logit_bytes <= 0 || in.training.compiled_loss || f.logit_bytes <= 0) return;
+  in.notes.push_back(fmt::format(
+      "the loss is priced eager, {:g} B per logit (its fp32 log-softmax and gradients); a run "
+      "with torch.compile on its loss (torchtitan compile.enable, \"loss\" among the "
+      "components) holds {:g}: --compiled-loss",
+      f.logit_bytes, f.compiled_logit_bytes));
+}
+
 // A model described by flags alone takes GPT-3's conventions for what the flags leave out; each
 // one is said with the flag that sets it (32 heads were once assumed for --hidden 4096 unsaid).
 void note_flag_model(const PlanningOptions& o, Inputs& in) {
@@ -112,6 +125,7 @@ void note_assumptions(const PlanningOptions& o, Inputs& in, AssumedFor what) {
   note_gpu_override(o, in);
   note_cpu_links(in);
   note_moe_routing(in);
+  note_loss(in);
   if (what.prices) price_at_list(o, in);
 }
 

@@ -140,6 +140,9 @@ TEST_CASE("a compiled loss: emitted as torchtitan's [compile], read back, refuse
   // 8192 x 128,256 logits at 4 B (compiled) against 12 B (eager): 7.83 GiB less at the peak.
   const auto eager = json_of("estimate " + flags.substr(0, flags.find(" --compiled-loss")));
   CHECK_FALSE(eager.at("training").contains("compiled_loss"));
+  // Left eager, the note says what it assumed and which flag changes it.
+  CHECK(has_note(eager, "the loss is priced eager, 12 B per logit"));
+  CHECK_FALSE(has_note(asked, "priced eager"));
   // The model alone compiled leaves the loss eager; the old training.compile compiled both.
   write_file(dir + "/model-only.toml",
              "[model]\nname = 'llama3'\nflavor = '8B'\n[compile]\nenable = true\n"
