@@ -24,8 +24,13 @@ int int_or(const nlohmann::json& j, const char* key, int fallback) {
   return static_cast<int>(v);
 }
 
+// A true / false field; absent or null: `fallback`. Anything else is refused, never read as the
+// fallback ("compiled_loss": "yes" would otherwise price the eager loss unsaid).
 bool flag_or(const nlohmann::json& j, const char* key, bool fallback) {
-  return j.contains(key) && j.at(key).is_boolean() ? j.at(key).get<bool>() : fallback;
+  if (!j.contains(key) || j.at(key).is_null()) return fallback;
+  if (!j.at(key).is_boolean())
+    throw InputError(key, "is " + j.at(key).dump() + "; give true or false");
+  return j.at(key).get<bool>();
 }
 
 std::string string_or(const nlohmann::json& j, const char* key) {
@@ -62,6 +67,11 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
     }
     try {
       out.push_back(read_run(r, i, where, cluster_override));
+    } catch (const InputError& e) {
+      // The field helpers (int_or, flag_or) name the key alone: say which run holds it.
+      if (e.field().rfind(origin, 0) == 0) throw;
+      throw InputError(where + ": " + e.field(),
+                       std::string(e.what()).substr(e.field().size() + 2));
     } catch (const nlohmann::json::exception& e) {
       // A field of the wrong type (a string where a number goes): bad input, not a bug.
       throw InputError(where, fmt::format("a field has the wrong type ({})", e.what()));

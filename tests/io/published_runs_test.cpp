@@ -176,3 +176,22 @@ TEST_CASE("memory sweeps: a row that cannot be a layout is refused, naming it") 
                            "f"),
                        doctest::Contains("wrong type"), InputError);
 }
+
+TEST_CASE("published runs: a flag is true or false; anything else is refused with its run") {
+  // A string where a flag goes was once read as the flag's default, unsaid.
+  std::string shaped = run_with(
+      R"({"layers": 2, "hidden": 256, "heads": 4, "vocab": 1000, "tied_embeddings": "no"})", "");
+  CHECK_THROWS_WITH_AS(load_published_runs(shaped, "runs.json"),
+                       doctest::Contains("runs.json: run 0: tied_embeddings: is \"no\""),
+                       InputError);
+  std::string text = run_with(R"({"preset": "llama-3-8b"})", "");
+  const std::string compiled = text.substr(0, text.size() - 2) + R"(, "compiled_loss": "yes"}])";
+  CHECK_THROWS_WITH_AS(load_published_runs(compiled, "runs.json"),
+                       doctest::Contains("run 0: compiled_loss: is \"yes\"; give true or false"),
+                       InputError);
+  // compiled_loss on a profile that prices no compiled loss is refused too.
+  const std::string megatron =
+      text.substr(0, text.size() - 2) + R"(, "profile": "megatron", "compiled_loss": true}])";
+  CHECK_THROWS_WITH_AS(load_published_runs(megatron, "runs.json"),
+                       doctest::Contains("run 0: compiled_loss"), InputError);
+}
