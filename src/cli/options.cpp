@@ -324,12 +324,7 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   set_precision(
       t, o.precision.empty() ? Precision::bf16 : parse_precision(o.precision, "--precision"));
   t.tp_comm_overlap = o.tp_comm_overlap || t.framework.pricing.tp_comm_overlap;
-  t.compiled_loss = o.compiled_loss;
-  if (t.compiled_loss && t.framework.pricing.compiled_logit_bytes <= 0) {
-    throw InputError("--compiled-loss", t.framework.name +
-                                            "'s profile prices no compiled loss; it applies to "
-                                            "torchtitan (--framework torchtitan)");
-  }
+  t.compiled_loss = o.compiled_loss;  // a profile that prices none: framework_compiled_loss
   t.overlap_grad_reduce = t.overlap_grad_reduce && t.framework.pricing.overlap_grad_reduce;
   if (!o.fragmentation.empty()) {
     t.fragmentation = parse_number(o.fragmentation, "--fragmentation");

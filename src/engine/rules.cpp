@@ -226,6 +226,11 @@ bool framework_moe_overlap(P p, C c) {
 bool framework_moe_dispatcher(P, C c) {
   return c.model.is_moe() && !c.caps().has_dispatcher(c.training.moe_dispatcher);
 }
+// A loss compiled by torch.compile is priced only where the profile says what it holds
+// (FrameworkPricing::compiled_logit_bytes: torchtitan).
+bool framework_compiled_loss(P, C c) {
+  return c.training.compiled_loss && c.training.framework.pricing.compiled_logit_bytes <= 0;
+}
 bool framework_recompute_modules(P p, C c) {
   return p.recompute_modules != 0 && !c.caps().recompute_modules;
 }
@@ -339,6 +344,7 @@ const std::vector<Rule>& plan_rules() {
       SHARDPLAN_RULE(framework_ep, layout),
       SHARDPLAN_RULE(framework_moe_overlap, point),
       SHARDPLAN_RULE(framework_moe_dispatcher, layout),
+      SHARDPLAN_RULE(framework_compiled_loss, layout),
       SHARDPLAN_RULE(framework_recompute_modules, point),
       SHARDPLAN_RULE(framework_fp8, layout),
       SHARDPLAN_RULE(framework_fp16, layout),
@@ -385,9 +391,10 @@ std::vector<RuleProblem> check_inputs(const RuleContext& c) {
   std::vector<RuleProblem> out;
   ParallelPlan any;
   any.dp = c.cluster.gpus;
-  for (RuleId id : {RuleId::precision_supported, RuleId::precision_generation,
-                    RuleId::framework_fp8, RuleId::framework_fp16, RuleId::framework_bf16_pure,
-                    RuleId::framework_precision, RuleId::framework_moe_dispatcher}) {
+  for (RuleId id :
+       {RuleId::precision_supported, RuleId::precision_generation, RuleId::framework_fp8,
+        RuleId::framework_fp16, RuleId::framework_bf16_pure, RuleId::framework_precision,
+        RuleId::framework_moe_dispatcher, RuleId::framework_compiled_loss}) {
     if (plan_rules()[static_cast<size_t>(id)].broken(any, c)) out.push_back({id, any});
   }
   return out;

@@ -10,6 +10,7 @@
 #include "model_json.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/profiles.hpp"
+#include "shardplan/rule_words.hpp"
 #include "shardplan/validation.hpp"
 
 namespace shardplan {
@@ -209,9 +210,6 @@ TrainingSpec read_run_training(const nlohmann::json& r, const nlohmann::json& pl
     t.tp_comm_overlap = flag_or(r, "tp_comm_overlap", t.tp_comm_overlap);
   // A run whose stack compiled its loss (torchtitan at a commit that compiles it, compile on).
   t.compiled_loss = flag_or(r, "compiled_loss", false);
-  if (t.compiled_loss && t.framework.pricing.compiled_logit_bytes <= 0)
-    throw InputError(where + ": compiled_loss",
-                     "its profile prices no compiled loss; give profile torchtitan or drop it");
   // The MoE token dispatcher the recipe sets (Megatron-Core's moe_token_dispatcher_type, flex
   // with its DeepEP or HybridEP backend); unstated, the plain all-to-all.
   if (r.contains("moe_dispatcher")) {
@@ -260,6 +258,16 @@ PublishedRun read_run(const nlohmann::json& r, size_t i, const std::string& wher
   run.cluster = read_run_cluster(r.at("hardware"), where, cluster_override);
   read_run_plan(r.at("plan"), where, run);
   run.training = read_run_training(r, r.at("plan"), where, run);
+  // Inputs no plan can run (a compiled loss under a profile that prices none, a dispatcher or
+  // recipe the profile's framework lacks) are refused here, naming the run's key (the flag's
+  // name: --compiled-loss is compiled_loss), not left for the predictor to find no plan.
+  try {
+    require_runnable_inputs({run.model, run.training, run.cluster, {}});
+  } catch (const InputError& e) {
+    std::string key = e.field().rfind("--", 0) == 0 ? e.field().substr(2) : e.field();
+    std::replace(key.begin(), key.end(), '-', '_');
+    throw InputError(where + ": " + key, std::string(e.what()).substr(e.field().size() + 2));
+  }
   // Whether any profile figure was fitted on this run.
   const std::string split = string_or(r, "split");
   if (split != "fitted" && split != "held-out" && !split.empty())

@@ -281,6 +281,12 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
               fmt::format("{} runs the MoE dispatchers {} only{}; {} is not one of them", f,
                           name_list(caps.moe_dispatchers), why,
                           to_string(c.training.moe_dispatcher))};
+    case RuleId::framework_compiled_loss:
+      return {"--compiled-loss",
+              fmt::format("{}'s profile prices no compiled loss (no bytes per logit for one); "
+                          "it applies to torchtitan (--framework torchtitan), or drop "
+                          "--compiled-loss",
+                          f)};
     case RuleId::framework_recompute_modules:
       return {"--recompute-modules",
               fmt::format("{} does not recompute Megatron-Core's modules by name{}; use "
@@ -551,6 +557,8 @@ std::string rule_gist(RuleId rule) {
       return "the framework does not overlap expert all-to-alls with other micro-batches";
     case RuleId::framework_moe_dispatcher:
       return "the framework does not run this MoE dispatcher";
+    case RuleId::framework_compiled_loss:
+      return "the framework's profile prices no compiled loss";
     case RuleId::framework_recompute_modules:
       return "the framework does not recompute modules by name";
     case RuleId::framework_fp8:

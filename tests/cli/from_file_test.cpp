@@ -140,6 +140,14 @@ TEST_CASE("a compiled loss: emitted as torchtitan's [compile], read back, refuse
   // 8192 x 128,256 logits at 4 B (compiled) against 12 B (eager): 7.83 GiB less at the peak.
   const auto eager = json_of("estimate " + flags.substr(0, flags.find(" --compiled-loss")));
   CHECK_FALSE(eager.at("training").contains("compiled_loss"));
+  // Llama 3.1 8B's vocabulary is 128,256 (its config.json); micro-batch 1 of 8,192 tokens.
+  const double logit_bytes_saved = 8192.0 * 128256 * (12 - 4);
+  CHECK(eager.at("memory").at("transient_bytes").get<double>() -
+            asked.at("memory").at("transient_bytes").get<double>() ==
+        doctest::Approx(logit_bytes_saved).epsilon(1e-9));
+  CHECK(eager.at("memory").at("allocated_bytes").get<double>() -
+            asked.at("memory").at("allocated_bytes").get<double>() ==
+        doctest::Approx(logit_bytes_saved).epsilon(1e-9));
   // Left eager, the note says what it assumed and which flag changes it.
   CHECK(has_note(eager, "the loss is priced eager, 12 B per logit"));
   CHECK_FALSE(has_note(asked, "priced eager"));
@@ -157,8 +165,14 @@ TEST_CASE("a compiled loss: emitted as torchtitan's [compile], read back, refuse
   CHECK(has_note(old, "training.compile compiles the loss"));
   write_file(dir + "/bad.toml", "[model]\nname = 'llama3'\nflavor = '8B'\n[compile]\nfuse = 1\n");
   CHECK(has_note(json_of("estimate --from " + dir + "/bad.toml --gpus 8"), "compile.fuse"));
-  // Megatron's profile prices no compiled loss: the flag is refused, naming the stack that has it.
+  // Megatron's profile prices no compiled loss: the flag is refused, naming the stack that has it,
+  // by estimate and by plan, and in a plan file (a rule, not a flag check).
   check_refused("estimate --model llama-3.1-8b --gpus 8 --compiled-loss", "--compiled-loss");
+  check_refused("plan --model llama-3.1-8b --gpus 8 --compiled-loss", "--framework torchtitan");
+  auto plan = json_of("estimate --model llama-3.1-8b --gpus 8 --zero 3");
+  plan["training"]["compiled_loss"] = true;
+  write_file(dir + "/p.json", plan.dump());
+  check_refused("estimate --plan " + dir + "/p.json", "plan (--compiled-loss)");
 }
 
 TEST_CASE("emit then estimate --from: HSDP as torchtitan's and accelerate's two degrees") {
