@@ -325,6 +325,8 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
       t, o.precision.empty() ? Precision::bf16 : parse_precision(o.precision, "--precision"));
   t.tp_comm_overlap = o.tp_comm_overlap || t.framework.pricing.tp_comm_overlap;
   t.compiled_loss = o.compiled_loss;  // a profile that prices none: framework_compiled_loss
+  if (!o.cuda_graphs.empty())         // a profile that prices none: framework_cuda_graphs
+    t.cuda_graphs = parse_cuda_graphs(o.cuda_graphs, "--cuda-graphs");
   t.overlap_grad_reduce = t.overlap_grad_reduce && t.framework.pricing.overlap_grad_reduce;
   if (!o.fragmentation.empty()) {
     t.fragmentation = parse_number(o.fragmentation, "--fragmentation");

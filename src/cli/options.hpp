@@ -24,7 +24,7 @@ struct PlanningOptions {
   std::string seq_len, global_batch, micro_batch, precision, optimizer, attention;
   std::string fragmentation, tokens, gpu_hour_cost;
   std::string capacity_factor;
-  std::string moe_max_load, moe_dispatcher;
+  std::string moe_max_load, moe_dispatcher, cuda_graphs;
   std::string cp_kind;  // --cp-kind: ring | ulysses
   bool moe_force_balance = false;
   bool moe_fp8_dispatch = false;

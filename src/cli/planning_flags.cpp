@@ -104,6 +104,12 @@ const std::vector<PlanningFlag> kTable = {
      "The loss runs under torch.compile (torchtitan compile.enable with its 'loss' component): "
      "the fused loss holds the framework profile's compiled bytes per logit",
      nullptr, &O::compiled_loss},
+    {"Training", "--cuda-graphs",
+     "none | scoped (Transformer Engine's per-module graphs, e.g. Megatron-Core "
+     "--cuda-graph-impl transformer_engine --cuda-graph-modules attn moe_router) | full (whole "
+     "layers, or full_iteration): the share of the fixed costs per layer the framework profile "
+     "says graphs leave (default none)",
+     &O::cuda_graphs},
     {"Training", "--moe-fp8-dispatch",
      "MoE: dispatch tokens in fp8 with 1x128 scales, combine in bf16 (DeepSeek-V3)", nullptr,
      &O::moe_fp8_dispatch},

@@ -151,6 +151,17 @@ void parallel_args(Args& a, const EmitInputs& in) {
     if (p.zero >= 1 && in.training.overlap_param_gather) a.add("--overlap-param-gather");
   }
   if (in.training.tp_comm_overlap && p.sequence_parallel) a.add("--tp-comm-overlap");
+  // CUDA graphs (transformer_config.py cuda_graph_impl / cuda_graph_modules): whole layers as
+  // Megatron-Core's own graphs; scoped as Transformer Engine's per-module graphs of the attention
+  // (and of a MoE layer's router and preprocessing), the modules NVIDIA's recipes scope.
+  if (in.training.cuda_graphs == CudaGraphs::full) {
+    a.add("--cuda-graph-impl", "local");
+  } else if (in.training.cuda_graphs == CudaGraphs::scoped) {
+    a.add("--cuda-graph-impl", "transformer_engine");
+    a.words("--cuda-graph-modules",
+            in.model.is_moe() ? std::vector<std::string>{"attn", "moe_router", "moe_preprocess"}
+                              : std::vector<std::string>{"attn"});
+  }
 }
 
 // The recipe row's flags, as Megatron-LM commit d98e8a64 spells them (transformer_config.py):

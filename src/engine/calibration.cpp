@@ -137,7 +137,7 @@ std::vector<Knob> shared_knobs() {
 }
 
 // The terms of one stack or one part: DeepSpeed's pipeline engine and ZeRO-3 shares, the 500 W
-// H100's power derate, Megatron-Core's 16-bit grouped GEMMs.
+// H100's power derate, Megatron-Core's 16-bit grouped GEMMs and its CUDA graphs.
 std::vector<Knob> one_stack_knobs() {
   std::vector<Knob> k;
   // DeepSpeed's pipeline engine against Megatron-LM's (deepspeed kernels.pipeline_engine 0.78),
@@ -213,6 +213,28 @@ std::vector<Knob> one_stack_knobs() {
   };
   grouped.prior_sigma = kFrameworkSigma;
   k.push_back(grouped);
+  // The share of Megatron-Core's fixed costs per layer left under CUDA graphs, per scope, fitted
+  // on the runs whose recipes state their graphs; prior 1 (graphs save nothing), as loose as the
+  // fixed costs themselves.
+  for (const CudaGraphs graphs : {CudaGraphs::scoped, CudaGraphs::full}) {
+    const bool scoped = graphs == CudaGraphs::scoped;
+    Knob g = stack_knob(
+        scoped ? "megatron_cuda_graph_scoped_fixed_share" : "megatron_cuda_graph_full_fixed_share",
+        std::string("profiles/frameworks/megatron.json kernels.cuda_graph_fixed_share.") +
+            (scoped ? "scoped" : "full"),
+        "megatron",
+        [graphs](const PublishedRun& r) {
+          return framework_of(r) == "megatron" && r.training.cuda_graphs == graphs;
+        },
+        [scoped](FrameworkPricing& p, double m) {
+          (scoped ? p.cuda_graph_scoped_fixed_share : p.cuda_graph_full_fixed_share) *= m;
+        });
+    g.prior = [graphs](const PublishedRun& r) {
+      return 1.0 / r.training.framework.pricing.fixed_share(graphs);
+    };
+    g.prior_sigma = kFixedSigma;
+    k.push_back(g);
+  }
   return k;
 }
 

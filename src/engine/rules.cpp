@@ -231,6 +231,11 @@ bool framework_moe_dispatcher(P, C c) {
 bool framework_compiled_loss(P, C c) {
   return c.training.compiled_loss && c.training.framework.pricing.compiled_logit_bytes <= 0;
 }
+// CUDA graphs are priced only where the profile says what of the fixed costs they leave
+// (FrameworkPricing::cuda_graph_*_fixed_share: Megatron-Core).
+bool framework_cuda_graphs(P, C c) {
+  return c.training.framework.pricing.fixed_share(c.training.cuda_graphs) <= 0;
+}
 bool framework_recompute_modules(P p, C c) {
   return p.recompute_modules != 0 && !c.caps().recompute_modules;
 }
@@ -345,6 +350,7 @@ const std::vector<Rule>& plan_rules() {
       SHARDPLAN_RULE(framework_moe_overlap, point),
       SHARDPLAN_RULE(framework_moe_dispatcher, layout),
       SHARDPLAN_RULE(framework_compiled_loss, layout),
+      SHARDPLAN_RULE(framework_cuda_graphs, layout),
       SHARDPLAN_RULE(framework_recompute_modules, point),
       SHARDPLAN_RULE(framework_fp8, layout),
       SHARDPLAN_RULE(framework_fp16, layout),
@@ -391,10 +397,10 @@ std::vector<RuleProblem> check_inputs(const RuleContext& c) {
   std::vector<RuleProblem> out;
   ParallelPlan any;
   any.dp = c.cluster.gpus;
-  for (RuleId id :
-       {RuleId::precision_supported, RuleId::precision_generation, RuleId::framework_fp8,
-        RuleId::framework_fp16, RuleId::framework_bf16_pure, RuleId::framework_precision,
-        RuleId::framework_moe_dispatcher, RuleId::framework_compiled_loss}) {
+  for (RuleId id : {RuleId::precision_supported, RuleId::precision_generation,
+                    RuleId::framework_fp8, RuleId::framework_fp16, RuleId::framework_bf16_pure,
+                    RuleId::framework_precision, RuleId::framework_moe_dispatcher,
+                    RuleId::framework_compiled_loss, RuleId::framework_cuda_graphs}) {
     if (plan_rules()[static_cast<size_t>(id)].broken(any, c)) out.push_back({id, any});
   }
   return out;

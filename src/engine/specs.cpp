@@ -45,6 +45,8 @@ constexpr Name<RouterScore> kRouterScoreNames[] = {{RouterScore::softmax, "softm
                                                    {RouterScore::sigmoid, "sigmoid"}};
 constexpr Name<MoeDispatcher> kMoeDispatcherNames[] = {{MoeDispatcher::alltoall, "alltoall"},
                                                        {MoeDispatcher::deepep, "deepep"}};
+constexpr Name<CudaGraphs> kCudaGraphsNames[] = {
+    {CudaGraphs::none, "none"}, {CudaGraphs::scoped, "scoped"}, {CudaGraphs::full, "full"}};
 constexpr Name<ContextParallel> kContextParallelNames[] = {{ContextParallel::ring, "ring"},
                                                            {ContextParallel::ulysses, "ulysses"}};
 constexpr Name<Precision> kPrecisionNames[] = {{Precision::fp32, "fp32"},
@@ -129,6 +131,9 @@ const char* to_string(RouterScore v) {
 const char* to_string(MoeDispatcher v) {
   return name_of(kMoeDispatcherNames, v);
 }
+const char* to_string(CudaGraphs v) {
+  return name_of(kCudaGraphsNames, v);
+}
 const char* to_string(ContextParallel v) {
   return name_of(kContextParallelNames, v);
 }
@@ -178,6 +183,13 @@ MoeDispatcher parse_moe_dispatcher(const std::string& text, const std::string& f
   // DeepEP does: one RDMA copy per token and remote domain, forwarded over NVLink there.
   return parse_name(kMoeDispatcherNames, text, field,
                     {{"flex", MoeDispatcher::deepep}, {"hybridep", MoeDispatcher::deepep}});
+}
+CudaGraphs parse_cuda_graphs(const std::string& text, const std::string& field) {
+  // Megatron-Core's scope names: full_iteration graphs the whole step, "full" a whole layer.
+  return parse_name(kCudaGraphsNames, text, field,
+                    {{"full_iteration", CudaGraphs::full},
+                     {"full_layer", CudaGraphs::full},
+                     {"te_scoped", CudaGraphs::scoped}});
 }
 ContextParallel parse_context_parallel(const std::string& text, const std::string& field) {
   return parse_name(kContextParallelNames, text, field);

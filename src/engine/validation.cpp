@@ -55,6 +55,7 @@ double predicted_value(const PublishedRun& run, const ParallelPlan& p, bool* fit
       // recomputed in full.
       const FrameworkPricing& fp = tr.framework.pricing;
       const double fixed = (fp.layer_fixed_s + (m.is_moe() ? fp.moe_layer_fixed_s : 0.0)) *
+                           fp.fixed_share(tr.cuda_graphs) *
                            (p.recompute == Recompute::full ? 4.0 / 3.0 : 1.0);
       *fits = true;
       return (cost.layer.forward_s + cost.layer.backward_s + rec + tp + fixed) * 1e3;

@@ -225,6 +225,13 @@ void read_kernels(StrictObject o, FrameworkPricing& p) {
     p.moe_layer_fixed_s = o.positive("moe_layer_fixed_us") * 1e-6;
   if (o.has("grouped_gemm_16bit_share"))
     p.grouped_gemm_16bit_share = o.positive("grouped_gemm_16bit_share");
+  // The share of the fixed costs left under CUDA graphs; absent: the stack runs none.
+  if (o.has("cuda_graph_fixed_share")) {
+    StrictObject g = o.object("cuda_graph_fixed_share");
+    p.cuda_graph_scoped_fixed_share = g.positive("scoped");
+    p.cuda_graph_full_fixed_share = g.positive("full");
+    g.finish();
+  }
   if (o.has("pipeline_engine")) {
     StrictObject e = o.object("pipeline_engine");
     p.pipeline_engine_speed = e.positive("speed");

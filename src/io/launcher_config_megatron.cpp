@@ -40,30 +40,78 @@ const std::map<std::string, std::string> kValued = {
 
 // Arguments shardplan reads in its own way below (values or switches).
 const std::set<std::string> kRead = {
-    "--num-layers-per-virtual-pipeline-stage", "--pipeline-model-parallel-layout",
-    "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
-    "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
-    "--data-parallel-sharding-strategy", "--use-torch-fsdp2", "--optimizer-cpu-offload",
-    "--cpu-offloading", "--cpu-offloading-num-layers", "--cpu-offloading-weights",
-    "--cpu-offloading-activations", "--overlap-grad-reduce", "--tp-comm-overlap", "--bf16", "--fp16", "--fp8-format",
-    "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32", "--recompute-granularity",
-    "--recompute-modules", "--num-distributed-optimizer-instances", "--optimizer",
-    "--attention-backend", "--swiglu", "--ffn-hidden-size", "--moe-ffn-hidden-size",
-    "--group-query-attention", "--moe-expert-capacity-factor",
-    "--overlap-moe-expert-parallel-comm", "--moe-enable-deepep", "--moe-router-force-load-balancing",
-    "--moe-flex-dispatcher-backend", "--recompute-activations", "--checkpoint-activations",
-    "--normalization", "--position-embedding-type", "--use-rotary-position-embeddings",
-    "--no-position-embedding", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
-    "--add-qkv-bias", "--tokenizer-type", "--make-vocab-size-divisible-by", "--pad-vocab-size-to",
-    "--kv-channels", "--vocab-size", "--hybrid-override-pattern",
-    "--hybrid-layer-pattern", "--cp-comm-type",
+    "--num-layers-per-virtual-pipeline-stage",
+    "--pipeline-model-parallel-layout",
+    "--account-for-embedding-in-pipeline-split",
+    "--account-for-loss-in-pipeline-split",
+    "--sequence-parallel",
+    "--use-distributed-optimizer",
+    "--use-megatron-fsdp",
+    "--data-parallel-sharding-strategy",
+    "--use-torch-fsdp2",
+    "--optimizer-cpu-offload",
+    "--cpu-offloading",
+    "--cpu-offloading-num-layers",
+    "--cpu-offloading-weights",
+    "--cpu-offloading-activations",
+    "--overlap-grad-reduce",
+    "--tp-comm-overlap",
+    "--bf16",
+    "--fp16",
+    "--fp8-format",
+    "--grad-reduce-in-bf16",
+    "--accumulate-allreduce-grads-in-fp32",
+    "--recompute-granularity",
+    "--recompute-modules",
+    "--num-distributed-optimizer-instances",
+    "--optimizer",
+    "--attention-backend",
+    "--swiglu",
+    "--ffn-hidden-size",
+    "--moe-ffn-hidden-size",
+    "--group-query-attention",
+    "--moe-expert-capacity-factor",
+    "--overlap-moe-expert-parallel-comm",
+    "--moe-enable-deepep",
+    "--moe-router-force-load-balancing",
+    "--moe-flex-dispatcher-backend",
+    "--recompute-activations",
+    "--checkpoint-activations",
+    "--normalization",
+    "--position-embedding-type",
+    "--use-rotary-position-embeddings",
+    "--no-position-embedding",
+    "--untie-embeddings-and-output-weights",
+    "--disable-bias-linear",
+    "--add-qkv-bias",
+    "--tokenizer-type",
+    "--make-vocab-size-divisible-by",
+    "--pad-vocab-size-to",
+    "--kv-channels",
+    "--vocab-size",
+    "--hybrid-override-pattern",
+    "--hybrid-layer-pattern",
+    "--cp-comm-type",
+    "--cuda-graph-impl",
+    "--cuda-graph-modules",
+    "--cuda-graph-scope",
+    "--enable-cuda-graph",
+    "--external-cuda-graph",
     // Megatron-DeepSpeed (microsoft/Megatron-DeepSpeed megatron/arguments.py, deepspeed args)
-    "--deepspeed", "--deepspeed-config", "--zero-stage", "--ds-sequence-parallel-size",
+    "--deepspeed",
+    "--deepspeed-config",
+    "--zero-stage",
+    "--ds-sequence-parallel-size",
     "--activations-checkpoint-method",
-    "--deepspeed-activation-checkpointing", "--no-pipeline-parallel",
+    "--deepspeed-activation-checkpointing",
+    "--no-pipeline-parallel",
     // torchrun, the deepspeed launcher, srun
-    "--nnodes", "--nproc-per-node", "--num-gpus", "--num-nodes",
-    "--ntasks-per-node", "--nodes",
+    "--nnodes",
+    "--nproc-per-node",
+    "--num-gpus",
+    "--num-nodes",
+    "--ntasks-per-node",
+    "--nodes",
 };
 
 // Arguments known to change neither memory nor time as shardplan prices them (learning-rate
@@ -126,32 +174,86 @@ const std::set<std::string> kKnownOther = {
 
 // Switches (no value): everything else takes the next word when it does not start with "--".
 const std::set<std::string> kSwitches = {
-    "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
-    "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
-    "--use-torch-fsdp2", "--optimizer-cpu-offload", "--overlap-grad-reduce", "--tp-comm-overlap",
-    "--bf16", "--fp16", "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32",
-    "--swiglu", "--group-query-attention", "--standalone", "--overlap-moe-expert-parallel-comm",
-    "--moe-enable-deepep", "--moe-router-force-load-balancing", "--delay-wgrad-compute",
-    "--cpu-offloading", "--cpu-offloading-weights", "--cpu-offloading-activations",
-    "--recompute-activations", "--checkpoint-activations", "--use-rotary-position-embeddings",
-    "--no-position-embedding", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
-    "--add-qkv-bias", "--deepspeed", "--deepspeed-activation-checkpointing",
-    "--no-pipeline-parallel", "--use-flash-attn", "--use-mcore-models", "--mock-data",
-    "--no-masked-softmax-fusion", "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion",
-    "--no-bias-dropout-fusion", "--no-gradient-accumulation-fusion", "--no-rope-fusion",
-    "--cross-entropy-loss-fusion", "--log-throughput", "--use-rope-scaling", "--qk-layernorm",
-    "--multi-latent-attention", "--moe-grouped-gemm", "--moe-router-enable-expert-bias",
-    "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-shared-expert-overlap",
-    "--apply-layernorm-1p", "--fp8-param-gather", "--overlap-param-gather",
-    "--use-precision-aware-optimizer", "--manual-gc", "--use-distributed-checkpointing",
-    "--async-save", "--ckpt-fully-parallel-save", "--ckpt-fully-parallel-load", "--finetune",
-    "--no-save-optim", "--no-save-rng", "--no-load-optim", "--no-load-rng",
-    "--exit-signal-handler", "--log-timers-to-tensorboard", "--ddp-average-in-collective",
-    "--first-last-layers-bf16", "--kill-on-bad-exit", "--exclusive", "--no-container-mount-home",
+    "--account-for-embedding-in-pipeline-split",
+    "--account-for-loss-in-pipeline-split",
+    "--sequence-parallel",
+    "--use-distributed-optimizer",
+    "--use-megatron-fsdp",
+    "--use-torch-fsdp2",
+    "--optimizer-cpu-offload",
+    "--overlap-grad-reduce",
+    "--tp-comm-overlap",
+    "--bf16",
+    "--fp16",
+    "--grad-reduce-in-bf16",
+    "--accumulate-allreduce-grads-in-fp32",
+    "--swiglu",
+    "--group-query-attention",
+    "--standalone",
+    "--overlap-moe-expert-parallel-comm",
+    "--moe-enable-deepep",
+    "--moe-router-force-load-balancing",
+    "--delay-wgrad-compute",
+    "--enable-cuda-graph",
+    "--external-cuda-graph",
+    "--cpu-offloading",
+    "--cpu-offloading-weights",
+    "--cpu-offloading-activations",
+    "--recompute-activations",
+    "--checkpoint-activations",
+    "--use-rotary-position-embeddings",
+    "--no-position-embedding",
+    "--untie-embeddings-and-output-weights",
+    "--disable-bias-linear",
+    "--add-qkv-bias",
+    "--deepspeed",
+    "--deepspeed-activation-checkpointing",
+    "--no-pipeline-parallel",
+    "--use-flash-attn",
+    "--use-mcore-models",
+    "--mock-data",
+    "--no-masked-softmax-fusion",
+    "--no-bias-gelu-fusion",
+    "--no-bias-swiglu-fusion",
+    "--no-bias-dropout-fusion",
+    "--no-gradient-accumulation-fusion",
+    "--no-rope-fusion",
+    "--cross-entropy-loss-fusion",
+    "--log-throughput",
+    "--use-rope-scaling",
+    "--qk-layernorm",
+    "--multi-latent-attention",
+    "--moe-grouped-gemm",
+    "--moe-router-enable-expert-bias",
+    "--moe-permute-fusion",
+    "--moe-router-pre-softmax",
+    "--moe-shared-expert-overlap",
+    "--apply-layernorm-1p",
+    "--fp8-param-gather",
+    "--overlap-param-gather",
+    "--use-precision-aware-optimizer",
+    "--manual-gc",
+    "--use-distributed-checkpointing",
+    "--async-save",
+    "--ckpt-fully-parallel-save",
+    "--ckpt-fully-parallel-load",
+    "--finetune",
+    "--no-save-optim",
+    "--no-save-rng",
+    "--no-load-optim",
+    "--no-load-rng",
+    "--exit-signal-handler",
+    "--log-timers-to-tensorboard",
+    "--ddp-average-in-collective",
+    "--first-last-layers-bf16",
+    "--kill-on-bad-exit",
+    "--exclusive",
+    "--no-container-mount-home",
 };
 
 // Arguments that take every word up to the next argument (argparse nargs='*').
-const std::set<std::string> kWordLists = {"--recompute-modules"};
+const std::set<std::string> kWordLists = {"--recompute-modules", "--cuda-graph-modules",
+                                          "--cuda-graph-scope"};
 
 using Args = std::map<std::string, std::string>;  // argument -> value ("" for a switch)
 
@@ -201,6 +303,39 @@ Args arguments(const std::vector<std::string>& words, Builder& b) {
 std::string arg(const Args& a, const std::string& name) {
   const auto it = a.find(name);
   return it == a.end() ? "" : it->second;
+}
+
+// CUDA graphs as megatron/training/arguments.py resolves them: --enable-cuda-graph is
+// --cuda-graph-impl local, --external-cuda-graph transformer_engine; --cuda-graph-scope is the
+// old name of --cuda-graph-modules. full_iteration, a layer graph with no modules (or "full"),
+// or one of the attention and the MLP (mlp, or moe) graphs whole layers; other named modules
+// (attn alone, moe_router, moe_preprocess, mamba) graph those alone.
+void cuda_graphs(const Args& a, Builder& b) {
+  std::string impl = arg(a, "--cuda-graph-impl");
+  std::string key = "--cuda-graph-impl";
+  if (a.count("--enable-cuda-graph")) impl = "local", key = "--enable-cuda-graph";
+  if (a.count("--external-cuda-graph")) impl = "transformer_engine", key = "--external-cuda-graph";
+  if (impl.empty() || impl == "none") return;
+  if (impl != "local" && impl != "transformer_engine" && impl != "full_iteration") {
+    b.refuse(key, "'" + impl +
+                      "' is not a CUDA graph implementation Megatron-LM runs: none, "
+                      "local, transformer_engine or full_iteration");
+  }
+  std::string modules = arg(a, "--cuda-graph-modules");
+  if (modules.empty()) modules = arg(a, "--cuda-graph-scope");
+  std::set<std::string> named;
+  for (size_t at = 0; at < modules.size();) {  // the words, comma-separated (read_args)
+    const size_t end = std::min(modules.find(',', at), modules.size());
+    if (end > at) named.insert(modules.substr(at, end - at));
+    at = end + 1;
+  }
+  const bool whole_layer = named.count("attn") && (named.count("mlp") || named.count("moe"));
+  if (impl == "full_iteration" || named.empty() || named.count("full") ||
+      named.count("full_iteration") || whole_layer) {
+    b.set("--cuda-graphs", "full", key);
+  } else {
+    b.set("--cuda-graphs", "scoped", key);
+  }
 }
 
 // A value the file does not fix ("${TP}" from the environment or a branch) cannot be planned;
@@ -785,6 +920,7 @@ LauncherConfig read_megatron(const std::string& text, const std::string& path,
   if (arg(a, "--moe-flex-dispatcher-backend") == "deepep")
     b.set("--moe-dispatcher", "deepep", "--moe-flex-dispatcher-backend");
   if (a.count("--tp-comm-overlap")) b.set("--tp-comm-overlap", "true", "--tp-comm-overlap");
+  cuda_graphs(a, b);
   if (!a.count("--overlap-grad-reduce")) {
     b.launcher_default("--no-overlap", "true",
                        "no --overlap-grad-reduce: Megatron-LM reduces gradients after the "

@@ -210,6 +210,9 @@ TrainingSpec read_run_training(const nlohmann::json& r, const nlohmann::json& pl
     t.tp_comm_overlap = flag_or(r, "tp_comm_overlap", t.tp_comm_overlap);
   // A run whose stack compiled its loss (torchtitan at a commit that compiles it, compile on).
   t.compiled_loss = flag_or(r, "compiled_loss", false);
+  // Which kernels the run captured in CUDA graphs, as its recipe sets them (none unstated).
+  if (r.contains("cuda_graphs"))
+    t.cuda_graphs = parse_cuda_graphs(string_or(r, "cuda_graphs"), where + ": cuda_graphs");
   // The MoE token dispatcher the recipe sets (Megatron-Core's moe_token_dispatcher_type, flex
   // with its DeepEP or HybridEP backend); unstated, the plain all-to-all.
   if (r.contains("moe_dispatcher")) {

@@ -287,6 +287,12 @@ PlanProblem framework_words(const RuleProblem& r, const RuleContext& c) {
                           "it applies to torchtitan (--framework torchtitan), or drop "
                           "--compiled-loss",
                           f)};
+    case RuleId::framework_cuda_graphs:
+      return {"--cuda-graphs",
+              fmt::format("{}'s profile prices no CUDA graphs (no share of the fixed costs per "
+                          "layer they leave); they apply to Megatron-Core (--framework megatron), "
+                          "or drop --cuda-graphs",
+                          f)};
     case RuleId::framework_recompute_modules:
       return {"--recompute-modules",
               fmt::format("{} does not recompute Megatron-Core's modules by name{}; use "
@@ -559,6 +565,8 @@ std::string rule_gist(RuleId rule) {
       return "the framework does not run this MoE dispatcher";
     case RuleId::framework_compiled_loss:
       return "the framework's profile prices no compiled loss";
+    case RuleId::framework_cuda_graphs:
+      return "the framework's profile prices no CUDA graphs";
     case RuleId::framework_recompute_modules:
       return "the framework does not recompute modules by name";
     case RuleId::framework_fp8:

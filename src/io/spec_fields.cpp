@@ -186,6 +186,8 @@ const JsonFields<TrainingSpec>& training_fields() {
       positive_when_given("moe_max_load", &T::moe_max_load),
       only_when(member("moe_fp8_dispatch", &T::moe_fp8_dispatch),
                 [](const T& t) { return t.moe_fp8_dispatch; }),
+      only_when(named("cuda_graphs", &T::cuda_graphs, to_string, parse_cuda_graphs),
+                [](const T& t) { return t.cuda_graphs != CudaGraphs::none; }),
       only_when(named("moe_dispatcher", &T::moe_dispatcher, to_string, parse_moe_dispatcher),
                 [](const T& t) { return t.moe_dispatcher != MoeDispatcher::alltoall; }),
       only_when(named("context_parallel", &T::context_parallel, to_string, parse_context_parallel),

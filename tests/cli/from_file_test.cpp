@@ -175,6 +175,46 @@ TEST_CASE("a compiled loss: emitted as torchtitan's [compile], read back, refuse
   check_refused("estimate --plan " + dir + "/p.json", "plan (--compiled-loss)");
 }
 
+TEST_CASE(
+    "CUDA graphs: read from Megatron-LM's flags as arguments.py resolves them, emitted back") {
+  const std::string dir = make_temp_dir();
+  const std::string base =
+      "torchrun pretrain_gpt.py --num-layers 32 --hidden-size 4096 --num-attention-heads 32 "
+      "--seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 "
+      "--global-batch-size 64 --bf16 --use-distributed-optimizer ";
+  const auto graphs = [&](const std::string& flags) {
+    write_file(dir + "/g.sh", base + flags + "\n");
+    const auto e = json_of("estimate --from " + dir + "/g.sh --gpus 8");
+    return e.at("training").value("cuda_graphs", std::string("none"));
+  };
+  // --enable-cuda-graph is --cuda-graph-impl local; with no modules it graphs whole layers.
+  CHECK(graphs("--enable-cuda-graph") == "full");
+  CHECK(graphs("--cuda-graph-impl full_iteration") == "full");
+  // The attention and the MLP together are the layer; the attention alone, or a MoE layer's
+  // router, is a scope (the old --cuda-graph-scope spelling too).
+  CHECK(graphs("--cuda-graph-impl transformer_engine --cuda-graph-modules attn mlp") == "full");
+  CHECK(graphs("--external-cuda-graph --cuda-graph-scope attn moe_router") == "scoped");
+  CHECK(graphs("--cuda-graph-impl none") == "none");
+  CHECK(graphs("") == "none");
+  write_file(dir + "/bad.sh", base + "--cuda-graph-impl x\n");
+  check_refused("estimate --from " + dir + "/bad.sh --gpus 8", "--cuda-graph-impl");
+  // Emitted as Transformer Engine's per-module graphs of the attention, and read back so.
+  const std::string flags =
+      "--model llama-3.1-8b --cluster dgx-h100 --gpus 8 --zero 1 --recompute full "
+      "--cuda-graphs scoped";
+  REQUIRE(run_cli("emit --format megatron " + flags + " -o " + dir + "/e.sh").status == 0);
+  const std::string script = shardplan::test::read_file(dir + "/e.sh");
+  CHECK(contains(script, "--cuda-graph-impl transformer_engine"));
+  CHECK(contains(script, "--cuda-graph-modules attn"));
+  const auto asked = json_of("estimate " + flags);
+  const auto read = json_of("estimate --from " + dir + "/e.sh --cluster dgx-h100 --gpus 8");
+  CHECK(read.at("training").at("cuda_graphs") == "scoped");
+  CHECK(read.at("time") == asked.at("time"));
+  // torchtitan's profile states no share of the fixed costs graphs leave: refused.
+  check_refused("estimate --model llama-3.1-8b --gpus 8 --framework torchtitan --cuda-graphs full",
+                "--cuda-graphs");
+}
+
 TEST_CASE("emit then estimate --from: HSDP as torchtitan's and accelerate's two degrees") {
   // torchtitan: data_parallel_replicate_degree 2 x data_parallel_shard_degree 8.
   round_trip("torchtitan",

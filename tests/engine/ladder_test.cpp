@@ -175,8 +175,9 @@ TEST_CASE(
 
 TEST_CASE("the ladder climbs past a passing rung only when a later one is climb_speedup faster") {
   // DeepSpeed, GPT-3 175B on 512 A100s: ZeRO-3 passes (its exposed traffic stays under half
-  // the step) at about 1.45-1.5x the step of the 3D plan. A threshold below that ratio climbs to
-  // the 3D plan; the default 1.5 keeps ZeRO-3, and so does no climbing at all.
+  // the step) at about 1.4-1.5x the step of the tensor- and pipeline-parallel plans. A threshold
+  // below that ratio climbs to a later rung; the default 1.5 keeps ZeRO-3, and so does no
+  // climbing at all.
   const ModelSpec m = load_model("gpt3-175b");
   TrainingSpec t = test::training(2048, 1536);
   t.framework = load_framework(Framework::deepspeed);
@@ -190,7 +191,7 @@ TEST_CASE("the ladder climbs past a passing rung only when a later one is climb_
   const RungVerdict& first = l.rungs[static_cast<size_t>(l.first_pass)];
   const RungVerdict& stop = l.rungs[static_cast<size_t>(l.stop)];
   CHECK(first.rung == Rung::zero_3);
-  CHECK(stop.rung == Rung::pipeline_parallel);
+  CHECK((stop.rung == Rung::tensor_parallel || stop.rung == Rung::pipeline_parallel));
   CHECK(stop.passes());
   const double speedup = first.plan.step_s / stop.plan.step_s;
   CHECK(speedup >= 1.4);

@@ -37,14 +37,14 @@ struct Setup {
 
 TEST_CASE("Closed form and simulation rank two plans apart: the re-rank takes the simulated best") {
   const Setup s;
-  // TP 2 (micro-batch 4) with ZeRO-1 against PP 2 x interleave 4 (micro-batch 2) on 16 H100s:
+  // TP 2 (micro-batch 2) with ZeRO-1 against PP 2 x interleave 6 (micro-batch 1) on 16 H100s:
   // the closed form puts TP 2 first, the simulation the pipeline (its interleaved bubble and
   // sends, in Megatron-Core's order, come out below the closed form's (p - 1)(F + B) / v here).
-  ParallelPlan tp2 = test::plan(8, 2, 1, 4);
+  ParallelPlan tp2 = test::plan(8, 2, 1, 2);
   tp2.zero = 1;
-  ParallelPlan pp2 = test::plan(8, 1, 2, 2);
+  ParallelPlan pp2 = test::plan(8, 1, 2, 1);
   pp2.zero = 1;
-  pp2.interleave = 4;
+  pp2.interleave = 6;
   const Candidate a = s.candidate(tp2), b = s.candidate(pp2);
   REQUIRE(a.step_s < b.step_s);
   REQUIRE(s.simulated_s(pp2) < s.simulated_s(tp2));

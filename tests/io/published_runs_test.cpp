@@ -194,4 +194,19 @@ TEST_CASE("published runs: a flag is true or false; anything else is refused wit
       text.substr(0, text.size() - 2) + R"(, "profile": "megatron", "compiled_loss": true}])";
   CHECK_THROWS_WITH_AS(load_published_runs(megatron, "runs.json"),
                        doctest::Contains("run 0: compiled_loss"), InputError);
+  // CUDA graphs: a scope name, and only on a profile that prices them.
+  const std::string bogus =
+      text.substr(0, text.size() - 2) + R"(, "profile": "megatron", "cuda_graphs": "all"}])";
+  CHECK_THROWS_WITH_AS(load_published_runs(bogus, "runs.json"),
+                       doctest::Contains("run 0: cuda_graphs: 'all' is not one of"), InputError);
+  const std::string titan =
+      text.substr(0, text.size() - 2) +
+      R"(, "profile": "torchtitan", "precision": "bf16", "cuda_graphs": "full"}])";
+  CHECK_THROWS_WITH_AS(load_published_runs(titan, "runs.json"),
+                       doctest::Contains("run 0: cuda_graphs: torchtitan's profile prices no CUDA"),
+                       InputError);
+  const std::string graphed =
+      text.substr(0, text.size() - 2) + R"(, "profile": "megatron", "cuda_graphs": "full"}])";
+  CHECK(load_published_runs(graphed, "runs.json").front().training.cuda_graphs ==
+        shardplan::CudaGraphs::full);
 }

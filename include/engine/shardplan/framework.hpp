@@ -41,6 +41,14 @@ std::string framework_names(const std::string& separator);
 /// dispatcher with --moe-enable-deepep).
 enum class MoeDispatcher { alltoall, deepep };
 
+/// Which of a step's kernels run captured in CUDA graphs, replayed without a host launch each
+/// (Megatron-Core's cuda_graph_impl and cuda_graph_scope). none: every kernel launched from the
+/// host. scoped: some modules of each layer (Transformer Engine's per-module graphs,
+/// cuda_graph_impl "transformer_engine" with a scope such as attn, moe_router, moe_preprocess).
+/// full: whole layers or the whole iteration ("local" graphs of full layers, or scope
+/// full_iteration).
+enum class CudaGraphs { none, scoped, full };
+
 /// How context parallelism splits attention over its ranks. ring: each rank keeps its sequence
 /// chunk and passes K and V around the ring, hidden behind the attention it feeds (Megatron-Core
 /// cp_comm_type p2p; torchtitan; Liu et al. 2023, Ring Attention). ulysses: all-to-alls trade
@@ -164,6 +172,18 @@ struct FrameworkPricing {
   /// top-k, the permute and unpermute, and the device-to-host sync of the token counts a
   /// dropless dispatcher waits on.
   double moe_layer_fixed_s = 0;
+  /// The share of those fixed costs left when the step runs under CUDA graphs (profile
+  /// kernels.cuda_graph_fixed_share, scoped and full; fitted by `validate --write-fit`): a graph
+  /// replays its kernels without the host launching each. 0 = the stack runs no CUDA graphs
+  /// (TrainingSpec::cuda_graphs other than none is refused).
+  double cuda_graph_scoped_fixed_share = 0;
+  double cuda_graph_full_fixed_share = 0;
+  /// The share of the fixed costs a step pays under `graphs` (1 without graphs).
+  double fixed_share(CudaGraphs graphs) const {
+    return graphs == CudaGraphs::scoped ? cuda_graph_scoped_fixed_share
+           : graphs == CudaGraphs::full ? cuda_graph_full_fixed_share
+                                        : 1.0;
+  }
   /// The share a 16-bit grouped GEMM (a MoE layer's routed experts) reaches of a dense GEMM of
   /// one expert's size (profile kernels.grouped_gemm_16bit_share; 1 = as fast), fitted by
   /// `validate --write-fit`. Transformer Engine's GroupedLinear runs one cuBLAS GEMM per expert

@@ -56,6 +56,7 @@ enum class RuleId {
   framework_moe_overlap,        // the framework overlaps EP all-to-alls with paired passes
   framework_moe_dispatcher,     // the framework runs the training's MoE dispatcher
   framework_compiled_loss,      // the framework's profile prices a compiled loss (--compiled-loss)
+  framework_cuda_graphs,        // the framework's profile prices CUDA graphs (--cuda-graphs)
   framework_recompute_modules,  // the framework recomputes Megatron-Core's modules by name
   framework_fp8,
   framework_fp16,
@@ -70,7 +71,7 @@ enum class RuleId {
   dp_shard_divides,
   framework_hsdp,  // the framework runs hybrid sharding at this ZeRO stage
 };
-inline constexpr int kRules = 52;
+inline constexpr int kRules = 53;
 /// A short snake_case name for JSON and counts ("tp_divides_heads").
 const char* to_string(RuleId r);
 

@@ -407,6 +407,9 @@ struct TrainingSpec {
   // The loss runs under torch.compile (torchtitan's compile.enable with its "loss" component):
   // priced by the framework profile's loss.compiled_peak_bytes_per_logit.
   bool compiled_loss = false;
+  // Which kernels run captured in CUDA graphs (framework.hpp CudaGraphs): priced by the framework
+  // profile's kernels.cuda_graph_fixed_share on the fixed costs per layer.
+  CudaGraphs cuda_graphs = CudaGraphs::none;
   double fragmentation = 0.05;       // allocator reserve beyond what tensors hold
   // ZeRO-2/3 (FSDP) under gradient accumulation: reduce-scatter every micro-batch (sharded
   // gradients only), or defer it to the last (FSDP1 no_sync / FSDP2
@@ -493,6 +496,7 @@ const char* to_string(MixerKind v);
 const char* to_string(RopeScaling v);
 const char* to_string(RouterScore v);
 const char* to_string(MoeDispatcher v);
+const char* to_string(CudaGraphs v);
 const char* to_string(ContextParallel v);
 const char* to_string(Precision v);
 const char* to_string(OptimizerKind v);
@@ -509,6 +513,7 @@ MixerKind parse_mixer(const std::string& text, const std::string& field);
 RopeScaling parse_rope_scaling(const std::string& text, const std::string& field);
 RouterScore parse_router_score(const std::string& text, const std::string& field);
 MoeDispatcher parse_moe_dispatcher(const std::string& text, const std::string& field);
+CudaGraphs parse_cuda_graphs(const std::string& text, const std::string& field);
 ContextParallel parse_context_parallel(const std::string& text, const std::string& field);
 Precision parse_precision(const std::string& text, const std::string& field);
 OptimizerKind parse_optimizer(const std::string& text, const std::string& field);
