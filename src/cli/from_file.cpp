@@ -189,8 +189,7 @@ Inputs naming_keys(const FromFile& f, F&& resolve) {
   } catch (const InputError& e) {
     const auto it = f.origin.find(e.field());
     if (it == f.origin.end()) throw;
-    const std::string message = std::string(e.what()).substr(e.field().size() + 2);
-    throw InputError(it->second, message + " (" + e.field() + " in shardplan's terms)");
+    throw InputError(it->second, e.message() + " (" + e.field() + " in shardplan's terms)");
   }
 }
 

@@ -373,8 +373,7 @@ BlockTime stage_compute(const Context& x, int stage, StageCost& s) {
   // where the layer is recomputed in full.
   const FrameworkPricing& fp = x.tr.framework.pricing;
   // CUDA graphs replay what they captured without a launch each: the profile's share is left.
-  const double fixed = (s.layers * fp.layer_fixed_s + s.moe_layers * fp.moe_layer_fixed_s) *
-                       fp.fixed_share(x.tr.cuda_graphs);
+  const double fixed = fp.fixed_cost_s(s.layers, s.moe_layers, x.tr.cuda_graphs);
   const double rerun = p.recompute == Recompute::full ? fixed / 3.0 : 0.0;
   s.forward_s += fixed / 3.0;
   s.backward_s += 2.0 * fixed / 3.0 + rerun;

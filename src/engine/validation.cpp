@@ -54,8 +54,7 @@ double predicted_value(const PublishedRun& run, const ParallelPlan& p, bool* fit
       // The layer's fixed cost per micro-batch (step_time.cpp), its forward third again when
       // recomputed in full.
       const FrameworkPricing& fp = tr.framework.pricing;
-      const double fixed = (fp.layer_fixed_s + (m.is_moe() ? fp.moe_layer_fixed_s : 0.0)) *
-                           fp.fixed_share(tr.cuda_graphs) *
+      const double fixed = fp.fixed_cost_s(1, m.is_moe() ? 1 : 0, tr.cuda_graphs) *
                            (p.recompute == Recompute::full ? 4.0 / 3.0 : 1.0);
       *fits = true;
       return (cost.layer.forward_s + cost.layer.backward_s + rec + tp + fixed) * 1e3;

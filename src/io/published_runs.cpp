@@ -71,8 +71,7 @@ std::vector<PublishedRun> load_published_runs(const std::string& text, const std
     } catch (const InputError& e) {
       // The field helpers (int_or, flag_or) name the key alone: say which run holds it.
       if (e.field().rfind(origin, 0) == 0) throw;
-      throw InputError(where + ": " + e.field(),
-                       std::string(e.what()).substr(e.field().size() + 2));
+      throw InputError(where + ": " + e.field(), e.message());
     } catch (const nlohmann::json::exception& e) {
       // A field of the wrong type (a string where a number goes): bad input, not a bug.
       throw InputError(where, fmt::format("a field has the wrong type ({})", e.what()));
@@ -269,7 +268,7 @@ PublishedRun read_run(const nlohmann::json& r, size_t i, const std::string& wher
   } catch (const InputError& e) {
     std::string key = e.field().rfind("--", 0) == 0 ? e.field().substr(2) : e.field();
     std::replace(key.begin(), key.end(), '-', '_');
-    throw InputError(where + ": " + key, std::string(e.what()).substr(e.field().size() + 2));
+    throw InputError(where + ": " + key, e.message());
   }
   // Whether any profile figure was fitted on this run.
   const std::string split = string_or(r, "split");

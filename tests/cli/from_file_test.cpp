@@ -25,6 +25,14 @@ nlohmann::json json_of(const std::string& args, int status = 0) {
   return nlohmann::json::parse(r.out);
 }
 
+// Emits `flags` as `format` into `path` and returns what it wrote.
+std::string emitted(const std::string& format, const std::string& flags, const std::string& path) {
+  const auto r = run_cli("emit --format " + format + " " + flags + " -o " + path);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return shardplan::test::read_file(path);
+}
+
 // Emits `flags` as `format` into a file, reads it back with --from (plus `beside`, the flags
 // the format cannot hold) and checks the plan and the batch are the ones the flags gave.
 void round_trip(const std::string& format, const std::string& flags, const std::string& beside,
@@ -128,8 +136,7 @@ TEST_CASE("a compiled loss: emitted as torchtitan's [compile], read back, refuse
       "--model llama-3.1-8b --cluster dgx-h100 --gpus 8 --zero 3 --recompute selective "
       "--global-batch 8 --seq-len 8192 --framework torchtitan --compiled-loss";
   const std::string dir = make_temp_dir();
-  REQUIRE(run_cli("emit --format torchtitan " + flags + " -o " + dir + "/c.toml").status == 0);
-  const std::string toml = shardplan::test::read_file(dir + "/c.toml");
+  const std::string toml = emitted("torchtitan", flags, dir + "/c.toml");
   CHECK(contains(toml, "[compile]"));
   CHECK(contains(toml, "components = [ 'model', 'loss' ]"));
   const auto asked = json_of("estimate " + flags);
@@ -202,8 +209,7 @@ TEST_CASE(
   const std::string flags =
       "--model llama-3.1-8b --cluster dgx-h100 --gpus 8 --zero 1 --recompute full "
       "--cuda-graphs scoped";
-  REQUIRE(run_cli("emit --format megatron " + flags + " -o " + dir + "/e.sh").status == 0);
-  const std::string script = shardplan::test::read_file(dir + "/e.sh");
+  const std::string script = emitted("megatron", flags, dir + "/e.sh");
   CHECK(contains(script, "--cuda-graph-impl transformer_engine"));
   CHECK(contains(script, "--cuda-graph-modules attn"));
   const auto asked = json_of("estimate " + flags);

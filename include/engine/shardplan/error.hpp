@@ -15,6 +15,8 @@ class InputError : public std::runtime_error {
   InputError(std::string field, const std::string& message)
       : std::runtime_error(field + ": " + message), field_(std::move(field)) {}
   const std::string& field() const { return field_; }
+  /// What is wrong, without the field (to name the field again in other terms).
+  std::string message() const { return std::string(what()).substr(field_.size() + 2); }
 
  private:
   std::string field_;

@@ -184,6 +184,11 @@ struct FrameworkPricing {
            : graphs == CudaGraphs::full ? cuda_graph_full_fixed_share
                                         : 1.0;
   }
+  /// The fixed costs of `layers` transformer layers, `moe_layers` of them mixtures of experts,
+  /// for one micro-batch's forward and backward under `graphs`.
+  double fixed_cost_s(double layers, double moe_layers, CudaGraphs graphs) const {
+    return (layers * layer_fixed_s + moe_layers * moe_layer_fixed_s) * fixed_share(graphs);
+  }
   /// The share a 16-bit grouped GEMM (a MoE layer's routed experts) reaches of a dense GEMM of
   /// one expert's size (profile kernels.grouped_gemm_16bit_share; 1 = as fast), fitted by
   /// `validate --write-fit`. Transformer Engine's GroupedLinear runs one cuBLAS GEMM per expert
