@@ -1,25 +1,40 @@
-// How long the default provision grid takes on one core: every GPU preset x 8..4096 GPUs (10
-// counts) for a 70B model, the ladder and the search run per (GPU type, count) on one thread.
-// Usage: provision_bench [model] [repeats] [plans re-ranked by simulation per option]
+// How long `provision`'s default grid takes, in the engine (no start-up, no rendering): every
+// GPU preset with a list price x 8..4096 GPUs (10 counts), the ladder and the search run per
+// (GPU type, count), with the training `shardplan provision --model M --tokens 2T` resolves
+// (the Megatron-LM framework profile, BF16, the model's default sequence). Each model runs on
+// one thread and on every core. Usage: provision_bench [repeats] [model ...]
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "shardplan/model.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/provision.hpp"
 
 using namespace shardplan;
 
-int main(int argc, char** argv) {
-  const std::string model_name = argc > 1 ? argv[1] : "llama-3.1-70b";
-  const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
+namespace {
+
+// The training the CLI resolves with no flags but --tokens (src/cli/options.cpp
+// resolve_training): the default framework, BF16 and the framework's overlap settings.
+TrainingSpec cli_default_training(const ModelSpec& model) {
+  TrainingSpec t;
+  t.seq_len = model.seq_len > 0 ? default_training_seq_len(model) : 4096;
+  t.framework = load_framework(Framework::megatron);
+  set_precision(t, Precision::bf16);
+  t.tp_comm_overlap = t.framework.pricing.tp_comm_overlap;
+  t.overlap_grad_reduce = t.overlap_grad_reduce && t.framework.pricing.overlap_grad_reduce;
+  t.tokens = 2e12;
+  return t;
+}
+
+void run(const std::string& model_name, int threads, int repeats) {
   const ModelSpec model = load_model(model_name);
-  TrainingSpec training;
-  training.seq_len = model.seq_len > 0 ? model.seq_len : 4096;
-  training.tokens = 2e12;
+  const TrainingSpec training = cli_default_training(model);
   ProvisionRequest rq;
   for (const PresetSummary& gpu : list_presets(ProfileKind::gpu)) {
     ClusterOptions c;
@@ -31,8 +46,7 @@ int main(int argc, char** argv) {
   }
   for (int n = 8; n <= 4096; n *= 2) rq.counts.push_back(n);
   rq.planning.search.top_k = 1;
-  rq.planning.search.threads = 1;  // one core
-  if (argc > 3) rq.planning.rerank.at_most = std::atoi(argv[3]);
+  rq.planning.search.threads = threads;
   std::vector<double> seconds;
   size_t fits = 0;
   for (int i = 0; i < repeats; ++i) {
@@ -45,9 +59,24 @@ int main(int argc, char** argv) {
   }
   std::sort(seconds.begin(), seconds.end());
   fmt::print(
-      "provision {} x {} counts ({} options, {} fit) for {}, one thread: median {:.3f} s, "
+      "provision {:<14} {} x {} counts ({} options, {} fit), {:>2} thread{}: median {:.3f} s, "
       "min {:.3f} s over {} runs\n",
-      rq.offers.size(), rq.counts.size(), rq.offers.size() * rq.counts.size(), fits, model_name,
-      seconds[seconds.size() / 2], seconds.front(), repeats);
+      model_name, rq.offers.size(), rq.counts.size(), rq.offers.size() * rq.counts.size(), fits,
+      threads, threads == 1 ? " " : "s", seconds[seconds.size() / 2], seconds.front(), repeats);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  std::vector<std::string> models;
+  for (int i = 2; i < argc; ++i) models.emplace_back(argv[i]);
+  if (models.empty()) models = {"llama-3.1-70b", "deepseek-v3"};
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  fmt::print("# provision's default grid in the engine; {} hardware threads\n", cores);
+  for (const std::string& m : models) {
+    run(m, 1, repeats);
+    if (cores > 1) run(m, cores, repeats);
+  }
   return 0;
 }

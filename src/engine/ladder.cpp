@@ -157,7 +157,7 @@ SearchResult search_rung(const ModelSpec& m, const TrainingSpec& tr, const Clust
                          const SearchSpace& space, const LadderOptions& opt,
                          const SearchOptions& so, bool need_why) {
   if (opt.searched && opt.searched_space && space.is_subspace_of(*opt.searched_space)) {
-    SearchResult r = feasible_within(*opt.searched, space);
+    SearchResult r = feasible_within(*opt.searched, space, m, tr, c, so.objective);
     if (r.modelled > 0 || !need_why) return r;
   }
   return search(m, tr, c, space, so);

@@ -1,8 +1,9 @@
 // The plan search: axes declared once, their product enumerated in a fixed order, the costly
 // part of each point (one micro-batch's op list and timings) computed once per (tp, cp, ep,
 // sequence parallel, micro-batch) and shared by every (pp, interleave, ZeRO, recompute) under
-// it, so each point costs one evaluate() of plain arithmetic. Work is split across threads by
-// those groups; results merge in a deterministic order.
+// it, so each point costs one evaluate() of plain arithmetic: its memory first, and its step
+// only when it fits (or breaks a tie for the plan closest to fitting). Work is split across
+// threads by those groups; results merge in a deterministic order.
 #include "shardplan/search.hpp"
 
 #include <algorithm>
@@ -255,22 +256,43 @@ double objective_of(Objective o, const Candidate& cand, int gpus) {
   return cand.step_s;
 }
 
-// The plan that comes closer to fitting: less peak memory, ties broken as the ranking does.
+// The figures of a candidate from its evaluation (its peak is set before: evaluate_memory).
+void set_step(Candidate& cand, const Evaluation& ev, const TrainingSpec& tr, Objective objective,
+              int gpus) {
+  cand.step_s = ev.time.step_s;
+  cand.exposed_comm_s = ev.time.exposed_comm_s;
+  cand.tokens_per_s = static_cast<double>(tr.global_batch) * tr.seq_len / ev.time.step_s;
+  cand.objective = objective_of(objective, cand, gpus);
+  cand.priced = true;
+}
+
+// The plan that comes closer to fitting: less peak memory, ties broken as the ranking does
+// (which needs both steps: `price` prices a plan over memory the search left unpriced).
+template <class Price>
+bool closer_to_fitting(Candidate& a, Candidate& b, const Price& price) {
+  if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
+  if (!a.priced) price(a);
+  if (!b.priced) price(b);
+  return key_of(a) < key_of(b);
+}
 bool closer_to_fitting(const Candidate& a, const Candidate& b) {
   return a.peak_bytes < b.peak_bytes || (a.peak_bytes == b.peak_bytes && key_of(a) < key_of(b));
 }
 
-// Counts a modelled plan and keeps it among the top K, or as the closest to fitting.
-void record(const Candidate& cand, bool over_memory, const SearchOptions& opt, Partial& out) {
-  if (over_memory) {
-    ++out.rejected_memory;
-    if (!out.have_least || closer_to_fitting(cand, out.least)) {
-      out.least = cand;
-      out.have_least = true;
-    }
-    if (opt.keep_over_memory) out.over.push_back(cand);
-    return;
+// Counts a plan that does not fit, kept as the closest to fitting where it is (priced then).
+template <class Price>
+void record_over(Candidate& cand, const SearchOptions& opt, Partial& out, const Price& price) {
+  ++out.rejected_memory;
+  if (!out.have_least || closer_to_fitting(cand, out.least, price)) {
+    price(cand);
+    out.least = cand;
+    out.have_least = true;
   }
+  if (opt.keep_over_memory) out.over.push_back(cand);
+}
+
+// Counts a plan that fits and keeps it among the top K.
+void record(const Candidate& cand, const SearchOptions& opt, Partial& out) {
   ++out.feasible;
   if (static_cast<int>(out.top.size()) < opt.top_k) {
     out.top.push_back(cand);
@@ -339,16 +361,23 @@ void visit(const ParallelPlan& p, const Walk& w, int decided, GroupCosts& costs,
     shared.ready = true;
   }
   ++out.modelled;
-  const Evaluation ev =
-      evaluate(w.m, w.tr, p, w.cluster, shared.micro_batch, shared.memory, costs.stages);
+  const MemoryFit fit = evaluate_memory(w.m, w.tr, p, w.cluster, shared.memory, costs.stages);
   Candidate cand;
   cand.plan = p;
-  cand.step_s = ev.time.step_s;
-  cand.peak_bytes = ev.peak_bytes;
-  cand.exposed_comm_s = ev.time.exposed_comm_s;
-  cand.tokens_per_s = static_cast<double>(w.tr.global_batch) * w.tr.seq_len / ev.time.step_s;
-  cand.objective = objective_of(w.opt.objective, cand, w.cluster.gpus);
-  record(cand, ev.peak_bytes > w.cluster.usable_bytes() || !ev.host_fits, w.opt, out);
+  cand.peak_bytes = fit.peak_bytes;
+  cand.priced = false;
+  auto price = [&](Candidate& c) {
+    if (c.priced) return;
+    const Evaluation ev = evaluate_time(w.m, w.tr, c.plan, w.cluster, shared.micro_batch,
+                                        shared.memory, costs.stages);
+    set_step(c, ev, w.tr, w.opt.objective, w.cluster.gpus);
+  };
+  if (fit.peak_bytes > w.cluster.usable_bytes() || !fit.host_fits) {
+    record_over(cand, w.opt, out, price);
+    return;
+  }
+  price(cand);
+  record(cand, w.opt, out);
 }
 
 // The shard degree of a shard group spanning `gpus` GPUs (0: the whole data-parallel group);
@@ -509,21 +538,34 @@ bool SearchSpace::is_subspace_of(const SearchSpace& o) const {
          subset(moe_a2a_overlap, o.moe_a2a_overlap) && subset(shard_gpus, o.shard_gpus);
 }
 
-SearchResult feasible_within(const SearchResult& every, const SearchSpace& sub) {
+void price(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& cluster,
+           Objective objective, Candidate& cand) {
+  if (cand.priced) return;
+  const MicroBatchCost cost = micro_batch_cost(m, tr, cand.plan, cluster);
+  const Evaluation ev = evaluate_time(m, tr, cand.plan, cluster, cost, memory_inputs(m, tr, cost));
+  set_step(cand, ev, tr, objective, cluster.gpus);
+}
+
+SearchResult feasible_within(const SearchResult& every, const SearchSpace& sub, const ModelSpec& m,
+                             const TrainingSpec& tr, const ClusterSpec& cluster,
+                             Objective objective) {
   SearchResult r;
   r.evaluated = sub.size() + sub.refused_points();
   for (const Candidate& c : every.ranked) {
     if (sub.holds(c.plan)) r.ranked.push_back(c);
   }
   r.feasible = static_cast<long long>(r.ranked.size());
+  auto priced = [&](Candidate& c) { price(m, tr, cluster, objective, c); };
   for (const Candidate& c : every.over_memory) {
     if (!sub.holds(c.plan)) continue;
     ++r.rejected_memory;
-    if (!r.have_least_memory || closer_to_fitting(c, r.least_memory)) {
-      r.least_memory = c;
+    Candidate held = c;
+    if (!r.have_least_memory || closer_to_fitting(held, r.least_memory, priced)) {
+      r.least_memory = held;
       r.have_least_memory = true;
     }
   }
+  if (r.have_least_memory) priced(r.least_memory);
   r.modelled = r.feasible + r.rejected_memory;
   return r;
 }

@@ -765,9 +765,30 @@ double hardware_flops(const Context& x, double model_flops) {
 
 }  // namespace
 
+MemoryFit evaluate_memory(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+                          const ClusterSpec& c, const MemoryInputs& mem,
+                          StageParamsMemo* stage_params) {
+  MemoryFit fit;
+  fit.peak_bytes = mem.activations_known || !m.has_architecture()
+                       ? peak_memory_bytes(m, tr, p, c, mem, stage_params)
+                       : 0;
+  if (p.offload.any()) fit.host_fits = host_fits(m, tr, p, c, mem);
+  return fit;
+}
+
 Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
                     const ClusterSpec& c, const MicroBatchCost& cost, const MemoryInputs& mem,
                     StageParamsMemo* stage_params) {
+  Evaluation ev = evaluate_time(m, tr, p, c, cost, mem, stage_params);
+  const MemoryFit fit = evaluate_memory(m, tr, p, c, mem, stage_params);
+  ev.peak_bytes = fit.peak_bytes;
+  ev.host_fits = fit.host_fits;
+  return ev;
+}
+
+Evaluation evaluate_time(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+                         const ClusterSpec& c, const MicroBatchCost& cost, const MemoryInputs& mem,
+                         StageParamsMemo* stage_params) {
   const int mb = std::max(1, micro_batches_per_step(tr, p));
   const Context x{m, tr, p, c, cost, mem, placements_of(p, c), mb, stage_params};
   Evaluation ev;
@@ -793,13 +814,9 @@ Evaluation evaluate(const ModelSpec& m, const TrainingSpec& tr, const ParallelPl
     if (p.offload.optimizer) t.optimizer_s = 0;  // CPU Adam: in offload_s
     t.offload = offload_cost(m, p, c, mem, local, t);
     t.offload_s = t.offload.exposed_s;
-    ev.host_fits = host_fits(m, tr, p, c, mem);
   }
   t.step_s = t.compute_s + t.bubble_s + t.exposed_comm_s + t.optimizer_s + t.offload_s;
   ev.hardware_flops = hardware_flops(x, ev.model_flops);
-  ev.peak_bytes = mem.activations_known || !m.has_architecture()
-                      ? peak_memory_bytes(m, tr, p, c, mem, stage_params)
-                      : 0;
   return ev;
 }
 

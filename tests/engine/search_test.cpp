@@ -142,6 +142,23 @@ TEST_CASE("a space of one point returns that plan, or nothing when it does not f
   CHECK(none.feasible == 0);
   REQUIRE(none.have_least_memory);
   CHECK(none.least_memory.peak_bytes > c.gpu.memory_bytes);
+  // The search prices a plan over memory only where it is kept as the closest to fitting, and
+  // then as it prices one that fits: the closed-form step estimate() gives that plan.
+  REQUIRE(none.least_memory.priced);
+  const double closed_form =
+      estimate(big, t, none.least_memory.plan, c, Simulation::skip).time.step_s;
+  CHECK(closed_form > 0);
+  CHECK(none.least_memory.step_s == doctest::Approx(closed_form).epsilon(1e-12));
+  CHECK(none.least_memory.objective == none.least_memory.step_s);
+  // price() fills in a plan the search left unpriced, to the same figures.
+  Candidate later = none.least_memory;
+  later.priced = false;
+  later.step_s = later.exposed_comm_s = later.tokens_per_s = later.objective = 0;
+  price(big, t, c, Objective::time, later);
+  CHECK(later.priced);
+  CHECK(later.step_s == none.least_memory.step_s);
+  CHECK(later.exposed_comm_s == none.least_memory.exposed_comm_s);
+  CHECK(later.tokens_per_s == none.least_memory.tokens_per_s);
 }
 
 TEST_CASE("the search varies expert tp for a MoE model, and the expert tp 1 it finds is runnable") {

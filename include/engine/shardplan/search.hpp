@@ -103,19 +103,24 @@ struct Candidate {
   double exposed_comm_s = 0;
   double tokens_per_s = 0;
   double objective = 0;  // smaller is better (throughput is negated)
+  // false: a plan over memory whose step the search did not price (only its peak is known;
+  // price() fills the rest). Every plan that fits, and every least_memory, is priced.
+  bool priced = true;
 };
 
 struct SearchResult {
   std::vector<Candidate> ranked;  // best first, at most top_k, ties broken by the plan's degrees
   long long evaluated = 0;        // points of the space visited (every rule checked)
-  long long modelled = 0;  // of those, the ones that passed the rules: memory and time modelled
+  long long modelled =
+      0;  // of those, the ones that passed the rules: memory modelled (time: priced)
   long long feasible = 0;  // of those, the ones that fit
   std::array<long long, kRules> rejected{};  // by the first rule broken (rules.hpp)
   long long rejected_memory = 0;             // kept every rule, does not fit the device
   double seconds = 0;
   bool have_least_memory = false;
   Candidate least_memory;  // the plan that came closest to fitting, when none fits
-  // With SearchOptions::keep_over_memory: every modelled plan that does not fit, in no order.
+  // With SearchOptions::keep_over_memory: every modelled plan that does not fit, in no order,
+  // most of them unpriced.
   std::vector<Candidate> over_memory;
 };
 
@@ -138,6 +143,15 @@ SearchResult search(const ModelSpec& model, const TrainingSpec& training,
 /// (top_k unbounded, keep_over_memory): the feasible plans in the same order, the plan closest
 /// to fitting, the points visited and modelled. The rejections by rule are not known here, so a
 /// caller that needs them (no plan of `sub` passed the rules) searches `sub` itself.
-SearchResult feasible_within(const SearchResult& every, const SearchSpace& sub);
+/// `model`, `training`, `cluster` and `objective` are the search's: they price the plans over
+/// memory that a tie for the closest to fitting needs.
+SearchResult feasible_within(const SearchResult& every, const SearchSpace& sub,
+                             const ModelSpec& model, const TrainingSpec& training,
+                             const ClusterSpec& cluster, Objective objective);
+
+/// Prices a plan the search left unpriced (Candidate::priced false): its step, exposed
+/// communication, throughput and objective, as the search would have.
+void price(const ModelSpec& model, const TrainingSpec& training, const ClusterSpec& cluster,
+           Objective objective, Candidate& candidate);
 
 }  // namespace shardplan

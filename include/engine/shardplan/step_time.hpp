@@ -124,4 +124,21 @@ Evaluation evaluate(const ModelSpec& model, const TrainingSpec& training, const 
                     const ClusterSpec& cluster, const MicroBatchCost& cost,
                     const MemoryInputs& memory, StageParamsMemo* stage_params = nullptr);
 
+/// evaluate()'s two halves. The memory half alone decides whether a plan fits, so the search
+/// asks it first and prices the step only of the plans that fit (and of the few that do not
+/// whose step breaks a tie: search.cpp). evaluate() is evaluate_time() with the memory half's
+/// figures filled in.
+struct MemoryFit {
+  double peak_bytes = 0;  // the worst stage's peak; 0 when the model's activations are unknown
+  bool host_fits = true;  // offload: the node's host memory holds what its GPUs keep there
+};
+MemoryFit evaluate_memory(const ModelSpec& model, const TrainingSpec& training,
+                          const ParallelPlan& plan, const ClusterSpec& cluster,
+                          const MemoryInputs& memory, StageParamsMemo* stage_params = nullptr);
+/// The step, its communication and its FLOPs, Evaluation::peak_bytes and host_fits left unset.
+Evaluation evaluate_time(const ModelSpec& model, const TrainingSpec& training,
+                         const ParallelPlan& plan, const ClusterSpec& cluster,
+                         const MicroBatchCost& cost, const MemoryInputs& memory,
+                         StageParamsMemo* stage_params = nullptr);
+
 }  // namespace shardplan
