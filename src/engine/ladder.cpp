@@ -213,7 +213,7 @@ void price_offload(RungVerdict& v, const Estimate& e, const ModelSpec& m, const 
   v.offload_s = e.time.offload_s;
   ParallelPlan plain = v.plan.plan;
   plain.offload = Offload{};
-  const Estimate without = estimate(m, tr, plain, c);
+  const Estimate without = estimate(m, tr, plain, c, Simulation::figures);
   v.without_offload_s = without.step_s;
   v.without_offload_bytes = without.memory.total_bytes();
 }
@@ -314,7 +314,9 @@ LadderResult walk_ladder(const ModelSpec& m, const TrainingSpec& tr, const Clust
       v.has_plan = true;
       v.memory_bytes = v.plan.peak_bytes;
       v.comm_share = v.plan.exposed_comm_s / v.plan.step_s;
-      const Estimate e = estimate(m, tr, v.plan.plan, c);
+      // What crosses nodes and what offload costs are the closed forms' (the step's
+      // communication and offload terms): no simulation is needed for them.
+      const Estimate e = estimate(m, tr, v.plan.plan, c, Simulation::skip);
       v.crosses_nodes = leaves_domain(e.comm);
       if (v.plan.plan.offload.any()) price_offload(v, e, m, tr, c);
     } else if (r.have_least_memory) {
