@@ -312,7 +312,7 @@ const std::vector<Rule>& plan_rules() {
   static const std::vector<Rule> rules = {
       SHARDPLAN_RULE(degrees_positive, pipeline),
       SHARDPLAN_RULE(gpu_count, pipeline),
-      SHARDPLAN_RULE(zero_stage, point),
+      SHARDPLAN_RULE(zero_stage, zero),
       SHARDPLAN_RULE(tp_within_node, layout),
       SHARDPLAN_RULE(precision_supported, layout),
       SHARDPLAN_RULE(precision_generation, layout),
@@ -338,8 +338,8 @@ const std::vector<Rule>& plan_rules() {
       SHARDPLAN_RULE(moe_overlap_pairs, point),
       SHARDPLAN_RULE(recompute_modules_apply, point),
       SHARDPLAN_RULE(offload_supported, point),
-      SHARDPLAN_RULE(framework_zero_stage, point),
-      SHARDPLAN_RULE(framework_zero_with_pp, point),
+      SHARDPLAN_RULE(framework_zero_stage, zero),
+      SHARDPLAN_RULE(framework_zero_with_pp, zero),
       SHARDPLAN_RULE(framework_tp, layout),
       SHARDPLAN_RULE(framework_sequence_parallel, layout),
       SHARDPLAN_RULE(framework_pp, pipeline),
@@ -435,6 +435,16 @@ std::optional<RuleId> first_broken(const ParallelPlan& p, const RuleContext& c, 
   }
   if (decided < kRules) return static_cast<RuleId>(decided);
   return std::nullopt;
+}
+
+int first_point_rule() {
+  static const int first = [] {
+    const std::vector<Rule>& rules = plan_rules();
+    for (size_t i = 0; i < rules.size(); ++i)
+      if (rules[i].scope == RuleScope::point) return static_cast<int>(i);
+    return kRules;
+  }();
+  return first;
 }
 
 const char* to_string(RuleId r) {

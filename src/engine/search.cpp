@@ -346,8 +346,8 @@ struct GroupCosts {
   }
 };
 
-// One point: the rules (its group's layout rules and its pipeline's rules answered once before,
-// `decided`), then the step and memory models, counted into `out`.
+// One point: the rules (its group's layout rules, its pipeline's and its ZeRO stage's answered
+// once before, `decided`), then the step and memory models, counted into `out`.
 void visit(const ParallelPlan& p, const Walk& w, int decided, GroupCosts& costs, Partial& out) {
   ++out.evaluated;
   if (const auto broken = first_broken(p, w.rules, decided)) {
@@ -420,6 +420,12 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
                             .sequence_parallel = g.sp};
   shared.layout_broken = first_broken_rule_of(RuleScope::layout, layout, w.rules);
   const auto axes = pipeline_axes(space);
+  // The points under one ZeRO stage of a pipeline (the loops below it), and the first rule
+  // only a point answers.
+  const long long under_zero = space.recompute_points() *
+                               static_cast<long long>(space.offload.size()) *
+                               space.moe_a2a_overlap.size() * space.shard_gpus.size();
+  const int first_point = first_point_rule();
   for (int pp : space.pp) {
     if (w.cluster.gpus % (static_cast<long long>(g.tp) * pp * g.cp) != 0) {
       // No data-parallel degree makes these degrees multiply to the GPU count: every point
@@ -448,6 +454,15 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
         ParallelPlan p = pipeline;
         for (int zero : space.zero) {
           p.zero = zero;
+          const int zero_decided =
+              std::min(decided, first_broken_rule_of(RuleScope::zero, p, w.rules));
+          if (zero_decided < first_point) {
+            // No point rule comes before the one this stage breaks: every point under it is
+            // refused by that rule, counted here instead of visited.
+            out.evaluated += under_zero;
+            out.rejected[zero_decided] += under_zero;
+            continue;
+          }
           for (Recompute rc : space.recompute) {
             p.recompute = rc;
             for (const Offload& off : space.offload) {
@@ -455,7 +470,7 @@ void run_group(const Group& g, const Walk& w, Partial& out) {
               for (unsigned modules :
                    rc == Recompute::selective ? space.recompute_modules : kFrameworkRecompute) {
                 p.recompute_modules = modules;
-                visit_overlap_and_shards(p, w, decided, shared, out);
+                visit_overlap_and_shards(p, w, zero_decided, shared, out);
               }
             }
           }

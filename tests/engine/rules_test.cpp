@@ -368,17 +368,19 @@ TEST_CASE("check_plan, the search and emit agree on 4,000 random plans") {
   CHECK(pure_refused > 100);
 }
 
-TEST_CASE("layout- and pipeline-scope rules read only their fields: first_broken agrees") {
+TEST_CASE("layout-, pipeline- and zero-scope rules read only their fields: first_broken agrees") {
   // The search asks the layout rules once per group of points (RuleScope::layout), the pipeline
-  // rules once per pipeline of the group (RuleScope::pipeline) and the rest per point. A rule
-  // marked layout or pipeline that reads any other field would give its stand-in (the same
-  // fields of its scope, every other field different) another answer than the plan.
+  // rules once per pipeline of the group (RuleScope::pipeline), the zero rules once per ZeRO
+  // stage of a pipeline (RuleScope::zero) and the rest per point. A rule marked layout, pipeline
+  // or zero that reads any other field would give its stand-in (the same fields of its scope,
+  // every other field different) another answer than the plan.
   std::mt19937 rng(20261206);
   const std::vector<std::string> models = {"llama-2-70b", "mixtral-8x7b", "deepseek-v3",
                                            "nemotron-h-8b", "llama-3.1-8b"};
   auto pick = [&](const auto& v) { return v[rng() % v.size()]; };
   const std::vector<int> degrees = {1, 2, 3, 4, 8, 16};
-  int layout_answers = 0, pipeline_answers = 0, point_answers = 0, none = 0;
+  int layout_answers = 0, pipeline_answers = 0, zero_answers = 0, point_answers = 0, none = 0;
+  int counted_whole = 0;  // plans whose decided rule comes before every point rule
   for (int i = 0; i < 6000; ++i) {
     const ModelSpec m = load_model(pick(models));
     TrainingSpec tr = test::training(pick(std::vector<int>{2048, 4096, 6000}),
@@ -425,22 +427,36 @@ TEST_CASE("layout- and pipeline-scope rules read only their fields: first_broken
     pipeline.moe_a2a_overlap = !p.moe_a2a_overlap;
     pipeline.offload.optimizer = true;
     pipeline.dp_shard = 2;
-    const int decided = std::min(first_broken_rule_of(RuleScope::layout, layout, ctx),
-                                 first_broken_rule_of(RuleScope::pipeline, pipeline, ctx));
+    // The ZeRO stage's stand-in: the plan's pipeline and ZeRO stage, every other field unlike it.
+    ParallelPlan zero = pipeline;
+    zero.zero = p.zero;
+    const int decided = std::min({first_broken_rule_of(RuleScope::layout, layout, ctx),
+                                  first_broken_rule_of(RuleScope::pipeline, pipeline, ctx),
+                                  first_broken_rule_of(RuleScope::zero, zero, ctx)});
     const std::optional<RuleId> plain = first_broken(p, ctx);
     CHECK(first_broken(p, ctx, decided) == plain);
+    // What the search counts without visiting: a decided rule before every point rule is the
+    // plan's first broken rule.
+    if (decided < first_point_rule()) {
+      ++counted_whole;
+      CHECK(plain == static_cast<RuleId>(decided));
+    }
     if (!plain)
       ++none;
     else if (plan_rules()[static_cast<size_t>(*plain)].scope == RuleScope::layout)
       ++layout_answers;
     else if (plan_rules()[static_cast<size_t>(*plain)].scope == RuleScope::pipeline)
       ++pipeline_answers;
+    else if (plan_rules()[static_cast<size_t>(*plain)].scope == RuleScope::zero)
+      ++zero_answers;
     else
       ++point_answers;
   }
   CHECK(layout_answers > 200);  // each kind of answer well represented
   CHECK(pipeline_answers > 200);
-  CHECK(point_answers > 40);
+  CHECK(zero_answers > 20);  // 36 and 38 of 6000: the ZeRO rules were point rules before
+  CHECK(point_answers > 20);
+  CHECK(counted_whole > 1000);  // 5870: the plans the search counts without visiting
   CHECK(none >= 5);  // most random plans break a rule; some keep them all
 }
 

@@ -98,9 +98,10 @@ struct RuleProblem {
 /// What a rule reads of the plan. layout: only the degrees the search groups its points by
 /// (tp, cp, ep, expert tp, micro-batch, sequence parallel), so the search asks it once per
 /// group; pipeline: those and the pipeline the search fixes next (pp and with it dp, virtual
-/// stages, schedule, lighter end stages), so it asks once per pipeline; point: anything else as
-/// well (ZeRO, recompute, offload, all-to-all overlap, shard group ...).
-enum class RuleScope { point, pipeline, layout };
+/// stages, schedule, lighter end stages), so it asks once per pipeline; zero: those and the ZeRO
+/// stage, asked once per stage of a pipeline; point: anything else as well (recompute, offload,
+/// all-to-all overlap, shard group ...).
+enum class RuleScope { point, zero, pipeline, layout };
 
 struct Rule {
   RuleId id;
@@ -119,16 +120,21 @@ std::vector<RuleProblem> check_plan(const ParallelPlan& plan, const RuleContext&
 /// The first rule the plan breaks, in table order, or nothing: what the search counts.
 std::optional<RuleId> first_broken(const ParallelPlan& plan, const RuleContext& context);
 
-/// The first rule of `scope` (layout or pipeline) `plan` breaks, as its index in plan_rules()
+/// The first rule of `scope` (layout, pipeline or zero) `plan` breaks, as its index in plan_rules()
 /// (kRules: none). Reads only what that scope reads (RuleScope), so one answer holds for every
 /// plan sharing those fields.
 int first_broken_rule_of(RuleScope scope, const ParallelPlan& plan, const RuleContext& context);
 
-/// first_broken(plan, context) for a plan whose layout and pipeline rules were answered ahead:
-/// `decided` is the smaller of the two first_broken_rule_of answers. The point rules are asked
-/// in table order and the decided rule stands in its place, so the answer is the same rule.
+/// first_broken(plan, context) for a plan whose layout, pipeline and zero rules were answered
+/// ahead: `decided` is the smallest of those first_broken_rule_of answers. The point rules are
+/// asked in table order and the decided rule stands in its place, so the answer is the same rule.
 std::optional<RuleId> first_broken(const ParallelPlan& plan, const RuleContext& context,
                                    int decided);
+
+/// The index in plan_rules() of the first point-scope rule. A plan whose decided rule (above)
+/// comes before it breaks that rule first, whatever its point fields: the search counts such a
+/// ZeRO stage's points without visiting them.
+int first_point_rule();
 
 /// The rules no plan can keep because they are about the inputs alone (fp8 on an A100, a
 /// precision the framework lacks): `plan` refuses these up front as `estimate` does.
