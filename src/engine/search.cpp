@@ -347,7 +347,8 @@ struct GroupCosts {
 };
 
 // One point: the rules (its group's layout rules, its pipeline's and its ZeRO stage's answered
-// once before, `decided`), then the step and memory models, counted into `out`.
+// once before, `decided`), then the memory model and, where the step is needed, the step
+// model, counted into `out`.
 void visit(const ParallelPlan& p, const Walk& w, int decided, GroupCosts& costs, Partial& out) {
   ++out.evaluated;
   if (const auto broken = first_broken(p, w.rules, decided)) {
