@@ -39,9 +39,9 @@ ProvisionOption plan_option(const ModelSpec& model, const TrainingSpec& base, co
   o.plan = fastest->plan;
   // Where a framework profile and the step-time interval join: the framework's rules and
   // overheads shape the search above (request.planning) and this estimate, here and only here.
-  // plan_cluster simulated the fastest plan already (estimate_shown): it is not simulated twice.
-  o.estimate = planned.fastest_estimate ? *planned.fastest_estimate
-                                        : estimate(model, o.training, o.plan, o.cluster);
+  // plan_cluster estimated the fastest plan already (estimate_shown): not simulated twice.
+  SHARDPLAN_CHECK(planned.fastest_estimate.has_value(), "plan_cluster estimates its fastest plan");
+  o.estimate = *planned.fastest_estimate;
   o.headroom_bytes = o.estimate.memory.margin_bytes();
   return o;
 }

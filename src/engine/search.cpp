@@ -11,6 +11,7 @@
 #include <cmath>
 #include <numeric>
 #include <tuple>
+#include <utility>
 
 #include "shardplan/error.hpp"
 #include "shardplan/memory.hpp"
@@ -267,16 +268,19 @@ void set_step(Candidate& cand, const Evaluation& ev, const TrainingSpec& tr, Obj
 }
 
 // The plan that comes closer to fitting: less peak memory, ties broken as the ranking does
-// (which needs both steps: `price` prices a plan over memory the search left unpriced).
-template <class Price>
-bool closer_to_fitting(Candidate& a, Candidate& b, const Price& price) {
-  if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
-  if (!a.priced) price(a);
-  if (!b.priced) price(b);
-  return key_of(a) < key_of(b);
-}
+// (its key reads the step: both plans priced).
 bool closer_to_fitting(const Candidate& a, const Candidate& b) {
   return a.peak_bytes < b.peak_bytes || (a.peak_bytes == b.peak_bytes && key_of(a) < key_of(b));
+}
+// The same, where either may be a plan over memory the search left unpriced: `price` prices
+// it when the peaks tie.
+template <class Price>
+bool closer_to_fitting(Candidate& a, Candidate& b, const Price& price) {
+  if (a.peak_bytes == b.peak_bytes) {
+    price(a);
+    price(b);
+  }
+  return closer_to_fitting(std::as_const(a), std::as_const(b));
 }
 
 // Counts a plan that does not fit, kept as the closest to fitting where it is (priced then).
@@ -575,6 +579,9 @@ SearchResult feasible_within(const SearchResult& every, const SearchSpace& sub, 
   for (const Candidate& c : every.over_memory) {
     if (!sub.holds(c.plan)) continue;
     ++r.rejected_memory;
+    // Only a plan with no more peak than the least so far can take its place: the rest are
+    // not copied.
+    if (r.have_least_memory && c.peak_bytes > r.least_memory.peak_bytes) continue;
     Candidate held = c;
     if (!r.have_least_memory || closer_to_fitting(held, r.least_memory, priced)) {
       r.least_memory = held;

@@ -111,8 +111,8 @@ struct Candidate {
 struct SearchResult {
   std::vector<Candidate> ranked;  // best first, at most top_k, ties broken by the plan's degrees
   long long evaluated = 0;        // points of the space visited (every rule checked)
-  long long modelled =
-      0;  // of those, the ones that passed the rules: memory modelled (time: priced)
+  // Of those, the ones that passed the rules: their memory modelled (their step: priced).
+  long long modelled = 0;
   long long feasible = 0;  // of those, the ones that fit
   std::array<long long, kRules> rejected{};  // by the first rule broken (rules.hpp)
   long long rejected_memory = 0;             // kept every rule, does not fit the device
