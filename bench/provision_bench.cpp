@@ -19,22 +19,10 @@ using namespace shardplan;
 
 namespace {
 
-// The training the CLI resolves with no flags but --tokens (src/cli/options.cpp
-// resolve_training): the default framework, BF16 and the framework's overlap settings.
-TrainingSpec cli_default_training(const ModelSpec& model) {
-  TrainingSpec t;
-  t.seq_len = model.seq_len > 0 ? default_training_seq_len(model) : 4096;
-  t.framework = load_framework(Framework::megatron);
-  set_precision(t, Precision::bf16);
-  t.tp_comm_overlap = t.framework.pricing.tp_comm_overlap;
-  t.overlap_grad_reduce = t.overlap_grad_reduce && t.framework.pricing.overlap_grad_reduce;
-  t.tokens = 2e12;
-  return t;
-}
-
 void run(const std::string& model_name, int threads, int repeats) {
   const ModelSpec model = load_model(model_name);
-  const TrainingSpec training = cli_default_training(model);
+  TrainingSpec training = default_training(model);  // the CLI's, with --tokens 2T
+  training.tokens = 2e12;
   ProvisionRequest rq;
   for (const PresetSummary& gpu : list_presets(ProfileKind::gpu)) {
     ClusterOptions c;

@@ -299,12 +299,13 @@ void resolve_moe_training(const PlanningOptions& o, TrainingSpec& t) {
 }  // namespace
 
 TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
-  TrainingSpec t;
+  TrainingSpec t = default_training(
+      m, o.framework.empty() ? Framework::megatron : parse_framework(o.framework, "--framework"),
+      o.precision.empty() ? Precision::bf16 : parse_precision(o.precision, "--precision"),
+      !o.no_overlap, o.tp_comm_overlap);
   if (!o.optimizer.empty()) t.optimizer = parse_optimizer(o.optimizer, "--optimizer");
   if (!o.attention.empty()) t.attention = parse_attention(o.attention, "--attention");
-  t.seq_len = !o.seq_len.empty() ? parse_int(o.seq_len, "--seq-len", 100'000'000)
-              : m.seq_len > 0    ? default_training_seq_len(m)
-                                 : 4096;
+  if (!o.seq_len.empty()) t.seq_len = parse_int(o.seq_len, "--seq-len", 100'000'000);
   if (!o.capacity_factor.empty()) {
     t.moe_capacity_factor = parse_number(o.capacity_factor, "--capacity-factor");
     if (!(t.moe_capacity_factor >= 1 && t.moe_capacity_factor <= 64)) {
@@ -317,17 +318,9 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   resolve_moe_training(o, t);
   t.global_batch = parse_int_or(o.global_batch, "--global-batch", 0);  // 0: filled from the plan
   t.fp32_grads = o.fp32_grads;
-  t.overlap_grad_reduce = t.overlap_param_gather = !o.no_overlap;
-  t.framework = load_framework(o.framework.empty() ? Framework::megatron
-                                                   : parse_framework(o.framework, "--framework"));
-  // After the framework: fp8 means its default recipe (its profile's fp8_default_recipe).
-  set_precision(
-      t, o.precision.empty() ? Precision::bf16 : parse_precision(o.precision, "--precision"));
-  t.tp_comm_overlap = o.tp_comm_overlap || t.framework.pricing.tp_comm_overlap;
   t.compiled_loss = o.compiled_loss;  // a profile that prices none: framework_compiled_loss
   if (!o.cuda_graphs.empty())         // a profile that prices none: framework_cuda_graphs
     t.cuda_graphs = parse_cuda_graphs(o.cuda_graphs, "--cuda-graphs");
-  t.overlap_grad_reduce = t.overlap_grad_reduce && t.framework.pricing.overlap_grad_reduce;
   if (!o.fragmentation.empty()) {
     t.fragmentation = parse_number(o.fragmentation, "--fragmentation");
     if (!(t.fragmentation >= 0 && t.fragmentation <= 1)) {

@@ -7,6 +7,7 @@
 
 #include "json_reader.hpp"
 #include "shardplan/error.hpp"
+#include "shardplan/model.hpp"
 #include "shardplan/profiles.hpp"
 
 namespace shardplan {
@@ -123,6 +124,18 @@ Precision resolve_precision(Precision precision, const FrameworkProfile& framewo
 void set_precision(TrainingSpec& training, Precision precision) {
   training.precision = precision;
   training.recipe = load_recipe(resolve_precision(precision, training.framework));
+}
+
+TrainingSpec default_training(const ModelSpec& model, Framework framework, Precision precision,
+                              bool overlap, bool tp_comm_overlap) {
+  TrainingSpec t;
+  t.seq_len = model.seq_len > 0 ? default_training_seq_len(model) : 4096;
+  t.framework = load_framework(framework);
+  set_precision(t, precision);  // after the framework: fp8 is its default recipe
+  t.tp_comm_overlap = tp_comm_overlap || t.framework.pricing.tp_comm_overlap;
+  t.overlap_grad_reduce = overlap && t.framework.pricing.overlap_grad_reduce;
+  t.overlap_param_gather = overlap;
+  return t;
 }
 
 std::vector<PrecisionRecipe> all_recipes() {

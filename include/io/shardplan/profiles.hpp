@@ -79,6 +79,14 @@ PrecisionRecipe load_recipe(Precision precision);
 Precision resolve_precision(Precision precision, const FrameworkProfile& framework);
 /// Sets the precision and the recipe row that prices it; call after the framework is set.
 void set_precision(TrainingSpec& training, Precision precision);
+/// The training a planning command prices where no flag says otherwise: the model's default
+/// sequence (4,096 for a model without one), `framework`'s profile, `precision`'s recipe under
+/// it, and the profile's overlap settings. `overlap` false is --no-overlap (no gradient reduction
+/// or parameter gather behind compute); `tp_comm_overlap` asks for TP overlap where the profile
+/// does not default to it. The CLI starts from it, and so do the benches that time its defaults.
+TrainingSpec default_training(const ModelSpec& model, Framework framework = Framework::megatron,
+                              Precision precision = Precision::bf16, bool overlap = true,
+                              bool tp_comm_overlap = false);
 /// Every recipe row, in Precision order, the alias left out.
 std::vector<PrecisionRecipe> all_recipes();
 
