@@ -59,9 +59,8 @@ int rerank_by_simulation(const ModelSpec& m, const TrainingSpec& tr, const Clust
       kept[i] = estimate(m, tr, cand.plan, c, Simulation::figures);
       if (kept[i].step_simulated) step_s = kept[i].simulated.step_s;
     } else {
-      const MicroBatchCost cost = micro_batch_cost(m, tr, cand.plan, c);
-      const MemoryInputs mem = memory_inputs(m, tr, cost);
-      const Evaluation ev = evaluate(m, tr, cand.plan, c, cost, mem);
+      // The simulation needs the step model's times and traffic, not the memory model.
+      const Evaluation ev = evaluate_time(m, tr, cand.plan, c);
       const SimulatedStep sim = simulate_step(m, tr, cand.plan, c, ev.time, ev.comm, false);
       if (sim.ran && sim.step_s > 0) step_s = sim.step_s;
     }

@@ -561,9 +561,7 @@ bool SearchSpace::is_subspace_of(const SearchSpace& o) const {
 void price(const ModelSpec& m, const TrainingSpec& tr, const ClusterSpec& cluster,
            Objective objective, Candidate& cand) {
   if (cand.priced) return;
-  const MicroBatchCost cost = micro_batch_cost(m, tr, cand.plan, cluster);
-  const Evaluation ev = evaluate_time(m, tr, cand.plan, cluster, cost, memory_inputs(m, tr, cost));
-  set_step(cand, ev, tr, objective, cluster.gpus);
+  set_step(cand, evaluate_time(m, tr, cand.plan, cluster), tr, objective, cluster.gpus);
 }
 
 SearchResult feasible_within(const SearchResult& every, const SearchSpace& sub, const ModelSpec& m,

@@ -820,6 +820,12 @@ Evaluation evaluate_time(const ModelSpec& m, const TrainingSpec& tr, const Paral
   return ev;
 }
 
+Evaluation evaluate_time(const ModelSpec& m, const TrainingSpec& tr, const ParallelPlan& p,
+                         const ClusterSpec& c) {
+  const MicroBatchCost cost = micro_batch_cost(m, tr, p, c);
+  return evaluate_time(m, tr, p, c, cost, memory_inputs(m, tr, cost));
+}
+
 MemoryInputs memory_inputs(const ModelSpec& m, const TrainingSpec& tr, const MicroBatchCost& cost) {
   MemoryInputs in;
   in.per_param = state_bytes_per_param(m, tr);

@@ -140,5 +140,9 @@ Evaluation evaluate_time(const ModelSpec& model, const TrainingSpec& training,
                          const ParallelPlan& plan, const ClusterSpec& cluster,
                          const MicroBatchCost& cost, const MemoryInputs& memory,
                          StageParamsMemo* stage_params = nullptr);
+/// The same from the plan alone: its micro-batch cost and memory inputs built here (what pricing
+/// one plan outside the search's loop needs: the ladder's rungs, the re-rank's simulations).
+Evaluation evaluate_time(const ModelSpec& model, const TrainingSpec& training,
+                         const ParallelPlan& plan, const ClusterSpec& cluster);
 
 }  // namespace shardplan
