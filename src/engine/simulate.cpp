@@ -374,6 +374,7 @@ SimResult simulate(const SimInput& in) {
   size_t passes = 0;
   for (const auto& o : orders) passes += o.size();
   b.g.tasks.reserve(3 * passes + 4 * in.stages.size() + in.devices);
+  b.g.pending.reserve(b.g.tasks.capacity());
   b.g.edges.reserve(4 * passes);
   for (int d = 0; d < in.devices; ++d) b.build_device(d, orders[d]);
   b.links();

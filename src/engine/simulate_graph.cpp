@@ -14,6 +14,7 @@ Graph::Graph(int device_count)
 
 void Graph::reset(int device_count) {
   tasks.clear();
+  pending.clear();
   edges.clear();
   last_in_stream.assign(static_cast<size_t>(device_count) * kSimStreams, -1);
   devices = device_count;
@@ -26,10 +27,8 @@ int Graph::add(const SimEvent& what, double duration_s) {
   t.event = what;
   int& last = last_in_stream[static_cast<size_t>(what.device) * kSimStreams +
                              static_cast<int>(what.stream)];
-  if (last >= 0) {
-    tasks[last].next_in_stream = id;
-    t.pending = 1;
-  }
+  if (last >= 0) tasks[last].next_in_stream = id;
+  pending.push_back(last >= 0 ? 1 : 0);
   last = id;
   tasks.push_back(t);
   return id;
@@ -43,6 +42,7 @@ int Graph::attach(int host, const SimEvent& what, double duration_s) {
   t.host = host;
   t.next_attached = tasks[host].first_attached;
   tasks[host].first_attached = id;
+  pending.push_back(0);
   tasks.push_back(t);
   return id;
 }
@@ -50,7 +50,7 @@ int Graph::attach(int host, const SimEvent& what, double duration_s) {
 void Graph::depend(int from, int to) {
   if (from < 0 || to < 0) return;
   edges.emplace_back(from, to);
-  ++tasks[to].pending;
+  ++pending[to];
 }
 
 namespace {
@@ -171,9 +171,8 @@ struct Loop {
   }
 
   void release(int from, int to, double at_s) {
-    Task& t = g.tasks[to];
-    if (--t.pending == 0) {
-      t.released_by = from;
+    if (--g.pending[to] == 0) {
+      g.tasks[to].released_by = from;
       start(to, at_s);
     }
   }
@@ -195,7 +194,7 @@ bool run(Graph& g, double overlap_slowdown) {
   thread_local std::vector<int> succ_begin, succ;
   Loop loop(g, overlap_slowdown, succ_begin, succ);
   for (size_t i = 0; i < g.tasks.size(); ++i) {
-    if (g.tasks[i].pending == 0 && g.tasks[i].host < 0) loop.start(static_cast<int>(i), 0.0);
+    if (g.pending[i] == 0 && g.tasks[i].host < 0) loop.start(static_cast<int>(i), 0.0);
   }
   while (!loop.heap.empty()) {
     const Pending next = loop.heap.top();
