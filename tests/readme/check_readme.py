@@ -10,6 +10,17 @@ Output blocks are the fenced blocks a command's output fills:
 A line "..." in an output block stands for any number of lines. --update rewrites the output
 blocks with what the commands print now (review the diff as a golden-file change).
 
+Figures in prose are held to the same rule. A paragraph right after one or more lines
+"<!-- figures from: COMMAND -->" quotes what those commands print: every figure in it (a number
+with a decimal point, or a percentage; code spans are inputs and left out) must appear, as a
+number of its own, in their output (stdout and stderr). A paragraph whose figures come from
+elsewhere says so with "<!-- figures cited: SOURCE -->" (a paper, a table) or "<!-- figures
+measured: HOW -->" (a timing taken by hand); beside a "from" line, the figures such a line
+quotes are exempt from the command's output. A prose paragraph with figures and none of these
+lines is a failure, so a figure cannot be added without saying where it comes from; a block
+another tool generates ("<!-- NAME:begin -->" .. "<!-- NAME:end -->", compared by its own test)
+is left to that test.
+
 Commands run in a scratch directory that links the repository's top level, so relative paths
 (tests/data/..., profiles/...) resolve and files a command writes (-o FILE, a trace into docs/,
 which is copied) land outside the clone. `build/` in a command is BUILD_DIR. A ```sh command may end in "# exit N" when the
@@ -78,6 +89,120 @@ def run(cmd, build, scratch):
     argv[0] = os.path.join(build, argv[0][len("build/"):])
     r = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, timeout=TIMEOUT_S)
     return r, expect
+
+
+# A figure in prose: a number with a decimal point or a percentage (thousands commas allowed).
+FIGURE = re.compile(r"(?<![\w.,])[-+]?\d{1,3}(?:,\d{3})*(?:\.\d+)?%|(?<![\w.,])[-+]?\d[\d,]*\.\d+(?![\d]|\.\d|[A-Za-wyz_]|x\w)")
+DIRECTIVE = re.compile(r"^<!-- figures (from|cited|measured): (.*?) -->\s*$")
+
+
+# Numbers that name a thing rather than measure it: a model's version (Llama 3.1, Qwen2.5), a
+# section, table, equation or arXiv number.
+NAMES = re.compile(r"(?:Llama|Qwen|Gemma|GLM-|Claude|Sec\.|Secs\.|Section|Table|Eq\.|arXiv:?|CUDA|"
+                   r"NCCL|cuDNN|Python|Megatron-LM|Megatron-Core|Gen) ?[-\d.,]+(?:\s?(?:-|and|to)\s?[\d.]+)*")
+
+
+def prose_figures(text):
+    """The figures of a paragraph, code spans and names left out, signs and thousands commas
+    dropped."""
+    text = re.sub(r"`[^`]*`", " ", text)
+    text = NAMES.sub(" ", text)
+    out = []
+    for m in FIGURE.finditer(text):
+        f = m.group(0).lstrip("+-").replace(",", "")
+        if f not in out:
+            out.append(f)
+    return out
+
+
+def printed(figure, output):
+    """Whether `output` prints `figure`: a number of its own that reads as the figure at the
+    figure's precision (104.3 for a printed 104.30 or 104.31; a percentage only beside a %)."""
+    percent = figure.endswith("%")
+    digits = figure.rstrip("%")
+    places = len(digits.split(".")[1]) if "." in digits else 0
+    pattern = r"(?<![\d.])(\d+(?:\.\d+)?)" + (r"\s?%" if percent else r"(?![\d])")
+    for m in re.finditer(pattern, output.replace(",", "")):
+        number = m.group(1)
+        shown = len(number.split(".")[1]) if "." in number else 0
+        if shown >= places and f"{float(number):.{places}f}" == digits:
+            return True
+    return False
+
+
+def paragraphs(lines):
+    """(first line, directives, text) of every prose paragraph outside fenced blocks; directives
+    are the (kind, argument) of the figure lines right above it."""
+    out, i, pending, fenced, generated = [], 0, [], False, None
+    while i < len(lines):
+        line = lines[i]
+        # A block another tool writes and a test compares ("<!-- NAME:begin -->" .. ":end -->").
+        g = re.match(r"^<!-- ([\w-]+):(begin|end) -->", line)
+        if g:
+            generated = g.group(1) if g.group(2) == "begin" else None
+            i += 1
+            continue
+        if generated:
+            i += 1
+            continue
+        if line.startswith("```"):
+            fenced = not fenced
+            pending = []
+            i += 1
+            continue
+        if fenced:
+            i += 1
+            continue
+        d = DIRECTIVE.match(line)
+        if d:
+            pending.append((d.group(1), d.group(2)))
+            i += 1
+            continue
+        if not line.strip() or line.startswith("<!--") or line.startswith("#"):
+            pending = [] if not line.strip() and not pending else pending
+            i += 1
+            continue
+        # A paragraph, or a table (its rows up to the first line that is not one).
+        table = line.startswith("|")
+        j = i
+        while j < len(lines) and lines[j].strip() and not lines[j].startswith("```") and \
+                not DIRECTIVE.match(lines[j]) and lines[j].startswith("|") == table:
+            j += 1
+        out.append((i, pending, " ".join(lines[i:j])))
+        pending = []
+        i = j
+    return out
+
+
+def check_prose(name, lines, build, scratch, failures):
+    """Every prose figure from a command's output, or said to come from elsewhere."""
+    checked = 0
+    for first, directives, text in paragraphs(lines):
+        figures = prose_figures(text)
+        if not figures:
+            continue
+        if not directives:
+            failures.append(f"{name}:{first + 1}: a paragraph quotes {', '.join(figures[:4])} "
+                            "without saying where from (<!-- figures from: COMMAND -->, "
+                            "<!-- figures cited: SOURCE --> or <!-- figures measured: HOW -->)")
+            continue
+        commands = [arg for kind, arg in directives if kind == "from"]
+        if not commands:
+            continue
+        # Figures a cited or measured line beside the command names are its, not the command's.
+        said = [f for kind, arg in directives if kind != "from" for f in prose_figures(arg)]
+        figures = [f for f in figures if f not in said]
+        output = ""
+        for cmd in commands:
+            r, _ = run(cmd, build, scratch)
+            output += r.stdout + "\n" + r.stderr + "\n"
+        checked += 1
+        for f in figures:
+            if not printed(f, output):
+                failures.append(f"{name}:{first + 1}: the prose says {f}, which "
+                                f"`{commands[0]}`{' and the rest' if len(commands) > 1 else ''}"
+                                " does not print")
+    return checked
 
 
 def has_gpu():
@@ -172,13 +297,14 @@ def main():
                 failures.append(f"{name}:{first + k + 1}: the output of `{cmd}` (exit "
                                 f"{r.returncode}) is not what the README shows:\n"
                                 f"  README: {shown}\n  prints: {printed}")
+    prose = check_prose(name, lines, build, scratch, failures)
     if update and replacements:
         for first, end, actual in sorted(replacements, reverse=True):
             lines[first:end] = actual
         open(path, "w").write("\n".join(lines))
         print(f"rewrote {len(replacements)} output block(s) of {name}")
-    print(f"{name}: {ran} commands run, {compared} outputs compared, {len(failures)} failures, "
-          f"{len(skipped)} not run for want of a GPU")
+    print(f"{name}: {ran} commands run, {compared} outputs compared, {prose} prose paragraphs' "
+          f"figures checked, {len(failures)} failures, {len(skipped)} not run for want of a GPU")
     for k in skipped:
         print("  not run: " + k)
     for f in failures:
