@@ -115,6 +115,21 @@ std::vector<Knob> shared_knobs() {
   lp.prior_sigma = kLowPrecisionSigma;
   lp.prior = [](const PublishedRun& r) { return 1.0 / r.cluster.gpu.low_precision_gemm_factor; };
   k.push_back(lp);
+  // fp4 GEMMs against fp8's share: NVFP4 scales every 16 elements (MXFP8: 32) under a second,
+  // per-tensor fp32 scale, so one share for both made the fp4 steps too slow (nvfp4 held out:
+  // median -14.5%, 17 of 18 too slow). Fitted on every case whose GEMMs run in 4 bits; 1 (fp8's
+  // share) without them.
+  const auto fp4 = [](const PublishedRun& r) {
+    return r.training.recipe.gemm_dtype == MathDtype::fp4;
+  };
+  Knob f4 =
+      gpu_knob("fp4_gemm_share", "the share fp4 GEMMs reach beside fp8's low_precision_gemm_share",
+               [](GpuSpec& g, double m) { g.fp4_gemm_factor *= m; });
+  f4.trains = [fp4](const PublishedRun& r) { return fits_step(r) && fp4(r); };
+  f4.applies = fp4;
+  f4.prior_sigma = kLowPrecisionSigma;
+  f4.prior = [](const PublishedRun& r) { return 1.0 / r.cluster.gpu.fp4_gemm_factor; };
+  k.push_back(f4);
   // Fixed costs per layer and micro-batch (the same in every framework profile).
   Knob layer = stack_knob("layer_fixed_cost", "every framework profile's kernels.layer_fixed_us",
                           "", kAny, [](FrameworkPricing& p, double m) { p.layer_fixed_s *= m; });

@@ -58,8 +58,9 @@ double stream_s(double bytes, const GpuSpec& gpu) {
 double gemm_s(const Op& op, double rows, double cols, const GpuSpec& gpu, MathDtype dtype) {
   const double sized = op.grouped && op.batch > 1 ? op.flops / op.batch : op.flops;
   const bool low = dtype == MathDtype::fp8 || dtype == MathDtype::fp4;
-  const double share =
-      gpu.gemm_dtype_share[static_cast<int>(dtype)] * (low ? gpu.low_precision_gemm_factor : 1.0);
+  const double share = gpu.gemm_dtype_share[static_cast<int>(dtype)] *
+                       (low ? gpu.low_precision_gemm_factor : 1.0) *
+                       (dtype == MathDtype::fp4 ? gpu.fp4_gemm_factor : 1.0);
   const double waves = gemm_wave_share(gpu, rows, cols, op.batch);
   return std::max(op.flops / (peak_flops(gpu, dtype) * gemm_efficiency(gpu, sized) * share * waves),
                   stream_s(op.bytes, gpu));

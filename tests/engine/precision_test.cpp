@@ -40,7 +40,8 @@ double shipped(const std::string& name) {
 
 // B200 as loaded: its profile's top GEMM efficiency 0.6507 and memory efficiency 0.72
 // (profiles/gpus/b200.json), each times the shipped fit's multiplier; fp8 and fp4 GEMMs at the
-// MAMF fp8 share 0.984 (tools/fit_gemm_dtypes.py) times the fitted low-precision share.
+// MAMF fp8 share 0.984 (tools/fit_gemm_dtypes.py) times the fitted low-precision share (fp4:
+// times the fitted fp4 share too).
 struct B200Figures {
   double top, stream_bytes_per_s, fp8_share, fp4_share;
   // The share of its tile slots each GEMM of one_linear() fills on the B200's 148 SMs: the
@@ -61,13 +62,14 @@ B200Figures b200_figures(const GpuSpec& b200) {
   f.fp8_share = b200.gemm_dtype_share[static_cast<int>(MathDtype::fp8)] *
                 b200.low_precision_gemm_factor;
   f.fp4_share = b200.gemm_dtype_share[static_cast<int>(MathDtype::fp4)] *
-                b200.low_precision_gemm_factor;
+                b200.low_precision_gemm_factor * b200.fp4_gemm_factor;
   CHECK(f.top == doctest::Approx(0.6507 * shipped("gemm_share_of_mamf")).epsilon(1e-3));
   CHECK(b200.memory_efficiency ==
         doctest::Approx(0.72 * shipped("memory_kernel_efficiency")).epsilon(1e-3));
   CHECK(b200.gemm_dtype_share[static_cast<int>(MathDtype::fp8)] == doctest::Approx(0.984));
   CHECK(b200.low_precision_gemm_factor ==
         doctest::Approx(shipped("low_precision_gemm_share")));
+  CHECK(b200.fp4_gemm_factor == doctest::Approx(shipped("fp4_gemm_share")));
   return f;
 }
 

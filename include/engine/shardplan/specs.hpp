@@ -313,6 +313,9 @@ struct GpuSpec {
   // The share of that MAMF-derived level a training step's fp8 and fp4 GEMMs reach (casts,
   // scaling, smaller tiles than a best-shape sweep): a fitted constant (profiles/fit), 1 unfitted.
   double low_precision_gemm_factor = 1;
+  // fp4 GEMMs' share beside fp8's (a scale per 16 elements where MXFP8 has one per 32, and a
+  // per-tensor fp32 scale): a fitted constant (profiles/fit), 1 unfitted.
+  double fp4_gemm_factor = 1;
   double memory_efficiency = 0;                  // streaming kernels, share of hbm_bytes_per_s
   double kernel_overhead_s = 0;                  // fixed cost per kernel launch
   // Streaming multiprocessors (AMD: compute units) a GEMM's output tiles are spread over: a GEMM
