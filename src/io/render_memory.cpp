@@ -139,9 +139,9 @@ Table device_table(const MemoryBreakdown& mem, const ParallelPlan& plan) {
   return t;
 }
 
-// "FITS: ... to spare." and, with offload, what moved off the device and whether the host holds it.
-std::string verdict_lines(const MemoryBreakdown& mem) {
-  const StageMemory& w = mem.worst();
+}  // namespace
+
+std::string spare_text(const MemoryBreakdown& mem) {
   const double margin = mem.margin_bytes();
   // With --headroom: whether the spare covers it (a plan that does not fit only for the
   // headroom says so).
@@ -152,10 +152,18 @@ std::string verdict_lines(const MemoryBreakdown& mem) {
                         format_gib(mem.headroom_bytes))
           : fmt::format(", {} short of the {} headroom asked",
                         format_gib(mem.headroom_bytes - margin), format_gib(mem.headroom_bytes));
-  std::string out =
-      fmt::format("\n{}: {} of {} on a {}; {} {}{}.\n", mem.fits ? "FITS" : "DOES NOT FIT",
-                  format_gib(w.total_bytes()), format_gib(mem.capacity_bytes), "device",
-                  format_gib(std::fabs(margin)), margin >= 0 ? "to spare" : "over", room);
+  return fmt::format("{} {}{}", format_gib(std::fabs(margin)), margin >= 0 ? "to spare" : "over",
+                     room);
+}
+
+namespace {
+
+// "FITS: ... to spare." and, with offload, what moved off the device and whether the host holds it.
+std::string verdict_lines(const MemoryBreakdown& mem) {
+  const StageMemory& w = mem.worst();
+  std::string out = fmt::format("\n{}: {} of {} on a {}; {}.\n", mem.fits ? "FITS" : "DOES NOT FIT",
+                                format_gib(w.total_bytes()), format_gib(mem.capacity_bytes),
+                                "device", spare_text(mem));
   if (w.offloaded_bytes > 0 || w.host_bytes > 0) {
     out += fmt::format(
         "Offload: {} off each device; host memory {} per GPU, {} per node of {}{}{}.\n",

@@ -13,6 +13,7 @@
 #include "shardplan/plan.hpp"
 #include "shardplan/render_estimate.hpp"
 #include "shardplan/render_ladder.hpp"
+#include "shardplan/render_memory.hpp"
 #include "shardplan/rules.hpp"
 #include "shardplan/schedule.hpp"
 #include "shardplan/table.hpp"
@@ -137,6 +138,14 @@ std::string inputs_text(const PlanOutcome& o) {
   return out;
 }
 
+// "  memory 60.43 GiB of 79.65 GiB per device, 19.22 GiB to spare": the headroom a plan leaves
+// (and what --headroom asked), from its estimate.
+std::string memory_line(const std::optional<Estimate>& e) {
+  if (!e || e->memory.stages.empty()) return "";
+  return fmt::format("  memory {} of {} per device, {}", format_gib(e->memory.total_bytes()),
+                     format_gib(e->memory.capacity_bytes), spare_text(e->memory));
+}
+
 std::string recommended_text(const RungVerdict& rec, const PlanOutcome& o) {
   const LadderResult& l = o.planned.ladder;
   std::string out =
@@ -145,6 +154,8 @@ std::string recommended_text(const RungVerdict& rec, const PlanOutcome& o) {
                                          : "much faster than the simplest rung that works",
                   describe(rec.plan.plan), format_seconds(rec.plan.step_s), rec.plan.tokens_per_s);
   out += "  interval " + interval_of(rec.plan, o) + "\n";
+  if (const std::string mem = memory_line(o.planned.recommended_estimate); !mem.empty())
+    out += mem + "\n";
   const std::string w = mfu_warning_of(o.planned.recommended_estimate);
   if (!w.empty()) out += "  warning: " + w + "\n";
   if (o.planned.recommended_estimate) {
@@ -168,6 +179,8 @@ std::string fastest_text(const Candidate& fastest, const RungVerdict* rec, const
         "\n  the fastest plan's advantage lies inside the recommended plan's interval: "
         "the model cannot tell them apart, so the simpler, recommended plan is preferred";
   }
+  if (const std::string mem = memory_line(o.planned.fastest_estimate); !mem.empty())
+    out += "\n" + mem;
   const std::string w = mfu_warning_of(o.planned.fastest_estimate);
   if (!w.empty()) out += "\n  warning: " + w;
   if (o.planned.fastest_estimate) {

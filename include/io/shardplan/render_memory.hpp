@@ -17,6 +17,11 @@ std::string render_memory(const MemoryBreakdown& m, const ModelSpec& model,
                           const TrainingSpec& training, const ParallelPlan& plan,
                           const ClusterSpec& cluster);
 
+/// What the worst device keeps free: "26.69 GiB to spare" (or "... over"), and with --headroom
+/// ", 18.73 GiB beyond the 7.97 GiB headroom asked" (or "short of"). The memory verdict and
+/// each plan `plan` recommends say it the same way.
+std::string spare_text(const MemoryBreakdown& m);
+
 nlohmann::json to_json(const MemoryBreakdown& m);
 
 }  // namespace shardplan
