@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -89,6 +90,27 @@ TEST_CASE("plan --headroom: every plan it ranks or recommends leaves the headroo
   REQUIRE(h.at("ranked").size() > 0);
   for (const auto& x : h.at("ranked"))
     CHECK(x.at("memory").at("margin_bytes").get<double>() >= headroom_gib * kGiB);
+}
+
+TEST_CASE("plan's text says what the recommended plan leaves free, the figures of its JSON") {
+  const std::string args =
+      "plan --model llama-3.1-70b --cluster dgx-h100 --gpus 64 --global-batch 256 --headroom 8GiB";
+  const auto text = run_cli(args);
+  const auto json = run_cli(args + " --json");
+  REQUIRE(text.status == 0);
+  REQUIRE(json.status == 0);
+  const auto mem = nlohmann::json::parse(json.out).at("recommended").at("memory");
+  const double capacity = mem.at("capacity_bytes").get<double>() / kGiB;
+  const double margin = mem.at("margin_bytes").get<double>() / kGiB;
+  REQUIRE(mem.at("headroom_bytes").get<double>() == doctest::Approx(8 * kGiB));
+  REQUIRE(margin > 8);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "  memory %.2f GiB of %.2f GiB per device, %.2f GiB to spare, %.2f GiB beyond the "
+                "8.00 GiB headroom asked\n",
+                capacity - margin, capacity, margin, margin - 8);
+  const std::string after_recommended = text.out.substr(text.out.find("Recommended ("));
+  CHECK(contains(after_recommended.substr(0, after_recommended.find("Fastest found")), line));
 }
 
 TEST_CASE("provision --headroom: a share of each GPU type stays free on every option") {
