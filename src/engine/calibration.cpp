@@ -2,11 +2,12 @@
 // out cross-validation with intervals from the held-out residuals.
 #include "shardplan/calibration.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
-
-#include <fmt/format.h>
+#include <vector>
 
 #include "shardplan/error.hpp"
 #include "shardplan/framework.hpp"
@@ -83,6 +84,22 @@ Knob stack_knob(std::string name, std::string figure, std::string framework,
   return k;
 }
 
+// A GEMM share of every GPU profile (`factor`) that only the runs whose GEMMs run in one of
+// `dtypes` pay: fitted on those, pulled toward the profile's figure by kLowPrecisionSigma.
+Knob gemm_dtype_knob(std::string name, std::string figure, std::vector<MathDtype> dtypes,
+                     double GpuSpec::*factor) {
+  const auto runs_in = [dtypes = std::move(dtypes)](const PublishedRun& r) {
+    return std::find(dtypes.begin(), dtypes.end(), r.training.recipe.gemm_dtype) != dtypes.end();
+  };
+  Knob k = gpu_knob(std::move(name), std::move(figure),
+                    [factor](GpuSpec& g, double m) { g.*factor *= m; });
+  k.trains = [runs_in](const PublishedRun& r) { return fits_step(r) && runs_in(r); };
+  k.applies = runs_in;
+  k.prior_sigma = kLowPrecisionSigma;
+  k.prior = [factor](const PublishedRun& r) { return 1.0 / (r.cluster.gpu.*factor); };
+  return k;
+}
+
 // The knobs every corpus has: hardware terms and fixed costs.
 std::vector<Knob> shared_knobs() {
   std::vector<Knob> k;
@@ -102,34 +119,18 @@ std::vector<Knob> shared_knobs() {
   // fp8 and fp4 GEMMs against the MAMF-derived share of their peaks (gemm_dtype_share): the
   // GEMMs of a low-precision step also quantize, scale and run smaller tiles than a best-shape
   // sweep. Fitted on every case whose recipe runs its GEMMs in 8 or 4 bits.
-  const auto low = [](const PublishedRun& r) {
-    const MathDtype d = r.training.recipe.gemm_dtype;
-    return d == MathDtype::fp8 || d == MathDtype::fp4;
-  };
-  Knob lp = gpu_knob("low_precision_gemm_share",
-                     "the share of gemm_dtype_share fp8 and fp4 (MAMF fp8 / bf16 fractions) a "
-                     "step's GEMMs reach",
-                     [](GpuSpec& g, double m) { g.low_precision_gemm_factor *= m; });
-  lp.trains = [low](const PublishedRun& r) { return fits_step(r) && low(r); };
-  lp.applies = low;
-  lp.prior_sigma = kLowPrecisionSigma;
-  lp.prior = [](const PublishedRun& r) { return 1.0 / r.cluster.gpu.low_precision_gemm_factor; };
-  k.push_back(lp);
+  k.push_back(gemm_dtype_knob("low_precision_gemm_share",
+                              "the share of gemm_dtype_share fp8 and fp4 (MAMF fp8 / bf16 "
+                              "fractions) a step's GEMMs reach",
+                              {MathDtype::fp8, MathDtype::fp4},
+                              &GpuSpec::low_precision_gemm_factor));
   // fp4 GEMMs against fp8's share: NVFP4 scales every 16 elements (MXFP8: 32) under a second,
   // per-tensor fp32 scale, so one share for both made the fp4 steps too slow (nvfp4 held out:
   // median -14.5%, 17 of 18 too slow). Fitted on every case whose GEMMs run in 4 bits; 1 (fp8's
   // share) without them.
-  const auto fp4 = [](const PublishedRun& r) {
-    return r.training.recipe.gemm_dtype == MathDtype::fp4;
-  };
-  Knob f4 =
-      gpu_knob("fp4_gemm_share", "the share fp4 GEMMs reach beside fp8's low_precision_gemm_share",
-               [](GpuSpec& g, double m) { g.fp4_gemm_factor *= m; });
-  f4.trains = [fp4](const PublishedRun& r) { return fits_step(r) && fp4(r); };
-  f4.applies = fp4;
-  f4.prior_sigma = kLowPrecisionSigma;
-  f4.prior = [](const PublishedRun& r) { return 1.0 / r.cluster.gpu.fp4_gemm_factor; };
-  k.push_back(f4);
+  k.push_back(gemm_dtype_knob("fp4_gemm_share",
+                              "the share fp4 GEMMs reach beside fp8's low_precision_gemm_share",
+                              {MathDtype::fp4}, &GpuSpec::fp4_gemm_factor));
   // Fixed costs per layer and micro-batch (the same in every framework profile).
   Knob layer = stack_knob("layer_fixed_cost", "every framework profile's kernels.layer_fixed_us",
                           "", kAny, [](FrameworkPricing& p, double m) { p.layer_fixed_s *= m; });
