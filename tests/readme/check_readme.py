@@ -159,8 +159,7 @@ def paragraphs(lines):
             i += 1
             continue
         if not line.strip() or line.startswith("<!--") or line.startswith("#"):
-            pending = [] if not line.strip() and not pending else pending
-            i += 1
+            i += 1  # a blank line or a comment between a figure line and its paragraph
             continue
         # A paragraph, or a table (its rows up to the first line that is not one).
         table = line.startswith("|")
@@ -175,8 +174,9 @@ def paragraphs(lines):
 
 
 def check_prose(name, lines, build, scratch, failures):
-    """Every prose figure from a command's output, or said to come from elsewhere."""
-    checked = 0
+    """Every prose figure from a command's output, or said to come from elsewhere. A command
+    several paragraphs name runs once."""
+    checked, outputs = 0, {}
     for first, directives, text in paragraphs(lines):
         figures = prose_figures(text)
         if not figures:
@@ -192,10 +192,11 @@ def check_prose(name, lines, build, scratch, failures):
         # Figures a cited or measured line beside the command names are its, not the command's.
         said = [f for kind, arg in directives if kind != "from" for f in prose_figures(arg)]
         figures = [f for f in figures if f not in said]
-        output = ""
         for cmd in commands:
-            r, _ = run(cmd, build, scratch)
-            output += r.stdout + "\n" + r.stderr + "\n"
+            if cmd not in outputs:
+                r, _ = run(cmd, build, scratch)
+                outputs[cmd] = r.stdout + "\n" + r.stderr + "\n"
+        output = "".join(outputs[cmd] for cmd in commands)
         checked += 1
         for f in figures:
             if not printed(f, output):
