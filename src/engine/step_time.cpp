@@ -124,32 +124,6 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
 
 namespace {
 
-struct StageCost {
-  double compute_s = 0;  // forward + backward + recompute of one micro-batch
-  double recompute_s = 0;
-  double forward_s = 0;  // compute windows that communication can hide behind
-  double backward_s = 0;
-  double tp_s = 0, tp_exposed_s = 0, tp_calls = 0;
-  double cp_s = 0, cp_exposed_s = 0;
-  double ep_s = 0, ep_exposed_s = 0;
-  double ep_recompute_s = 0;  // of ep_s, the forward's all-to-alls run again before backward
-  double pp_s = 0;
-  double zero3_exposed_s = 0;
-  double zero3_units = 0, zero3_ag_s = 0, zero3_rs_s = 0;  // per call
-  double zero3_ar_s = 0;  // hybrid sharding: a unit's gradient shard all-reduced across replicas
-  double zero3_ar_bytes = 0;  // that shard: the dense weights' and the experts' parts
-  // Exposed per pass: forward, a backward that reduces its gradients, one that defers them.
-  double zero3_fwd_exposed_s = 0, zero3_bwd_exposed_s = 0, zero3_bwd_deferred_exposed_s = 0;
-  double params = 0;
-  double expert_params = 0;  // of params, the experts' (synced over the expert-data group)
-  double layers = 0;
-  double weight_grad_s = 0;  // of backward_s, the W pass
-  double moe_layers = 0;
-  double total() const {
-    return compute_s + tp_exposed_s + cp_exposed_s + ep_exposed_s + pp_s + zero3_exposed_s;
-  }
-};
-
 // Pure bf16 (torch.optim.AdamW on bf16 parameters, no master): the gradient norm (read g), the
 // update in place (read g, read and write every state and the weight), the gradients zeroed (g).
 double pure_optimizer_bytes_per_param(const StateBytes& b) {
@@ -281,13 +255,6 @@ struct Context {
   DeviceParams device(int stage) const { return device_params(m, p, stage, stages); }
   int heaviest_moe_stage() const { return shardplan::heaviest_moe_stage(m, p, stages); }
 };
-
-// Whether recompute runs a MoE layer's forward, all-to-alls included, again before its backward:
-// full recompute, or Megatron-Core's moe module (a checkpointed MoE layer).
-bool reruns_all_to_alls(const ParallelPlan& p) {
-  return p.recompute == Recompute::full ||
-         (recomputed_modules(p) & bit(RecomputeModule::moe)) != 0;
-}
 
 // The FLOPs selective recompute runs again over the step: each device's per layer and
 // micro-batch, over the model's layers (and MTP modules), the micro-batches of the global batch
@@ -438,25 +405,6 @@ double replicate_all_reduce_s(const Context& x, double shard_bytes) {
 // kept gathered: memory.hpp zero3_gathers), and reduce-scatter its
 // gradient: per-call latency adds up on large groups. With prefetching each gather hides
 // behind the previous unit's compute; the first one of each pass cannot.
-// One data-parallel collective over a stage's dense weights in the shard group and over its
-// experts in their expert-data-parallel group: seconds, each part at `share(group)` of that
-// group's busbw (the framework's share, or 1).
-template <typename Share>
-double dense_and_expert_s(const Context& x, Collective kind, double dense_bytes,
-                          double expert_bytes, const Placement& edp, Share share) {
-  const Placement& dp = x.at.shard;
-  double s = collective_time(kind, dense_bytes, dp, x.c) / share(dp);
-  if (expert_bytes > 0 && edp.ranks > 1)
-    s += collective_time(kind, expert_bytes, edp, x.c) / share(edp);
-  return s;
-}
-
-// Under hybrid sharding, what each replica holds of a reduced gradient: the dense weights'
-// 1/shard and the experts' 1/expert-data-parallel group.
-double replica_shard(const ParallelPlan& p, double dense, double experts, const Placement& edp) {
-  return dense / p.shard_degree() + (edp.ranks > 0 ? experts / edp.ranks : 0.0);
-}
-
 void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost& s) {
   const ModelSpec& m = x.m;
   const Placement& dp = x.at.shard;
@@ -474,10 +422,10 @@ void stage_zero3(const Context& x, int stage, const DeviceParams& dev, StageCost
   const auto share = [&](const Placement& g) {
     return x.tr.framework.pricing.zero3_busbw.at(g.ranks, g.domains());
   };
-  s.zero3_ag_s = dense_and_expert_s(x, Collective::all_gather, unit * per.gather,
-                                    expert_unit * per.gather, edp, share);
-  s.zero3_rs_s = dense_and_expert_s(x, Collective::reduce_scatter, unit * per.gradients,
-                                    expert_unit * per.gradients, edp, share);
+  s.zero3_ag_s = dense_and_expert_s(Collective::all_gather, unit * per.gather,
+                                    expert_unit * per.gather, dp, edp, x.c, share);
+  s.zero3_rs_s = dense_and_expert_s(Collective::reduce_scatter, unit * per.gradients,
+                                    expert_unit * per.gradients, dp, edp, x.c, share);
   s.zero3_ar_bytes = replica_shard(x.p, unit, expert_unit, edp) * per.gradients;
   s.zero3_ar_s = replicate_all_reduce_s(x, s.zero3_ar_bytes);
   const double n = s.zero3_units;
@@ -585,159 +533,6 @@ void pipeline_time(const Context& x, const Stages& st, StepTime& t) {
   t.schedule = schedule_name(p);
 }
 
-// A row's calls at the time the step model gave each (set_traffic prices them at the link's
-// busbw; the framework's `share` of it and the per-layer sums live in the stage cost). The
-// link is busy for `share` of that time.
-void price_calls(Traffic& t, double call_s, double share) {
-  t.call_s = call_s;
-  t.time_s = call_s * t.calls;
-  t.link_s = t.time_s * share;
-}
-
-// ZeRO-0/1/2: the gradient all-reduce (or reduce-scatter, per micro-batch with ZeRO-2 unless
-// deferred) and the updated weights' all-gather, bucketed under the backward and the next
-// forward; under hybrid sharding in the shard group, each reduced shard then all-reduced across
-// the replicas. A mixture of experts syncs its experts over their own expert-data-parallel group
-// (Megatron-Core's expert_data_parallel_group; torchtitan's dp_shard_mod_ep mesh), and each
-// replica holds the dense weights' 1/shard and the experts' 1/expert-data share.
-void zero12_traffic(const Context& x, const StageCost& crit, const StageCost& heaviest, int mb,
-                    CommBreakdown& comm) {
-  const ParallelPlan& p = x.p;
-  const TrainingSpec& tr = x.tr;
-  const Placement& dp = x.at.shard;
-  const Placement edp = expert_data_placement(p, x.c);
-  const double experts = heaviest.expert_params, dense = heaviest.params - experts;
-  const double g = x.mem.per_param.gradients, w = x.mem.per_param.gather;  // the recipe's
-  // ZeRO-2 reduce-scatters each micro-batch, unless the sync is deferred to the last.
-  const double calls = p.zero == 2 && !deferred_sync(x) ? mb : 1;
-  const Collective grads = p.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
-  // The framework's gradient reductions reach this share of each group's busbw.
-  const auto share = [&](const Placement& group) {
-    return tr.framework.pricing.dp_busbw.at(group.ranks);
-  };
-  set_traffic(comm.dp_grads, grads, heaviest.params * g, calls, dp, x.c);
-  price_calls(comm.dp_grads, dense_and_expert_s(x, grads, dense * g, experts * g, edp, share),
-              share(dp));
-  Traffic& rep = comm.dp_replicate;
-  if (x.at.replicate.ranks > 1) {
-    set_traffic(rep, Collective::all_reduce, replica_shard(p, dense, experts, edp) * g, calls,
-                x.at.replicate, x.c);
-    const double rep_share = tr.framework.pricing.dp_busbw.at(x.at.replicate.ranks);
-    rep.call_s /= rep_share;
-    rep.time_s /= rep_share;
-  }
-  // Bucketed reduction overlaps the backward of the micro-batch that produced the gradients;
-  // the all-reduce follows its reduce-scatter bucket by bucket. What the window leaves is split
-  // between them by their times.
-  const double window = crit.backward_s;
-  const double call = comm.dp_grads.call_s + rep.call_s;
-  const double exposed = !tr.overlap_grad_reduce ? calls * call
-                                                 : calls * std::max(0.0, call - window);
-  const double rs_part = call > 0 ? comm.dp_grads.call_s / call : 1.0;
-  comm.dp_grads.exposed_s = exposed * rs_part;
-  rep.exposed_s = exposed * (1.0 - rs_part);
-  if (p.zero >= 1) {
-    set_traffic(comm.dp_params, Collective::all_gather, heaviest.params * w, 1, dp, x.c);
-    const auto full_busbw = [](const Placement&) { return 1.0; };
-    price_calls(comm.dp_params,
-                dense_and_expert_s(x, Collective::all_gather, dense * w, experts * w, edp,
-                                   full_busbw),
-                1.0);
-    // Megatron-LM's --overlap-param-gather hides it behind the next step's forward.
-    comm.dp_params.exposed_s = tr.overlap_param_gather
-                                   ? std::max(0.0, comm.dp_params.call_s - crit.forward_s)
-                                   : comm.dp_params.time_s;
-  }
-}
-
-
-// ZeRO-3: the critical stage's per-unit gathers and reduce-scatters over the step (the
-// reduce-scatters, and under hybrid sharding the all-reduces, once per step when deferred).
-void zero3_traffic(const Context& x, const StageCost& crit, int mb, CommBreakdown& comm) {
-  const StateBytes& per = x.mem.per_param;
-  const Placement& dp = x.at.shard;
-  const double units = crit.zero3_units;
-  const double reducing = deferred_sync(x) ? 1 : mb;  // backwards that reduce their gradients
-  const double unit_grads = crit.params / units * per.gradients;
-  // Gathers per step: each forward's (or only the first's) and each backward's unless kept.
-  const Zero3Gathers gathers = zero3_gathers(x.tr, x.p);
-  const double forwards = gathers.forward_share(mb) * mb;
-  set_traffic(comm.dp_params, Collective::all_gather, crit.params / units * per.gather,
-              units * (forwards + (gathers.backward ? mb : 0)), dp, x.c);
-  set_traffic(comm.dp_grads, Collective::reduce_scatter, unit_grads, units * reducing, dp, x.c);
-  // Each call as stage_zero3 priced it (the framework's share of busbw included), so that a
-  // row's time is what its exposure was taken from.
-  const double share = x.tr.framework.pricing.zero3_busbw.at(dp.ranks, dp.domains());
-  price_calls(comm.dp_params, crit.zero3_ag_s, share);
-  price_calls(comm.dp_grads, crit.zero3_rs_s, share);
-  if (x.at.replicate.ranks > 1) {
-    set_traffic(comm.dp_replicate, Collective::all_reduce, crit.zero3_ar_bytes, units * reducing,
-                x.at.replicate, x.c);
-    price_calls(
-        comm.dp_replicate, crit.zero3_ar_s,
-        x.tr.framework.pricing.zero3_busbw.at(x.at.replicate.ranks, x.at.replicate.domains()));
-  }
-  // A reducing backward waits on gathers, reduce-scatters and all-reduces alike: its exposure
-  // is split by their times; a deferring backward waits on gathers only.
-  const double bwd_ag = gathers.backward ? crit.zero3_ag_s : 0.0;
-  const double sum = std::max(1e-30, bwd_ag + crit.zero3_rs_s + crit.zero3_ar_s);
-  const double reduce_exposed = reducing * crit.zero3_bwd_exposed_s;
-  comm.dp_params.exposed_s = forwards * crit.zero3_fwd_exposed_s +
-                             (mb - reducing) * crit.zero3_bwd_deferred_exposed_s +
-                             reduce_exposed * bwd_ag / sum;
-  comm.dp_grads.exposed_s = reduce_exposed * crit.zero3_rs_s / sum;
-  comm.dp_replicate.exposed_s = reduce_exposed * crit.zero3_ar_s / sum;
-}
-
-// Data-parallel gradient sync and ZeRO parameter gathers on the most loaded stage.
-void data_parallel_traffic(const Context& x, const Stages& st, int mb, CommBreakdown& comm) {
-  const double replicas = static_cast<double>(x.p.dp) * x.p.cp;
-  if (replicas <= 1) return;
-  if (x.p.zero <= 2) zero12_traffic(x, st.crit(), st.heaviest(), mb, comm);
-  if (x.p.zero == 3) zero3_traffic(x, st.crit(), mb, comm);
-}
-
-// Tensor, pipeline, context and expert parallel traffic of the step, from the critical stage.
-void model_parallel_traffic(const Context& x, const StageCost& crit, int mb, CommBreakdown& comm) {
-  const ParallelPlan& p = x.p;
-  const MicroBatchCost& cost = x.cost;
-  if (x.m.has_architecture() && p.tp > 1) {
-    // Sequence parallel's all-gathers and reduce-scatters each move half an all-reduce.
-    const Collective kind = p.sequence_parallel ? Collective::all_gather : Collective::all_reduce;
-    set_traffic(comm.tp, kind, cost.tp_layer_bytes, mb * crit.tp_calls, x.at.tensor, x.c);
-    price_calls(comm.tp, comm.tp.calls > 0 ? mb * crit.tp_s / comm.tp.calls : 0,
-                x.tr.framework.pricing.tp_busbw.at(p.tp));
-    comm.tp.exposed_s = mb * crit.tp_exposed_s;
-  }
-  if (p.pp > 1) {
-    set_traffic(comm.pp, Collective::send_recv, cost.pp_bytes, 2.0 * p.interleave * mb,
-                x.at.pipeline, x.c);
-    comm.pp.exposed_s = mb * crit.pp_s;
-  }
-  if (p.cp > 1 && x.tr.context_parallel == ContextParallel::ulysses) {
-    // Four all-to-alls a layer each way (the forward's again under full recompute), at the
-    // mean of their sizes; each call as the stage cost priced it.
-    const double passes = p.recompute == Recompute::full ? 3.0 : 2.0;
-    set_traffic(comm.cp, Collective::all_to_all, cost.cp_layer_bytes / 4.0,
-                mb * passes * 4.0 * crit.layers, x.at.context, x.c);
-    price_calls(comm.cp, cost.cp_layer_s / 4.0, 1.0);
-    comm.cp.exposed_s = mb * crit.cp_exposed_s;
-  } else if (p.cp > 1) {
-    set_traffic(comm.cp, Collective::send_recv, cost.cp_layer_bytes,
-                mb * 3.0 * (p.cp - 1) * crit.layers, x.at.context, x.c);
-    comm.cp.exposed_s = mb * crit.cp_exposed_s;
-  }
-  if (p.ep > 1 && cost.ep_layer_bytes > 0) {
-    // Dispatch and combine, forward and backward: four calls per MoE layer (six when its
-    // forward is recomputed), each at the mean of the dispatch's and the combine's time (their
-    // dtypes and routes may differ).
-    const double calls = mb * (reruns_all_to_alls(p) ? 6.0 : 4.0) * crit.moe_layers;
-    set_traffic(comm.ep, Collective::all_to_all, cost.ep_layer_bytes, calls, x.at.expert, x.c);
-    price_calls(comm.ep, cost.ep_layer_s / 2.0, 1.0);
-    comm.ep.exposed_s = mb * crit.ep_exposed_s;
-  }
-}
-
 // The optimizer update: memory-bound passes over the `local` (ZeRO-sharded) parameters, on the
 // CPU instead when the optimizer is offloaded (its time is then offload's).
 void optimizer_time(const Context& x, double local, StepTime& t) {
@@ -798,8 +593,21 @@ Evaluation evaluate_time(const ModelSpec& m, const TrainingSpec& tr, const Paral
 
   const Stages stages = pipeline_stages(x);
   pipeline_time(x, stages, t);
-  data_parallel_traffic(x, stages, mb, ev.comm);
-  model_parallel_traffic(x, stages.crit(), mb, ev.comm);
+  const TrafficInputs traffic{.training = tr,
+                              .plan = p,
+                              .cluster = c,
+                              .at = x.at,
+                              .per_param = mem.per_param,
+                              .micro_batches = mb,
+                              .deferred_sync = deferred_sync(x),
+                              .layers_known = m.has_architecture(),
+                              .tp_layer_bytes = cost.tp_layer_bytes,
+                              .pp_bytes = cost.pp_bytes,
+                              .cp_layer_bytes = cost.cp_layer_bytes,
+                              .cp_layer_s = cost.cp_layer_s,
+                              .ep_layer_bytes = cost.ep_layer_bytes,
+                              .ep_layer_s = cost.ep_layer_s};
+  ev.comm = step_traffic(traffic, stages.crit(), stages.heaviest());
   // ZeRO-1+ updates the rank's shard: 1 / (shard group x cp) of the stage's parameters.
   const double shards = static_cast<double>(p.shard_degree()) * p.cp;
   const double local = p.zero >= 1 ? stages.params() / shards : stages.params();

@@ -5,7 +5,9 @@
 #include <array>
 
 #include "shardplan/collectives.hpp"
+#include "shardplan/memory.hpp"
 #include "shardplan/specs.hpp"
+#include "shardplan/step_parts.hpp"
 
 namespace shardplan {
 
@@ -94,5 +96,57 @@ Placement expert_tp_placement(const ParallelPlan& plan, const ClusterSpec& clust
 /// model's.
 void set_traffic(Traffic& t, Collective c, double bytes, double calls, const Placement& g,
                  const ClusterSpec& cluster);
+
+/// A row's calls at the time the step model gave each (set_traffic prices them at the link's
+/// busbw; the framework's `share` of it and the per-layer sums live in the stage cost): sets
+/// call_s and time_s, and link_s, the link busy for `share` of that time.
+void price_calls(Traffic& t, double call_s, double share);
+
+/// One data-parallel collective over a stage's dense weights in the shard group `shard` and
+/// over its experts in their expert-data-parallel group `edp`: seconds, each part at
+/// `share(group)` of that group's busbw (the framework's share, or 1).
+template <typename Share>
+double dense_and_expert_s(Collective kind, double dense_bytes, double expert_bytes,
+                          const Placement& shard, const Placement& edp, const ClusterSpec& cluster,
+                          Share share) {
+  double s = collective_time(kind, dense_bytes, shard, cluster) / share(shard);
+  if (expert_bytes > 0 && edp.ranks > 1)
+    s += collective_time(kind, expert_bytes, edp, cluster) / share(edp);
+  return s;
+}
+
+/// Under hybrid sharding, what each replica holds of a reduced gradient: the dense weights'
+/// 1/shard and the experts' 1/expert-data-parallel group.
+double replica_shard(const ParallelPlan& plan, double dense, double experts, const Placement& edp);
+
+/// Whether recompute runs a MoE layer's forward, all-to-alls included, again before its
+/// backward: full recompute, or Megatron-Core's moe module (a checkpointed MoE layer).
+bool reruns_all_to_alls(const ParallelPlan& plan);
+
+/// What sizes a step's traffic besides the stages' costs: the plan, its groups placed, the
+/// recipe's bytes per parameter, and one micro-batch's per-layer collectives (step_time.hpp
+/// MicroBatchCost, each per GPU in nccl-tests' size convention).
+struct TrafficInputs {
+  const TrainingSpec& training;
+  const ParallelPlan& plan;
+  const ClusterSpec& cluster;
+  const Placements& at;
+  const StateBytes& per_param;
+  int micro_batches = 1;       // per step, per data-parallel replica
+  bool deferred_sync = false;  // gradients reduced once, after the last micro-batch (memory.hpp)
+  bool layers_known = true;    // the model's architecture, not only its parameter count
+  double tp_layer_bytes = 0;   // one tensor-parallel collective
+  double pp_bytes = 0;         // one stage boundary's activation
+  double cp_layer_bytes = 0, cp_layer_s = 0;  // one layer's K/V ring (or all-to-alls), forward
+  double ep_layer_bytes = 0, ep_layer_s = 0;  // one MoE layer's dispatch and combine, forward
+};
+
+/// The step's traffic table: every kind's collective, size and calls per step on the tier its
+/// group spans, each call at the time the stage cost priced it and the part compute does not
+/// hide. Data-parallel rows from `heaviest` (the stage with the most parameters: its sync is the
+/// longest) and `critical` (the stage that sets the pace: its windows hide them); tensor,
+/// pipeline, context and expert rows from `critical`.
+CommBreakdown step_traffic(const TrafficInputs& in, const StageCost& critical,
+                           const StageCost& heaviest);
 
 }  // namespace shardplan
