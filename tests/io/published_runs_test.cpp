@@ -6,6 +6,7 @@
 #include <string>
 
 #include "shardplan/error.hpp"
+#include "shardplan/model.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/validation.hpp"
 
@@ -137,6 +138,14 @@ TEST_CASE("memory sweeps: the shipped sheets' layouts, outcomes and plans") {
   CHECK(best->run.model.layers == 40);
   CHECK(best->run.model.hidden == 5120);
   CHECK(best->run.cluster.gpu.memory_bytes == doctest::Approx(80.0 * 1024 * 1024 * 1024));
+  // The sheet's vocabulary is 128,000, not LLaMA's 32,000: this layout's "Average MFU", 0.7057,
+  // is 6N + 12·l·h·s FLOPs a token over 2,048 x 2,048 tokens in 26.54 s on 64 A100s at 312
+  // TFLOP/s only with N = 13.999B, a 128,000-entry embedding and LM head included (0.658 with
+  // 32,000).
+  CHECK(best->run.model.vocab == 128000);
+  const double n = shardplan::count_params(best->run.model).total;
+  const double per_token = 6.0 * n + 12.0 * 40 * 5120 * 2048;
+  CHECK(per_token * 2048 * 2048 / (26.54 * 64 * 312e12) == doctest::Approx(0.7057).epsilon(0.005));
 }
 
 TEST_CASE("memory sweeps: a row that cannot be a layout is refused, naming it") {
