@@ -309,7 +309,7 @@ std::vector<PlanProblem> megatron_problems(const EmitInputs& in) {
   } else if (m.is_hybrid()) {
     out.push_back({"--model", fmt::format("pretrain_gpt.py as shardplan writes it has no {} "
                                           "layers; shardplan does not emit this hybrid",
-                                          to_string(m.linear_mixer))});
+                                          to_string(m.linear.mixer))});
   }
   const bool all_biases = m.qkv_bias && m.out_bias && m.mlp_bias;
   if (!all_biases && (m.out_bias || m.mlp_bias)) {

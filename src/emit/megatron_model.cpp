@@ -152,11 +152,11 @@ void moe_args(MegatronArgs& a, const EmitInputs& in) {
 void attention_args(MegatronArgs& a, const ModelSpec& m) {
   if (m.is_mla()) {
     // Megatron-Core MLA: --qk-head-dim is the no-rope part, --qk-pos-emb-head-dim the rope part.
-    a.add("--multi-latent-attention").add("--kv-lora-rank", m.kv_lora_rank);
-    if (m.q_lora_rank > 0) a.add("--q-lora-rank", m.q_lora_rank);
-    a.add("--qk-head-dim", m.qk_nope_head_dim)
-        .add("--qk-pos-emb-head-dim", m.qk_rope_head_dim)
-        .add("--v-head-dim", m.v_head_dim);
+    a.add("--multi-latent-attention").add("--kv-lora-rank", m.mla.kv_lora_rank);
+    if (m.mla.q_lora_rank > 0) a.add("--q-lora-rank", m.mla.q_lora_rank);
+    a.add("--qk-head-dim", m.mla.qk_nope_head_dim)
+        .add("--qk-pos-emb-head-dim", m.mla.qk_rope_head_dim)
+        .add("--v-head-dim", m.mla.v_head_dim);
   }
   if (m.qk_norm) a.add("--qk-layernorm");
 }

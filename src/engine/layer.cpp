@@ -130,9 +130,9 @@ Op residual_op(const char* name, const Shape& x, bool dropout) {
 // split up projections per head. Each GEMM saves its input for the weight gradient.
 void add_mla_projections(Block& blk, const ModelSpec& m, const Shape& x) {
   const double in = x.tokens * x.h * x.r * x.q;
-  const double kv_rank = m.kv_lora_rank;
-  if (m.q_lora_rank > 0) {
-    const double q_rank = m.q_lora_rank;
+  const double kv_rank = m.mla.kv_lora_rank;
+  if (m.mla.q_lora_rank > 0) {
+    const double q_rank = m.mla.q_lora_rank;
     // The normed input the first GEMM saves goes with the norm's output (layernorm module).
     blk.ops.push_back(recomputed(gemm("q down projection", x.tokens, q_rank, x.h, 1, x.e, in), 0,
                                  bit(RM::layernorm)));
@@ -145,11 +145,11 @@ void add_mla_projections(Block& blk, const ModelSpec& m, const Shape& x) {
   }
   // Reads the same normed input the query's first GEMM saved: nothing more to keep.
   blk.ops.push_back(
-      gemm("kv down projection", x.tokens, kv_rank + m.qk_rope_head_dim, x.h, 1, x.e, 0));
-  blk.ops.push_back(recomputed(gemm("kv up projection", x.tokens,
-                                    x.heads * (m.qk_nope_head_dim + x.dv), kv_rank, 1, x.e,
-                                    x.tokens * kv_rank * x.q),
-                               bit(RM::mla_up_proj)));
+      gemm("kv down projection", x.tokens, kv_rank + m.mla.qk_rope_head_dim, x.h, 1, x.e, 0));
+  blk.ops.push_back(
+      recomputed(gemm("kv up projection", x.tokens, x.heads * (m.mla.qk_nope_head_dim + x.dv),
+                      kv_rank, 1, x.e, x.tokens * kv_rank * x.q),
+                 bit(RM::mla_up_proj)));
 }
 
 void add_attention(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const Shape& x) {
@@ -246,11 +246,11 @@ constexpr double kDeltaRuleChunk = 64;
 // delta rule, the gated RMSNorm and the output projection.
 void add_gated_deltanet(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape& x) {
   const double t = p.tp;
-  const double hv = m.linear_value_heads / t;
-  const double key_dim = static_cast<double>(m.linear_key_heads) * m.linear_key_head_dim / t;
-  const double value_dim = hv * m.linear_value_head_dim;
+  const double hv = m.linear.value_heads / t;
+  const double key_dim = static_cast<double>(m.linear.key_heads) * m.linear.key_head_dim / t;
+  const double value_dim = hv * m.linear.value_head_dim;
   const double conv_dim = 2.0 * key_dim + value_dim;
-  const double dk = m.linear_key_head_dim, dv = m.linear_value_head_dim;
+  const double dk = m.linear.key_head_dim, dv = m.linear.value_head_dim;
   blk.ops.push_back(recomputed(gemm("qkvz projection", x.tokens, 2.0 * key_dim + 2.0 * value_dim,
                                     x.h, 1, x.e, x.tokens * x.h * x.r * x.q),
                                0, bit(RM::layernorm)));
@@ -297,9 +297,9 @@ void scale_ops(Block& blk, size_t from, double share) {
 // SiLU over x, B and C, the chunked SSD scan, the gated RMSNorm and the output projection.
 void add_mamba2(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape& x) {
   const double t = p.tp;
-  const double heads = m.mamba_heads / t;
-  const double groups = m.mamba_groups / t;
-  const double hd = m.mamba_head_dim, n = m.mamba_state, q = m.mamba_chunk;
+  const double heads = m.mamba.heads / t;
+  const double groups = m.mamba.groups / t;
+  const double hd = m.mamba.head_dim, n = m.mamba.state, q = m.mamba.chunk;
   const double inner = heads * hd;
   const double bc = 2.0 * groups * n;
   blk.ops.push_back(recomputed(gemm("mamba in projection", x.tokens, 2.0 * inner + bc + heads, x.h,
@@ -341,7 +341,7 @@ void add_mamba2(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Sha
 // and the output projection.
 void add_lightning(Block& blk, const ModelSpec& m, const ParallelPlan& p, const Shape& x) {
   const double heads = static_cast<double>(m.heads) / p.tp;
-  const double d = m.head_dim, block = m.lightning_block;
+  const double d = m.head_dim, block = m.linear.lightning_block;
   const double inner = heads * d;
   const double normed = x.tokens * x.h * x.r * x.q;
   blk.ops.push_back(recomputed(gemm("qkv projection", x.tokens, 3.0 * inner, x.h, 1, x.e, normed),
@@ -398,7 +398,7 @@ void add_mixer(Block& blk, const ModelSpec& m, const TrainingSpec& tr, const Par
     const double linear = static_cast<double>(m.linear_attention_layer_count()) / m.layers;
     scale_ops(blk, first, 1.0 - linear);
     const size_t second = blk.ops.size();
-    add_mixer_ops(blk, m.linear_mixer, m, tr, p, x);
+    add_mixer_ops(blk, m.linear.mixer, m, tr, p, x);
     scale_ops(blk, second, linear);
   }
   blk.ops.push_back(residual_op("attention residual", x, m.dropout));

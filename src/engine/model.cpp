@@ -49,18 +49,18 @@ AttentionParams attention_params(const ModelSpec& m, int tp) {
     // MLA keeps the down projections and their norms on every tensor-parallel rank.
     const double qk = m.qk_head_width();
     double q_down = 0, q_up = 0;
-    if (m.q_lora_rank > 0) {
-      q_down = h * m.q_lora_rank;
-      a.replicated += q_down + m.q_lora_rank;
-      q_up = static_cast<double>(m.q_lora_rank) * heads * qk;
+    if (m.mla.q_lora_rank > 0) {
+      q_down = h * m.mla.q_lora_rank;
+      a.replicated += q_down + m.mla.q_lora_rank;
+      q_up = static_cast<double>(m.mla.q_lora_rank) * heads * qk;
     } else {
       q_up = h * heads * qk;
     }
-    const double kv_down = h * (m.kv_lora_rank + m.qk_rope_head_dim);
-    const double kv_up =
-        static_cast<double>(m.kv_lora_rank) * heads * (m.qk_nope_head_dim + m.v_head_dim);
-    const double out = heads * m.v_head_dim * h;
-    a.replicated += kv_down + m.kv_lora_rank;
+    const double kv_down = h * (m.mla.kv_lora_rank + m.mla.qk_rope_head_dim);
+    const double kv_up = static_cast<double>(m.mla.kv_lora_rank) * heads *
+                         (m.mla.qk_nope_head_dim + m.mla.v_head_dim);
+    const double out = heads * m.mla.v_head_dim * h;
+    a.replicated += kv_down + m.mla.kv_lora_rank;
     a.split = (q_up + kv_up + out) / t;
     a.matmul = q_down + q_up + kv_down + kv_up + out;
     return a;
@@ -91,14 +91,14 @@ AttentionParams linear_attention_params(const ModelSpec& m, int tp) {
   AttentionParams a;
   const double h = m.hidden;
   const double t = tp;
-  const double key_dim = static_cast<double>(m.linear_key_heads) * m.linear_key_head_dim;
-  const double value_dim = static_cast<double>(m.linear_value_heads) * m.linear_value_head_dim;
-  const double heads = m.linear_value_heads;
+  const double key_dim = static_cast<double>(m.linear.key_heads) * m.linear.key_head_dim;
+  const double value_dim = static_cast<double>(m.linear.value_heads) * m.linear.value_head_dim;
+  const double heads = m.linear.value_heads;
   const double in_proj = h * (2.0 * key_dim + 2.0 * value_dim) + h * 2.0 * heads;
-  const double conv = (2.0 * key_dim + value_dim) * m.linear_conv_kernel;
+  const double conv = (2.0 * key_dim + value_dim) * m.linear.conv_kernel;
   const double out = value_dim * h;
   a.split = (in_proj + conv + 2.0 * heads + out) / t;
-  a.replicated = m.linear_value_head_dim;
+  a.replicated = m.linear.value_head_dim;
   a.matmul = in_proj + out;
   return a;
 }
@@ -112,15 +112,15 @@ AttentionParams mamba_params(const ModelSpec& m, int tp) {
   AttentionParams a;
   const double h = m.hidden;
   const double t = tp;
-  const double inner = static_cast<double>(m.mamba_heads) * m.mamba_head_dim;
-  const double bc = 2.0 * m.mamba_groups * m.mamba_state;
-  const double in_width = 2.0 * inner + bc + m.mamba_heads;
+  const double inner = static_cast<double>(m.mamba.heads) * m.mamba.head_dim;
+  const double bc = 2.0 * m.mamba.groups * m.mamba.state;
+  const double in_width = 2.0 * inner + bc + m.mamba.heads;
   const double conv_channels = inner + bc;
-  double split = h * in_width + conv_channels * m.mamba_conv_kernel + 3.0 * m.mamba_heads + inner;
-  if (m.mamba_conv_bias) split += conv_channels;
-  if (m.mamba_proj_bias) split += in_width;
+  double split = h * in_width + conv_channels * m.mamba.conv_kernel + 3.0 * m.mamba.heads + inner;
+  if (m.mamba.conv_bias) split += conv_channels;
+  if (m.mamba.proj_bias) split += in_width;
   a.split = (split + inner * h) / t;
-  a.replicated = m.mamba_proj_bias ? h : 0;  // out_proj's bias, row-parallel
+  a.replicated = m.mamba.proj_bias ? h : 0;  // out_proj's bias, row-parallel
   a.matmul = h * in_width + inner * h;
   return a;
 }
@@ -354,7 +354,7 @@ ParamCounts count_params(const ModelSpec& m) {
   c.dense_layer = m.is_moe() ? layer_params(m, MixerKind::attention, FfnKind::mlp) : c.layer;
   c.linear_attention_layers = m.linear_attention_layer_count();
   if (c.linear_attention_layers > 0)
-    c.linear_attention = mixer_params(m, m.linear_mixer, 1).total();
+    c.linear_attention = mixer_params(m, m.linear.mixer, 1).total();
   c.mamba_layers = m.mixer_layer_count(MixerKind::mamba2);
   if (c.mamba_layers > 0) c.mamba = mamba_params(m, 1).total();
 

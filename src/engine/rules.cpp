@@ -90,9 +90,9 @@ bool tp_divides_recurrent_heads(P p, C c) {
   const ModelSpec& m = c.model;
   if (!has_shapes(c) || p.tp == 1) return false;
   const bool mamba = m.mixer_layer_count(MixerKind::mamba2) > 0;
-  return (mamba && (m.mamba_heads % p.tp != 0 || m.mamba_groups % p.tp != 0)) ||
-         (m.is_hybrid() && m.linear_mixer == MixerKind::gated_deltanet &&
-          m.linear_key_heads % p.tp != 0);
+  return (mamba && (m.mamba.heads % p.tp != 0 || m.mamba.groups % p.tp != 0)) ||
+         (m.is_hybrid() && m.linear.mixer == MixerKind::gated_deltanet &&
+          m.linear.key_heads % p.tp != 0);
 }
 // A recurrent mixer's state runs along the whole sequence: split over ranks it needs its own
 // exchange (Megatron-Core's MambaContextParallel trades heads for sequence by all-to-all), which

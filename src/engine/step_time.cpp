@@ -87,7 +87,7 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
     // (Jacobs et al. 2023, Sec. 3.1); four calls, each buffer as nccl-tests sizes it.
     const Placement g = placement_of(Parallelism::context, p, c);
     const double heads = static_cast<double>(m.heads) / p.tp;
-    const double v_dim = m.v_head_dim > 0 ? m.v_head_dim : m.head_dim;
+    const double v_dim = m.mla.v_head_dim > 0 ? m.mla.v_head_dim : m.head_dim;
     const double q = w.tokens * heads * m.head_dim * e;
     const double kv = w.tokens * local_kv_heads(m, p.tp) * m.head_dim * e;
     const double out = w.tokens * heads * v_dim * e;

@@ -119,13 +119,13 @@ void read_moe(const nlohmann::json& c, const std::string& type, const std::strin
 
 // DeepSeek-V2/V3 multi-head latent attention.
 void read_mla(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
-  m.kv_lora_rank = first_int(c, {"kv_lora_rank"}, 0, origin, false);
-  if (m.kv_lora_rank == 0) return;
-  m.q_lora_rank = first_int(c, {"q_lora_rank"}, 0, origin, false);
-  m.qk_rope_head_dim = first_int(c, {"qk_rope_head_dim"}, 0, origin, true);
-  m.qk_nope_head_dim = first_int(c, {"qk_nope_head_dim"}, 0, origin, true);
-  m.v_head_dim = first_int(c, {"v_head_dim"}, 0, origin, true);
-  m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  m.mla.kv_lora_rank = first_int(c, {"kv_lora_rank"}, 0, origin, false);
+  if (m.mla.kv_lora_rank == 0) return;
+  m.mla.q_lora_rank = first_int(c, {"q_lora_rank"}, 0, origin, false);
+  m.mla.qk_rope_head_dim = first_int(c, {"qk_rope_head_dim"}, 0, origin, true);
+  m.mla.qk_nope_head_dim = first_int(c, {"qk_nope_head_dim"}, 0, origin, true);
+  m.mla.v_head_dim = first_int(c, {"v_head_dim"}, 0, origin, true);
+  m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
   m.kv_heads = m.heads;
 }
 

@@ -107,11 +107,11 @@ void qwen3_next(const nlohmann::json& c, const std::string& origin, ModelSpec& m
   m.qk_norm = true;                // Qwen3NextAttention.q_norm / k_norm over head_dim
   m.attention_output_gate = true;  // q_proj: heads x head_dim x 2, the second half a gate
   m.full_attention_every = first_int(c, {"full_attention_interval"}, 0, origin, true, 1);
-  m.linear_key_heads = first_int(c, {"linear_num_key_heads"}, 0, origin, true, 1);
-  m.linear_value_heads = first_int(c, {"linear_num_value_heads"}, 0, origin, true, 1);
-  m.linear_key_head_dim = first_int(c, {"linear_key_head_dim"}, 0, origin, true, 1);
-  m.linear_value_head_dim = first_int(c, {"linear_value_head_dim"}, 0, origin, true, 1);
-  m.linear_conv_kernel = first_int(c, {"linear_conv_kernel_dim"}, 0, origin, true, 1);
+  m.linear.key_heads = first_int(c, {"linear_num_key_heads"}, 0, origin, true, 1);
+  m.linear.value_heads = first_int(c, {"linear_num_value_heads"}, 0, origin, true, 1);
+  m.linear.key_head_dim = first_int(c, {"linear_key_head_dim"}, 0, origin, true, 1);
+  m.linear.value_head_dim = first_int(c, {"linear_value_head_dim"}, 0, origin, true, 1);
+  m.linear.conv_kernel = first_int(c, {"linear_conv_kernel_dim"}, 0, origin, true, 1);
   const auto types = c.find("layer_types");
   if (types != c.end() && types->is_array()) {
     bool same = static_cast<int>(types->size()) == m.layers;
@@ -134,8 +134,8 @@ void qwen3_next(const nlohmann::json& c, const std::string& origin, ModelSpec& m
 void minimax(const nlohmann::json& c, const std::string& origin, ModelSpec& m) {
   m.mlp = MlpKind::swiglu;
   m.norm = NormKind::rmsnorm;
-  m.linear_mixer = MixerKind::lightning;
-  m.lightning_block = first_int(c, {"block_size"}, 256, origin, false, 1);
+  m.linear.mixer = MixerKind::lightning;
+  m.linear.lightning_block = first_int(c, {"block_size"}, 256, origin, false, 1);
   const char* key = c.contains("layer_types") ? "layer_types" : "attn_type_list";
   const auto it = c.find(key);
   if (it == c.end() || !it->is_array() || static_cast<int>(it->size()) != m.layers) {
@@ -191,14 +191,14 @@ void nemotron_h(const nlohmann::json& c, const std::string& origin, ModelSpec& m
   m.mlp_bias = flag(c, "mlp_bias", false, origin);
   m.head_dim = first_int(c, {"head_dim", "attention_head_dim"}, m.head_dim, origin, false, 1);
   if (m.block_pattern.find('M') != std::string::npos) {
-    m.mamba_heads = first_int(c, {"mamba_num_heads"}, 0, origin, true, 1);
-    m.mamba_head_dim = first_int(c, {"mamba_head_dim"}, 0, origin, true, 1);
-    m.mamba_state = first_int(c, {"ssm_state_size"}, 0, origin, true, 1);
-    m.mamba_groups = first_int(c, {"n_groups"}, 1, origin, false, 1);
-    m.mamba_conv_kernel = first_int(c, {"conv_kernel"}, 4, origin, false, 1);
-    m.mamba_chunk = first_int(c, {"chunk_size"}, 128, origin, false, 1);
-    m.mamba_conv_bias = flag(c, "use_conv_bias", true, origin);
-    m.mamba_proj_bias = flag(c, "use_bias", false, origin);
+    m.mamba.heads = first_int(c, {"mamba_num_heads"}, 0, origin, true, 1);
+    m.mamba.head_dim = first_int(c, {"mamba_head_dim"}, 0, origin, true, 1);
+    m.mamba.state = first_int(c, {"ssm_state_size"}, 0, origin, true, 1);
+    m.mamba.groups = first_int(c, {"n_groups"}, 1, origin, false, 1);
+    m.mamba.conv_kernel = first_int(c, {"conv_kernel"}, 4, origin, false, 1);
+    m.mamba.chunk = first_int(c, {"chunk_size"}, 128, origin, false, 1);
+    m.mamba.conv_bias = flag(c, "use_conv_bias", true, origin);
+    m.mamba.proj_bias = flag(c, "use_bias", false, origin);
   }
   if (m.block_pattern.find('E') == std::string::npos) {
     m.experts = m.experts_per_token = 0;  // no MoE block: n_routed_experts is unused

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
+#include <type_traits>
+
 #include "json_reader.hpp"
 #include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
@@ -29,17 +32,17 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
        "first_dense_layers", "needs 0 <= first_dense_layers < layers and moe_layer_step >= 1");
   need(m.dense_ffn_hidden >= 0 && m.shared_ffn_hidden >= 0, "shared_ffn_hidden",
        "MLP widths cannot be negative");
-  need(m.kv_lora_rank == 0 || (m.qk_nope_head_dim >= 1 && m.v_head_dim >= 1 &&
-                               m.qk_rope_head_dim >= 0 && m.q_lora_rank >= 0),
+  need(m.mla.kv_lora_rank == 0 || (m.mla.qk_nope_head_dim >= 1 && m.mla.v_head_dim >= 1 &&
+                                   m.mla.qk_rope_head_dim >= 0 && m.mla.q_lora_rank >= 0),
        "kv_lora_rank", "latent attention needs qk_nope_head_dim and v_head_dim >= 1");
   need(m.norms_per_layer >= 0 && m.norms_per_layer <= 8, "norms_per_layer", "must be 0-8");
   need(m.mtp_layers >= 0 && m.sliding_window >= 0 && m.global_attention_every >= 0, "mtp_layers",
        "mtp_layers, sliding_window and global_attention_every cannot be negative");
   // A gated DeltaNet needs its heads and widths; its value heads come in groups of key heads.
-  need(!m.is_hybrid() || m.linear_mixer != MixerKind::gated_deltanet ||
-           (m.linear_key_heads >= 1 && m.linear_value_heads >= m.linear_key_heads &&
-            m.linear_value_heads % m.linear_key_heads == 0 && m.linear_key_head_dim >= 1 &&
-            m.linear_value_head_dim >= 1 && m.linear_conv_kernel >= 1),
+  need(!m.is_hybrid() || m.linear.mixer != MixerKind::gated_deltanet ||
+           (m.linear.key_heads >= 1 && m.linear.value_heads >= m.linear.key_heads &&
+            m.linear.value_heads % m.linear.key_heads == 0 && m.linear.key_head_dim >= 1 &&
+            m.linear.value_head_dim >= 1 && m.linear.conv_kernel >= 1),
        "full_attention_every",
        "linear-attention layers need linear_key_heads, linear_value_heads (a multiple of the "
        "key heads), linear_key_head_dim, linear_value_head_dim and linear_conv_kernel >= 1");
@@ -55,14 +58,15 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
   need(!m.has_block_pattern() || moe_blocks == m.is_moe(), "block_pattern",
        "MoE blocks (E) need experts >= 2, and experts need MoE blocks");
   need(m.block_pattern.find('M') == std::string::npos ||
-           (m.mamba_heads >= 1 && m.mamba_head_dim >= 1 && m.mamba_state >= 1 &&
-            m.mamba_groups >= 1 && m.mamba_heads % m.mamba_groups == 0 &&
-            m.mamba_conv_kernel >= 1 && m.mamba_chunk >= 1),
+           (m.mamba.heads >= 1 && m.mamba.head_dim >= 1 && m.mamba.state >= 1 &&
+            m.mamba.groups >= 1 && m.mamba.heads % m.mamba.groups == 0 &&
+            m.mamba.conv_kernel >= 1 && m.mamba.chunk >= 1),
        "mamba_heads",
        "Mamba-2 blocks (M) need mamba_heads, mamba_head_dim, mamba_state, mamba_groups (dividing "
        "the heads), mamba_conv_kernel and mamba_chunk >= 1");
-  need(m.linear_mixer == MixerKind::gated_deltanet ||
-           (m.linear_mixer == MixerKind::lightning && (!m.is_hybrid() || m.lightning_block >= 1)),
+  need(m.linear.mixer == MixerKind::gated_deltanet ||
+           (m.linear.mixer == MixerKind::lightning &&
+            (!m.is_hybrid() || m.linear.lightning_block >= 1)),
        "linear_mixer",
        "linear layers are gated-deltanet or lightning (lightning with lightning_block >= 1)");
   need(m.rope.fraction > 0 && m.rope.fraction <= 1 && m.activation_clamp >= 0 &&
@@ -77,53 +81,77 @@ void check_architecture(const ModelSpec& m, const std::string& where) {
 
 namespace {
 
-struct IntKey {
+// A key of the model JSON and the field it fills in `Group`: ModelSpec itself for the flat
+// fields, or one of its member groups (MlaSpec, LinearMixerSpec, MambaSpec), whose keys keep
+// config.json-style flat names.
+template <typename Group, typename T>
+struct Key {
   const char* key;
-  int ModelSpec::*field;
-  int plain;  // the value of a plain decoder, not written
+  T Group::*field;
+  T plain;  // the value of a plain decoder, not written
 };
-constexpr IntKey kIntKeys[] = {
+constexpr Key<ModelSpec, int> kIntKeys[] = {
     {"first_dense_layers", &ModelSpec::first_dense_layers, 0},
     {"moe_layer_step", &ModelSpec::moe_layer_step, 1},
     {"dense_ffn_hidden", &ModelSpec::dense_ffn_hidden, 0},
     {"shared_ffn_hidden", &ModelSpec::shared_ffn_hidden, 0},
-    {"q_lora_rank", &ModelSpec::q_lora_rank, 0},
-    {"kv_lora_rank", &ModelSpec::kv_lora_rank, 0},
-    {"qk_rope_head_dim", &ModelSpec::qk_rope_head_dim, 0},
-    {"qk_nope_head_dim", &ModelSpec::qk_nope_head_dim, 0},
-    {"v_head_dim", &ModelSpec::v_head_dim, 0},
     {"norms_per_layer", &ModelSpec::norms_per_layer, 2},
     {"mtp_layers", &ModelSpec::mtp_layers, 0},
     {"sliding_window", &ModelSpec::sliding_window, 0},
     {"global_attention_every", &ModelSpec::global_attention_every, 0},
     {"full_attention_every", &ModelSpec::full_attention_every, 0},
-    {"linear_key_heads", &ModelSpec::linear_key_heads, 0},
-    {"linear_value_heads", &ModelSpec::linear_value_heads, 0},
-    {"linear_key_head_dim", &ModelSpec::linear_key_head_dim, 0},
-    {"linear_value_head_dim", &ModelSpec::linear_value_head_dim, 0},
-    {"linear_conv_kernel", &ModelSpec::linear_conv_kernel, 0},
-    {"lightning_block", &ModelSpec::lightning_block, 0},
-    {"mamba_heads", &ModelSpec::mamba_heads, 0},
-    {"mamba_head_dim", &ModelSpec::mamba_head_dim, 0},
-    {"mamba_state", &ModelSpec::mamba_state, 0},
-    {"mamba_groups", &ModelSpec::mamba_groups, 0},
-    {"mamba_conv_kernel", &ModelSpec::mamba_conv_kernel, 0},
-    {"mamba_chunk", &ModelSpec::mamba_chunk, 0},
 };
-struct BoolKey {
-  const char* key;
-  bool ModelSpec::*field;
-  bool plain = false;
+constexpr Key<ModelSpec, bool> kBoolKeys[] = {
+    {"shared_expert_gate", &ModelSpec::shared_expert_gate, false},
+    {"router_bias", &ModelSpec::router_bias, false},
+    {"router_linear_bias", &ModelSpec::router_linear_bias, false},
+    {"norm_zero_centered", &ModelSpec::norm_zero_centered, false},
+    {"qk_norm", &ModelSpec::qk_norm, false},
+    {"attention_sinks", &ModelSpec::attention_sinks, false},
+    {"attention_output_gate", &ModelSpec::attention_output_gate, false}};
+constexpr Key<MlaSpec, int> kMlaKeys[] = {
+    {"q_lora_rank", &MlaSpec::q_lora_rank, 0},
+    {"kv_lora_rank", &MlaSpec::kv_lora_rank, 0},
+    {"qk_rope_head_dim", &MlaSpec::qk_rope_head_dim, 0},
+    {"qk_nope_head_dim", &MlaSpec::qk_nope_head_dim, 0},
+    {"v_head_dim", &MlaSpec::v_head_dim, 0},
 };
-constexpr BoolKey kBoolKeys[] = {{"shared_expert_gate", &ModelSpec::shared_expert_gate},
-                                 {"router_bias", &ModelSpec::router_bias},
-                                 {"router_linear_bias", &ModelSpec::router_linear_bias},
-                                 {"norm_zero_centered", &ModelSpec::norm_zero_centered},
-                                 {"qk_norm", &ModelSpec::qk_norm},
-                                 {"attention_sinks", &ModelSpec::attention_sinks},
-                                 {"attention_output_gate", &ModelSpec::attention_output_gate},
-                                 {"mamba_conv_bias", &ModelSpec::mamba_conv_bias, true},
-                                 {"mamba_proj_bias", &ModelSpec::mamba_proj_bias}};
+constexpr Key<LinearMixerSpec, int> kLinearKeys[] = {
+    {"linear_key_heads", &LinearMixerSpec::key_heads, 0},
+    {"linear_value_heads", &LinearMixerSpec::value_heads, 0},
+    {"linear_key_head_dim", &LinearMixerSpec::key_head_dim, 0},
+    {"linear_value_head_dim", &LinearMixerSpec::value_head_dim, 0},
+    {"linear_conv_kernel", &LinearMixerSpec::conv_kernel, 0},
+    {"lightning_block", &LinearMixerSpec::lightning_block, 0},
+};
+constexpr Key<MambaSpec, int> kMambaKeys[] = {
+    {"mamba_heads", &MambaSpec::heads, 0},
+    {"mamba_head_dim", &MambaSpec::head_dim, 0},
+    {"mamba_state", &MambaSpec::state, 0},
+    {"mamba_groups", &MambaSpec::groups, 0},
+    {"mamba_conv_kernel", &MambaSpec::conv_kernel, 0},
+    {"mamba_chunk", &MambaSpec::chunk, 0},
+};
+constexpr Key<MambaSpec, bool> kMambaBoolKeys[] = {
+    {"mamba_conv_bias", &MambaSpec::conv_bias, true},
+    {"mamba_proj_bias", &MambaSpec::proj_bias, false}};
+
+template <typename Group, typename T, std::size_t N>
+void read_keys(StrictObject& o, Group& g, const Key<Group, T> (&keys)[N]) {
+  for (const Key<Group, T>& k : keys) {
+    if constexpr (std::is_same_v<T, bool>)
+      g.*k.field = o.boolean_or(k.key, k.plain);
+    else
+      g.*k.field = o.integer_or(k.key, k.plain);
+  }
+}
+
+template <typename Group, typename T, std::size_t N>
+void write_keys(const Group& g, nlohmann::json& j, const Key<Group, T> (&keys)[N]) {
+  for (const Key<Group, T>& k : keys) {
+    if (g.*k.field != k.plain) j[k.key] = g.*k.field;
+  }
+}
 
 }  // namespace
 
@@ -196,11 +224,15 @@ nlohmann::json router_json(const RouterSpec& p) {
 
 void read_extended_architecture(StrictObject& o, ModelSpec& m) {
   m.model_type = o.string_or("hf_model_type", "");
-  for (const IntKey& k : kIntKeys) m.*k.field = o.integer_or(k.key, k.plain);
-  for (const BoolKey& k : kBoolKeys) m.*k.field = o.boolean_or(k.key, k.plain);
+  read_keys(o, m, kIntKeys);
+  read_keys(o, m.mla, kMlaKeys);
+  read_keys(o, m.linear, kLinearKeys);
+  read_keys(o, m.mamba, kMambaKeys);
+  read_keys(o, m, kBoolKeys);
+  read_keys(o, m.mamba, kMambaBoolKeys);
   m.block_pattern = o.string_or("block_pattern", "");
-  m.linear_mixer = parse_mixer(o.string_or("linear_mixer", "gated-deltanet"),
-                               o.field("linear_mixer"));
+  m.linear.mixer =
+      parse_mixer(o.string_or("linear_mixer", "gated-deltanet"), o.field("linear_mixer"));
   read_rope(o, m);
   m.norm_epsilon = o.number_or("norm_epsilon", 0);
   read_router(o, m);
@@ -208,14 +240,14 @@ void read_extended_architecture(StrictObject& o, ModelSpec& m) {
 
 void write_extended_architecture(const ModelSpec& m, nlohmann::json& j) {
   if (!m.model_type.empty()) j["hf_model_type"] = m.model_type;
-  for (const IntKey& k : kIntKeys) {
-    if (m.*k.field != k.plain) j[k.key] = m.*k.field;
-  }
-  for (const BoolKey& k : kBoolKeys) {
-    if (m.*k.field != k.plain) j[k.key] = m.*k.field;
-  }
+  write_keys(m, j, kIntKeys);
+  write_keys(m.mla, j, kMlaKeys);
+  write_keys(m.linear, j, kLinearKeys);
+  write_keys(m.mamba, j, kMambaKeys);
+  write_keys(m, j, kBoolKeys);
+  write_keys(m.mamba, j, kMambaBoolKeys);
   if (m.has_block_pattern()) j["block_pattern"] = m.block_pattern;
-  if (m.linear_mixer != MixerKind::gated_deltanet) j["linear_mixer"] = to_string(m.linear_mixer);
+  if (m.linear.mixer != MixerKind::gated_deltanet) j["linear_mixer"] = to_string(m.linear.mixer);
   put_if(j, "rope_theta", m.rope.theta);
   if (m.rope.fraction != 1) j["rotary_fraction"] = m.rope.fraction;
   put_if(j, "activation_clamp", m.activation_clamp);

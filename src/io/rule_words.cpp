@@ -373,12 +373,12 @@ PlanProblem shape_words(const RuleProblem& r, const RuleContext& c) {
       if (m.is_hybrid()) {
         return {"--tp", fmt::format("tensor parallel {} does not divide the {} gated DeltaNet key "
                                     "heads",
-                                    p.tp, m.linear_key_heads)};
+                                    p.tp, m.linear.key_heads)};
       }
       return {"--tp", fmt::format("tensor parallel {} does not divide the {} Mamba-2 heads and {} "
                                   "groups (Megatron-Core's MambaMixer splits both); use a common "
                                   "divisor",
-                                  p.tp, m.mamba_heads, m.mamba_groups)};
+                                  p.tp, m.mamba.heads, m.mamba.groups)};
     case RuleId::cp_over_recurrent_layers:
       return {"--cp", "the model's recurrent layers (Mamba-2, gated DeltaNet or lightning "
                       "attention) carry a state along the whole sequence; splitting it over "

@@ -294,14 +294,14 @@ TEST_CASE("a nemotron_h config without a usable pattern names the field") {
 TEST_CASE("MiniMax-01: seven lightning attention layers to one softmax layer") {
   const ModelSpec m =
       load_model(std::string(SHARDPLAN_TEST_DATA) + "/hf/minimax-text-01/config.json");
-  CHECK(m.linear_mixer == MixerKind::lightning);
+  CHECK(m.linear.mixer == MixerKind::lightning);
   CHECK(m.full_attention_every == 8);
   CHECK(m.mixer_layer_count(MixerKind::lightning) == 70);
   CHECK(m.mixer_of(7) == MixerKind::attention);
   CHECK(m.mixer_layer_count(MixerKind::attention) == 10);
   CHECK(m.mixer_layer_count(MixerKind::gated_deltanet) == 0);
   check_mixer_counts(m);
-  CHECK(m.lightning_block == 256);
+  CHECK(m.linear.lightning_block == 256);
   const ParamCounts c = count_params(m);
   // One MiniMaxLightningAttention: qkv_proj 6144 x 24576, output_gate 6144 x 8192, out_proj
   // 8192 x 6144 and the RMSNorm over 8192.

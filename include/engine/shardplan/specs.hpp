@@ -128,6 +128,45 @@ struct RouterSpec {
   bool sequence_aux_loss = false;  // DeepSeek's per-sequence balance loss (seq_aux)
 };
 
+/// Multi-head latent attention (DeepSeek-V2/V3, config.json's fields of the same names):
+/// kv_lora_rank == 0 means ordinary attention.
+struct MlaSpec {
+  int q_lora_rank = 0;  // 0 = queries projected directly (DeepSeek-V2-Lite)
+  int kv_lora_rank = 0;
+  int qk_rope_head_dim = 0;
+  int qk_nope_head_dim = 0;
+  int v_head_dim = 0;
+};
+
+/// The mixer of a hybrid's linear-attention layers: a gated DeltaNet (Qwen3-Next; Yang et al.
+/// 2024, "Gated Delta Networks", arXiv:2412.06464) of these heads and widths, or lightning
+/// attention (MiniMax-01, arXiv:2501.08313: the model's heads, blocks of lightning_block tokens,
+/// a sigmoid output gate). Model JSON keys: linear_key_heads ... linear_mixer, lightning_block.
+struct LinearMixerSpec {
+  MixerKind mixer = MixerKind::gated_deltanet;
+  int key_heads = 0;
+  int value_heads = 0;
+  int key_head_dim = 0;
+  int value_head_dim = 0;
+  int conv_kernel = 0;  // the short causal convolution over q, k and v
+  int lightning_block = 0;
+};
+
+/// The Mamba-2 mixer (Dao & Gu 2024, "Transformers are SSMs", arXiv:2405.21060; transformers'
+/// modeling_nemotron_h.py NemotronHMamba2Mixer): heads of head_dim channels, a state of `state`
+/// per head, B and C shared by the heads of each of `groups` groups. Model JSON keys: mamba_heads
+/// ... mamba_proj_bias.
+struct MambaSpec {
+  int heads = 0;
+  int head_dim = 0;
+  int state = 0;
+  int groups = 0;
+  int conv_kernel = 0;
+  int chunk = 0;           // the SSD kernel's chunk length (chunk_size)
+  bool conv_bias = true;   // use_conv_bias
+  bool proj_bias = false;  // use_bias: in_proj and out_proj biases
+};
+
 /// Model architecture only. `layers == 0` means only the parameter count is known (--params).
 struct ModelSpec {
   std::string name;
@@ -168,12 +207,7 @@ struct ModelSpec {
   bool router_linear_bias = false;  // gpt-oss: the router's Linear has its own bias [E]
   double activation_clamp = 0;      // gpt-oss swiglu_limit: gate and up clamped to it; 0 = none
   bool norm_zero_centered = false;  // LayerNorm1P (Nemotron-4): weights stored as gamma - 1
-  // Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank == 0 means ordinary attention.
-  int q_lora_rank = 0;  // 0 = queries projected directly (DeepSeek-V2-Lite)
-  int kv_lora_rank = 0;
-  int qk_rope_head_dim = 0;
-  int qk_nope_head_dim = 0;
-  int v_head_dim = 0;
+  MlaSpec mla;                      // multi-head latent attention (DeepSeek-V2/V3); none by default
   bool qk_norm = false;     // per-head RMSNorm of queries and keys (Qwen3, Gemma 3)
   int norms_per_layer = 2;  // Gemma 2/3 add post-attention and post-MLP norms: 4
   int mtp_layers = 0;       // DeepSeek-V3's multi-token-prediction modules, counted apart
@@ -183,36 +217,17 @@ struct ModelSpec {
   int global_attention_every = 0;
   bool attention_sinks = false;        // gpt-oss: one learned logit per head in each softmax
   bool attention_output_gate = false;  // Qwen3-Next: q_proj also yields a sigmoid output gate
-  // Gated DeltaNet layers beside softmax attention (Qwen3-Next; Yang et al. 2024, "Gated Delta
-  // Networks", arXiv:2412.06464): layer i is softmax attention when i + 1 is a multiple of
-  // full_attention_every, a gated DeltaNet of these heads and widths otherwise; 0 = none.
+  // Linear-attention layers beside softmax attention (Qwen3-Next, MiniMax-01): layer i is
+  // softmax attention when i + 1 is a multiple of full_attention_every, `linear`'s mixer
+  // otherwise; 0 = none.
   int full_attention_every = 0;
-  int linear_key_heads = 0;
-  int linear_value_heads = 0;
-  int linear_key_head_dim = 0;
-  int linear_value_head_dim = 0;
-  int linear_conv_kernel = 0;  // the short causal convolution over q, k and v
-  // Which linear mixer the non-softmax layers run: a gated DeltaNet of the linear_* shapes, or
-  // lightning attention (MiniMax-01, arXiv:2501.08313: the model's heads, blocks of
-  // lightning_block tokens, a sigmoid output gate).
-  MixerKind linear_mixer = MixerKind::gated_deltanet;
-  int lightning_block = 0;
+  LinearMixerSpec linear;  // the non-softmax layers' mixer
   // Block-pattern hybrids (Nemotron-H's hybrid_override_pattern, Megatron-Core's
   // --hybrid-override-pattern): layer i is one block with its own pre-norm and residual, by
   // character 'M' a Mamba-2 mixer, '*' softmax attention, '-' an MLP, 'E' a MoE. Empty: every
   // layer is a token mixer followed by an MLP or MoE.
   std::string block_pattern;
-  // The Mamba-2 mixer (Dao & Gu 2024, "Transformers are SSMs", arXiv:2405.21060; transformers'
-  // modeling_nemotron_h.py NemotronHMamba2Mixer): heads of head_dim channels, a state of
-  // mamba_state per head, B and C shared by the heads of each of mamba_groups groups.
-  int mamba_heads = 0;
-  int mamba_head_dim = 0;
-  int mamba_state = 0;
-  int mamba_groups = 0;
-  int mamba_conv_kernel = 0;
-  int mamba_chunk = 0;           // the SSD kernel's chunk length (chunk_size)
-  bool mamba_conv_bias = true;   // use_conv_bias
-  bool mamba_proj_bias = false;  // use_bias: in_proj and out_proj biases
+  MambaSpec mamba;                 // the 'M' blocks' Mamba-2 mixer
   RopeSpec rope;                   // rotary positions only
   double norm_epsilon = 0;         // rms_norm_eps / layer_norm_epsilon; 0 = not given
   RouterSpec router;               // MoE only
@@ -221,7 +236,7 @@ struct ModelSpec {
   bool has_architecture() const { return layers > 0; }
   bool is_moe() const { return experts > 1; }
   bool gated_mlp() const { return mlp == MlpKind::swiglu || mlp == MlpKind::geglu; }
-  bool is_mla() const { return kv_lora_rank > 0; }
+  bool is_mla() const { return mla.kv_lora_rank > 0; }
   bool has_block_pattern() const { return !block_pattern.empty(); }
   bool is_moe_layer(int i) const {
     if (has_block_pattern()) return block_pattern[static_cast<size_t>(i)] == 'E';
@@ -245,7 +260,7 @@ struct ModelSpec {
       const char c = block_pattern[static_cast<size_t>(i)];
       return c == 'M' ? MixerKind::mamba2 : c == '*' ? MixerKind::attention : MixerKind::none;
     }
-    return is_linear_attention_layer(i) ? linear_mixer : MixerKind::attention;
+    return is_linear_attention_layer(i) ? linear.mixer : MixerKind::attention;
   }
   FfnKind ffn_of(int i) const {
     if (has_block_pattern()) {
@@ -265,9 +280,9 @@ struct ModelSpec {
       if (kind == MixerKind::attention) return n('*');
       return kind == MixerKind::none ? layers - n('M') - n('*') : 0;
     }
-    const int linear = linear_attention_layer_count();
-    if (kind == MixerKind::attention) return layers - linear;
-    return kind == linear_mixer ? linear : 0;
+    const int linear_layers = linear_attention_layer_count();
+    if (kind == MixerKind::attention) return layers - linear_layers;
+    return kind == linear.mixer ? linear_layers : 0;
   }
   /// Layers with a recurrent mixer (a gated DeltaNet, lightning attention or Mamba-2), whose
   /// state runs along the whole sequence.
@@ -276,8 +291,10 @@ struct ModelSpec {
   }
   int dense_mlp_width() const { return dense_ffn_hidden > 0 ? dense_ffn_hidden : ffn_hidden; }
   /// Per-head widths of the query/key dot product and of the values (MLA splits them).
-  int qk_head_width() const { return is_mla() ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
-  int v_head_width() const { return is_mla() ? v_head_dim : head_dim; }
+  int qk_head_width() const {
+    return is_mla() ? mla.qk_nope_head_dim + mla.qk_rope_head_dim : head_dim;
+  }
+  int v_head_width() const { return is_mla() ? mla.v_head_dim : head_dim; }
 };
 
 /// One point of a GEMM efficiency curve: a GEMM of `flops` reaches `efficiency` of peak.
