@@ -220,12 +220,6 @@ Traffic CommBreakdown::total(Parallelism p) const {
   return sum;
 }
 
-void price_calls(Traffic& t, double call_s, double share) {
-  t.call_s = call_s;
-  t.time_s = call_s * t.calls;
-  t.link_s = t.time_s * share;
-}
-
 double replica_shard(const ParallelPlan& p, double dense, double experts, const Placement& edp) {
   return dense / p.shard_degree() + (edp.ranks > 0 ? experts / edp.ranks : 0.0);
 }
@@ -235,6 +229,15 @@ bool reruns_all_to_alls(const ParallelPlan& p) {
 }
 
 namespace {
+
+// A row's calls at the time the step model gave each (set_traffic prices them at the link's
+// busbw; the framework's `share` of it and the per-layer sums live in the stage cost): sets
+// call_s and time_s, and link_s, the link busy for `share` of that time.
+void price_calls(Traffic& t, double call_s, double share) {
+  t.call_s = call_s;
+  t.time_s = call_s * t.calls;
+  t.link_s = t.time_s * share;
+}
 
 // ZeRO-0/1/2: the gradient all-reduce (or reduce-scatter, per micro-batch with ZeRO-2 unless
 // deferred) and the updated weights' all-gather, bucketed under the backward and the next

@@ -97,11 +97,6 @@ Placement expert_tp_placement(const ParallelPlan& plan, const ClusterSpec& clust
 void set_traffic(Traffic& t, Collective c, double bytes, double calls, const Placement& g,
                  const ClusterSpec& cluster);
 
-/// A row's calls at the time the step model gave each (set_traffic prices them at the link's
-/// busbw; the framework's `share` of it and the per-layer sums live in the stage cost): sets
-/// call_s and time_s, and link_s, the link busy for `share` of that time.
-void price_calls(Traffic& t, double call_s, double share);
-
 /// One data-parallel collective over a stage's dense weights in the shard group `shard` and
 /// over its experts in their expert-data-parallel group `edp`: seconds, each part at
 /// `share(group)` of that group's busbw (the framework's share, or 1).
