@@ -137,6 +137,13 @@ def sweep(path):
         "hardware": {"gpu": "A100-SXM4-80GB", "gpus_per_node": 8},
         "precision": "bf16",
         "profile": "megatron",
+        # The runs' LM head gathers its logits: Aleph Alpha's scaling (the code the sweeps ran;
+        # github.com/Aleph-Alpha/scaling 737f855, src/scaling/transformer/model/layers/lm_head.py)
+        # builds it as a ColumnParallelLinear without parallel_output, whose default (False)
+        # all-gathers the vocabulary-sharded output (core/nn/linear/column_parallel_linear.py),
+        # and its CrossEntropyLoss runs torch.nn.functional.cross_entropy on the whole
+        # vocabulary on every TP rank.
+        "full_vocab_loss": True,
         "plan": {"zero_stage": 1, "global_batch": TOKENS_PER_STEP // seq, "cp": 1},
         "implied_tokens_per_step": int(round(implied, -3)),
         "skipped": skipped,

@@ -319,6 +319,7 @@ TrainingSpec resolve_training(const PlanningOptions& o, const ModelSpec& m) {
   t.global_batch = parse_int_or(o.global_batch, "--global-batch", 0);  // 0: filled from the plan
   t.fp32_grads = o.fp32_grads;
   t.compiled_loss = o.compiled_loss;  // a profile that prices none: framework_compiled_loss
+  t.full_vocab_loss = o.full_vocab_loss;
   if (!o.cuda_graphs.empty())         // a profile that prices none: framework_cuda_graphs
     t.cuda_graphs = parse_cuda_graphs(o.cuda_graphs, "--cuda-graphs");
   if (!o.fragmentation.empty()) {

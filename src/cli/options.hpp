@@ -33,6 +33,7 @@ struct PlanningOptions {
   bool no_overlap = false;
   bool tp_comm_overlap = false;
   bool compiled_loss = false;
+  bool full_vocab_loss = false;
   // cluster
   std::string cluster, gpu, gpus, gpus_per_node, gpus_per_domain, nics_per_node, intra, inter, link;
   std::string headroom;  // memory each device keeps free: "8GiB" or "10%"

@@ -104,6 +104,12 @@ const std::vector<PlanningFlag> kTable = {
      "The loss runs under torch.compile (torchtitan compile.enable with its 'loss' component): "
      "the fused loss holds the framework profile's compiled bytes per logit",
      nullptr, &O::compiled_loss},
+    {"Training", "--full-vocab-loss",
+     "Under TP, the LM head's logits are all-gathered and every TP rank runs the loss over the "
+     "whole vocabulary (torchtitan parallelism.disable_loss_parallel; an LM head that gathers "
+     "its output): s x b x V logits per GPU, not V/tp, and their all-gather on the LM head's "
+     "stage",
+     nullptr, &O::full_vocab_loss},
     {"Training", "--cuda-graphs",
      "none | scoped (Transformer Engine's per-module graphs, e.g. Megatron-Core "
      "--cuda-graph-impl transformer_engine --cuda-graph-modules attn moe_router) | full (whole "

@@ -298,6 +298,10 @@ std::vector<PlanProblem> megatron_problems(const EmitInputs& in) {
   }
   if (m.mlp == MlpKind::geglu)
     out.push_back({"--mlp", "pretrain_gpt.py has no GeGLU MLP (only --swiglu and --quick-geglu)"});
+  if (in.training.full_vocab_loss && in.plan.tp > 1)
+    out.push_back({"--full-vocab-loss",
+                   "Megatron-LM's GPT model always runs the vocabulary-parallel cross-entropy "
+                   "(each TP rank holds V/tp of the logits); drop --full-vocab-loss"});
   if (m.positions == PositionKind::alibi)
     out.push_back({"--model", "pretrain_gpt.py has no ALiBi position embedding"});
   if (m.has_block_pattern()) {

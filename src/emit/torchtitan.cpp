@@ -114,6 +114,12 @@ toml::table parallelism(const EmitInputs& in, std::vector<Provenance>& why) {
     why.push_back({"parallelism.data_parallel_replicate_degree", std::to_string(p.dp),
                    "ZeRO-0: plain DDP replicas"});
   }
+  if (p.tp > 1 && in.training.full_vocab_loss) {
+    t.insert("disable_loss_parallel", true);
+    why.push_back({"parallelism.disable_loss_parallel", "true",
+                   "--full-vocab-loss: the LM head's logits are gathered and every TP rank runs "
+                   "the loss on the whole vocabulary, as priced"});
+  }
   if (p.pp > 1) pipeline_keys(in, t, why);
   return t;
 }

@@ -616,8 +616,12 @@ MicroBatchWork describe_micro_batch(const ModelSpec& m, const TrainingSpec& tr,
   const double vocab_local = static_cast<double>(m.vocab) / p.tp;
   head.ops.push_back(norm_op("final norm", x));
   head.ops.push_back(gemm("lm head", x.tokens, vocab_local, x.h, 1, x.e, x.tokens * x.h * x.e));
-  // Vocabulary-parallel cross entropy in fp32: reads the logits, keeps the fp32 softmax.
-  const double logits = x.tokens * vocab_local;
+  // Cross entropy in fp32: reads the logits, keeps the fp32 softmax. Vocabulary-parallel, each
+  // rank over its own share; a full-vocabulary loss gathers the logits first and every TP rank
+  // runs it over the whole vocabulary.
+  const bool gathered = tr.full_vocab_loss && p.tp > 1;
+  const double logits = x.tokens * (gathered ? static_cast<double>(m.vocab) : vocab_local);
+  if (gathered) w.loss_gather_bytes = logits * x.e;
   head.ops.push_back(elementwise("cross entropy", logits * (x.e + 2.0 * 4.0), logits * 4.0));
   w.loss_saved_bytes = logits * 4.0;
   if (p.tp > 1 && p.sequence_parallel) {

@@ -112,12 +112,15 @@ ActivationProfile activation_profile(const MicroBatchWork& w, const ModelSpec& m
   // Under TP the loss runs on vocabulary-sharded logits, by another implementation
   // (torchtitan's loss_parallel) that may hold more per logit.
   // A compiled loss (torch.compile fuses the upcast, the log-softmax and its backward) holds
-  // less; under TP the vocabulary-parallel figure stands.
+  // less; under TP the vocabulary-parallel figure stands. A full-vocabulary loss under TP
+  // (tr.full_vocab_loss) runs the single-device loss on the gathered logits: every rank holds
+  // all s x b x V of them.
   const FrameworkPricing& f = tr.framework.pricing;
+  const bool vocab_parallel = p.tp > 1 && !tr.full_vocab_loss;
   const double framework_bytes =
-      p.tp > 1 && f.logit_bytes_vocab_parallel > 0     ? f.logit_bytes_vocab_parallel
-      : tr.compiled_loss && f.compiled_logit_bytes > 0 ? f.compiled_logit_bytes
-                                                       : f.logit_bytes;
+      vocab_parallel && f.logit_bytes_vocab_parallel > 0 ? f.logit_bytes_vocab_parallel
+      : tr.compiled_loss && f.compiled_logit_bytes > 0   ? f.compiled_logit_bytes
+                                                         : f.logit_bytes;
   const bool loss_peak_given = framework_bytes > 0;
   if (w.mtp_layers > 0) a.mtp_saved = saved_activation_bytes(w.mtp, Recompute::none);
   if (loss_peak_given) {
@@ -125,7 +128,7 @@ ActivationProfile activation_profile(const MicroBatchWork& w, const ModelSpec& m
     if (w.mtp_layers > 0) a.mtp_saved -= w.loss_saved_bytes;
   }
   const double logit_bytes = loss_peak_given ? framework_bytes : tr.recipe.activation_bytes;
-  a.logits = w.tokens * m.vocab / p.tp * logit_bytes;
+  a.logits = w.tokens * m.vocab / (vocab_parallel ? p.tp : 1) * logit_bytes;
   return a;
 }
 

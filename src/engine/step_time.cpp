@@ -70,11 +70,14 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
   cost.tp_edges_s = tp_forward_s(w.embedding.tp, tp, c) + tp_backward_s(w.embedding.tp, tp, c) +
                     tp_forward_s(w.head.tp, tp, c) + tp_backward_s(w.head.tp, tp, c) +
                     w.mtp_layers * (tp_forward_s(w.mtp.tp, tp, c) + tp_backward_s(w.mtp.tp, tp, c));
+  if (w.loss_gather_bytes > 0 && tp.ranks > 1)
+    cost.tp_loss_gather_s = collective_time(Collective::all_gather, w.loss_gather_bytes, tp, c);
   // The framework's TP collectives reach this share of the link's busbw (its profile).
   const double tp_share = tr.framework.pricing.tp_busbw.at(p.tp);
   cost.tp_forward_s /= tp_share;
   cost.tp_backward_s /= tp_share;
   cost.tp_edges_s /= tp_share;
+  cost.tp_loss_gather_s /= tp_share;
 
   for (const Op& op : w.layer.ops) {
     if (op.kind == OpKind::attention || (op.rerun_by & bit(RecomputeModule::core_attn)) != 0) {
@@ -362,6 +365,9 @@ void stage_model_parallel(const Context& x, int stage, const BlockTime& l, Stage
   s.tp_calls = layers * (cost.tp_forward_calls * (full ? 2.0 : 1.0) + cost.tp_backward_calls);
   // The embedding's and LM head's collectives are small; counted on the first stage.
   if (stage == 0) s.tp_s += cost.tp_edges_s;
+  // A full-vocabulary loss's logits gather runs where the loss does (not in tp_calls, which
+  // counts the layers' collectives of tp_layer_bytes each, as the edges' are not).
+  if (stage == head_stage(x.p)) s.tp_s += cost.tp_loss_gather_s;
   s.tp_exposed_s = x.tr.tp_comm_overlap
                        ? std::max(0.0, s.tp_s - layers * (full ? 4.0 : 3.0) * l.gemm_forward_s)
                        : s.tp_s;

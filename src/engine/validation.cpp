@@ -220,7 +220,7 @@ VerdictMatrix confusion(const std::vector<VerdictPrediction>& preds, double head
 double headroom_share_without_false_fits(const std::vector<VerdictPrediction>& preds) {
   double share = 0;
   for (const VerdictPrediction& v : preds)
-    if (!v.c->ran) share = std::max(share, 1 - v.reserved_bytes / v.capacity_bytes);
+    if (!v.c->ran) share = std::max(share, std::nextafter(v.free_share(), 2.0));
   return share;
 }
 

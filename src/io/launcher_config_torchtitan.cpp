@@ -124,6 +124,10 @@ void parallelism(const toml::table& p, Builder& b) {
   // llama3/infra/parallelize.py apply_tp: the norms and the residual stream run
   // SequenceParallel whenever tensor parallelism does.
   if (tp > 1) b.set("--sequence-parallel", "true", s + ".tensor_parallel_degree (torchtitan's TP)");
+  // parallel_dims.loss_parallel_enabled: tp > 1 unless disable_loss_parallel; without it the
+  // LM head's output is replicated (all-gathered) and cross_entropy runs on the whole vocabulary.
+  if (tp > 1 && p.get("disable_loss_parallel") && p["disable_loss_parallel"].value_or(false))
+    b.set("--full-vocab-loss", "true", s + ".disable_loss_parallel");
   b.set("--pp", std::to_string(pp), s + ".pipeline_parallel_degree");
   b.set("--cp", std::to_string(cp), s + ".context_parallel_degree");
   b.set("--ep", std::to_string(ep), s + ".expert_parallel_degree");
@@ -334,6 +338,10 @@ LauncherConfig read_torchtitan(const std::string& text_in, const std::string& pa
       p ? number(b, *p, "parallelism", "pipeline_parallel_microbatch_size", 1) : 1;
   const toml::table* t = root["training"].as_table();
   training(t ? *t : empty, pp, pp_micro, b);
+  // Before disable_loss_parallel (mid-2024) the switch was training.enable_loss_parallel.
+  if (t && number(b, *p, "parallelism", "tensor_parallel_degree", 1) > 1 &&
+      !(*t)["enable_loss_parallel"].value_or(true))
+    b.set("--full-vocab-loss", "true", "training.enable_loss_parallel");
   const toml::table* ac = root["activation_checkpoint"].as_table();
   const std::string mode = ac ? text(*ac, "mode") : "";
   if (mode.empty()) {

@@ -209,6 +209,9 @@ TrainingSpec read_run_training(const nlohmann::json& r, const nlohmann::json& pl
     t.tp_comm_overlap = flag_or(r, "tp_comm_overlap", t.tp_comm_overlap);
   // A run whose stack compiled its loss (torchtitan at a commit that compiles it, compile on).
   t.compiled_loss = flag_or(r, "compiled_loss", false);
+  // A run whose loss saw the whole vocabulary on every TP rank (an LM head that gathers its
+  // output, torchtitan's disable_loss_parallel).
+  t.full_vocab_loss = flag_or(r, "full_vocab_loss", false);
   // Which kernels the run captured in CUDA graphs, as its recipe sets them (none unstated).
   if (r.contains("cuda_graphs"))
     t.cuda_graphs = parse_cuda_graphs(string_or(r, "cuda_graphs"), where + ": cuda_graphs");

@@ -176,6 +176,8 @@ const JsonFields<TrainingSpec>& training_fields() {
       member("tp_comm_overlap", &T::tp_comm_overlap),
       only_when(member("compiled_loss", &T::compiled_loss),
                 [](const T& t) { return t.compiled_loss; }),
+      only_when(member("full_vocab_loss", &T::full_vocab_loss),
+                [](const T& t) { return t.full_vocab_loss; }),
       checked(
           member("fragmentation", &T::fragmentation),
           [](const T& t) { return t.fragmentation >= 0 && t.fragmentation <= 1; },

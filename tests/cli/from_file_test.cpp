@@ -182,6 +182,43 @@ TEST_CASE("a compiled loss: emitted as torchtitan's [compile], read back, refuse
   check_refused("estimate --plan " + dir + "/p.json", "plan (--compiled-loss)");
 }
 
+TEST_CASE("a full-vocabulary loss: disable_loss_parallel read and emitted, Megatron refuses it") {
+  // torchtitan's parallel_dims.loss_parallel_enabled is tp > 1 and not disable_loss_parallel:
+  // with it set, each TP rank holds all 8192 x 128,256 logits at the eager loss's 12 B, not
+  // loss_parallel's 16 B over a quarter of them.
+  const std::string flags =
+      "--model llama-3.1-8b --cluster dgx-h100 --gpus 8 --tp 4 --zero 3 --recompute selective "
+      "--global-batch 8 --seq-len 8192 --framework torchtitan";
+  const std::string dir = make_temp_dir();
+  const std::string toml = emitted("torchtitan", flags + " --full-vocab-loss", dir + "/f.toml");
+  CHECK(contains(toml, "disable_loss_parallel = true"));
+  const auto asked = json_of("estimate " + flags + " --full-vocab-loss");
+  const auto read = json_of("estimate --from " + dir + "/f.toml --cluster dgx-h100 --gpus 8");
+  CHECK(asked.at("training").at("full_vocab_loss") == true);
+  CHECK(read.at("training").at("full_vocab_loss") == true);
+  CHECK(read.at("memory") == asked.at("memory"));
+  const auto parallel = json_of("estimate " + flags);
+  CHECK_FALSE(parallel.at("training").contains("full_vocab_loss"));
+  CHECK(asked.at("memory").at("transient_bytes").get<double>() -
+            parallel.at("memory").at("transient_bytes").get<double>() ==
+        doctest::Approx(8192.0 * 128256 * (12.0 - 16.0 / 4)).epsilon(1e-9));
+  CHECK(asked.at("time").at("step_s").get<double>() >
+        parallel.at("time").at("step_s").get<double>());
+  // The pre-v0.1 switch, training.enable_loss_parallel = false, reads the same.
+  write_file(dir + "/old.toml",
+             "[model]\nname = 'llama3'\nflavor = '8B'\n[training]\ntensor_parallel_degree = 4\n"
+             "enable_loss_parallel = false\n");
+  CHECK(json_of("estimate --from " + dir + "/old.toml --gpus 8")
+            .at("training")
+            .at("full_vocab_loss") == true);
+  // Megatron-LM's GPT model always runs the vocabulary-parallel loss: no config for it.
+  check_refused(
+      "emit --format megatron --model llama-3.1-8b --cluster dgx-h100 --gpus 8 --tp 4 "
+      "--full-vocab-loss -o " +
+          dir + "/m.sh",
+      "--full-vocab-loss");
+}
+
 TEST_CASE(
     "CUDA graphs: read from Megatron-LM's flags as arguments.py resolves them, emitted back") {
   const std::string dir = make_temp_dir();

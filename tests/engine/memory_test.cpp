@@ -266,6 +266,35 @@ TEST_CASE("torchtitan's loss under TP: loss_parallel holds 16 B per vocabulary-s
   CHECK(tp4.logits_bytes == doctest::Approx(8192.0 * 128256.0 / 4 * 16.0));
 }
 
+TEST_CASE("a full-vocabulary loss under TP: every rank holds all s x b x V logits") {
+  // torchtitan with parallelism.disable_loss_parallel (parallel_dims.loss_parallel_enabled is
+  // then false): the LM head's output is replicated, so each of the 4 TP ranks runs the aten
+  // loss (12 B per logit eager, 4 compiled) over all 128256 entries, not loss_parallel's 16 B
+  // over a quarter of them. Megatron's 2 B activation-dtype logits likewise lose the 1/tp.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(8192, 8);
+  t.framework = load_framework(Framework::torchtitan);
+  t.full_vocab_loss = true;
+  ParallelPlan p = test::plan(2, 4, 1);
+  p.sequence_parallel = true;
+  const ClusterSpec c = test::cluster(8);
+  CHECK(estimate_memory(m, t, p, c).stages.front().logits_bytes ==
+        doctest::Approx(8192.0 * 128256.0 * 12.0));
+  t.compiled_loss = true;
+  CHECK(estimate_memory(m, t, p, c).stages.front().logits_bytes ==
+        doctest::Approx(8192.0 * 128256.0 * 4.0));
+  t.framework = load_framework(Framework::megatron);
+  t.compiled_loss = false;
+  CHECK(estimate_memory(m, t, p, c).stages.front().logits_bytes ==
+        doctest::Approx(8192.0 * 128256.0 * 2.0));
+  // Without TP there is nothing to gather: the flag changes nothing.
+  const ParallelPlan dp8 = test::plan(8, 1, 1);
+  TrainingSpec vocab_parallel = t;
+  vocab_parallel.full_vocab_loss = false;
+  CHECK(estimate_memory(m, t, dp8, c).stages.front().logits_bytes ==
+        estimate_memory(m, vocab_parallel, dp8, c).stages.front().logits_bytes);
+}
+
 TEST_CASE("a compiled loss holds the bf16 logits and their bf16 gradient: 4 B per logit") {
   // torchtitan compiles its loss when compiling (components/loss.py build_cross_entropy_loss,
   // from bbb1b616e on): the fused upcast, log-softmax and nll keep no fp32 copy, so the bf16

@@ -8,6 +8,7 @@
 
 #include "shardplan/accuracy.hpp"
 #include "shardplan/collectives.hpp"
+#include "shardplan/comm.hpp"
 #include "shardplan/compute.hpp"
 #include "shardplan/model.hpp"
 #include "shardplan/profiles.hpp"
@@ -94,6 +95,24 @@ TEST_CASE("the parts of a step add up") {
   CHECK(s.micro_batches == 32);
   CHECK(e.throughput.mfu > 0.2);
   CHECK(e.throughput.mfu < 0.6);  // above every published large-scale MFU (Llama 3 405B: 38-43%)
+}
+
+TEST_CASE("a full-vocabulary loss gathers the logits over TP on the LM head's stage") {
+  // Llama 3.1 8B, 8192 tokens a micro-batch, tp 4: the gathered logits are 8192 x 128256 bf16
+  // values, one all-gather in forward (backward splits them locally), at the framework's share
+  // of the link's busbw like every TP collective.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  TrainingSpec t = test::training(8192, 8);
+  ParallelPlan p = test::plan(2, 4, 1);
+  p.sequence_parallel = true;
+  const ClusterSpec c = test::cluster(8);
+  CHECK(micro_batch_cost(m, t, p, c).tp_loss_gather_s == 0);
+  t.full_vocab_loss = true;
+  const double gather = collective_time(Collective::all_gather, 8192.0 * 128256.0 * 2.0,
+                                        placement_of(Parallelism::tensor, p, c), c);
+  CHECK(gather > 0);
+  CHECK(micro_batch_cost(m, t, p, c).tp_loss_gather_s ==
+        doctest::Approx(gather / t.framework.pricing.tp_busbw.at(4)));
 }
 
 TEST_CASE("pipeline bubble is (p-1)/(v m) of the ideal time") {

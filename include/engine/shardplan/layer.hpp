@@ -69,6 +69,9 @@ struct MicroBatchWork {
   Block embedding;              // first pipeline stage only
   Block head;                   // last pipeline stage only: final norm, LM head, loss
   double loss_saved_bytes = 0;  // of head: the fp32 softmax the loss keeps for its backward
+  // A full-vocabulary loss under TP (TrainingSpec::full_vocab_loss): the logits' all-gather in
+  // forward, the whole gathered tensor (its backward is a local split, no collective).
+  double loss_gather_bytes = 0;
   // One multi-token-prediction module beside its transformer layer (a `layer`-kind layer):
   // the two input norms, the 2h -> h projection, and the LM head and loss it shares with the
   // main model (DeepSeek-V3 Sec. 2.2). On the LM head's stage, `mtp_layers` of them.

@@ -427,6 +427,12 @@ struct TrainingSpec {
   // The loss runs under torch.compile (torchtitan's compile.enable with its "loss" component):
   // priced by the framework profile's loss.compiled_peak_bytes_per_logit.
   bool compiled_loss = false;
+  // Under TP, the LM head's vocabulary-sharded logits are all-gathered and every TP rank runs
+  // the loss on the full vocabulary (torchtitan's parallelism.disable_loss_parallel; a column-
+  // parallel LM head that gathers its output, as Aleph Alpha's scaling does). Else each rank
+  // holds s x b x V/tp logits (Megatron's vocab-parallel cross-entropy, torchtitan's
+  // loss_parallel).
+  bool full_vocab_loss = false;
   // Which kernels run captured in CUDA graphs (framework.hpp CudaGraphs): priced by the framework
   // profile's kernels.cuda_graph_fixed_share on the fixed costs per layer.
   CudaGraphs cuda_graphs = CudaGraphs::none;

@@ -31,6 +31,7 @@ struct MicroBatchCost {
   int tp_forward_calls = 0;
   int tp_backward_calls = 0;
   double tp_edges_s = 0;  // embedding (first stage) and LM head with any MTP (last), fwd + bwd
+  double tp_loss_gather_s = 0;  // a full-vocabulary loss's logits all-gather (LM head's stage)
   double cp_layer_s = 0;  // K/V ring traffic of one layer's forward
   double cp_layer_bytes = 0;
   double attention_s = 0;  // what the K/V ring hides behind

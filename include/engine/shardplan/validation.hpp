@@ -97,10 +97,12 @@ struct VerdictPrediction {
   double reserved_bytes = 0;
   double allocated_bytes = 0;
   double capacity_bytes = 0;
-  /// Fits with `headroom_share` of the device's memory kept free.
-  bool fits(double headroom_share) const {
-    return reserved_bytes <= capacity_bytes * (1 - headroom_share);
-  }
+  /// The share of the device's memory the peak leaves free (below 0: over by that much).
+  double free_share() const { return 1 - reserved_bytes / capacity_bytes; }
+  /// Fits with `headroom_share` of the device's memory kept free. Judged on free_share() so
+  /// that the least headroom without false fits (one layout's own free share, a hair above)
+  /// judges that layout the same way bit for bit.
+  bool fits(double headroom_share) const { return free_share() >= headroom_share; }
 };
 VerdictPrediction predict_verdict(const MemoryVerdictCase& c);
 
