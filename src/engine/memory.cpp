@@ -150,6 +150,10 @@ bool defers_grad_sync(const TrainingSpec& tr, const ParallelPlan& p) {
   return p.pp > 1 && tr.framework.pricing.fsdp_defer_grad_sync_with_pp;
 }
 
+bool syncs_grads_once(const TrainingSpec& tr, const ParallelPlan& p) {
+  return micro_batches_per_step(tr, p) > 1 && defers_grad_sync(tr, p);
+}
+
 bool keeps_params_gathered(const TrainingSpec& tr, const ParallelPlan& p) {
   // torchtitan parallelize.py apply_fsdp: reshard_after_forward_policy "default" is
   // `not pp_enabled`, to avoid an all-gather per micro-batch under pipeline schedules.
@@ -237,7 +241,7 @@ StageMemory stage_memory(const ModelSpec& m, const TrainingSpec& tr, const Paral
     s.gathered_layers_bytes = gathered * (per.weights + per.weight_copies);
     s.unsharded_grad_bytes = dev.largest_layer * per.gradients;
   }
-  if (defers_grad_sync(tr, p) && micro_batches_per_step(tr, p) > 1) {
+  if (syncs_grads_once(tr, p)) {
     // FSDP2 accumulates the unsharded gradients of every unit across the micro-batches, in
     // MixedPrecisionPolicy.reduce_dtype (_fsdp_param.py to_accumulated_grad_if_needed), and
     // reduce-scatters them after the last; the per-layer transient is part of them.

@@ -392,7 +392,7 @@ void stage_model_parallel(const Context& x, int stage, const BlockTime& l, Stage
 
 // Whether the step's gradients are reduced once, after the last micro-batch (memory.hpp).
 bool deferred_sync(const Context& x) {
-  return x.micro_batches > 1 && defers_grad_sync(x.tr, x.p);
+  return syncs_grads_once(x.tr, x.p);
 }
 
 // Hybrid sharding: after each reduce-scatter inside the shard group, the reduced shard is

@@ -75,7 +75,7 @@ constexpr const char* kExpertsOwnGroup = "; the experts' over their expert-data-
 std::string words_of(TrafficKind k, const ParallelPlan& p, const TrainingSpec& tr) {
   const char* grad_dtype = tr.fp32_grads || tr.precision == Precision::fp32 ? "fp32" : "16-bit";
   // ZeRO-2/3 reduce every micro-batch unless the sync is deferred to the last (--grad-sync).
-  const bool deferred = micro_batches_per_step(tr, p) > 1 && defers_grad_sync(tr, p);
+  const bool deferred = syncs_grads_once(tr, p);
   const char* when = deferred ? "once per step (deferred)" : "every micro-batch";
   switch (k) {
     case TrafficKind::dp_grads: {

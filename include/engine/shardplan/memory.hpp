@@ -100,6 +100,9 @@ struct StageMemory {
 /// backward_maybe_with_nosync calls set_requires_gradient_sync(last_backward) on an FSDP2
 /// stage, so a plan with pipeline stages defers the reduce-scatter to the last micro-batch).
 bool defers_grad_sync(const TrainingSpec& training, const ParallelPlan& plan);
+/// Whether this step reduces its gradients once, after its last micro-batch: a plan that
+/// defers its sync (defers_grad_sync) and runs more than one micro-batch a step.
+bool syncs_grads_once(const TrainingSpec& training, const ParallelPlan& plan);
 /// Whether ZeRO-3 keeps each unit's gathered parameters from its forward to its backward
 /// (FSDP2 reshard_after_forward=False; torchtitan's "default" policy under pipeline stages).
 bool keeps_params_gathered(const TrainingSpec& training, const ParallelPlan& plan);
