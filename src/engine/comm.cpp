@@ -345,36 +345,36 @@ void model_parallel_traffic(const TrafficInputs& in, const StageCost& crit, Comm
   if (in.layers_known && p.tp > 1) {
     // Sequence parallel's all-gathers and reduce-scatters each move half an all-reduce.
     const Collective kind = p.sequence_parallel ? Collective::all_gather : Collective::all_reduce;
-    set_traffic(comm.tp, kind, in.tp_layer_bytes, mb * crit.tp_calls, at.tensor, c);
+    set_traffic(comm.tp, kind, in.layer.tp_bytes, mb * crit.tp_calls, at.tensor, c);
     price_calls(comm.tp, comm.tp.calls > 0 ? mb * crit.tp_s / comm.tp.calls : 0,
                 in.training.framework.pricing.tp_busbw.at(p.tp));
     comm.tp.exposed_s = mb * crit.tp_exposed_s;
   }
   if (p.pp > 1) {
-    set_traffic(comm.pp, Collective::send_recv, in.pp_bytes, 2.0 * p.interleave * mb, at.pipeline,
-                c);
+    set_traffic(comm.pp, Collective::send_recv, in.layer.pp_bytes, 2.0 * p.interleave * mb,
+                at.pipeline, c);
     comm.pp.exposed_s = mb * crit.pp_s;
   }
   if (p.cp > 1 && in.training.context_parallel == ContextParallel::ulysses) {
     // Four all-to-alls a layer each way (the forward's again under full recompute), at the
     // mean of their sizes; each call as the stage cost priced it.
     const double passes = p.recompute == Recompute::full ? 3.0 : 2.0;
-    set_traffic(comm.cp, Collective::all_to_all, in.cp_layer_bytes / 4.0,
+    set_traffic(comm.cp, Collective::all_to_all, in.layer.cp_bytes / 4.0,
                 mb * passes * 4.0 * crit.layers, at.context, c);
-    price_calls(comm.cp, in.cp_layer_s / 4.0, 1.0);
+    price_calls(comm.cp, in.layer.cp_s / 4.0, 1.0);
     comm.cp.exposed_s = mb * crit.cp_exposed_s;
   } else if (p.cp > 1) {
-    set_traffic(comm.cp, Collective::send_recv, in.cp_layer_bytes,
+    set_traffic(comm.cp, Collective::send_recv, in.layer.cp_bytes,
                 mb * 3.0 * (p.cp - 1) * crit.layers, at.context, c);
     comm.cp.exposed_s = mb * crit.cp_exposed_s;
   }
-  if (p.ep > 1 && in.ep_layer_bytes > 0) {
+  if (p.ep > 1 && in.layer.ep_bytes > 0) {
     // Dispatch and combine, forward and backward: four calls per MoE layer (six when its
     // forward is recomputed), each at the mean of the dispatch's and the combine's time (their
     // dtypes and routes may differ).
     const double calls = mb * (reruns_all_to_alls(p) ? 6.0 : 4.0) * crit.moe_layers;
-    set_traffic(comm.ep, Collective::all_to_all, in.ep_layer_bytes, calls, at.expert, c);
-    price_calls(comm.ep, in.ep_layer_s / 2.0, 1.0);
+    set_traffic(comm.ep, Collective::all_to_all, in.layer.ep_bytes, calls, at.expert, c);
+    price_calls(comm.ep, in.layer.ep_s / 2.0, 1.0);
     comm.ep.exposed_s = mb * crit.ep_exposed_s;
   }
 }

@@ -62,7 +62,7 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
 
   const Placement tp = placement_of(Parallelism::tensor, p, c);
   const TpTraffic& lt = w.layer.tp;
-  cost.tp_layer_bytes = lt.bytes;
+  cost.collectives.tp_bytes = lt.bytes;
   cost.tp_forward_s = tp_forward_s(lt, tp, c);
   cost.tp_backward_s = tp_backward_s(lt, tp, c);
   cost.tp_forward_calls = lt.all_reduces + lt.gathers + lt.scatters;
@@ -94,15 +94,16 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
     const double q = w.tokens * heads * m.head_dim * e;
     const double kv = w.tokens * local_kv_heads(m, p.tp) * m.head_dim * e;
     const double out = w.tokens * heads * v_dim * e;
-    cost.cp_layer_bytes = q + 2.0 * kv + out;
-    cost.cp_layer_s = collective_time(Collective::all_to_all, q, g, c) +
-                      2.0 * collective_time(Collective::all_to_all, kv, g, c) +
-                      collective_time(Collective::all_to_all, out, g, c);
+    cost.collectives.cp_bytes = q + 2.0 * kv + out;
+    cost.collectives.cp_s = collective_time(Collective::all_to_all, q, g, c) +
+                            2.0 * collective_time(Collective::all_to_all, kv, g, c) +
+                            collective_time(Collective::all_to_all, out, g, c);
   } else if (p.cp > 1) {
     // Ring attention: cp - 1 steps, each passing this rank's K and V chunk to its neighbour.
-    cost.cp_layer_bytes = 2.0 * w.tokens * local_kv_heads(m, p.tp) * m.head_dim * e;
-    cost.cp_layer_s = (p.cp - 1) * collective_time(Collective::send_recv, cost.cp_layer_bytes,
-                                                   placement_of(Parallelism::context, p, c), c);
+    cost.collectives.cp_bytes = 2.0 * w.tokens * local_kv_heads(m, p.tp) * m.head_dim * e;
+    cost.collectives.cp_s =
+        (p.cp - 1) * collective_time(Collective::send_recv, cost.collectives.cp_bytes,
+                                     placement_of(Parallelism::context, p, c), c);
   }
   if (p.ep > 1 && w.layer.expert_visits > 0) {
     cost.ep = expert_traffic(m, tr, placement_of(Parallelism::expert, p, c), c,
@@ -116,12 +117,12 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
           collective_time(Collective::all_gather, gathered * dispatch_element_bytes(tr), etp, c) +
           collective_time(Collective::reduce_scatter, gathered * e, etp, c);
     }
-    cost.ep_layer_bytes = (cost.ep.dispatch_bytes + cost.ep.combine_bytes) / 2.0;
-    cost.ep_layer_s = cost.ep.layer_s();
+    cost.collectives.ep_bytes = (cost.ep.dispatch_bytes + cost.ep.combine_bytes) / 2.0;
+    cost.collectives.ep_s = cost.ep.layer_s();
   }
   // Megatron-LM sends 1/t of a boundary activation from each tensor-parallel rank (the
   // scatter-gather optimisation of Narayanan et al. 2021 Sec. 4.1; natural with SP).
-  cost.pp_bytes = w.tokens * m.hidden * e / p.tp;
+  cost.collectives.pp_bytes = w.tokens * m.hidden * e / p.tp;
   return cost;
 }
 
@@ -366,7 +367,7 @@ void stage_model_parallel(const Context& x, int stage, const BlockTime& l, Stage
   // The embedding's and LM head's collectives are small; counted on the first stage.
   if (stage == 0) s.tp_s += cost.tp_edges_s;
   // A full-vocabulary loss's logits gather runs where the loss does (not in tp_calls, which
-  // counts the layers' collectives of tp_layer_bytes each, as the edges' are not).
+  // counts the layers' collectives of collectives.tp_bytes each, as the edges' are not).
   if (stage == head_stage(x.p)) s.tp_s += cost.tp_loss_gather_s;
   s.tp_exposed_s = x.tr.tp_comm_overlap
                        ? std::max(0.0, s.tp_s - layers * (full ? 4.0 : 3.0) * l.gemm_forward_s)
@@ -374,19 +375,19 @@ void stage_model_parallel(const Context& x, int stage, const BlockTime& l, Stage
   if (x.tr.context_parallel == ContextParallel::ulysses) {
     // Ulysses: the forward's four all-to-alls (again under full recompute) and their gradients'
     // in backward, each on the critical path: attention waits for its inputs.
-    s.cp_s = layers * (full ? 3.0 : 2.0) * cost.cp_layer_s;
+    s.cp_s = layers * (full ? 3.0 : 2.0) * cost.collectives.cp_s;
     s.cp_exposed_s = s.cp_s;
   } else {
     // Context parallel: K/V around the ring in forward; K/V and their gradients in backward,
     // each hidden behind the attention it feeds.
-    s.cp_s = layers * 3.0 * cost.cp_layer_s;
-    s.cp_exposed_s = layers * (std::max(0.0, cost.cp_layer_s - cost.attention_s) +
-                               std::max(0.0, 2.0 * cost.cp_layer_s - 2.5 * cost.attention_s));
+    s.cp_s = layers * 3.0 * cost.collectives.cp_s;
+    s.cp_exposed_s = layers * (std::max(0.0, cost.collectives.cp_s - cost.attention_s) +
+                               std::max(0.0, 2.0 * cost.collectives.cp_s - 2.5 * cost.attention_s));
   }
   // Dense layers send nothing to experts. Recomputing a MoE layer's forward (in full, or the
   // moe module) runs its dispatch and combine again.
-  s.ep_recompute_s = reruns_all_to_alls(x.p) ? s.moe_layers * cost.ep_layer_s : 0.0;
-  s.ep_s = s.moe_layers * 2.0 * cost.ep_layer_s + s.ep_recompute_s;
+  s.ep_recompute_s = reruns_all_to_alls(x.p) ? s.moe_layers * cost.collectives.ep_s : 0.0;
+  s.ep_s = s.moe_layers * 2.0 * cost.collectives.ep_s + s.ep_recompute_s;
   s.ep_exposed_s = exposed_all_to_all_s(x.p, x.micro_batches, s.ep_s, s.compute_s);
 }
 
@@ -480,8 +481,9 @@ StageCost stage_cost(const Context& x, int stage) {
   }
   if (x.p.pp > 1) {
     // Each micro-batch sends its activation forward and its gradient back, once per chunk.
-    s.pp_s = 2.0 * x.p.interleave *
-             collective_time(Collective::send_recv, x.cost.pp_bytes, x.at.pipeline, x.c);
+    s.pp_s =
+        2.0 * x.p.interleave *
+        collective_time(Collective::send_recv, x.cost.collectives.pp_bytes, x.at.pipeline, x.c);
   }
   if (x.p.zero >= 3) stage_zero3(x, stage, dev, s);
   return s;
@@ -607,12 +609,7 @@ Evaluation evaluate_time(const ModelSpec& m, const TrainingSpec& tr, const Paral
                               .micro_batches = mb,
                               .deferred_sync = deferred_sync(x),
                               .layers_known = m.has_architecture(),
-                              .tp_layer_bytes = cost.tp_layer_bytes,
-                              .pp_bytes = cost.pp_bytes,
-                              .cp_layer_bytes = cost.cp_layer_bytes,
-                              .cp_layer_s = cost.cp_layer_s,
-                              .ep_layer_bytes = cost.ep_layer_bytes,
-                              .ep_layer_s = cost.ep_layer_s};
+                              .layer = cost.collectives};
   ev.comm = step_traffic(traffic, stages.crit(), stages.heaviest());
   // ZeRO-1+ updates the rank's shard: 1 / (shard group x cp) of the stage's parameters.
   const double shards = static_cast<double>(p.shard_degree()) * p.cp;

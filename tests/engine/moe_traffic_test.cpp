@@ -201,7 +201,7 @@ TEST_CASE("each TP rank routes its sequence-parallel share; expert TP gathers it
   CHECK(gathered.ep.expert_tp_s ==
         doctest::Approx(collective_time(Collective::all_gather, bytes, pair, c) +
                         collective_time(Collective::reduce_scatter, bytes, pair, c)));
-  CHECK(gathered.ep_layer_s ==
+  CHECK(gathered.collectives.ep_s ==
         doctest::Approx(gathered.ep.dispatch_s + gathered.ep.combine_s + gathered.ep.expert_tp_s));
 }
 

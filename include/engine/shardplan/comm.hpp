@@ -121,6 +121,18 @@ bool reruns_all_to_alls(const ParallelPlan& plan);
 /// What sizes a step's traffic besides the stages' costs: the plan, its groups placed, the
 /// recipe's bytes per parameter, and one micro-batch's per-layer collectives (step_time.hpp
 /// MicroBatchCost, each per GPU in nccl-tests' size convention).
+/// The collectives one micro-batch issues per layer (per stage boundary for the pipeline), sized
+/// where the micro-batch is costed (step_time.hpp MicroBatchCost) and read by the step's
+/// traffic table.
+struct LayerCollectives {
+  double tp_bytes = 0;  // one tensor-parallel collective (s * b * h activations)
+  double pp_bytes = 0;  // one stage boundary's activation, per GPU
+  double cp_bytes = 0;  // one layer's K/V ring (or Ulysses all-to-alls), forward
+  double cp_s = 0;      // its time
+  double ep_bytes = 0;  // one MoE layer's dispatch and combine, forward: mean size per call
+  double ep_s = 0;      // their time
+};
+
 struct TrafficInputs {
   const TrainingSpec& training;
   const ParallelPlan& plan;
@@ -130,10 +142,7 @@ struct TrafficInputs {
   int micro_batches = 1;       // per step, per data-parallel replica
   bool deferred_sync = false;  // gradients reduced once, after the last micro-batch (memory.hpp)
   bool layers_known = true;    // the model's architecture, not only its parameter count
-  double tp_layer_bytes = 0;   // one tensor-parallel collective
-  double pp_bytes = 0;         // one stage boundary's activation
-  double cp_layer_bytes = 0, cp_layer_s = 0;  // one layer's K/V ring (or all-to-alls), forward
-  double ep_layer_bytes = 0, ep_layer_s = 0;  // one MoE layer's dispatch and combine, forward
+  LayerCollectives layer;      // per layer and micro-batch (MicroBatchCost::collectives)
 };
 
 /// The step's traffic table: every kind's collective, size and calls per step on the tier its

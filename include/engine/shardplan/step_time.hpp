@@ -24,21 +24,16 @@ struct MicroBatchCost {
   BlockTime dense_layer;  // a MoE model's dense layers (== layer when all layers are alike)
   BlockTime mtp;          // one MTP module beside its layer (layer.hpp MicroBatchWork::mtp)
   ActivationProfile activations;
+  LayerCollectives collectives;  // sizes (and the CP / EP times) per layer and micro-batch
   // tensor parallel, per layer per micro-batch
-  double tp_layer_bytes = 0;  // one collective's size (s * b * h activations)
   double tp_forward_s = 0;    // Megatron's two all-reduces (AG + RS pairs with SP)
   double tp_backward_s = 0;   // their conjugates, plus SP's re-gather of saved inputs
   int tp_forward_calls = 0;
   int tp_backward_calls = 0;
   double tp_edges_s = 0;  // embedding (first stage) and LM head with any MTP (last), fwd + bwd
   double tp_loss_gather_s = 0;  // a full-vocabulary loss's logits all-gather (LM head's stage)
-  double cp_layer_s = 0;  // K/V ring traffic of one layer's forward
-  double cp_layer_bytes = 0;
   double attention_s = 0;  // what the K/V ring hides behind
   ExpertTraffic ep;        // one MoE layer's dispatch and combine, forward
-  double ep_layer_s = 0;   // dispatch + combine all-to-alls of one layer's forward
-  double ep_layer_bytes = 0;  // their mean size per call
-  double pp_bytes = 0;             // one stage boundary's activation, per GPU
   double forward_model_flops = 0;  // one forward pass over the global batch (model FLOPs)
 };
 /// The memory model's inputs from the same micro-batch description, so it is built once.
