@@ -144,6 +144,15 @@ def sweep(path):
         # and its CrossEntropyLoss runs torch.nn.functional.cross_entropy on the whole
         # vocabulary on every TP rank.
         "full_vocab_loss": True,
+        # What that loss holds per logit at its backward's peak, read from the same code (the
+        # megatron profile's vocabulary-parallel loss holds 6): the 16-bit logits, which the
+        # pipeline keeps in its buffer (core/nn/parallel_module/parallel_module.py reads them
+        # with pipe_buffer.get, not take), 2 B; cross_entropy on their fp32 copy
+        # (losses/cross_entropy.py, output.activations.float()) keeps log_softmax's fp32 output
+        # for backward, 4 B, beside the gradient nll_loss hands it, 4 B, and the input gradient
+        # log_softmax's backward forms, 4 B: the aten loss's 12 B the fsdp and torchtitan
+        # profiles price, plus the logits the buffer holds.
+        "loss_peak_bytes_per_logit": 14,
         "plan": {"zero_stage": 1, "global_batch": TOKENS_PER_STEP // seq, "cp": 1},
         "implied_tokens_per_step": int(round(implied, -3)),
         "skipped": skipped,

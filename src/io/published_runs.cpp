@@ -212,6 +212,15 @@ TrainingSpec read_run_training(const nlohmann::json& r, const nlohmann::json& pl
   // A run whose loss saw the whole vocabulary on every TP rank (an LM head that gathers its
   // output, torchtitan's disable_loss_parallel).
   t.full_vocab_loss = flag_or(r, "full_vocab_loss", false);
+  // A run whose stack's loss holds another figure per logit than its profile's, read from that
+  // stack's code (the source says which tensors are alive at the loss's peak).
+  if (r.contains("loss_peak_bytes_per_logit")) {
+    const nlohmann::json& v = r.at("loss_peak_bytes_per_logit");
+    if (!v.is_number() || !(v.get<double>() > 0 && v.get<double>() <= 64))
+      throw InputError(where + ": loss_peak_bytes_per_logit",
+                       "is " + v.dump() + "; give the bytes per logit, above 0 and at most 64");
+    t.framework.pricing.logit_bytes = v.get<double>();
+  }
   // Which kernels the run captured in CUDA graphs, as its recipe sets them (none unstated).
   if (r.contains("cuda_graphs"))
     t.cuda_graphs = parse_cuda_graphs(string_or(r, "cuda_graphs"), where + ": cuda_graphs");

@@ -134,6 +134,10 @@ TEST_CASE("memory sweeps: the shipped sheets' layouts, outcomes and plans") {
   CHECK(best->run.training.attention == shardplan::AttentionKind::flash);
   CHECK(best->run.training.global_batch == 2048);
   CHECK(best->run.measured == doctest::Approx(26.54).epsilon(0.001));
+  // Aleph Alpha's scaling gathers the logits and runs the aten loss on their fp32 copy, the
+  // 16-bit logits kept in the pipeline buffer: 2 + 4 + 4 + 4 B a logit at the backward's peak.
+  CHECK(best->run.training.full_vocab_loss);
+  CHECK(best->run.training.framework.pricing.logit_bytes == 14);
   // LLaMA-13B (Touvron et al. 2023, Table 2): 40 layers of width 5120; 80 GB A100s.
   CHECK(best->run.model.layers == 40);
   CHECK(best->run.model.hidden == 5120);
@@ -203,6 +207,15 @@ TEST_CASE("published runs: a flag is true or false; anything else is refused wit
       text.substr(0, text.size() - 2) + R"(, "profile": "megatron", "compiled_loss": true}])";
   CHECK_THROWS_WITH_AS(load_published_runs(megatron, "runs.json"),
                        doctest::Contains("run 0: compiled_loss"), InputError);
+  // A stack's own bytes per logit: a number above 0 and at most 64.
+  const std::string loss_bytes =
+      text.substr(0, text.size() - 2) + R"(, "loss_peak_bytes_per_logit": 0}])";
+  CHECK_THROWS_WITH_AS(load_published_runs(loss_bytes, "runs.json"),
+                       doctest::Contains("run 0: loss_peak_bytes_per_logit: is 0"), InputError);
+  CHECK(load_published_runs(
+            text.substr(0, text.size() - 2) + R"(, "loss_peak_bytes_per_logit": 14}])", "runs.json")
+            .front()
+            .training.framework.pricing.logit_bytes == 14);
   // CUDA graphs: a scope name, and only on a profile that prices them.
   const std::string bogus =
       text.substr(0, text.size() - 2) + R"(, "profile": "megatron", "cuda_graphs": "all"}])";
