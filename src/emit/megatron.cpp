@@ -298,7 +298,7 @@ std::vector<PlanProblem> megatron_problems(const EmitInputs& in) {
   }
   if (m.mlp == MlpKind::geglu)
     out.push_back({"--mlp", "pretrain_gpt.py has no GeGLU MLP (only --swiglu and --quick-geglu)"});
-  if (in.training.full_vocab_loss && in.plan.tp > 1)
+  if (gathers_vocabulary(in.training, in.plan))
     out.push_back({"--full-vocab-loss",
                    "Megatron-LM's GPT model always runs the vocabulary-parallel cross-entropy "
                    "(each TP rank holds V/tp of the logits); drop --full-vocab-loss"});

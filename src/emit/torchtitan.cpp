@@ -114,7 +114,7 @@ toml::table parallelism(const EmitInputs& in, std::vector<Provenance>& why) {
     why.push_back({"parallelism.data_parallel_replicate_degree", std::to_string(p.dp),
                    "ZeRO-0: plain DDP replicas"});
   }
-  if (p.tp > 1 && in.training.full_vocab_loss) {
+  if (gathers_vocabulary(in.training, p)) {
     t.insert("disable_loss_parallel", true);
     why.push_back({"parallelism.disable_loss_parallel", "true",
                    "--full-vocab-loss: the LM head's logits are gathered and every TP rank runs "

@@ -9,6 +9,7 @@
 
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
+#include "shardplan/plan.hpp"
 
 namespace shardplan {
 namespace {
@@ -619,7 +620,7 @@ MicroBatchWork describe_micro_batch(const ModelSpec& m, const TrainingSpec& tr,
   // Cross entropy in fp32: reads the logits, keeps the fp32 softmax. Vocabulary-parallel, each
   // rank over its own share; a full-vocabulary loss gathers the logits first and every TP rank
   // runs it over the whole vocabulary.
-  const bool gathered = tr.full_vocab_loss && p.tp > 1;
+  const bool gathered = gathers_vocabulary(tr, p);
   const double logits = x.tokens * (gathered ? static_cast<double>(m.vocab) : vocab_local);
   if (gathered) w.loss_gather_bytes = logits * x.e;
   head.ops.push_back(elementwise("cross entropy", logits * (x.e + 2.0 * 4.0), logits * 4.0));

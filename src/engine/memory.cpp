@@ -116,7 +116,7 @@ ActivationProfile activation_profile(const MicroBatchWork& w, const ModelSpec& m
   // (tr.full_vocab_loss) runs the single-device loss on the gathered logits: every rank holds
   // all s x b x V of them.
   const FrameworkPricing& f = tr.framework.pricing;
-  const bool vocab_parallel = p.tp > 1 && !tr.full_vocab_loss;
+  const bool vocab_parallel = p.tp > 1 && !gathers_vocabulary(tr, p);
   const double framework_bytes =
       vocab_parallel && f.logit_bytes_vocab_parallel > 0 ? f.logit_bytes_vocab_parallel
       : tr.compiled_loss && f.compiled_logit_bytes > 0   ? f.compiled_logit_bytes

@@ -104,6 +104,10 @@ int micro_batches_per_step(const TrainingSpec& training, const ParallelPlan& pla
   return per_step > 0 ? static_cast<int>(training.global_batch / per_step) : 0;
 }
 
+bool gathers_vocabulary(const TrainingSpec& training, const ParallelPlan& plan) {
+  return training.full_vocab_loss && plan.tp > 1;
+}
+
 std::string describe(const ParallelPlan& p) {
   std::string s = fmt::format("dp {} x tp {} x pp {}", p.dp, p.tp, p.pp);
   if (p.cp > 1) s += fmt::format(" x cp {}", p.cp);

@@ -70,8 +70,7 @@ MicroBatchCost micro_batch_cost(const ModelSpec& m, const TrainingSpec& tr, cons
   cost.tp_edges_s = tp_forward_s(w.embedding.tp, tp, c) + tp_backward_s(w.embedding.tp, tp, c) +
                     tp_forward_s(w.head.tp, tp, c) + tp_backward_s(w.head.tp, tp, c) +
                     w.mtp_layers * (tp_forward_s(w.mtp.tp, tp, c) + tp_backward_s(w.mtp.tp, tp, c));
-  if (w.loss_gather_bytes > 0 && tp.ranks > 1)
-    cost.tp_loss_gather_s = collective_time(Collective::all_gather, w.loss_gather_bytes, tp, c);
+  cost.tp_loss_gather_s = collective_time(Collective::all_gather, w.loss_gather_bytes, tp, c);
   // The framework's TP collectives reach this share of the link's busbw (its profile).
   const double tp_share = tr.framework.pricing.tp_busbw.at(p.tp);
   cost.tp_forward_s /= tp_share;

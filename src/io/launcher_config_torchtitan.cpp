@@ -126,7 +126,7 @@ void parallelism(const toml::table& p, Builder& b) {
   if (tp > 1) b.set("--sequence-parallel", "true", s + ".tensor_parallel_degree (torchtitan's TP)");
   // parallel_dims.loss_parallel_enabled: tp > 1 unless disable_loss_parallel; without it the
   // LM head's output is replicated (all-gathered) and cross_entropy runs on the whole vocabulary.
-  if (tp > 1 && p.get("disable_loss_parallel") && p["disable_loss_parallel"].value_or(false))
+  if (tp > 1 && p["disable_loss_parallel"].value_or(false))
     b.set("--full-vocab-loss", "true", s + ".disable_loss_parallel");
   b.set("--pp", std::to_string(pp), s + ".pipeline_parallel_degree");
   b.set("--cp", std::to_string(cp), s + ".context_parallel_degree");

@@ -213,13 +213,16 @@ TrainingSpec read_run_training(const nlohmann::json& r, const nlohmann::json& pl
   // output, torchtitan's disable_loss_parallel).
   t.full_vocab_loss = flag_or(r, "full_vocab_loss", false);
   // A run whose stack's loss holds another figure per logit than its profile's, read from that
-  // stack's code (the source says which tensors are alive at the loss's peak).
+  // stack's code (the source says which tensors are alive at the loss's peak). It is that
+  // stack's loss whether or not TP shards it, so the profile's vocabulary-parallel figure gives
+  // way too (0: logit_bytes), not silently kept under TP.
   if (r.contains("loss_peak_bytes_per_logit")) {
     const nlohmann::json& v = r.at("loss_peak_bytes_per_logit");
     if (!v.is_number() || !(v.get<double>() > 0 && v.get<double>() <= 64))
       throw InputError(where + ": loss_peak_bytes_per_logit",
                        "is " + v.dump() + "; give the bytes per logit, above 0 and at most 64");
     t.framework.pricing.logit_bytes = v.get<double>();
+    t.framework.pricing.logit_bytes_vocab_parallel = 0;
   }
   // Which kernels the run captured in CUDA graphs, as its recipe sets them (none unstated).
   if (r.contains("cuda_graphs"))

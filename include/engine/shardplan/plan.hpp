@@ -72,6 +72,10 @@ bool layout_splits(int layers, const ParallelPlan& plan);
 /// Micro-batches each pipeline runs per optimizer step (gradient accumulation steps).
 int micro_batches_per_step(const TrainingSpec& training, const ParallelPlan& plan);
 
+/// Whether every tensor-parallel rank runs the loss on the gathered full-vocabulary logits
+/// (TrainingSpec::full_vocab_loss under TP); else each holds its 1/tp share.
+bool gathers_vocabulary(const TrainingSpec& training, const ParallelPlan& plan);
+
 /// A one-line description such as "dp 8 x tp 8 x pp 16, ZeRO-1, micro-batch 1, selective".
 std::string describe(const ParallelPlan& plan);
 
