@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-LAYERS = {"engine": "engine", "io": "io", "emit": "emit", "probe": "probe"}  # include/<x> -> src/<y>
+LAYERS = {"engine": "engine", "io": "io", "launch": "launch", "probe": "probe"}  # include/<x> -> src/<y>
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -1,4 +1,4 @@
-// emit's optimizer flags over the model family's published recipe (src/emit/recipe.cpp).
+// emit's optimizer flags over the model family's published recipe (src/launch/recipe.cpp).
 #include "emit_options.hpp"
 
 #include <fmt/format.h>

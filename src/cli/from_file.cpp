@@ -5,15 +5,16 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <unistd.h>
 
 #include "planning_flags.hpp"
-#include "shardplan/error.hpp"
 #include "shardplan/describe.hpp"
+#include "shardplan/emit.hpp"
+#include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
 #include "shardplan/json_out.hpp"
 #include "shardplan/plan.hpp"
@@ -22,20 +23,6 @@
 
 namespace shardplan::cli {
 namespace {
-
-const char* kind_of(ConfigFormat f) {
-  switch (f) {
-    case ConfigFormat::megatron:
-      return "launch script or argument list";
-    case ConfigFormat::deepspeed:
-      return "config JSON";
-    case ConfigFormat::torchtitan:
-      return "job config TOML";
-    case ConfigFormat::accelerate:
-      return "config YAML";
-  }
-  return "config";
-}
 
 void fill(FromFile& f, const PlanningOptions& user, const ConfigSetting& s) {
   const PlanningFlag* row = find_planning_flag(s.flag);
@@ -122,7 +109,7 @@ std::string provenance(const FromFile& f, const PlanningOptions& user) {
     return v.empty() ? std::string("none") : fmt::format("{}", fmt::join(v, ", "));
   };
   return fmt::format("fields from {}: {}; {}'s defaults: {}; from flags: {}", f.config.path,
-                     list(file), to_string(f.config.format), list(defaults), list(flags));
+                     list(file), launcher_title(f.config.format), list(defaults), list(flags));
 }
 
 void add_notes(FromFile& f, const PlanningOptions& user) {
@@ -130,7 +117,7 @@ void add_notes(FromFile& f, const PlanningOptions& user) {
   f.notes.push_back(fmt::format(
       "read {} ({} {}): {} settings; the plan, model and training below are the file's, "
       "flags fill only what it leaves out",
-      c.path, to_string(c.format), kind_of(c.format), c.settings.size()));
+      c.path, launcher_title(c.format), launcher_row(c.format).config_kind, c.settings.size()));
   f.notes.push_back(provenance(f, user));
   for (const std::string& d : c.defaults) f.notes.push_back(c.path + " leaves to defaults: " + d);
   for (const std::string& n : c.notes) f.notes.push_back(c.path + ": " + n);
@@ -241,9 +228,9 @@ FromFile fill_from_file(const PlanningOptions& o) {
   f.options.from.clear();
   ConfigSetting framework{"--framework", f.config.framework, "(the launcher)", false};
   if (!o.framework.empty() && o.framework != f.config.framework) {
-    throw InputError("--framework", fmt::format("{} is a {} config, run by {}; drop --framework",
-                                                o.from, to_string(f.config.format),
-                                                f.config.framework));
+    throw InputError("--framework",
+                     fmt::format("{} is a {} config, run by {}; drop --framework", o.from,
+                                 launcher_title(f.config.format), f.config.framework));
   }
   // A script shardplan wrote names its model: priced as that preset unless --model says another.
   PlanningOptions user = o;
@@ -271,8 +258,8 @@ FromFile fill_from_file(const PlanningOptions& o) {
   if (!f.config.holds_model && !names_model(f.options)) {
     throw InputError("--model", fmt::format("{} ({} {}) holds no model architecture; give --model "
                                             "NAME|config.json beside --from",
-                                            o.from, to_string(f.config.format),
-                                            kind_of(f.config.format)));
+                                            o.from, launcher_title(f.config.format),
+                                            launcher_row(f.config.format).config_kind));
   }
   std::vector<std::string> overrides = std::move(f.notes);
   f.notes.clear();
@@ -313,7 +300,7 @@ Inputs resolve_from_file(const PlanningOptions& o) {
           "{} gives no global batch: {} = micro-batch {} x data parallel {}{}, {}'s default "
           "(--global-batch sets another)",
           o.from, global, in.plan.micro_batch, in.plan.dp, k > 1 ? fmt::format(" x {}", k) : "",
-          to_string(f.config.format)));
+          launcher_title(f.config.format)));
     }
     in.notes.insert(in.notes.begin(), f.notes.begin(), f.notes.end());
     return in;

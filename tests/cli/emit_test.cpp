@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "emit/megatron_rules.hpp"
+#include "launch/megatron_rules.hpp"
 #include "shardplan/profiles.hpp"
 #include "support.hpp"
 
@@ -165,7 +165,7 @@ TEST_CASE("emit refuses what a launcher cannot run, and bad input, naming the fi
 namespace {
 
 // A `plan --json` file for the model, then both picks emitted as Megatron-LM scripts, each run
-// through Megatron-LM's start-up rules (tests/emit/megatron_rules.hpp).
+// through Megatron-LM's start-up rules (tests/launch/megatron_rules.hpp).
 void check_both_picks(const std::string& model, const std::string& flags) {
   const std::string dir = make_temp_dir();
   const auto plan = run_cli("plan --model " + model + " " + flags + " --framework megatron --json");

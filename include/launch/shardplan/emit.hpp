@@ -2,12 +2,13 @@
 // torchtitan (v0.2.2) TOML and an accelerate FSDP YAML, each with the plan's degrees and batch
 // sizes, the long-run settings of the runbook, the launch command, and where every number came
 // from. This is what the CLI sees; the document objects each launcher builds are internal
-// (src/emit/documents.hpp), so the TOML and YAML libraries stay inside the emit library.
+// (src/launch/documents.hpp), so the TOML and YAML libraries stay inside the launch library.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "shardplan/launcher_config.hpp"
 #include "shardplan/rule_words.hpp"
 #include "shardplan/runbook.hpp"
 #include "shardplan/specs.hpp"
@@ -15,8 +16,6 @@
 
 namespace shardplan {
 
-enum class LauncherFormat { deepspeed, megatron, torchtitan, accelerate };
-const char* to_string(LauncherFormat f);
 LauncherFormat parse_launcher_format(const std::string& text, const std::string& field);
 /// The format a framework is launched with by default: the first launcher row that serves it
 /// (fsdp: accelerate). InputError naming --format when no launcher serves it.
@@ -164,9 +163,11 @@ struct LaunchEnv {
   std::string name, value, comment;
 };
 
-/// One row per launcher format, holding everything about it (src/emit/launchers.cpp); every
-/// switch on the format, the --format parser and its help, and the emit summary read it. A new
-/// launcher is its value in LauncherFormat, one row, and its own file in src/emit/.
+/// One row per launcher format, holding everything about it both ways (src/launch/launchers.cpp):
+/// how a plan is written for it and how its config is read back. Every switch on the format, the
+/// --format parser and its help, the emit summary and --from's choice of reader read it. A new
+/// launcher is its value in LauncherFormat, one row, and its writer and reader files in
+/// src/launch/ (NAME.cpp, NAME_read.cpp).
 struct LauncherRow {
   LauncherFormat format;
   const char* name;   // as --format spells it
@@ -184,6 +185,15 @@ struct LauncherRow {
   /// Environment the launch needs (DeepSpeed's timeout), which every scheduler's job sets: the
   /// Slurm script exports it, the TrainJob and the SkyPilot task list it; may be null.
   std::vector<LaunchEnv> (*env)(const EmitInputs& in);
+
+  // Reading a config back (--from).
+  const char* config_kind;  // what the file is, after the title: "config JSON"
+  /// The file extensions that name the format, lower case; the first is the one to suggest.
+  std::vector<const char*> extensions;
+  /// Whether a file with no known extension is one of these, from its contents.
+  bool (*recognises)(const std::string& text);
+  LauncherConfig (*read)(const std::string& text, const std::string& path,
+                         const ConfigInputs& inputs);
 };
 const std::vector<LauncherRow>& launcher_rows();
 const LauncherRow& launcher_row(LauncherFormat f);

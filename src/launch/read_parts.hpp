@@ -11,7 +11,7 @@ namespace shardplan::config {
 /// Collects what one file says, with the file's path for every message.
 class Builder {
  public:
-  Builder(ConfigFormat format, const std::string& path, const char* framework);
+  Builder(LauncherFormat format, const std::string& path, const char* framework);
 
   /// The file sets `flag` to `value` through `key`.
   void set(const std::string& flag, const std::string& value, const std::string& key);

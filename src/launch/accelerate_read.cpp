@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "launcher_config_parts.hpp"
+#include "read_parts.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/files.hpp"
 
@@ -204,7 +204,7 @@ void megatron(const YAML::Node& m, Builder& b) {
 }
 
 LauncherConfig read_yaml(const YAML::Node& root, const std::string& path) {
-  Builder probe(ConfigFormat::accelerate, path, "fsdp");
+  Builder probe(LauncherFormat::accelerate, path, "fsdp");
   if (!root.IsMap()) probe.refuse("YAML", "is not a mapping (an accelerate config is one)");
   const std::string type = scalar(root["distributed_type"]);
   const std::map<std::string, const char*> frameworks = {
@@ -214,7 +214,7 @@ LauncherConfig read_yaml(const YAML::Node& root, const std::string& path) {
     probe.refuse("distributed_type", "'" + type + "' is not FSDP, DEEPSPEED, MEGATRON_LM, "
                                                   "MULTI_GPU or NO");
   }
-  Builder b(ConfigFormat::accelerate, path, frameworks.at(type));
+  Builder b(LauncherFormat::accelerate, path, frameworks.at(type));
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string k = it->first.as<std::string>();
     if (kTop.count(k) == 0)

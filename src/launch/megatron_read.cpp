@@ -7,8 +7,8 @@
 #include <set>
 #include <tuple>
 
-#include "launcher_config_parts.hpp"
-#include "launcher_config_shell.hpp"
+#include "read_parts.hpp"
+#include "megatron_shell.hpp"
 #include "shardplan/files.hpp"
 #include "shardplan/names.hpp"
 
@@ -748,8 +748,8 @@ void sequence_parallel(const Args& a, Builder& b) {
 
 LauncherConfig read_megatron(const std::string& text, const std::string& path,
                              const ConfigInputs& inputs) {
-  Builder b(ConfigFormat::megatron, path, "megatron");
-  // emit/common.cpp finish_meta: "# <what> for <model> on <cluster>, written by shardplan <v>".
+  Builder b(LauncherFormat::megatron, path, "megatron");
+  // launch/common.cpp finish_meta: "# <what> for <model> on <cluster>, written by shardplan <v>".
   const size_t mark = text.find(", written by shardplan");
   const size_t line = text.rfind('\n', mark == std::string::npos ? 0 : mark);
   if (mark != std::string::npos && mark < 2000) {

@@ -1,5 +1,6 @@
 // Reading a launcher config: which launcher a file is for (its extension, else its contents) and
-// that launcher's reader (src/io/launcher_config_*.cpp), into what launcher_config.hpp holds.
+// that launcher's reader (src/launch/NAME_read.cpp), both from its row in the launcher table
+// (emit.hpp LauncherRow), into what launcher_config.hpp holds.
 #pragma once
 
 #include <string>

@@ -1,6 +1,7 @@
 // Launcher configs read back: a Megatron-LM launch script or argument list, a DeepSpeed JSON, a
 // torchtitan TOML or an accelerate YAML, turned into the planning flags they stand for: what a
-// file says (launcher_config_reader.hpp reads one).
+// file says (launcher_config_reader.hpp reads one; each launcher's row in emit.hpp names its
+// reader beside its writer).
 #pragma once
 
 #include <map>
@@ -9,13 +10,17 @@
 
 namespace shardplan {
 
-enum class ConfigFormat { megatron, deepspeed, torchtitan, accelerate };
-const char* to_string(ConfigFormat f);
+/// The launchers shardplan writes and reads, one row each (emit.hpp LauncherRow).
+enum class LauncherFormat { deepspeed, megatron, torchtitan, accelerate };
+/// As --format spells it ("megatron").
+const char* to_string(LauncherFormat f);
+/// As the launcher's project names itself ("Megatron-LM").
+const char* launcher_title(LauncherFormat f);
 
 /// One value the file gives, in shardplan's terms: the flag it stands for ("--tp"), that flag's
-/// text ("8") and the file's key it came from ("--tensor-model-parallel-size"). A `launcher_default`
-/// is what the launcher does when the file is silent (Megatron-LM's fp32 main gradients): a flag
-/// the user gives beside the file replaces it without complaint.
+/// text ("8") and the file's key it came from ("--tensor-model-parallel-size"). A
+/// `launcher_default` is what the launcher does when the file is silent (Megatron-LM's fp32 main
+/// gradients): a flag the user gives beside the file replaces it without complaint.
 struct ConfigSetting {
   std::string flag;
   std::string value;
@@ -34,7 +39,7 @@ struct StagesByLayers {
 };
 
 struct LauncherConfig {
-  ConfigFormat format = ConfigFormat::megatron;
+  LauncherFormat format = LauncherFormat::megatron;
   std::string path;
   std::string framework;  // the --framework the launcher runs: megatron | deepspeed | ...
   std::vector<ConfigSetting> settings;
@@ -52,8 +57,8 @@ struct LauncherConfig {
   /// on a value the file does not fix, a key that changes nothing shardplan prices, a setting
   /// the launcher overrides (Megatron-LM turns --sequence-parallel off at tp 1).
   std::vector<std::string> notes;
-  bool holds_model = false;           // the file describes the architecture (Megatron-LM)
-  std::string missing_model;          // why the file's model has no preset ("" when it has one)
+  bool holds_model = false;   // the file describes the architecture (Megatron-LM)
+  std::string missing_model;  // why the file's model has no preset ("" when it has one)
   /// The model a script shardplan wrote names in its header ("... for llama-3.1-8b on ...,
   /// written by shardplan"): what its arguments cannot hold (the tokenizer's vocabulary) is
   /// that model's.

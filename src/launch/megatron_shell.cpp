@@ -4,7 +4,7 @@
 // condition on a value the file does not fix leaves its branches unread and says so, and a value
 // the file cannot know (an unset variable, a command substitution) stays as written for the
 // reader to name.
-#include "launcher_config_shell.hpp"
+#include "megatron_shell.hpp"
 
 #include <fmt/format.h>
 

@@ -9,7 +9,7 @@
 #include <toml++/toml.h>
 #include <utility>
 
-#include "launcher_config_parts.hpp"
+#include "read_parts.hpp"
 #include "shardplan/names.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/schedule.hpp"
@@ -311,7 +311,7 @@ void model(const toml::table& root, Builder& b) {
 }  // namespace
 
 LauncherConfig read_torchtitan(const std::string& text_in, const std::string& path) {
-  Builder b(ConfigFormat::torchtitan, path, "torchtitan");
+  Builder b(LauncherFormat::torchtitan, path, "torchtitan");
   toml::table root;
   try {
     root = toml::parse(text_in, path);

@@ -8,7 +8,7 @@
 #include <set>
 #include <tuple>
 
-#include "launcher_config_parts.hpp"
+#include "read_parts.hpp"
 
 namespace shardplan::config {
 namespace {
@@ -315,7 +315,7 @@ void shardplan_block(const json& j, Builder& b) {
 }  // namespace
 
 LauncherConfig read_deepspeed(const std::string& text, const std::string& path) {
-  Builder b(ConfigFormat::deepspeed, path, "deepspeed");
+  Builder b(LauncherFormat::deepspeed, path, "deepspeed");
   json j;
   try {
     j = json::parse(text);

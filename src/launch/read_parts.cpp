@@ -1,6 +1,6 @@
-// The bookkeeping every launcher-config reader shares (launcher_config_parts.hpp): settings,
+// The bookkeeping every launcher-config reader shares (read_parts.hpp): settings,
 // launcher defaults, notes and unknown keys, with the file's path in every message.
-#include "launcher_config_parts.hpp"
+#include "read_parts.hpp"
 
 #include <fmt/format.h>
 
@@ -15,7 +15,7 @@ namespace shardplan {
 
 namespace config {
 
-Builder::Builder(ConfigFormat format, const std::string& path, const char* framework) {
+Builder::Builder(LauncherFormat format, const std::string& path, const char* framework) {
   c_.format = format;
   c_.path = path;
   c_.framework = framework;
@@ -30,7 +30,8 @@ void Builder::set(const std::string& flag, const std::string& value, const std::
 
 void Builder::launcher_default(const std::string& flag, const std::string& value,
                                const std::string& why) {
-  c_.settings.push_back({flag, value, fmt::format("({} default)", to_string(c_.format)), true});
+  c_.settings.push_back(
+      {flag, value, fmt::format("({} default)", launcher_title(c_.format)), true});
   c_.defaults.push_back(why);
 }
 
@@ -70,10 +71,9 @@ void Builder::refuse(const std::string& key, const std::string& message) const {
 
 long long integer(const Builder& b, const std::string& key, const std::string& text,
                   long long min) {
-  const bool digits = !text.empty() && text.size() < 12 &&
-                      std::all_of(text.begin(), text.end(), [](unsigned char c) {
-                        return std::isdigit(c) != 0;
-                      });
+  const bool digits =
+      !text.empty() && text.size() < 12 &&
+      std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
   if (!digits || std::stoll(text) < min) {
     b.refuse(key, fmt::format("'{}' is not a whole number{}", text,
                               min > 0 ? fmt::format(" of at least {}", min) : ""));

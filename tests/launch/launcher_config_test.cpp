@@ -1,7 +1,5 @@
 // The launcher-config readers: which planning flag each launcher key becomes, the launchers'
 // own defaults, bash quoting and expansion in launch scripts, and what is refused.
-#include "shardplan/launcher_config_reader.hpp"
-
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -9,10 +7,11 @@
 #include <string>
 
 #include "shardplan/error.hpp"
+#include "shardplan/launcher_config_reader.hpp"
 
-using shardplan::ConfigFormat;
 using shardplan::InputError;
 using shardplan::LauncherConfig;
+using shardplan::LauncherFormat;
 using shardplan::read_launcher_config;
 
 namespace {
@@ -36,9 +35,10 @@ const char* kShape = " --num-layers 32 --hidden-size 4096 --num-attention-heads 
 TEST_CASE("Megatron-LM argument list: --name value and --name=value, the last one wins") {
   const auto c = read_launcher_config(
       std::string("--tensor-model-parallel-size=4 --pipeline-model-parallel-size 2 "
-                  "--tensor-model-parallel-size 8 --micro-batch-size 2") + kShape,
+                  "--tensor-model-parallel-size 8 --micro-batch-size 2") +
+          kShape,
       "args.txt");
-  CHECK(c.format == ConfigFormat::megatron);
+  CHECK(c.format == LauncherFormat::megatron);
   CHECK(value(c, "--tp") == "8");  // argparse keeps the last
   CHECK(value(c, "--pp") == "2");
   CHECK(value(c, "--micro-batch") == "2");
@@ -114,8 +114,9 @@ TEST_CASE("Megatron-LM layer CPU offloading: --cpu-offloading with --cpu-offload
   // offloads nothing.
   CHECK(layers("--cpu-offloading") == "");
   CHECK(layers("--cpu-offloading-num-layers 20") == "");
-  CHECK(noted(read_launcher_config(std::string("--cpu-offloading-num-layers 20") + kShape, "a.args"),
-              "without --cpu-offloading"));
+  CHECK(
+      noted(read_launcher_config(std::string("--cpu-offloading-num-layers 20") + kShape, "a.args"),
+            "without --cpu-offloading"));
   // The switch takes no value: the next flag is read as itself.
   CHECK(layers("--cpu-offloading --cpu-offloading-activations --cpu-offloading-num-layers 8") ==
         "8");
@@ -133,7 +134,7 @@ TEST_CASE("DeepSpeed JSON: the batch identity gives dp; stage defaults; offload 
           "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme"},
                                 "offload_param": {"device": "nvme"}}})",
       "ds.json");
-  CHECK(c.format == ConfigFormat::deepspeed);
+  CHECK(c.format == LauncherFormat::deepspeed);
   CHECK(value(c, "--dp") == "16");  // 96 / (2 x 3)
   CHECK(value(c, "--zero") == "2");
   CHECK(value(c, "--precision") == "fp16");
@@ -180,7 +181,7 @@ seq_len = 8192
 mode = "none"
 )",
                                       "job.toml");
-  CHECK(c.format == ConfigFormat::torchtitan);
+  CHECK(c.format == LauncherFormat::torchtitan);
   CHECK(value(c, "--model") == "llama-3.1-70b");
   CHECK(value(c, "--schedule") == "zb-h1");
   CHECK(value(c, "--micro-batch") == "2");
@@ -280,15 +281,20 @@ megatron_lm_config:
 
 TEST_CASE("the contents decide when the extension does not") {
   CHECK(read_launcher_config("{\"zero_optimization\": {\"stage\": 1}}", "cfg").format ==
-        ConfigFormat::deepspeed);
+        LauncherFormat::deepspeed);
   CHECK(read_launcher_config("[parallelism]\ntensor_parallel_degree = 2\n", "cfg").format ==
-        ConfigFormat::torchtitan);
+        LauncherFormat::torchtitan);
   CHECK(read_launcher_config("distributed_type: FSDP\n", "cfg").format ==
-        ConfigFormat::accelerate);
-  CHECK_THROWS_AS(read_launcher_config("hello", "cfg"), InputError);
+        LauncherFormat::accelerate);
+  // Neither: the message names every launcher's extension, from the launcher rows.
+  for (const char* each :
+       {".json (DeepSpeed config JSON)", ".sh (Megatron-LM launch script",
+        ".toml (torchtitan job config TOML)", "or .yaml (accelerate config YAML)"})
+    CHECK_THROWS_WITH_AS(read_launcher_config("hello", "cfg"), doctest::Contains(each), InputError);
 }
 
-TEST_CASE("launch scripts run as bash runs them: branches it can decide, $((...)), +=, environment") {
+TEST_CASE(
+    "launch scripts run as bash runs them: branches it can decide, $((...)), +=, environment") {
   const std::string script = R"(#!/bin/bash
 NNODES=${NNODES:-2}
 if [ "$NNODES" -gt 1 ]; then
@@ -309,10 +315,10 @@ torchrun --nnodes $NNODES --nproc_per_node 8 pretrain_gpt.py "${ARGS[@]}" $EXTRA
     --global-batch-size $GBS 2>&1 | tee log.txt
 )";
   const auto c = read_launcher_config(script, "train.sh");
-  CHECK(value(c, "--tp") == "8");  // NNODES 2 > 1: the first branch, and only it
+  CHECK(value(c, "--tp") == "8");    // NNODES 2 > 1: the first branch, and only it
   CHECK(value(c, "--zero") == "1");  // ARGS+=( ... ) kept
   CHECK(value(c, "--precision") == "bf16");
-  CHECK(value(c, "--micro-batch") == "2");  // the helper's 9 is not the training's
+  CHECK(value(c, "--micro-batch") == "2");     // the helper's 9 is not the training's
   CHECK(value(c, "--global-batch") == "128");  // $(( 2 * 64 ))
   CHECK(value(c, "--gpus") == "16");
   // The environment is bash's: NNODES=1 takes the elif branch.
@@ -408,7 +414,8 @@ TEST_CASE("Megatron-LM's own semantics: aliases, SP at tp 1, the architecture fl
       std::string("--sequence-parallel --recompute-activations --swiglu --normalization RMSNorm "
                   "--position-embedding-type rope --untie-embeddings-and-output-weights "
                   "--disable-bias-linear --tokenizer-type GPT2BPETokenizer "
-                  "--tensor-model-parallel-size 1") + kShape,
+                  "--tensor-model-parallel-size 1") +
+          kShape,
       "args.txt");
   CHECK(value(c, "--sequence-parallel").empty());  // arguments.py turns it off at tp 1
   CHECK(value(c, "--recompute") == "selective");
@@ -418,8 +425,8 @@ TEST_CASE("Megatron-LM's own semantics: aliases, SP at tp 1, the architecture fl
   CHECK(value(c, "--embeddings") == "untied");
   CHECK(value(c, "--bias") == "none");
   CHECK(value(c, "--vocab") == "50304");  // 50,257 padded to a multiple of 128
-  const auto d = read_launcher_config(std::string("--tensor-model-parallel-size 8") + kShape,
-                                      "args.txt");
+  const auto d =
+      read_launcher_config(std::string("--tensor-model-parallel-size 8") + kShape, "args.txt");
   CHECK(value(d, "--norm") == "layernorm");  // Megatron-LM's defaults, said as the file's
   CHECK(value(d, "--positions") == "learned");
   CHECK(value(d, "--embeddings") == "tied");
@@ -516,8 +523,8 @@ TEST_CASE("Megatron: --cp-comm-type and --ds-sequence-parallel-size set how CP s
   CHECK(kind("--cp-comm-type a2a") == "ulysses");
   CHECK(kind("--cp-comm-type p2p") == "ring");
   CHECK(kind("").empty());  // Megatron-Core's default, p2p: ring, the shardplan default too
-  const auto ds = read_launcher_config("deepspeed pretrain_gpt.py --ds-sequence-parallel-size 4",
-                                       "ds.sh");
+  const auto ds =
+      read_launcher_config("deepspeed pretrain_gpt.py --ds-sequence-parallel-size 4", "ds.sh");
   CHECK(value(ds, "--cp") == "4");
   CHECK(value(ds, "--cp-kind") == "ulysses");
   // Hierarchical a2a+p2p is not priced: refused by name, not read as either.
@@ -545,12 +552,13 @@ TEST_CASE("DeepSpeed: the expert_parallel block is AutoEP's expert-parallel degr
   CHECK(value(etp, "--ep") == "4");
   CHECK(value(etp, "--expert-tp") == "2");
   // Off unless enabled, as DeepSpeed reads it.
-  const auto off = read_launcher_config(R"({"expert_parallel": {"autoep_size": 8}})", "ds_off.json");
+  const auto off =
+      read_launcher_config(R"({"expert_parallel": {"autoep_size": 8}})", "ds_off.json");
   CHECK(value(off, "--ep").empty());
-  for (const char* bad : {R"({"expert_parallel": 8})",
-                          R"({"expert_parallel": {"enabled": "yes", "autoep_size": 8}})",
-                          R"({"expert_parallel": {"enabled": true, "autoep_size": 0}})",
-                          R"({"expert_parallel": {"enabled": true, "autoep_size": 2.5}})"}) {
+  for (const char* bad :
+       {R"({"expert_parallel": 8})", R"({"expert_parallel": {"enabled": "yes", "autoep_size": 8}})",
+        R"({"expert_parallel": {"enabled": true, "autoep_size": 0}})",
+        R"({"expert_parallel": {"enabled": true, "autoep_size": 2.5}})"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(read_launcher_config(bad, "ds_bad.json"), InputError);
   }

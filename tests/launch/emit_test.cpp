@@ -392,7 +392,7 @@ TEST_CASE(
 }
 
 // Golden files pin the whole text. The step time is pinned too, so that a change to the step-time
-// model does not rewrite them; regenerate with SHARDPLAN_UPDATE_GOLDEN=1 build/emit_tests.
+// model does not rewrite them; regenerate with SHARDPLAN_UPDATE_GOLDEN=1 build/launch_tests.
 TEST_CASE("golden files") {
   auto pinned = [](EmitInputs in) {
     const double step = 26.0;
