@@ -13,7 +13,9 @@ import os
 import re
 import sys
 
-LAYERS = {"engine": "engine", "io": "io", "launch": "launch", "probe": "probe"}  # include/<x> -> src/<y>
+LAYERS = {
+    "engine": "engine", "input": "input", "report": "report", "launch": "launch", "probe": "probe"
+}  # include/<x> -> src/<y>
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -43,6 +45,12 @@ def resolve(repo, including, target):
         return local
     for layer in LAYERS:
         p = os.path.join(repo, "include", layer, target)
+        if os.path.exists(p):
+            return p
+    # A room's private header another room is given (the report's --json writer walks the
+    # input's field tables, src/CMakeLists.txt).
+    for layer in LAYERS.values():
+        p = os.path.join(repo, "src", layer, target)
         if os.path.exists(p):
             return p
     return None  # a generated header or a library's

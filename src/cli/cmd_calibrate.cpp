@@ -27,12 +27,6 @@ struct CalibrateFlags {
   std::string output;
 };
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // Seconds per step of one logged line under the plan: the launchers that print a rate print it
 // per device (torchtitan's tps) or for the whole job (DeepSpeed's samples/s).
 double seconds_of(const LogStep& s, LogFormat format, const Inputs& in) {
@@ -68,7 +62,7 @@ void check_flops(const TrainingLog& log, const StepSample& sample, double step_s
   for (const LogStep* s : sample.used)
     if (s->tflops_per_gpu > 0) tflops.push_back(s->tflops_per_gpu);
   if (tflops.empty() || e.throughput.model_flops <= 0) return;
-  const double logged = median_of(tflops) * 1e12 * step_s;
+  const double logged = median(tflops) * 1e12 * step_s;
   const double planned = e.throughput.model_flops / in.cluster.gpus;
   const double ratio = logged / planned;
   if (ratio > 0.7 && ratio < 1 / 0.7) return;
@@ -105,7 +99,7 @@ int run_calibrate(const CalibrateFlags& f, PlanningOptions& o) {
   }
   std::vector<double> seconds;
   for (const LogStep* s : sample.used) seconds.push_back(seconds_of(*s, log.format, in));
-  const double measured = median_of(seconds);
+  const double measured = median(seconds);
   const auto [lo, hi] = std::minmax_element(seconds.begin(), seconds.end());
   const Estimate e = estimate(in.model, in.training, in.plan, in.cluster);
   check_flops(log, sample, measured, e, in);

@@ -3,6 +3,8 @@
 // (DeepSeekMoE, arXiv:2401.06066 Sec. 3) and dense layers between MoE layers.
 #include "shardplan/model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 
@@ -454,6 +456,21 @@ DeviceParams device_params(const ModelSpec& m, const ParallelPlan& plan, int sta
     }
   }
   return d;
+}
+
+std::string hybrid_mixers(const ModelSpec& m) {
+  if (!m.has_block_pattern() && !m.is_hybrid()) return "";
+  // Each mixer with the layers that run it, the recurrent ones first.
+  std::string out;
+  const std::pair<MixerKind, const char*> kinds[] = {{MixerKind::mamba2, "Mamba-2"},
+                                                     {MixerKind::gated_deltanet, "DeltaNet"},
+                                                     {MixerKind::lightning, "lightning"},
+                                                     {MixerKind::attention, "attention"}};
+  for (const auto& [kind, name] : kinds) {
+    const int n = m.mixer_layer_count(kind);
+    if (n > 0) out += fmt::format("{}{} {}", out.empty() ? " hybrid: " : ", ", n, name);
+  }
+  return out;
 }
 
 }  // namespace shardplan

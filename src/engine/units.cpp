@@ -1,6 +1,7 @@
 // Quantity parsing for the command line and profiles; the engine itself sees base units only.
 #include "shardplan/units.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -230,6 +231,13 @@ std::uint32_t parse_seed(std::string_view text, const std::string& field) {
 
 int parse_int_or(std::string_view text, const std::string& field, int fallback, long long max) {
   return text.empty() ? fallback : parse_int(text, field, max);
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 }  // namespace shardplan

@@ -1,5 +1,5 @@
 // The document each launcher builds before it becomes text, and the per-launcher emitters.
-// Internal to the emit library: it carries toml++ and yaml-cpp, which no includer of the public
+// Internal to the launch library: it carries toml++ and yaml-cpp, which no includer of the public
 // emit.hpp should need. Emitters are pure: inputs in, a document object out; text is written at
 // the edge (emit_text).
 #pragma once

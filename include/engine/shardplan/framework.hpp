@@ -16,7 +16,7 @@ namespace shardplan {
 enum class Framework { megatron, deepspeed, torchtitan, fsdp };
 
 /// One row per framework. What it can run and how fast lives in its profile,
-/// profiles/frameworks/NAME.json (read by io's load_framework); its launcher in the launcher
+/// profiles/frameworks/NAME.json (read by input's load_framework); its launcher in the launcher
 /// table (src/launch/launchers.cpp), which lists the frameworks each format serves. A new
 /// framework is its value in `Framework`, one row here and its profile.
 struct FrameworkRow {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -124,5 +125,9 @@ int heaviest_moe_stage(const ModelSpec& model, const ParallelPlan& plan);
 DeviceParams device_params(const ModelSpec& model, const ParallelPlan& plan, int stage,
                            StageParamsMemo* memo);
 int heaviest_moe_stage(const ModelSpec& model, const ParallelPlan& plan, StageParamsMemo* memo);
+
+/// " hybrid: 24 Mamba-2, 4 attention": a hybrid's mixers and the layers that run each; "" for a
+/// model whose every layer is softmax attention.
+std::string hybrid_mixers(const ModelSpec& m);
 
 }  // namespace shardplan

@@ -414,7 +414,7 @@ enum class GradSync { framework, every_micro_batch, deferred };
 struct TrainingSpec {
   Precision precision = Precision::bf16;  // as the user named it (fp8: the framework's default)
   // The recipe row that prices it (profiles/precisions/*.json, loaded with the precision by
-  // io's load_recipe); default-constructed: bf16 mixed precision.
+  // input's load_recipe); default-constructed: bf16 mixed precision.
   PrecisionRecipe recipe;
   OptimizerKind optimizer = OptimizerKind::adamw;
   AttentionKind attention = AttentionKind::flash;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shardplan {
 
@@ -22,6 +23,9 @@ double parse_bandwidth(std::string_view text, const std::string& field);
 
 /// `v` rounded to `digits` significant digits (0, infinities and NaN as they are).
 double round_significant(double v, int digits);
+
+/// The median of `values` (the mean of the middle two for an even count); 0 for none.
+double median(std::vector<double> values);
 
 /// A size in bytes: "80GB" (1e9), "80GiB" (2^30), "1.5TB", "2e12". A bare number is bytes.
 double parse_bytes(std::string_view text, const std::string& field);

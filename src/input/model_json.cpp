@@ -7,7 +7,6 @@
 #include <type_traits>
 
 #include "json_reader.hpp"
-#include "shardplan/describe.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
 

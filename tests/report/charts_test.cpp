@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "../../src/io/chart_parts.hpp"
+#include "../../src/report/chart_parts.hpp"
 #include "shardplan/profiles.hpp"
 #include "shardplan/units.hpp"
 #include "support.hpp"

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "shardplan/table.hpp"
+#include "shardplan/units.hpp"
 #include "reach_fields.hpp"
 
 namespace shardplan {
@@ -24,13 +25,6 @@ struct ErrorStats {
   int too_fast = 0;
 };
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 ErrorStats stats_of(const std::vector<const CvCase*>& cases) {
   ErrorStats s;
   std::vector<double> abs, signed_residuals;
@@ -40,7 +34,7 @@ ErrorStats stats_of(const std::vector<const CvCase*>& cases) {
     signed_residuals.push_back(c->residual);
     s.too_fast += c->residual > 0 ? 1 : 0;
   }
-  s.median_signed = median_of(signed_residuals);
+  s.median_signed = median(signed_residuals);
   s.cases = static_cast<int>(abs.size());
   if (abs.empty()) return s;
   std::sort(abs.begin(), abs.end());

@@ -1,5 +1,5 @@
 // The pieces of profile loading that GPU, link and cluster loaders share (profiles.cpp defines
-// them; cluster_profiles.cpp builds clusters from them). Internal to the io library.
+// them; cluster_profiles.cpp builds clusters from them). Internal to the input library.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -11,9 +11,6 @@ namespace shardplan {
 
 /// One line naming the model, e.g. "llama-2-7b (6.74B params, L32 h4096 a32, swiglu)".
 std::string describe_model(const ModelSpec& m);
-/// " hybrid: 24 Mamba-2, 4 attention": a hybrid's mixers and the layers that run each; "" for a
-/// model whose every layer is softmax attention.
-std::string hybrid_mixers(const ModelSpec& m);
 /// One line naming the cluster, e.g. "16 x H100-SXM (2 nodes of 8; nvlink4 inside, 8 x ib-ndr)".
 std::string describe_cluster(const ClusterSpec& c);
 /// " less the 8.0 GiB headroom kept free" when --headroom asked for one; "" otherwise.

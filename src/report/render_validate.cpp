@@ -277,12 +277,6 @@ StepStats step_stats(const std::vector<const SweepStep*>& steps) {
   return s;
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 double mean_abs_of(const std::vector<double>& v) {
   double sum = 0;
   for (double e : v) sum += std::fabs(e);
@@ -299,7 +293,7 @@ std::string sweep_steps_text(const std::vector<SweepStep>& steps) {
   for (const auto& [name, ps] : sweep_groups(steps)) {
     const StepStats s = step_stats(ps);
     t.add_row({name, std::to_string(ps.size()),
-               fmt::format("{:+.1f}%", median_of(s.signed_errors) * 100),
+               fmt::format("{:+.1f}%", median(s.signed_errors) * 100),
                fmt::format("{:.1f}%", mean_abs_of(s.signed_errors) * 100),
                fmt::format("{} of {} ({:.1f}%)", s.concordant, s.pairs,
                            s.pairs ? 100.0 * s.concordant / s.pairs : 0.0)});
@@ -316,7 +310,7 @@ nlohmann::json sweep_steps_json(const std::vector<SweepStep>& steps) {
     const StepStats s = step_stats(ps);
     groups.push_back({{"group", name},
                       {"layouts", ps.size()},
-                      {"median_signed_error", median_of(s.signed_errors)},
+                      {"median_signed_error", median(s.signed_errors)},
                       {"mean_abs_error", mean_abs_of(s.signed_errors)},
                       {"pairs", s.pairs},
                       {"pairs_ordered_as_measured", s.concordant}});

@@ -21,21 +21,6 @@ std::string describe_model(const ModelSpec& m) {
   return fmt::format("{} ({} params, {}, vocab {})", m.name, format_count(c.total), shape, m.vocab);
 }
 
-std::string hybrid_mixers(const ModelSpec& m) {
-  if (!m.has_block_pattern() && !m.is_hybrid()) return "";
-  // Each mixer with the layers that run it, the recurrent ones first.
-  std::string out;
-  const std::pair<MixerKind, const char*> kinds[] = {{MixerKind::mamba2, "Mamba-2"},
-                                                     {MixerKind::gated_deltanet, "DeltaNet"},
-                                                     {MixerKind::lightning, "lightning"},
-                                                     {MixerKind::attention, "attention"}};
-  for (const auto& [kind, name] : kinds) {
-    const int n = m.mixer_layer_count(kind);
-    if (n > 0) out += fmt::format("{}{} {}", out.empty() ? " hybrid: " : ", ", n, name);
-  }
-  return out;
-}
-
 std::string describe_framework(const FrameworkProfile& f) {
   if (f.name.empty()) return "none named (an ideal stack: every capability, reference kernels)";
   return f.name + " (" + f.source + ")";
