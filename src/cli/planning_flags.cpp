@@ -6,6 +6,7 @@
 #include <string>
 
 #include "shardplan/schedule.hpp"
+#include "shardplan/specs.hpp"
 
 namespace shardplan::cli {
 namespace {
@@ -31,6 +32,15 @@ const char* recompute_modules_help() {
       "With --recompute selective, the modules Megatron-Core recomputes (--recompute-modules), "
       "comma-separated: " +
       recompute_module_names(" | ") + " (default core_attn)";
+  return help.c_str();
+}
+
+// "fp32 | bf16 | ...", from the precision table; what each recipe is, docs/precisions.md.
+const char* precision_help() {
+  static const std::string help =
+      precision_names(" | ") +
+      " (default bf16 mixed; bf16-pure: no fp32 master; fp8: the framework's default FP8 "
+      "recipe; mxfp8 and nvfp4 need Blackwell; docs/precisions.md)";
   return help.c_str();
 }
 
@@ -63,11 +73,7 @@ const std::vector<PlanningFlag> kTable = {
      "Sequences per optimizer step (default: 4M tokens' worth, rounded up to a multiple of dp x "
      "micro-batch)",
      &O::global_batch},
-    {"Training", "--precision",
-     "fp32 | bf16 | fp16 | bf16-pure | fp8 | fp8-delayed | fp8-tensorwise | fp8-blockwise | "
-     "mxfp8 | nvfp4 (default bf16 mixed; bf16-pure: no fp32 master; fp8: the framework's "
-     "default FP8 recipe; mxfp8 and nvfp4 need Blackwell; docs/precisions.md)",
-     &O::precision},
+    {"Training", "--precision", precision_help(), &O::precision},
     {"Training", "--optimizer", "adamw | sgd | adafactor | adam8bit (default adamw)",
      &O::optimizer},
     {"Training", "--attention", "flash | standard (default flash)", &O::attention},

@@ -194,6 +194,16 @@ CudaGraphs parse_cuda_graphs(const std::string& text, const std::string& field) 
 ContextParallel parse_context_parallel(const std::string& text, const std::string& field) {
   return parse_name(kContextParallelNames, text, field);
 }
+std::vector<Precision> all_precisions() {
+  std::vector<Precision> out;
+  for (const auto& n : kPrecisionNames) out.push_back(n.value);
+  return out;
+}
+
+std::string precision_names(std::string_view separator) {
+  return join_field(kPrecisionNames, &Name<Precision>::name, separator);
+}
+
 Precision parse_precision(const std::string& text, const std::string& field) {
   return parse_name(kPrecisionNames, text, field,
                     {{"mixed", Precision::bf16}, {"bf16-true", Precision::bf16_pure}});
@@ -260,6 +270,12 @@ void share_nics(ClusterSpec& c) {
   c.inter.bytes_per_s *= share;
   c.inter.busbw_bytes_per_s *= share;
   for (double& measured : c.inter.collective_busbw) measured *= share;  // a probe's, per NIC
+}
+
+const std::vector<std::string>* PrecisionRecipe::flags_for(const std::string& launcher) const {
+  for (const auto& [name, flags] : launcher_flags)
+    if (name == launcher) return &flags;
+  return nullptr;
 }
 
 bool PrecisionRecipe::runs_on(const std::string& generation) const {

@@ -1,6 +1,7 @@
 // Framework profiles (profiles/frameworks/*.json), read strictly: every key is read or named as
 // unknown, and every section carries its source.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -296,6 +297,35 @@ FrameworkPricing::PipelineSend read_pp_send(StrictObject& overlap) {
                        "' is not one of: async, blocking, steady-state-gradients-async");
 }
 
+// `--precision fp8` is the framework's default FP8 recipe on every GPU with FP8 tensor cores,
+// so that recipe must be an FP8 one this framework runs, and run on Hopper, the first of them:
+// caught here, when the profile loads, not when a plan is priced. A framework without FP8 of its
+// own (capabilities.fp8 false: DeepSpeed) names what the model code's Transformer Engine does,
+// and its FP8 plans are refused by the rules anyway.
+void check_fp8_default(const FrameworkProfile& f, const std::string& field) {
+  const Precision p = parse_precision(f.fp8_default_recipe, field);
+  auto runs = [&](const PrecisionRecipe& r) { return !f.caps.fp8 || r.runs_under(f.id); };
+  std::vector<std::string> fit;  // the recipes that would do
+  for (const PrecisionRecipe& r : all_recipes()) {
+    if (r.gemm_dtype == MathDtype::fp8 && runs(r) && r.runs_on("hopper")) fit.push_back(r.name);
+  }
+  const std::string use = fit.empty() ? std::string("no recipe here fits")
+                                      : "use " + or_last(fmt::format("{}", fmt::join(fit, ", ")));
+  if (p == Precision::fp8)
+    throw InputError(field, "'fp8' is the alias this names, not a recipe; " + use);
+  const PrecisionRecipe r = load_recipe(p);
+  if (r.gemm_dtype != MathDtype::fp8)
+    throw InputError(field, fmt::format("'{}' is not an FP8 recipe; {}", r.name, use));
+  if (!runs(r))
+    throw InputError(field, fmt::format("'{}' does not run under {} (profiles/precisions/{}.json "
+                                        "frameworks); {}",
+                                        r.name, f.name, r.name, use));
+  if (!r.runs_on("hopper"))
+    throw InputError(field, fmt::format("'{}' does not run on Hopper, and `--precision fp8` "
+                                        "falls back to this recipe on every FP8 GPU; {}",
+                                        r.name, use));
+}
+
 FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string& where) {
   StrictObject o(j, where);
   FrameworkProfile f;
@@ -338,6 +368,7 @@ FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string&
   }
   loss.finish();
   f.fp8_default_recipe = o.string("fp8_default_recipe");
+  check_fp8_default(f, o.field("fp8_default_recipe"));
   f.max_published_mfu = o.positive("max_published_mfu");
   if (o.has("max_published_mfu_by_gpu")) {
     StrictObject by = o.object("max_published_mfu_by_gpu");

@@ -80,9 +80,15 @@ PrecisionRecipe recipe_from_json(const nlohmann::json& j, const std::string& whe
   }
   for (const std::string& f : o.strings_or_empty("frameworks"))
     r.frameworks.push_back(parse_framework(f, o.field("frameworks")));
+  r.title = o.string("title");
+  r.launcher_flags.clear();
+  StrictObject launchers = o.object("launchers");
+  for (const std::string& name : launchers.keys())
+    r.launcher_flags.emplace_back(name, launchers.strings_or_empty(name));
+  launchers.finish();
   StrictObject sources = o.object("sources");
-  for (const char* key :
-       {"gemm_dtype", "bf16_gemms", "quantize_bytes_per_element", "gpu_generations", "frameworks"})
+  for (const char* key : {"gemm_dtype", "bf16_gemms", "quantize_bytes_per_element",
+                          "gpu_generations", "frameworks", "launchers"})
     sources.string(key);
   if (r.bf16_first_layers + r.bf16_last_layers > 0) sources.string("bf16_layers");
   if (o.has("attention_output_copy")) sources.string("attention_output_copy");
@@ -140,10 +146,8 @@ TrainingSpec default_training(const ModelSpec& model, Framework framework, Preci
 
 std::vector<PrecisionRecipe> all_recipes() {
   std::vector<PrecisionRecipe> out;
-  for (int i = 0; i < kPrecisions; ++i) {
-    const auto p = static_cast<Precision>(i);
+  for (Precision p : all_precisions())
     if (p != Precision::fp8) out.push_back(load_recipe(p));
-  }
   return out;
 }
 

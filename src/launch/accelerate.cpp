@@ -4,29 +4,18 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
+#include "shardplan/error.hpp"
 #include "shardplan/offload.hpp"
 
 namespace shardplan {
 namespace {
 
-const char* mixed_precision(Precision p) {
-  switch (p) {
-    case Precision::fp32:
-    case Precision::bf16_pure:  // no autocast: the weights themselves are bf16
-      return "no";
-    case Precision::bf16:
-      return "bf16";
-    case Precision::fp16:
-      return "fp16";
-    case Precision::fp8:
-    case Precision::fp8_delayed:
-    case Precision::fp8_tensorwise:
-    case Precision::fp8_blockwise:
-    case Precision::mxfp8:
-    case Precision::nvfp4:  // refused by the fsdp profile's recipe rows before emit
-      return "fp8";
-  }
-  return "no";
+// The recipe row's mixed_precision (profiles/precisions/*.json launchers.accelerate).
+std::string mixed_precision(const PrecisionRecipe& r) {
+  const std::vector<std::string>* value = r.flags_for("accelerate");
+  SHARDPLAN_CHECK(value != nullptr && value->size() == 1,
+                  "a precision recipe row without accelerate's one mixed_precision value");
+  return value->front();
 }
 
 std::vector<std::string> script_duties(const EmitInputs& in) {
@@ -98,7 +87,7 @@ AccelerateConfig emit_accelerate(const EmitInputs& in) {
   why.push_back(
       {"distributed_type", fsdp ? "FSDP" : "MULTI_GPU",
        fsdp ? fmt::format("ZeRO-{}: FSDP2", p.zero) : "ZeRO-0: plain DDP (FSDP2 has no NO_SHARD)"});
-  y["mixed_precision"] = mixed_precision(in.training.precision);
+  y["mixed_precision"] = mixed_precision(in.training.recipe);
   if (in.training.precision == Precision::bf16_pure) {
     why.push_back({"mixed_precision", "no",
                    "bf16-pure: no autocast and no fp32 master copy; the script loads the model "

@@ -164,41 +164,22 @@ void parallel_args(Args& a, const EmitInputs& in) {
   }
 }
 
-// The recipe row's flags, as Megatron-LM commit d98e8a64 spells them (transformer_config.py):
-// --fp8-format (e4m3 | hybrid) with --fp8-recipe (tensorwise, delayed, mxfp8, blockwise), or
-// --fp4-format e2m1 with --fp4-recipe nvfp4 and the recipe's BF16 first and last layers
-// (--first-last-layers-bf16, at most the layers of a pipeline stage: __post_init__'s check).
+// The recipe row's flags (profiles/precisions/*.json launchers.megatron, as Megatron-LM commit
+// d98e8a64 spells them: --fp8-format with --fp8-recipe, or --fp4-format with --fp4-recipe), and
+// the recipe's BF16 first and last layers (--first-last-layers-bf16, at most the layers of a
+// pipeline stage: __post_init__'s check).
 void precision_args(Args& a, const EmitInputs& in) {
   const PrecisionRecipe& r = in.training.recipe;
-  switch (r.id) {
-    case Precision::bf16:
-      a.add("--bf16");
-      return;
-    case Precision::fp16:
-      a.add("--fp16");
-      return;
-    case Precision::fp32:
-      return;
-    case Precision::fp8:
-    case Precision::bf16_pure:  // keeps a master copy: refused by megatron's profile
-      SHARDPLAN_CHECK(false, "the rule table refuses bf16-pure for megatron; fp8 is resolved");
-      return;
-    case Precision::fp8_delayed:
-    case Precision::fp8_tensorwise:
-      // hybrid: E4M3 forward, E5M2 gradients (Micikevicius et al. 2022, Sec. 3).
-      a.add("--bf16").add("--fp8-format", "hybrid");
-      a.add("--fp8-recipe", r.id == Precision::fp8_delayed ? "delayed" : "tensorwise");
-      return;
-    case Precision::fp8_blockwise:
-    case Precision::mxfp8:
-      // E4M3 throughout: DeepSeek-V3 Sec. 3.3.2; TE's MXFP8BlockScaling default fp8_format.
-      a.add("--bf16").add("--fp8-format", "e4m3");
-      a.add("--fp8-recipe", r.id == Precision::mxfp8 ? "mxfp8" : "blockwise");
-      return;
-    case Precision::nvfp4:
-      break;
+  const std::vector<std::string>* flags = r.flags_for("megatron");
+  SHARDPLAN_CHECK(flags != nullptr, "the megatron profile's recipe rows refuse what it cannot run");
+  for (size_t i = 0; i < flags->size(); ++i) {
+    const std::string& flag = (*flags)[i];
+    if (i + 1 < flags->size() && !(*flags)[i + 1].starts_with("--")) {
+      a.add(flag, (*flags)[++i]);
+    } else {
+      a.add(flag);
+    }
   }
-  a.add("--bf16").add("--fp4-format", "e2m1").add("--fp4-recipe", "nvfp4");
   const int stage_layers = in.model.layers / std::max(1, in.plan.pp);
   const int first = std::min(r.bf16_first_layers, stage_layers);
   const int last = std::min(r.bf16_last_layers, stage_layers);

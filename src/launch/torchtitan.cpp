@@ -194,13 +194,14 @@ toml::table model_table(const EmitInputs& in, std::vector<std::string>& notes) {
   const TitanFlavor f = titan_flavor(in.model);
   toml::table model{{"name", f.name.empty() ? in.model.name : f.name},
                     {"flavor", f.flavor.empty() ? in.model.name : f.flavor}};
-  // The recipe's converter (v0.2.2 job_config.py Model.converters; components/quantization/
-  // float8.py registers quantize.linear.float8, tensorwise by default; mx.py quantize.linear.mx,
-  // recipe mxfp8_cublas, which skips "output" (the LM head) by default).
-  if (in.training.recipe.id == Precision::fp8_tensorwise)
-    model.insert("converters", toml::array{"quantize.linear.float8"});
-  if (in.training.recipe.id == Precision::mxfp8)
-    model.insert("converters", toml::array{"quantize.linear.mx"});
+  // The recipe's converters, from its row (profiles/precisions/*.json launchers.torchtitan:
+  // v0.2.2 job_config.py Model.converters, quantize.linear.float8 or quantize.linear.mx).
+  if (const auto* converters = in.training.recipe.flags_for("torchtitan");
+      converters != nullptr && !converters->empty()) {
+    toml::array list;
+    for (const std::string& c : *converters) list.push_back(c);
+    model.insert("converters", list);
+  }
   if (f.name.empty()) {
     notes.push_back(fmt::format(
         "register a TrainSpec named '{}' with a flavor of that name ({} layers, dim {}, {} heads, "

@@ -28,29 +28,16 @@ std::string describe_framework(const FrameworkProfile& f) {
 
 std::string describe_precision(const TrainingSpec& tr) {
   const Precision p = tr.precision;
-  switch (p) {
-    case Precision::fp32:
-      return "fp32";
-    case Precision::bf16_pure:
-      return "bf16 pure (no fp32 master weights)";
-    case Precision::bf16:
-    case Precision::fp16:
-      break;
-    case Precision::fp8:
-      // The alias says which recipe it priced.
-      return p == tr.recipe.id
-                 ? "fp8 mixed precision"
-                 : fmt::format(
-                       "fp8 mixed precision ({}, {}'s default)", tr.recipe.name,
+  const PrecisionRecipe& r = tr.recipe;
+  if (p == Precision::fp8 && r.id != p) {
+    // The alias says which recipe it priced.
+    return fmt::format("fp8 mixed precision ({}, {}'s default)", r.name,
                        tr.framework.name.empty() ? std::string("the stack") : tr.framework.name);
-    case Precision::fp8_delayed:
-    case Precision::fp8_tensorwise:
-    case Precision::fp8_blockwise:
-    case Precision::mxfp8:
-    case Precision::nvfp4:
-      return std::string(to_string(p)) + " mixed precision (" + tr.recipe.source + ")";
   }
-  return std::string(to_string(p)) + " mixed precision";
+  // A spec whose recipe is not the one its precision names (built by hand): the name alone.
+  if (r.id != p) return std::string(to_string(p)) + " mixed precision";
+  // The row's title; a low-precision recipe also says which row priced it.
+  return r.low_precision() ? r.title + " (" + r.source + ")" : r.title;
 }
 
 std::string precision_warning(Precision p) {

@@ -287,6 +287,41 @@ TEST_CASE("GPU accuracy classes come from the GPU profiles") {
                                       "MI300X", "MI325X", "MI355X", "V100"});
 }
 
+TEST_CASE("a framework's default FP8 recipe is an FP8 recipe it runs, on Hopper too") {
+  const nlohmann::json fsdp = nlohmann::json::parse(find_embedded("frameworks/fsdp.json")->text);
+  auto refused_in = [&](const char* profile, const std::string& recipe, const std::string& why) {
+    nlohmann::json j =
+        nlohmann::json::parse(find_embedded(std::string("frameworks/") + profile)->text);
+    j["fp8_default_recipe"] = recipe;
+    try {
+      framework_from_text(j.dump(), profile);
+      FAIL("expected an InputError for " << recipe);
+    } catch (const InputError& e) {
+      CHECK(e.field() == std::string(profile) + ": fp8_default_recipe");
+      CHECK(contains(e.what(), why));
+      // The ones that fit: torchao's tensorwise default for both, which the message offers.
+      CHECK(contains(e.what(), "fp8-tensorwise"));
+    }
+  };
+  auto refused = [&](const std::string& recipe, const std::string& why) {
+    refused_in("fsdp.json", recipe, why);
+  };
+  // mxfp8 runs under torchtitan (torchao's MX recipes) but only on Blackwell: `--precision fp8`
+  // on an H100 would price a recipe the GPU cannot run.
+  refused_in("torchtitan.json", "mxfp8", "'mxfp8' does not run on Hopper");
+  refused("fp8-delayed", "'fp8-delayed' does not run under fsdp");  // torchao dropped delayed
+  refused("bf16", "'bf16' is not an FP8 recipe");
+  refused("fp8", "'fp8' is the alias");
+  CHECK_THROWS_AS(
+      [&] {
+        nlohmann::json j = fsdp;
+        j["fp8_default_recipe"] = "fp9";
+        framework_from_text(j.dump(), "fsdp.json");
+      }(),
+      InputError);
+  CHECK(framework_from_text(fsdp.dump(), "fsdp.json").fp8_default_recipe == "fp8-tensorwise");
+}
+
 TEST_CASE("framework profiles name only the accuracy classes the GPU profiles declare") {
   const nlohmann::json fsdp = nlohmann::json::parse(find_embedded("frameworks/fsdp.json")->text);
   auto refused = [](const nlohmann::json& j, const std::string& field) {

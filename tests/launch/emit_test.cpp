@@ -8,10 +8,12 @@
 #include <toml++/toml.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "shardplan/profiles.hpp"
@@ -104,6 +106,34 @@ int num(const std::map<std::string, std::string>& args, const std::string& flag)
 }
 
 }  // namespace
+
+TEST_CASE("each precision recipe row spells itself for launchers by their --format names") {
+  for (const PrecisionRecipe& r : all_recipes()) {
+    CAPTURE(r.name);
+    for (const auto& [launcher, flags] : r.launcher_flags)
+      CHECK_NOTHROW(parse_launcher_format(launcher, r.name + ": launchers"));
+    // accelerate takes one mixed_precision value (config_args.py: no | fp16 | bf16 | fp8).
+    const auto* accelerate = r.flags_for("accelerate");
+    REQUIRE(accelerate != nullptr);
+    REQUIRE(accelerate->size() == 1);
+    CHECK(std::set<std::string>{"no", "fp16", "bf16", "fp8"}.count(accelerate->front()) == 1);
+    // Megatron-LM's flags as transformer_config.py and arguments.py spell them, from the row.
+    const auto* megatron = r.flags_for("megatron");
+    if (r.id == Precision::bf16_pure) {
+      CHECK(megatron == nullptr);  // Megatron-LM always keeps an fp32 master copy
+    } else {
+      REQUIRE(megatron != nullptr);
+      const bool fp4 = r.gemm_dtype == MathDtype::fp4, fp8 = r.gemm_dtype == MathDtype::fp8;
+      CHECK((std::find(megatron->begin(), megatron->end(), "--fp8-recipe") != megatron->end()) ==
+            fp8);
+      CHECK((std::find(megatron->begin(), megatron->end(), "--fp4-recipe") != megatron->end()) ==
+            fp4);
+    }
+  }
+  // The delayed-scaling row, as Megatron-LM takes it: hybrid E4M3 / E5M2 and the recipe's name.
+  CHECK(*load_recipe(Precision::fp8_delayed).flags_for("megatron") ==
+        std::vector<std::string>{"--bf16", "--fp8-format", "hybrid", "--fp8-recipe", "delayed"});
+}
 
 TEST_CASE("GPT-3 175B, tp 8 x pp 8 x dp 16: DeepSpeed JSON parses back with the plan's numbers") {
   const EmitInputs in = gpt3(1);

@@ -30,7 +30,6 @@ enum class Precision {
   mxfp8,
   nvfp4
 };
-inline constexpr int kPrecisions = 10;
 
 /// Index into GpuSpec::peak_flops. fp4 is appended last so the older indices stay put.
 enum class MathDtype { fp64, fp32, tf32, bf16, fp16, fp8, fp4 };
@@ -72,6 +71,13 @@ struct PrecisionRecipe {
   /// them, with the reason (MI355X's CDNA 4 has MXFP8 matrix cores; no ROCm stack runs mxfp8).
   std::vector<std::pair<std::string, std::string>> hardware_without_stack;
   std::vector<Framework> frameworks;  // empty: every framework
+  std::string title = "bf16 mixed precision";  // what reports call it
+  /// How each launcher spells the recipe: its --format name and the arguments (Megatron-LM's
+  /// flags, accelerate's one mixed_precision value). A launcher not listed cannot run it.
+  std::vector<std::pair<std::string, std::vector<std::string>>> launcher_flags = {
+      {"megatron", {"--bf16"}}, {"accelerate", {"bf16"}}};
+  /// The arguments `launcher` spells the recipe with; null when it does not list the launcher.
+  const std::vector<std::string>* flags_for(const std::string& launcher) const;
 
   bool runs_on(const std::string& generation) const;
   bool runs_under(Framework framework) const;

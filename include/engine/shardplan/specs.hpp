@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -542,6 +543,10 @@ MoeDispatcher parse_moe_dispatcher(const std::string& text, const std::string& f
 CudaGraphs parse_cuda_graphs(const std::string& text, const std::string& field);
 ContextParallel parse_context_parallel(const std::string& text, const std::string& field);
 Precision parse_precision(const std::string& text, const std::string& field);
+/// Every precision `--precision` names, in the table's order (the fp8 alias among them).
+std::vector<Precision> all_precisions();
+/// Their names joined by `separator` ("fp32 | bf16 | ..."), for help and messages.
+std::string precision_names(std::string_view separator);
 OptimizerKind parse_optimizer(const std::string& text, const std::string& field);
 Recompute parse_recompute(const std::string& text, const std::string& field);
 /// Megatron's module names ("layernorm", "mla_up_proj") to RecomputeModule bits, from a list or
