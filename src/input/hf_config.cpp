@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 
 #include "hf_families.hpp"
 #include "hf_fields.hpp"
@@ -25,27 +24,6 @@ std::string string_or(const nlohmann::json& j, const char* key, const std::strin
   return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
-// Families whose MLP is gated (gate, up and down projections) in transformers' modeling code.
-const std::set<std::string> kGatedFamilies = {
-    "llama",       "mistral",     "mixtral", "qwen2",       "qwen2_moe",   "qwen3",
-    "qwen3_moe",   "gemma",       "gemma2",  "gemma3",      "gemma3_text", "olmo",
-    "olmo2",       "phi3",        "granite", "cohere",      "yi",          "internlm2",
-    "deepseek_v2", "deepseek_v3", "llama4",  "llama4_text", "baichuan"};
-// Families with a plain two-matrix GeLU MLP, LayerNorm and biases.
-const std::set<std::string> kGptFamilies = {"gpt2",  "gpt_neox", "gptj", "gpt_bigcode", "opt",
-                                            "bloom", "falcon",   "phi",  "starcoder2"};
-// Families whose MLP width is fixed at 4 x hidden in code when the config leaves it out.
-const std::set<std::string> kFourHFamilies = {"gpt2", "gptj", "gpt_bigcode", "bloom", "falcon"};
-
-std::string supported_types() {
-  std::set<std::string> all = kGatedFamilies;
-  all.insert(kGptFamilies.begin(), kGptFamilies.end());
-  all.insert(newer_family_types().begin(), newer_family_types().end());
-  std::string out;
-  for (const auto& t : all) out += (out.empty() ? "" : ", ") + t;
-  return out;
-}
-
 bool present(const nlohmann::json& j, std::initializer_list<const char*> keys) {
   for (const char* k : keys) {
     if (j.contains(k) && !j.at(k).is_null()) return true;
@@ -61,7 +39,7 @@ double first_number(const nlohmann::json& j, std::initializer_list<const char*> 
 }
 
 // Mixture-of-experts fields of Mixtral, Qwen-MoE, DeepSeek and Llama 4.
-void read_moe(const nlohmann::json& c, const std::string& type, const std::string& origin,
+void read_moe(const nlohmann::json& c, const HfFamily& family, const std::string& origin,
               ModelSpec& m) {
   m.experts =
       first_int(c, {"num_local_experts", "num_experts", "n_routed_experts"}, 0, origin, false);
@@ -70,9 +48,9 @@ void read_moe(const nlohmann::json& c, const std::string& type, const std::strin
     return;
   }
   m.experts_per_token = first_int(c, {"num_experts_per_tok"}, 0, origin, true);
-  const bool deepseek = deepseek_style_moe(type);
-  const bool qwen = qwen_style_moe(type);
-  const bool llama4 = type.rfind("llama4", 0) == 0;
+  const bool deepseek = family.moe == HfMoeKeys::deepseek;
+  const bool qwen = family.moe == HfMoeKeys::qwen;
+  const bool llama4 = family.moe == HfMoeKeys::llama4;
   if (deepseek || qwen) {
     // moe_intermediate_size is one expert's width; intermediate_size the dense layers'.
     m.dense_ffn_hidden = m.ffn_hidden;
@@ -133,38 +111,38 @@ void read_mla(const nlohmann::json& c, const std::string& origin, ModelSpec& m) 
 // global); Mistral and Mixtral window every layer when sliding_window is set
 // (transformers modeling_mistral.py passes config.sliding_window to every layer's attention:
 // Mistral-7B-v0.1's 4096; null in v0.2 onwards and in Mixtral, so no window).
-void read_window(const nlohmann::json& c, const std::string& type, const std::string& origin,
+void read_window(const nlohmann::json& c, const HfFamily& family, const std::string& origin,
                  ModelSpec& m) {
-  if (type == "mistral" || type == "mixtral") {
+  if (family.window == HfWindow::every_layer) {
     m.sliding_window = first_int(c, {"sliding_window"}, 0, origin, false);
     m.global_attention_every = 0;
     return;
   }
-  if (type != "gemma2" && type != "gemma3_text") return;
+  if (family.window == HfWindow::none) return;
   m.norms_per_layer = 4;  // input, post-attention, pre- and post-feedforward RMSNorms
   m.sliding_window = first_int(c, {"sliding_window"}, 0, origin, false);
-  m.global_attention_every =
-      type == "gemma2" ? 2 : first_int(c, {"sliding_window_pattern"}, 6, origin, false);
-  if (type == "gemma3_text") m.qk_norm = true;
+  m.global_attention_every = family.window == HfWindow::gemma2
+                                 ? 2
+                                 : first_int(c, {"sliding_window_pattern"}, 6, origin, false);
+  if (family.window == HfWindow::gemma3) m.qk_norm = true;
 }
 
 // The family, from text_config's or the top level's model_type, refused by name when unlisted.
-std::string model_type_of(const nlohmann::json& j, const nlohmann::json& c,
+const HfFamily& family_of(const nlohmann::json& j, const nlohmann::json& c,
                           const std::string& origin) {
-  std::string type = string_or(c, "model_type", string_or(j, "model_type", ""));
+  const std::string type = string_or(c, "model_type", string_or(j, "model_type", ""));
   if (type.empty()) {
-    throw InputError(origin + ": model_type",
-                     "missing; it names the architecture (supported: " + supported_types() + ")");
+    throw InputError(origin + ": model_type", "missing; it names the architecture (supported: " +
+                                                  supported_hf_types() + ")");
   }
-  if (type == "gemma3") type = "gemma3_text";  // a wrapper whose text_config omits model_type
-  if (type == "llama4") type = "llama4_text";
-  if (kGptFamilies.count(type) == 0 && kGatedFamilies.count(type) == 0 &&
-      newer_family_types().count(type) == 0) {
+  const HfFamily* f = find_hf_family(type);
+  if (f == nullptr) {
     throw InputError(origin + ": model_type",
                      "'" + type + "' is not a supported decoder-only transformer; supported: " +
-                         supported_types());
+                         supported_hf_types());
   }
-  return type;
+  // A wrapper whose text_config omits model_type (Gemma 3, Llama 4).
+  return f->read_as != nullptr ? *find_hf_family(f->read_as) : *f;
 }
 
 // head_dim, or hidden / heads when the config leaves it out, as transformers' attention modules
@@ -187,33 +165,31 @@ void read_head_dim(const nlohmann::json& c, const std::string& origin, ModelSpec
 }
 
 // Layers, widths, heads, vocabulary and context, with the defaults a family fixes in code.
-void read_shape(const nlohmann::json& c, const std::string& type, const std::string& origin,
+void read_shape(const nlohmann::json& c, const HfFamily& family, const std::string& origin,
                 ModelSpec& m) {
   m.layers = first_int(c, {"num_hidden_layers", "n_layer", "num_layers"}, 0, origin, true, 1);
   m.hidden = first_int(c, {"hidden_size", "n_embd", "d_model"}, 0, origin, true, 1);
   m.heads = first_int(c, {"num_attention_heads", "n_head", "num_heads"}, 0, origin, true, 1);
   m.kv_heads = first_int(c, {"num_key_value_heads", "num_kv_heads"}, m.heads, origin, false, 1);
-  if (type == "falcon" && flag(c, "multi_query", false, origin) && !c.contains("num_kv_heads"))
+  if (family.multi_query && flag(c, "multi_query", false, origin) && !c.contains("num_kv_heads"))
     m.kv_heads = 1;
   read_head_dim(c, origin, m);
   const std::initializer_list<const char*> mlp_keys = {"intermediate_size", "n_inner", "ffn_dim",
                                                        "ffn_hidden_size"};
-  const bool four_h = kFourHFamilies.count(type) != 0 && !present(c, mlp_keys);
+  const bool four_h = family.four_h && !present(c, mlp_keys);
   m.ffn_hidden = first_int(c, mlp_keys, 4 * m.hidden, origin, !four_h, 1);
   if (four_h) {
     m.notes.push_back(fmt::format("{}: no MLP width in the config; {} fixes it at 4 x hidden = {}",
-                                  origin, type, m.ffn_hidden));
+                                  origin, family.type, m.ffn_hidden));
   }
-  // Gemma 3's text_config leaves the vocabulary to Gemma3TextConfig's default.
-  const bool gemma3_vocab = type == "gemma3_text" && !present(c, {"vocab_size"});
-  m.vocab =
-      gemma3_vocab ? 262'208
-                   : first_int(c, {"vocab_size", "padded_vocab_size"}, 0, origin, true, 1);
-  if (gemma3_vocab) {
-    m.notes.push_back(origin + ": no vocab_size; transformers' Gemma3TextConfig default 262,208");
+  // A family whose config class defaults the vocabulary (Gemma3TextConfig's 262,208).
+  const bool vocab_default = family.vocab > 0 && !present(c, {"vocab_size"});
+  m.vocab = vocab_default ? family.vocab
+                          : first_int(c, {"vocab_size", "padded_vocab_size"}, 0, origin, true, 1);
+  if (vocab_default) {
+    m.notes.push_back(fmt::format("{}: no vocab_size; {}", origin, family.vocab_source));
   }
-  // Gemma 3's text_config also leaves the context to Gemma3TextConfig (131,072).
-  const int positions_default = type == "gemma3_text" ? 131'072 : 2048;
+  const int positions_default = family.positions_default;
   m.max_positions = first_int(c, {"max_position_embeddings", "n_positions", "n_ctx"},
                               positions_default, origin, false, 1);
   if (!present(c, {"max_position_embeddings", "n_positions", "n_ctx"})) {
@@ -231,25 +207,20 @@ void read_shape(const nlohmann::json& c, const std::string& type, const std::str
 
 // MLP, norm, positions, tying, biases and dropout: what the family's modeling code fixes, unless
 // the config overrides it.
-void read_conventions(const nlohmann::json& j, const nlohmann::json& c, const std::string& type,
+void read_conventions(const nlohmann::json& j, const nlohmann::json& c, const HfFamily& family,
                       const std::string& origin, ModelSpec& m) {
-  const bool gpt_like = kGptFamilies.count(type) != 0;
-  const bool gated = kGatedFamilies.count(type) != 0;
-  m.mlp = gated ? (type.rfind("gemma", 0) == 0 ? MlpKind::geglu : MlpKind::swiglu) : MlpKind::gelu;
+  const bool gpt_like = family.gpt_like;
+  m.mlp = family.mlp;
   m.norm = gpt_like ? NormKind::layernorm : NormKind::rmsnorm;
-  m.positions = (type == "gpt2" || type == "opt" || type == "gpt_bigcode") ? PositionKind::learned
-                : type == "bloom"                                          ? PositionKind::alibi
-                                                                           : PositionKind::rotary;
+  m.positions = family.positions;
   // transformers' PretrainedConfig ties by default; Llama-family configs default to untied.
-  const bool tie_default = gpt_like ? type != "gpt_neox" : type.rfind("gemma", 0) == 0;
-  m.tied_embeddings = flag(c, "tie_word_embeddings",
-                           flag(j, "tie_word_embeddings", tie_default, origin), origin);
+  m.tied_embeddings =
+      flag(c, "tie_word_embeddings", flag(j, "tie_word_embeddings", family.tied, origin), origin);
   const bool attention_bias = flag(c, "attention_bias", gpt_like, origin);
-  m.qkv_bias =
-      flag(c, "qkv_bias", attention_bias || type == "qwen2" || type == "qwen2_moe", origin);
+  m.qkv_bias = flag(c, "qkv_bias", attention_bias || family.qkv_bias, origin);
   m.out_bias = attention_bias;
   m.mlp_bias = flag(c, "mlp_bias", gpt_like, origin);
-  m.qk_norm = type == "qwen3" || type == "qwen3_moe";  // q_norm and k_norm over head_dim
+  m.qk_norm = family.qk_norm;  // q_norm and k_norm over head_dim
   m.dropout = first_number(c, {"attention_dropout", "attn_pdrop", "resid_pdrop", "hidden_dropout",
                                "embd_pdrop", "dropout"}) > 0;
 }
@@ -307,17 +278,18 @@ ModelSpec model_from_hf_config(const std::string& text, const std::string& origi
   // Multimodal wrappers (Llama 4, Gemma 3) keep the language model under text_config.
   const bool nested = j.contains("text_config") && j.at("text_config").is_object();
   const nlohmann::json& c = nested ? j.at("text_config") : j;
-  const std::string type = model_type_of(j, c, origin);
+  const HfFamily& family = family_of(j, c, origin);
+  const std::string type = family.type;
   ModelSpec m;
   m.name = string_or(c, "_name_or_path", string_or(j, "_name_or_path", type));
   m.model_type = type;
   m.source = origin + " (Hugging Face " + type + " config)";
-  read_shape(c, type, origin, m);
-  read_conventions(j, c, type, origin, m);
-  read_moe(c, type, origin, m);
+  read_shape(c, family, origin, m);
+  read_conventions(j, c, family, origin, m);
+  read_moe(c, family, origin, m);
   read_mla(c, origin, m);
-  read_window(c, type, origin, m);
-  apply_family_conventions(c, type, origin, m);
+  read_window(c, family, origin, m);
+  if (family.conventions != nullptr) family.conventions(c, origin, m);
   read_training_fields(c, origin, m);
   check_architecture(m, origin);
   return m;

@@ -23,6 +23,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "hf_fields.hpp"
 #include "shardplan/error.hpp"
 
@@ -216,34 +219,139 @@ void nemotron_h(const nlohmann::json& c, const std::string& origin, ModelSpec& m
   }
 }
 
+// Kimi K2 runs DeepSeek-V3's modeling code: SwiGLU and RMSNorm, the rest as DeepSeek-V3.
+void kimi_k2(const nlohmann::json&, const std::string&, ModelSpec& m) {
+  m.mlp = MlpKind::swiglu;
+  m.norm = NormKind::rmsnorm;
+}
+
+// A gated (SwiGLU) Llama-like family: RMSNorm, rotary positions, untied, no biases.
+constexpr HfFamily gated(const char* type) {
+  HfFamily f{type};
+  f.mlp = MlpKind::swiglu;
+  return f;
+}
+
+// Gemma's GeGLU with tied embeddings.
+constexpr HfFamily gemma(const char* type) {
+  HfFamily f{type};
+  f.mlp = MlpKind::geglu;
+  f.tied = true;
+  return f;
+}
+
+// A GPT-2-like family: a two-matrix GeLU MLP, LayerNorm, biases, tied embeddings.
+constexpr HfFamily gpt(const char* type) {
+  HfFamily f{type};
+  f.gpt_like = true;
+  f.tied = true;
+  return f;
+}
+
+// A family of 2025 whose modeling code its own function reads.
+constexpr HfFamily newer(const char* type, void (*conventions)(const nlohmann::json&,
+                                                               const std::string&, ModelSpec&)) {
+  HfFamily f{type};
+  f.conventions = conventions;
+  return f;
+}
+
+template <typename F>
+constexpr HfFamily with(HfFamily f, F change) {
+  change(f);
+  return f;
+}
+
+// The rows, from each family's transformers modeling_*.py and configuration_*.py.
+const HfFamily kFamilies[] = {
+    gated("llama"),
+    with(gated("mistral"), [](HfFamily& f) { f.window = HfWindow::every_layer; }),
+    with(gated("mixtral"), [](HfFamily& f) { f.window = HfWindow::every_layer; }),
+    with(gated("qwen2"), [](HfFamily& f) { f.qkv_bias = true; }),
+    with(gated("qwen2_moe"),
+         [](HfFamily& f) {
+           f.qkv_bias = true;
+           f.moe = HfMoeKeys::qwen;
+         }),
+    with(gated("qwen3"), [](HfFamily& f) { f.qk_norm = true; }),
+    with(gated("qwen3_moe"),
+         [](HfFamily& f) {
+           f.qk_norm = true;
+           f.moe = HfMoeKeys::qwen;
+         }),
+    gemma("gemma"),
+    with(gemma("gemma2"), [](HfFamily& f) { f.window = HfWindow::gemma2; }),
+    // Gemma 3's text_config leaves the vocabulary and the context to Gemma3TextConfig's
+    // defaults (262,208 and 131,072); the multimodal wrapper names the text family.
+    with(gemma("gemma3"), [](HfFamily& f) { f.read_as = "gemma3_text"; }),
+    with(gemma("gemma3_text"),
+         [](HfFamily& f) {
+           f.window = HfWindow::gemma3;
+           f.vocab = 262'208;
+           f.vocab_source = "transformers' Gemma3TextConfig default 262,208";
+           f.positions_default = 131'072;
+         }),
+    gated("olmo"),
+    gated("olmo2"),
+    gated("phi3"),
+    gated("granite"),
+    gated("cohere"),
+    gated("yi"),
+    gated("internlm2"),
+    with(gated("deepseek_v2"), [](HfFamily& f) { f.moe = HfMoeKeys::deepseek; }),
+    with(gated("deepseek_v3"), [](HfFamily& f) { f.moe = HfMoeKeys::deepseek; }),
+    with(gated("llama4"), [](HfFamily& f) { f.read_as = "llama4_text"; }),
+    with(gated("llama4_text"), [](HfFamily& f) { f.moe = HfMoeKeys::llama4; }),
+    gated("baichuan"),
+    with(gpt("gpt2"),
+         [](HfFamily& f) {
+           f.positions = PositionKind::learned;
+           f.four_h = true;
+         }),
+    with(gpt("gpt_neox"), [](HfFamily& f) { f.tied = false; }),
+    with(gpt("gptj"), [](HfFamily& f) { f.four_h = true; }),
+    with(gpt("gpt_bigcode"),
+         [](HfFamily& f) {
+           f.positions = PositionKind::learned;
+           f.four_h = true;
+         }),
+    with(gpt("opt"), [](HfFamily& f) { f.positions = PositionKind::learned; }),
+    with(gpt("bloom"),
+         [](HfFamily& f) {
+           f.positions = PositionKind::alibi;
+           f.four_h = true;
+         }),
+    with(gpt("falcon"),
+         [](HfFamily& f) {
+           f.four_h = true;
+           f.multi_query = true;
+         }),
+    gpt("phi"),
+    gpt("starcoder2"),
+    newer("gpt_oss", gpt_oss),
+    newer("nemotron", nemotron),
+    with(newer("glm4_moe", glm4_moe), [](HfFamily& f) { f.moe = HfMoeKeys::deepseek; }),
+    with(newer("kimi_k2", kimi_k2), [](HfFamily& f) { f.moe = HfMoeKeys::deepseek; }),
+    with(newer("qwen3_next", qwen3_next), [](HfFamily& f) { f.moe = HfMoeKeys::qwen; }),
+    newer("nemotron_h", nemotron_h),
+    newer("minimax", minimax),
+};
+
 }  // namespace
 
-const std::set<std::string>& newer_family_types() {
-  static const std::set<std::string> types = {"gpt_oss", "nemotron", "glm4_moe", "kimi_k2",
-                                              "qwen3_next", "nemotron_h", "minimax"};
-  return types;
+const HfFamily* find_hf_family(const std::string& type) {
+  for (const HfFamily& f : kFamilies)
+    if (type == f.type) return &f;
+  return nullptr;
 }
 
-bool deepseek_style_moe(const std::string& type) {
-  return type.rfind("deepseek", 0) == 0 || type == "kimi_k2" || type == "glm4_moe";
-}
-
-bool qwen_style_moe(const std::string& type) {
-  return type == "qwen2_moe" || type == "qwen3_moe" || type == "qwen3_next";
-}
-
-void apply_family_conventions(const nlohmann::json& c, const std::string& type,
-                              const std::string& origin, ModelSpec& m) {
-  if (type == "gpt_oss") gpt_oss(c, origin, m);
-  if (type == "nemotron") nemotron(c, origin, m);
-  if (type == "glm4_moe") glm4_moe(c, origin, m);
-  if (type == "qwen3_next") qwen3_next(c, origin, m);
-  if (type == "nemotron_h") nemotron_h(c, origin, m);
-  if (type == "minimax") minimax(c, origin, m);
-  if (type == "kimi_k2") {
-    m.mlp = MlpKind::swiglu;
-    m.norm = NormKind::rmsnorm;
-  }
+std::string supported_hf_types() {
+  std::vector<std::string> types;
+  for (const HfFamily& f : kFamilies) types.emplace_back(f.type);
+  std::sort(types.begin(), types.end());
+  std::string out;
+  for (const auto& t : types) out += (out.empty() ? "" : ", ") + t;
+  return out;
 }
 
 }  // namespace shardplan
