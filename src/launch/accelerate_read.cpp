@@ -15,33 +15,45 @@
 namespace shardplan::config {
 namespace {
 
-const std::set<std::string> kTop = {
-    "compute_environment", "distributed_type", "mixed_precision", "num_machines",
-    "num_processes", "machine_rank", "main_process_ip", "main_process_port", "rdzv_backend",
-    "same_network", "gpu_ids", "use_cpu", "debug", "main_training_function",
-    "enable_cpu_affinity", "downcast_bf16", "tpu_env", "tpu_use_cluster", "tpu_use_sudo",
-    "tpu_name", "tpu_zone", "commands", "command_file", "dynamo_config", "fsdp_config",
-    "deepspeed_config", "megatron_lm_config", "fp8_config", "ipex_config", "mpirun_config",
-    "parallelism_config", "num_cpu_threads_per_process"};
+const std::set<std::string>& top_keys() {
+  static const std::set<std::string> table = {
+      "compute_environment", "distributed_type", "mixed_precision", "num_machines",
+      "num_processes", "machine_rank", "main_process_ip", "main_process_port", "rdzv_backend",
+      "same_network", "gpu_ids", "use_cpu", "debug", "main_training_function",
+      "enable_cpu_affinity", "downcast_bf16", "tpu_env", "tpu_use_cluster", "tpu_use_sudo",
+      "tpu_name", "tpu_zone", "commands", "command_file", "dynamo_config", "fsdp_config",
+      "deepspeed_config", "megatron_lm_config", "fp8_config", "ipex_config", "mpirun_config",
+      "parallelism_config", "num_cpu_threads_per_process"};
+  return table;
+}
 
-const std::set<std::string> kFsdp = {
-    "fsdp_version", "fsdp_reshard_after_forward", "fsdp_sharding_strategy",
-    "fsdp_auto_wrap_policy", "fsdp_transformer_layer_cls_to_wrap", "fsdp_min_num_params",
-    "fsdp_backward_prefetch", "fsdp_backward_prefetch_policy", "fsdp_forward_prefetch",
-    "fsdp_state_dict_type", "fsdp_offload_params", "fsdp_cpu_ram_efficient_loading",
-    "fsdp_sync_module_states", "fsdp_use_orig_params", "fsdp_activation_checkpointing"};
+const std::set<std::string>& fsdp_keys() {
+  static const std::set<std::string> table = {
+      "fsdp_version", "fsdp_reshard_after_forward", "fsdp_sharding_strategy",
+      "fsdp_auto_wrap_policy", "fsdp_transformer_layer_cls_to_wrap", "fsdp_min_num_params",
+      "fsdp_backward_prefetch", "fsdp_backward_prefetch_policy", "fsdp_forward_prefetch",
+      "fsdp_state_dict_type", "fsdp_offload_params", "fsdp_cpu_ram_efficient_loading",
+      "fsdp_sync_module_states", "fsdp_use_orig_params", "fsdp_activation_checkpointing"};
+  return table;
+}
 
-const std::set<std::string> kDeepSpeed = {
-    "zero_stage", "offload_optimizer_device", "offload_param_device",
-    "offload_optimizer_nvme_path", "offload_param_nvme_path", "gradient_accumulation_steps",
-    "gradient_clipping", "zero3_init_flag", "zero3_save_16bit_model", "deepspeed_config_file",
-    "deepspeed_hostfile", "deepspeed_multinode_launcher", "deepspeed_moe_layer_cls_names",
-    "deepspeed_exclusion_filter", "deepspeed_inclusion_filter"};
+const std::set<std::string>& deepspeed_keys() {
+  static const std::set<std::string> table = {
+      "zero_stage", "offload_optimizer_device", "offload_param_device",
+      "offload_optimizer_nvme_path", "offload_param_nvme_path", "gradient_accumulation_steps",
+      "gradient_clipping", "zero3_init_flag", "zero3_save_16bit_model", "deepspeed_config_file",
+      "deepspeed_hostfile", "deepspeed_multinode_launcher", "deepspeed_moe_layer_cls_names",
+      "deepspeed_exclusion_filter", "deepspeed_inclusion_filter"};
+  return table;
+}
 
-const std::set<std::string> kMegatron = {
-    "megatron_lm_tp_degree", "megatron_lm_pp_degree", "megatron_lm_num_micro_batches",
-    "megatron_lm_sequence_parallelism", "megatron_lm_recompute_activations",
-    "megatron_lm_use_distributed_optimizer", "megatron_lm_gradient_clipping"};
+const std::set<std::string>& megatron_keys() {
+  static const std::set<std::string> table = {
+      "megatron_lm_tp_degree", "megatron_lm_pp_degree", "megatron_lm_num_micro_batches",
+      "megatron_lm_sequence_parallelism", "megatron_lm_recompute_activations",
+      "megatron_lm_use_distributed_optimizer", "megatron_lm_gradient_clipping"};
+  return table;
+}
 
 std::string scalar(const YAML::Node& n) {
   return n && n.IsScalar() ? n.Scalar() : "";
@@ -217,12 +229,12 @@ LauncherConfig read_yaml(const YAML::Node& root, const std::string& path) {
   Builder b(LauncherFormat::accelerate, path, frameworks.at(type));
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string k = it->first.as<std::string>();
-    if (kTop.count(k) == 0)
+    if (top_keys().count(k) == 0)
       b.unknown(k, {"distributed_type", "num_processes", "num_machines", "mixed_precision"});
   }
-  check_section(root, "fsdp_config", kFsdp, b);
-  check_section(root, "deepspeed_config", kDeepSpeed, b);
-  check_section(root, "megatron_lm_config", kMegatron, b);
+  check_section(root, "fsdp_config", fsdp_keys(), b);
+  check_section(root, "deepspeed_config", deepspeed_keys(), b);
+  check_section(root, "megatron_lm_config", megatron_keys(), b);
   const std::string processes = scalar(root["num_processes"]);
   const std::string machines = scalar(root["num_machines"]);
   if (!processes.empty()) {

@@ -16,43 +16,49 @@ namespace {
 using nlohmann::json;
 
 // Top-level keys DeepSpeed reads that do not change memory or time as shardplan prices them.
-const std::set<std::string> kKnownTop = {
-    "steps_per_print", "gradient_clipping", "wall_clock_breakdown", "checkpoint", "scheduler",
-    "prescale_gradients", "gradient_predivide_factor", "communication_data_type",
-    "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer", "flops_profiler",
-    "tensorboard", "wandb", "csv_monitor", "comms_logger", "activation_checkpointing", "aio",
-    "elasticity", "compile", "amp", "data_types", "dump_state", "memory_breakdown",
-    "sparse_gradients", "seq_parallel_communication_data_type", "timers", "_shardplan",
-    "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
-    "zero_optimization", "bf16", "fp16", "optimizer", "pipeline", "data_efficiency",
-    "curriculum_learning", "monitor_config", "nebula", "autotuning", "quantize_training",
-    "compression_training", "eigenvalue", "progressive_layer_drop", "weight_quantization",
-    "hybrid_engine", "torch_autocast", "graph_harvesting", "use_data_before_expert_parallelism",
-    "disable_allgather", "fp16_auto_cast", "load_universal_checkpoint", "gradient_accumulation_dtype",
-    "tensor_parallel", "bfloat16", "zero_optimization_stage", "sequence_parallel_size",
-    "expert_parallel",
-};
+const std::set<std::string>& known_top_keys() {
+  static const std::set<std::string> table = {
+      "steps_per_print", "gradient_clipping", "wall_clock_breakdown", "checkpoint", "scheduler",
+      "prescale_gradients", "gradient_predivide_factor", "communication_data_type",
+      "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer", "flops_profiler",
+      "tensorboard", "wandb", "csv_monitor", "comms_logger", "activation_checkpointing", "aio",
+      "elasticity", "compile", "amp", "data_types", "dump_state", "memory_breakdown",
+      "sparse_gradients", "seq_parallel_communication_data_type", "timers", "_shardplan",
+      "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+      "zero_optimization", "bf16", "fp16", "optimizer", "pipeline", "data_efficiency",
+      "curriculum_learning", "monitor_config", "nebula", "autotuning", "quantize_training",
+      "compression_training", "eigenvalue", "progressive_layer_drop", "weight_quantization",
+      "hybrid_engine", "torch_autocast", "graph_harvesting", "use_data_before_expert_parallelism",
+      "disable_allgather", "fp16_auto_cast", "load_universal_checkpoint", "gradient_accumulation_dtype",
+      "tensor_parallel", "bfloat16", "zero_optimization_stage", "sequence_parallel_size",
+      "expert_parallel",
+  };
+  return table;
+}
 
 // zero_optimization keys (DeepSpeedZeroConfig, which forbids any other: an unknown one stops
 // deepspeed.initialize, so it is refused here too).
-const std::set<std::string> kZeroKeys = {
-    "stage", "contiguous_gradients", "reduce_scatter", "reduce_bucket_size",
-    "use_multi_rank_bucket_allreduce", "allgather_partitions", "allgather_bucket_size",
-    "overlap_comm", "load_from_fp32_weights", "elastic_checkpoint", "offload_param",
-    "offload_optimizer", "sub_group_size", "cpu_offload_param", "cpu_offload_use_pin_memory",
-    "cpu_offload", "prefetch_bucket_size", "stage3_prefetch_bucket_size", "param_persistence_threshold",
-    "stage3_param_persistence_threshold", "model_persistence_threshold",
-    "stage3_model_persistence_threshold", "max_live_parameters", "stage3_max_live_parameters",
-    "max_reuse_distance", "stage3_max_reuse_distance", "gather_16bit_weights_on_model_save",
-    "stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save",
-    "module_granularity_threshold", "use_all_reduce_for_fetch_params",
-    "stage3_use_all_reduce_for_fetch_params", "ignore_unused_parameters", "legacy_stage1",
-    "round_robin_gradients", "zero_hpz_partition_size", "zero_quantized_weights",
-    "zero_quantized_nontrainable_weights", "zero_quantized_gradients", "zeropp_loco_param",
-    "mics_shard_size", "mics_hierarchical_params_gather", "memory_efficient_linear",
-    "pipeline_loading_checkpoint", "override_module_apply", "log_trace_cache_warnings",
-    "save_muon_momentum_buffer_in_memory", "cpu_offload_params",
-};
+const std::set<std::string>& zero_keys() {
+  static const std::set<std::string> table = {
+      "stage", "contiguous_gradients", "reduce_scatter", "reduce_bucket_size",
+      "use_multi_rank_bucket_allreduce", "allgather_partitions", "allgather_bucket_size",
+      "overlap_comm", "load_from_fp32_weights", "elastic_checkpoint", "offload_param",
+      "offload_optimizer", "sub_group_size", "cpu_offload_param", "cpu_offload_use_pin_memory",
+      "cpu_offload", "prefetch_bucket_size", "stage3_prefetch_bucket_size", "param_persistence_threshold",
+      "stage3_param_persistence_threshold", "model_persistence_threshold",
+      "stage3_model_persistence_threshold", "max_live_parameters", "stage3_max_live_parameters",
+      "max_reuse_distance", "stage3_max_reuse_distance", "gather_16bit_weights_on_model_save",
+      "stage3_gather_16bit_weights_on_model_save", "stage3_gather_fp16_weights_on_model_save",
+      "module_granularity_threshold", "use_all_reduce_for_fetch_params",
+      "stage3_use_all_reduce_for_fetch_params", "ignore_unused_parameters", "legacy_stage1",
+      "round_robin_gradients", "zero_hpz_partition_size", "zero_quantized_weights",
+      "zero_quantized_nontrainable_weights", "zero_quantized_gradients", "zeropp_loco_param",
+      "mics_shard_size", "mics_hierarchical_params_gather", "memory_efficient_linear",
+      "pipeline_loading_checkpoint", "override_module_apply", "log_trace_cache_warnings",
+      "save_muon_momentum_buffer_in_memory", "cpu_offload_params",
+  };
+  return table;
+}
 
 std::string text_of(const json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
@@ -121,7 +127,7 @@ void zero(const json& j, Builder& b) {
   const json& z = j.at("zero_optimization");
   if (!z.is_object()) b.refuse("zero_optimization", "is not an object");
   for (const auto& [key, value] : z.items()) {
-    if (kZeroKeys.count(key) == 0) {
+    if (zero_keys().count(key) == 0) {
       b.refuse("zero_optimization." + key,
                "is not a DeepSpeed ZeRO key (DeepSpeedZeroConfig refuses unknown keys)");
     }
@@ -331,7 +337,7 @@ LauncherConfig read_deepspeed(const std::string& text, const std::string& path) 
   std::vector<std::string> plan_keys = {"train_batch_size", "train_micro_batch_size_per_gpu",
                                         "gradient_accumulation_steps", "zero_optimization"};
   for (const auto& [key, value] : j.items())
-    if (kKnownTop.count(key) == 0) b.unknown(key, plan_keys);
+    if (known_top_keys().count(key) == 0) b.unknown(key, plan_keys);
   try {
     batch(j, b);
     zero(j, b);

@@ -16,153 +16,168 @@ namespace shardplan::config {
 namespace {
 
 // Arguments that carry a value and become a planning flag as written.
-const std::map<std::string, std::string> kValued = {
-    {"--tensor-model-parallel-size", "--tp"},
-    {"--pipeline-model-parallel-size", "--pp"},
-    {"--context-parallel-size", "--cp"},
-    {"--expert-model-parallel-size", "--ep"},
-    {"--expert-tensor-parallel-size", "--expert-tp"},
-    {"--num-virtual-stages-per-pipeline-rank", "--interleave"},
-    {"--decoder-first-pipeline-num-layers", "--first-stage-layers"},
-    {"--decoder-last-pipeline-num-layers", "--last-stage-layers"},
-    {"--micro-batch-size", "--micro-batch"},
-    {"--global-batch-size", "--global-batch"},
-    {"--seq-length", "--seq-len"},
-    {"--num-layers", "--layers"},
-    {"--hidden-size", "--hidden"},
-    {"--num-attention-heads", "--heads"},
-    {"--num-query-groups", "--kv-heads"},
-    {"--num-key-value-heads", "--kv-heads"},  // Megatron-DeepSpeed's GQA
-    {"--ds-sequence-parallel-size", "--cp"},  // Megatron-DeepSpeed's DeepSpeed-Ulysses
-    {"--num-experts", "--experts"},
-    {"--moe-router-topk", "--top-k"},
-};
+const std::map<std::string, std::string>& valued_args() {
+  static const std::map<std::string, std::string> table = {
+      {"--tensor-model-parallel-size", "--tp"},
+      {"--pipeline-model-parallel-size", "--pp"},
+      {"--context-parallel-size", "--cp"},
+      {"--expert-model-parallel-size", "--ep"},
+      {"--expert-tensor-parallel-size", "--expert-tp"},
+      {"--num-virtual-stages-per-pipeline-rank", "--interleave"},
+      {"--decoder-first-pipeline-num-layers", "--first-stage-layers"},
+      {"--decoder-last-pipeline-num-layers", "--last-stage-layers"},
+      {"--micro-batch-size", "--micro-batch"},
+      {"--global-batch-size", "--global-batch"},
+      {"--seq-length", "--seq-len"},
+      {"--num-layers", "--layers"},
+      {"--hidden-size", "--hidden"},
+      {"--num-attention-heads", "--heads"},
+      {"--num-query-groups", "--kv-heads"},
+      {"--num-key-value-heads", "--kv-heads"},  // Megatron-DeepSpeed's GQA
+      {"--ds-sequence-parallel-size", "--cp"},  // Megatron-DeepSpeed's DeepSpeed-Ulysses
+      {"--num-experts", "--experts"},
+      {"--moe-router-topk", "--top-k"},
+  };
+  return table;
+}
 
 // Arguments shardplan reads in its own way below (values or switches).
-const std::set<std::string> kRead = {
-    "--num-layers-per-virtual-pipeline-stage", "--pipeline-model-parallel-layout",
-    "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
-    "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
-    "--data-parallel-sharding-strategy", "--use-torch-fsdp2", "--optimizer-cpu-offload",
-    "--cpu-offloading", "--cpu-offloading-num-layers", "--cpu-offloading-weights",
-    "--cpu-offloading-activations", "--overlap-grad-reduce", "--tp-comm-overlap", "--bf16", "--fp16", "--fp8-format",
-    "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32", "--recompute-granularity",
-    "--recompute-modules", "--num-distributed-optimizer-instances", "--optimizer",
-    "--attention-backend", "--swiglu", "--ffn-hidden-size", "--moe-ffn-hidden-size",
-    "--group-query-attention", "--moe-expert-capacity-factor",
-    "--overlap-moe-expert-parallel-comm", "--moe-enable-deepep", "--moe-router-force-load-balancing",
-    "--moe-flex-dispatcher-backend", "--recompute-activations", "--checkpoint-activations",
-    "--normalization", "--position-embedding-type", "--use-rotary-position-embeddings",
-    "--no-position-embedding", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
-    "--add-qkv-bias", "--tokenizer-type", "--make-vocab-size-divisible-by", "--pad-vocab-size-to",
-    "--kv-channels", "--vocab-size", "--hybrid-override-pattern",
-    "--hybrid-layer-pattern", "--cp-comm-type", "--cuda-graph-impl", "--cuda-graph-modules",
-    "--cuda-graph-scope", "--enable-cuda-graph", "--external-cuda-graph",
-    // Megatron-DeepSpeed (microsoft/Megatron-DeepSpeed megatron/arguments.py, deepspeed args)
-    "--deepspeed", "--deepspeed-config", "--zero-stage", "--ds-sequence-parallel-size",
-    "--activations-checkpoint-method",
-    "--deepspeed-activation-checkpointing", "--no-pipeline-parallel",
-    // torchrun, the deepspeed launcher, srun
-    "--nnodes", "--nproc-per-node", "--num-gpus", "--num-nodes",
-    "--ntasks-per-node", "--nodes",
-};
+const std::set<std::string>& read_args() {
+  static const std::set<std::string> table = {
+      "--num-layers-per-virtual-pipeline-stage", "--pipeline-model-parallel-layout",
+      "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
+      "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
+      "--data-parallel-sharding-strategy", "--use-torch-fsdp2", "--optimizer-cpu-offload",
+      "--cpu-offloading", "--cpu-offloading-num-layers", "--cpu-offloading-weights",
+      "--cpu-offloading-activations", "--overlap-grad-reduce", "--tp-comm-overlap", "--bf16", "--fp16", "--fp8-format",
+      "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32", "--recompute-granularity",
+      "--recompute-modules", "--num-distributed-optimizer-instances", "--optimizer",
+      "--attention-backend", "--swiglu", "--ffn-hidden-size", "--moe-ffn-hidden-size",
+      "--group-query-attention", "--moe-expert-capacity-factor",
+      "--overlap-moe-expert-parallel-comm", "--moe-enable-deepep", "--moe-router-force-load-balancing",
+      "--moe-flex-dispatcher-backend", "--recompute-activations", "--checkpoint-activations",
+      "--normalization", "--position-embedding-type", "--use-rotary-position-embeddings",
+      "--no-position-embedding", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
+      "--add-qkv-bias", "--tokenizer-type", "--make-vocab-size-divisible-by", "--pad-vocab-size-to",
+      "--kv-channels", "--vocab-size", "--hybrid-override-pattern",
+      "--hybrid-layer-pattern", "--cp-comm-type", "--cuda-graph-impl", "--cuda-graph-modules",
+      "--cuda-graph-scope", "--enable-cuda-graph", "--external-cuda-graph",
+      // Megatron-DeepSpeed (microsoft/Megatron-DeepSpeed megatron/arguments.py, deepspeed args)
+      "--deepspeed", "--deepspeed-config", "--zero-stage", "--ds-sequence-parallel-size",
+      "--activations-checkpoint-method",
+      "--deepspeed-activation-checkpointing", "--no-pipeline-parallel",
+      // torchrun, the deepspeed launcher, srun
+      "--nnodes", "--nproc-per-node", "--num-gpus", "--num-nodes",
+      "--ntasks-per-node", "--nodes",
+  };
+  return table;
+}
 
 // Arguments known to change neither memory nor time as shardplan prices them (learning-rate
 // schedule, data, checkpoints, logging, architecture details the model already carries, the
 // launcher's rendezvous): read and set aside without a note.
-const std::set<std::string> kKnownOther = {
-    "--lr", "--min-lr", "--lr-decay-style", "--lr-decay-iters", "--lr-decay-samples",
-    "--lr-warmup-iters", "--lr-warmup-samples", "--lr-warmup-fraction", "--lr-warmup-init",
-    "--lr-wsd-decay-style", "--lr-wsd-decay-iters", "--lr-wsd-decay-samples", "--weight-decay",
-    "--start-weight-decay", "--end-weight-decay", "--weight-decay-incr-style", "--clip-grad",
-    "--adam-beta1", "--adam-beta2", "--adam-eps", "--sgd-momentum", "--init-method-std",
-    "--loss-scale", "--initial-loss-scale", "--min-loss-scale", "--loss-scale-window",
-    "--hysteresis", "--rotary-base", "--use-rope-scaling", "--rotary-scaling-factor",
-    "--rope-scaling-factor", "--rotary-percent", "--rotary-seq-len-interpolation-factor",
-    "--use-rotary-position-embeddings", "--norm-epsilon",
-    "--attention-dropout", "--hidden-dropout", "--qk-layernorm",
-    "--multi-latent-attention", "--kv-lora-rank", "--q-lora-rank", "--qk-head-dim",
-    "--qk-pos-emb-head-dim", "--v-head-dim", "--max-position-embeddings",
-    "--apply-layernorm-1p",
-    "--moe-router-score-function", "--moe-router-enable-expert-bias",
-    "--moe-router-bias-update-rate", "--moe-token-dispatcher-type", "--moe-grouped-gemm",
-    "--moe-aux-loss-coeff", "--moe-router-load-balancing-type", "--moe-router-topk-scaling-factor",
-    "--moe-router-num-groups", "--moe-router-group-topk", "--moe-router-dtype",
-    "--moe-shared-expert-intermediate-size", "--moe-shared-expert-overlap", "--moe-layer-freq",
-    "--moe-pad-expert-input-to-capacity", "--moe-token-drop-policy", "--moe-z-loss-coeff",
-    "--moe-permute-fusion",
-    "--moe-router-pre-softmax", "--rope-type", "--mscale", "--mscale-all-dim",
-    "--yarn-beta-fast", "--yarn-beta-slow", "--yarn-original-max-position-embeddings",
-    "--yarn-rotary-scaling-factor", "--mtp-num-layers", "--mtp-loss-scaling-factor", "--recompute-method", "--recompute-num-layers",
-    "--optimizer-offload-fraction", "--use-precision-aware-optimizer", "--overlap-param-gather",
-    "--microbatch-group-size-per-virtual-pipeline-stage", "--train-iters", "--train-samples",
-    "--save", "--load", "--save-interval", "--ckpt-format", "--no-save-optim", "--no-save-rng",
-    "--no-load-optim", "--no-load-rng", "--finetune", "--distributed-timeout-minutes", "--seed",
-    "--dataloader-type", "--exit-signal-handler", "--exit-duration-in-mins", "--exit-interval",
-    "--log-interval", "--log-throughput", "--log-timers-to-tensorboard", "--tensorboard-dir",
-    "--wandb-project", "--wandb-exp-name", "--wandb-save-dir", "--timing-log-level",
-    "--data-path", "--train-data-path", "--valid-data-path", "--test-data-path", "--split",
-    "--data-cache-path", "--mock-data", "--num-workers", "--tokenizer-model",
-    "--vocab-file", "--merge-file", "--eval-iters", "--eval-interval", "--use-mcore-models",
-    "--transformer-impl", "--use-flash-attn", "--no-masked-softmax-fusion",
-    "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion", "--no-bias-dropout-fusion",
-    "--no-gradient-accumulation-fusion", "--no-rope-fusion", "--cross-entropy-loss-fusion",
-    "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-recipe", "--fp8-param-gather",
-    "--fp4-format", "--fp4-recipe", "--first-last-layers-bf16", "--num-layers-at-start-in-bf16",
-    "--num-layers-at-end-in-bf16",
-    "--ddp-bucket-size", "--ddp-average-in-collective", "--distributed-backend",
-    "--manual-gc", "--manual-gc-interval", "--use-distributed-checkpointing", "--async-save",
-    "--ckpt-fully-parallel-save", "--ckpt-fully-parallel-load",
-    // torchrun
-    "--node_rank", "--node-rank", "--master_addr", "--master-addr", "--master_port",
-    "--master-port", "--rdzv_id", "--rdzv-id", "--rdzv_backend", "--rdzv-backend",
-    "--rdzv_endpoint", "--rdzv-endpoint", "--max_restarts", "--max-restarts", "--standalone",
-    "--nnodes", "--monitor-interval", "--redirects", "--tee", "--log_dir", "--log-dir",
-    // srun, when the script starts its ranks under SLURM
-    "--ntasks", "--gpus-per-node", "--cpus-per-task",
-    "--kill-on-bad-exit", "--wait", "--label", "--export", "--mpi", "--container-image",
-    "--container-mounts", "--no-container-mount-home", "--exclusive", "--time", "--partition",
-    "--account", "--job-name", "--output", "--error",
-};
+const std::set<std::string>& known_other_args() {
+  static const std::set<std::string> table = {
+      "--lr", "--min-lr", "--lr-decay-style", "--lr-decay-iters", "--lr-decay-samples",
+      "--lr-warmup-iters", "--lr-warmup-samples", "--lr-warmup-fraction", "--lr-warmup-init",
+      "--lr-wsd-decay-style", "--lr-wsd-decay-iters", "--lr-wsd-decay-samples", "--weight-decay",
+      "--start-weight-decay", "--end-weight-decay", "--weight-decay-incr-style", "--clip-grad",
+      "--adam-beta1", "--adam-beta2", "--adam-eps", "--sgd-momentum", "--init-method-std",
+      "--loss-scale", "--initial-loss-scale", "--min-loss-scale", "--loss-scale-window",
+      "--hysteresis", "--rotary-base", "--use-rope-scaling", "--rotary-scaling-factor",
+      "--rope-scaling-factor", "--rotary-percent", "--rotary-seq-len-interpolation-factor",
+      "--use-rotary-position-embeddings", "--norm-epsilon",
+      "--attention-dropout", "--hidden-dropout", "--qk-layernorm",
+      "--multi-latent-attention", "--kv-lora-rank", "--q-lora-rank", "--qk-head-dim",
+      "--qk-pos-emb-head-dim", "--v-head-dim", "--max-position-embeddings",
+      "--apply-layernorm-1p",
+      "--moe-router-score-function", "--moe-router-enable-expert-bias",
+      "--moe-router-bias-update-rate", "--moe-token-dispatcher-type", "--moe-grouped-gemm",
+      "--moe-aux-loss-coeff", "--moe-router-load-balancing-type", "--moe-router-topk-scaling-factor",
+      "--moe-router-num-groups", "--moe-router-group-topk", "--moe-router-dtype",
+      "--moe-shared-expert-intermediate-size", "--moe-shared-expert-overlap", "--moe-layer-freq",
+      "--moe-pad-expert-input-to-capacity", "--moe-token-drop-policy", "--moe-z-loss-coeff",
+      "--moe-permute-fusion",
+      "--moe-router-pre-softmax", "--rope-type", "--mscale", "--mscale-all-dim",
+      "--yarn-beta-fast", "--yarn-beta-slow", "--yarn-original-max-position-embeddings",
+      "--yarn-rotary-scaling-factor", "--mtp-num-layers", "--mtp-loss-scaling-factor", "--recompute-method", "--recompute-num-layers",
+      "--optimizer-offload-fraction", "--use-precision-aware-optimizer", "--overlap-param-gather",
+      "--microbatch-group-size-per-virtual-pipeline-stage", "--train-iters", "--train-samples",
+      "--save", "--load", "--save-interval", "--ckpt-format", "--no-save-optim", "--no-save-rng",
+      "--no-load-optim", "--no-load-rng", "--finetune", "--distributed-timeout-minutes", "--seed",
+      "--dataloader-type", "--exit-signal-handler", "--exit-duration-in-mins", "--exit-interval",
+      "--log-interval", "--log-throughput", "--log-timers-to-tensorboard", "--tensorboard-dir",
+      "--wandb-project", "--wandb-exp-name", "--wandb-save-dir", "--timing-log-level",
+      "--data-path", "--train-data-path", "--valid-data-path", "--test-data-path", "--split",
+      "--data-cache-path", "--mock-data", "--num-workers", "--tokenizer-model",
+      "--vocab-file", "--merge-file", "--eval-iters", "--eval-interval", "--use-mcore-models",
+      "--transformer-impl", "--use-flash-attn", "--no-masked-softmax-fusion",
+      "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion", "--no-bias-dropout-fusion",
+      "--no-gradient-accumulation-fusion", "--no-rope-fusion", "--cross-entropy-loss-fusion",
+      "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-recipe", "--fp8-param-gather",
+      "--fp4-format", "--fp4-recipe", "--first-last-layers-bf16", "--num-layers-at-start-in-bf16",
+      "--num-layers-at-end-in-bf16",
+      "--ddp-bucket-size", "--ddp-average-in-collective", "--distributed-backend",
+      "--manual-gc", "--manual-gc-interval", "--use-distributed-checkpointing", "--async-save",
+      "--ckpt-fully-parallel-save", "--ckpt-fully-parallel-load",
+      // torchrun
+      "--node_rank", "--node-rank", "--master_addr", "--master-addr", "--master_port",
+      "--master-port", "--rdzv_id", "--rdzv-id", "--rdzv_backend", "--rdzv-backend",
+      "--rdzv_endpoint", "--rdzv-endpoint", "--max_restarts", "--max-restarts", "--standalone",
+      "--nnodes", "--monitor-interval", "--redirects", "--tee", "--log_dir", "--log-dir",
+      // srun, when the script starts its ranks under SLURM
+      "--ntasks", "--gpus-per-node", "--cpus-per-task",
+      "--kill-on-bad-exit", "--wait", "--label", "--export", "--mpi", "--container-image",
+      "--container-mounts", "--no-container-mount-home", "--exclusive", "--time", "--partition",
+      "--account", "--job-name", "--output", "--error",
+  };
+  return table;
+}
 
 // Switches (no value): everything else takes the next word when it does not start with "--".
-const std::set<std::string> kSwitches = {
-    "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
-    "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
-    "--use-torch-fsdp2", "--optimizer-cpu-offload", "--overlap-grad-reduce", "--tp-comm-overlap",
-    "--bf16", "--fp16", "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32",
-    "--swiglu", "--group-query-attention", "--standalone", "--overlap-moe-expert-parallel-comm",
-    "--moe-enable-deepep", "--moe-router-force-load-balancing", "--delay-wgrad-compute",
-    "--enable-cuda-graph", "--external-cuda-graph",
-    "--cpu-offloading", "--cpu-offloading-weights", "--cpu-offloading-activations",
-    "--recompute-activations", "--checkpoint-activations", "--use-rotary-position-embeddings",
-    "--no-position-embedding", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
-    "--add-qkv-bias", "--deepspeed", "--deepspeed-activation-checkpointing",
-    "--no-pipeline-parallel", "--use-flash-attn", "--use-mcore-models", "--mock-data",
-    "--no-masked-softmax-fusion", "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion",
-    "--no-bias-dropout-fusion", "--no-gradient-accumulation-fusion", "--no-rope-fusion",
-    "--cross-entropy-loss-fusion", "--log-throughput", "--use-rope-scaling", "--qk-layernorm",
-    "--multi-latent-attention", "--moe-grouped-gemm", "--moe-router-enable-expert-bias",
-    "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-shared-expert-overlap",
-    "--apply-layernorm-1p", "--fp8-param-gather", "--overlap-param-gather",
-    "--use-precision-aware-optimizer", "--manual-gc", "--use-distributed-checkpointing",
-    "--async-save", "--ckpt-fully-parallel-save", "--ckpt-fully-parallel-load", "--finetune",
-    "--no-save-optim", "--no-save-rng", "--no-load-optim", "--no-load-rng",
-    "--exit-signal-handler", "--log-timers-to-tensorboard", "--ddp-average-in-collective",
-    "--first-last-layers-bf16", "--kill-on-bad-exit", "--exclusive", "--no-container-mount-home",
-};
+const std::set<std::string>& switch_args() {
+  static const std::set<std::string> table = {
+      "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
+      "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
+      "--use-torch-fsdp2", "--optimizer-cpu-offload", "--overlap-grad-reduce", "--tp-comm-overlap",
+      "--bf16", "--fp16", "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32",
+      "--swiglu", "--group-query-attention", "--standalone", "--overlap-moe-expert-parallel-comm",
+      "--moe-enable-deepep", "--moe-router-force-load-balancing", "--delay-wgrad-compute",
+      "--enable-cuda-graph", "--external-cuda-graph",
+      "--cpu-offloading", "--cpu-offloading-weights", "--cpu-offloading-activations",
+      "--recompute-activations", "--checkpoint-activations", "--use-rotary-position-embeddings",
+      "--no-position-embedding", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
+      "--add-qkv-bias", "--deepspeed", "--deepspeed-activation-checkpointing",
+      "--no-pipeline-parallel", "--use-flash-attn", "--use-mcore-models", "--mock-data",
+      "--no-masked-softmax-fusion", "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion",
+      "--no-bias-dropout-fusion", "--no-gradient-accumulation-fusion", "--no-rope-fusion",
+      "--cross-entropy-loss-fusion", "--log-throughput", "--use-rope-scaling", "--qk-layernorm",
+      "--multi-latent-attention", "--moe-grouped-gemm", "--moe-router-enable-expert-bias",
+      "--moe-permute-fusion", "--moe-router-pre-softmax", "--moe-shared-expert-overlap",
+      "--apply-layernorm-1p", "--fp8-param-gather", "--overlap-param-gather",
+      "--use-precision-aware-optimizer", "--manual-gc", "--use-distributed-checkpointing",
+      "--async-save", "--ckpt-fully-parallel-save", "--ckpt-fully-parallel-load", "--finetune",
+      "--no-save-optim", "--no-save-rng", "--no-load-optim", "--no-load-rng",
+      "--exit-signal-handler", "--log-timers-to-tensorboard", "--ddp-average-in-collective",
+      "--first-last-layers-bf16", "--kill-on-bad-exit", "--exclusive", "--no-container-mount-home",
+  };
+  return table;
+}
 
 // Arguments that take every word up to the next argument (argparse nargs='*').
-const std::set<std::string> kWordLists = {"--recompute-modules", "--cuda-graph-modules",
-                                          "--cuda-graph-scope"};
+const std::set<std::string>& word_list_args() {
+  static const std::set<std::string> table = {"--recompute-modules", "--cuda-graph-modules",
+                                            "--cuda-graph-scope"};
+  return table;
+}
 
 using Args = std::map<std::string, std::string>;  // argument -> value ("" for a switch)
 
 std::vector<std::string> plan_keys() {
   std::vector<std::string> out;
-  out.reserve(kValued.size() + kRead.size());
-  for (const auto& [key, flag] : kValued) out.push_back(key);
-  out.insert(out.end(), kRead.begin(), kRead.end());
+  out.reserve(valued_args().size() + read_args().size());
+  for (const auto& [key, flag] : valued_args()) out.push_back(key);
+  out.insert(out.end(), read_args().begin(), read_args().end());
   return out;
 }
 
@@ -182,14 +197,14 @@ Args arguments(const std::vector<std::string>& words, Builder& b) {
     }
     // Megatron-LLM and the launchers spell arguments with '_' as well as '-'.
     std::replace(name.begin() + 2, name.end(), '_', '-');
-    const bool known = kValued.count(name) || kRead.count(name) || kKnownOther.count(name);
+    const bool known = valued_args().count(name) || read_args().count(name) || known_other_args().count(name);
     // An unknown argument is taken to carry the next word unless that is another argument.
     const bool next_is_value = i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0;
-    if (!inline_value && kWordLists.count(name)) {
+    if (!inline_value && word_list_args().count(name)) {
       // Several words, kept comma-separated as shardplan's flag takes them.
       while (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0)
         value += (value.empty() ? "" : ",") + words[++i];
-    } else if (!inline_value && !kSwitches.count(name) && next_is_value) {
+    } else if (!inline_value && !switch_args().count(name) && next_is_value) {
       value = words[++i];
     }
     if (!known) {
@@ -666,7 +681,7 @@ const ShellCommand* training_command(const ShellRun& run) {
     int score = 0;
     for (const std::string& w : c.words) {
       const std::string name = w.substr(0, w.find('='));
-      if ((kValued.count(name) || kRead.count(name)) && name != "--nnodes" && name != "--nodes")
+      if ((valued_args().count(name) || read_args().count(name)) && name != "--nnodes" && name != "--nodes")
         ++score;
     }
     if (score > 0 && score >= best_score) {
@@ -780,7 +795,7 @@ LauncherConfig read_megatron(const std::string& text, const std::string& path,
                        w, name));
   }
   const Args a = arguments(words, b);
-  for (const auto& [key, flag] : kValued) {
+  for (const auto& [key, flag] : valued_args()) {
     if (!a.count(key)) continue;
     require_known(b, key, arg(a, key));
     integer(b, key, arg(a, key), 0);

@@ -18,51 +18,57 @@ namespace shardplan::config {
 namespace {
 
 // Keys of the sections that hold the plan; any other key of these sections is named.
-const std::map<std::string, std::set<std::string>> kPlanSections = {
-    {"parallelism",
-     {"data_parallel_replicate_degree",
-      "data_parallel_shard_degree",
-      "fsdp_reshard_after_forward",
-      "tensor_parallel_degree",
-      "disable_loss_parallel",
-      "enable_async_tensor_parallel",
-      "pipeline_parallel_degree",
-      "pipeline_parallel_split_points",
-      "pipeline_parallel_layers_per_stage",
-      "pipeline_parallel_first_stage_less_layers",
-      "pipeline_parallel_last_stage_less_layers",
-      "pipeline_parallel_schedule",
-      "pipeline_parallel_schedule_csv",
-      "pipeline_parallel_microbatch_size",
-      "context_parallel_degree",
-      "context_parallel_rotate_method",
-      "expert_parallel_degree",
-      "expert_tensor_parallel_degree",
-      "enable_compiled_autograd",
-      "module_fqns_per_model_part",
-      "fsdp_bucket_cap_mb"}},
-    {"training",
-     {"dataset", "dataset_path", "local_batch_size", "global_batch_size", "seq_len", "max_norm",
-      "steps", "enable_cpu_offload", "mixed_precision_param", "mixed_precision_reduce", "compile",
-      "gc_freq", "gc_debug", "seed", "deterministic", "dtype", "debug_moe_force_load_balance",
-      // before v0.1 (early 2025): the degrees and the per-rank batch lived here
-      "batch_size", "data_parallel_replicate_degree", "data_parallel_shard_degree",
-      "tensor_parallel_degree", "warmup_steps", "enable_loss_parallel",
-      "enable_async_tensor_parallel", "disable_loss_parallel"}},
-    {"activation_checkpoint",
-     {"mode", "selective_ac_option", "per_op_sac_force_recompute_mm_shapes_by_fqns", "early_stop",
-      "memory_budget", "visualize_memory_budget_pareto"}},
-    {"model",
-     {"name", "flavor", "tokenizer_path", "hf_assets_path", "converters", "print_after_conversion",
-      "norm_type"}},
-    {"compile", {"enable", "components", "backend"}},
-};
+const std::map<std::string, std::set<std::string>>& plan_sections() {
+  static const std::map<std::string, std::set<std::string>> table = {
+      {"parallelism",
+       {"data_parallel_replicate_degree",
+        "data_parallel_shard_degree",
+        "fsdp_reshard_after_forward",
+        "tensor_parallel_degree",
+        "disable_loss_parallel",
+        "enable_async_tensor_parallel",
+        "pipeline_parallel_degree",
+        "pipeline_parallel_split_points",
+        "pipeline_parallel_layers_per_stage",
+        "pipeline_parallel_first_stage_less_layers",
+        "pipeline_parallel_last_stage_less_layers",
+        "pipeline_parallel_schedule",
+        "pipeline_parallel_schedule_csv",
+        "pipeline_parallel_microbatch_size",
+        "context_parallel_degree",
+        "context_parallel_rotate_method",
+        "expert_parallel_degree",
+        "expert_tensor_parallel_degree",
+        "enable_compiled_autograd",
+        "module_fqns_per_model_part",
+        "fsdp_bucket_cap_mb"}},
+      {"training",
+       {"dataset", "dataset_path", "local_batch_size", "global_batch_size", "seq_len", "max_norm",
+        "steps", "enable_cpu_offload", "mixed_precision_param", "mixed_precision_reduce", "compile",
+        "gc_freq", "gc_debug", "seed", "deterministic", "dtype", "debug_moe_force_load_balance",
+        // before v0.1 (early 2025): the degrees and the per-rank batch lived here
+        "batch_size", "data_parallel_replicate_degree", "data_parallel_shard_degree",
+        "tensor_parallel_degree", "warmup_steps", "enable_loss_parallel",
+        "enable_async_tensor_parallel", "disable_loss_parallel"}},
+      {"activation_checkpoint",
+       {"mode", "selective_ac_option", "per_op_sac_force_recompute_mm_shapes_by_fqns", "early_stop",
+        "memory_budget", "visualize_memory_budget_pareto"}},
+      {"model",
+       {"name", "flavor", "tokenizer_path", "hf_assets_path", "converters",
+        "print_after_conversion", "norm_type"}},
+      {"compile", {"enable", "components", "backend"}},
+  };
+  return table;
+}
 
 // Sections that do not change memory or time as shardplan prices them.
-const std::set<std::string> kOtherSections = {
-    "job",        "profiling", "metrics", "optimizer",         "lr_scheduler",    "checkpoint",
-    "float8",     "mx",        "comm",    "memory_estimation", "fault_tolerance", "experimental",
-    "validation", "quantize",  "debug"};
+const std::set<std::string>& other_sections() {
+  static const std::set<std::string> table = {
+      "job",        "profiling", "metrics", "optimizer",         "lr_scheduler",    "checkpoint",
+      "float8",     "mx",        "comm",    "memory_estimation", "fault_tolerance", "experimental",
+      "validation", "quantize",  "debug"};
+  return table;
+}
 
 // The schedule row torchtitan names `name` with (torch.distributed.pipelining's class names, in
 // the schedule table); nullptr when shardplan prices no such schedule.
@@ -93,13 +99,13 @@ std::string text(const toml::table& t, const std::string& key) {
 
 void check_keys(const toml::table& root, Builder& b) {
   std::vector<std::string> plan_keys;
-  for (const auto& [section, keys] : kPlanSections)
+  for (const auto& [section, keys] : plan_sections())
     for (const std::string& k : keys) plan_keys.push_back(fmt::format("{}.{}", section, k));
   for (const auto& [name, node] : root) {
     const std::string section(name.str());
-    if (kOtherSections.count(section)) continue;
-    const auto it = kPlanSections.find(section);
-    if (it == kPlanSections.end() || !node.is_table()) {
+    if (other_sections().count(section)) continue;
+    const auto it = plan_sections().find(section);
+    if (it == plan_sections().end() || !node.is_table()) {
       b.unknown(section, {"parallelism", "training", "activation_checkpoint", "model"});
       continue;
     }
@@ -327,7 +333,8 @@ LauncherConfig read_torchtitan(const std::string& text_in, const std::string& pa
     const toml::table* t = root[old].as_table();
     if (!t) continue;
     for (const auto& [key, node] : *t) {
-      if (kPlanSections.at("parallelism").count(std::string(key.str())) && !merged.contains(key.str()))
+      if (plan_sections().at("parallelism").count(std::string(key.str())) &&
+          !merged.contains(key.str()))
         merged.insert(key.str(), node);
     }
   }
