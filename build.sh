@@ -95,7 +95,7 @@ case "${1:-}" in
     # profiles it names (the only thing built there).
     cmake -S . -B "$dir-tidy" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHARDPLAN_UNITY_BUILD=OFF
     cmake --build "$dir-tidy" -j "$jobs" --target shardplan_profiles
-    run-clang-tidy -quiet -j "$jobs" -p "$dir-tidy" "$PWD/src/(engine|io|launch|cli)/.*\.cpp$"
+    run-clang-tidy -quiet -j "$jobs" -p "$dir-tidy" "$PWD/src/(engine|input|report|launch|cli)/.*\.cpp$"
     ;;
   fuzz)
     install_missing "${PACKAGES[@]}" "${CHECK_PACKAGES[@]}"
