@@ -305,25 +305,29 @@ FrameworkPricing::PipelineSend read_pp_send(StrictObject& overlap) {
 void check_fp8_default(const FrameworkProfile& f, const std::string& field) {
   const Precision p = parse_precision(f.fp8_default_recipe, field);
   auto runs = [&](const PrecisionRecipe& r) { return !f.caps.fp8 || r.runs_under(f.id); };
-  std::vector<std::string> fit;  // the recipes that would do
-  for (const PrecisionRecipe& r : all_recipes()) {
-    if (r.gemm_dtype == MathDtype::fp8 && runs(r) && r.runs_on("hopper")) fit.push_back(r.name);
-  }
-  const std::string use = fit.empty() ? std::string("no recipe here fits")
-                                      : "use " + or_last(fmt::format("{}", fmt::join(fit, ", ")));
+  // The recipes that would do, named only in a refusal: every profile load runs this check,
+  // and reading every recipe row for it would be start-up work for nothing.
+  auto use = [&] {
+    std::vector<std::string> fit;
+    for (const PrecisionRecipe& r : all_recipes()) {
+      if (r.gemm_dtype == MathDtype::fp8 && runs(r) && r.runs_on("hopper")) fit.push_back(r.name);
+    }
+    return fit.empty() ? std::string("no recipe here fits")
+                       : "use " + or_last(fmt::format("{}", fmt::join(fit, ", ")));
+  };
   if (p == Precision::fp8)
-    throw InputError(field, "'fp8' is the alias this names, not a recipe; " + use);
+    throw InputError(field, "'fp8' is the alias this names, not a recipe; " + use());
   const PrecisionRecipe r = load_recipe(p);
   if (r.gemm_dtype != MathDtype::fp8)
-    throw InputError(field, fmt::format("'{}' is not an FP8 recipe; {}", r.name, use));
+    throw InputError(field, fmt::format("'{}' is not an FP8 recipe; {}", r.name, use()));
   if (!runs(r))
     throw InputError(field, fmt::format("'{}' does not run under {} (profiles/precisions/{}.json "
                                         "frameworks); {}",
-                                        r.name, f.name, r.name, use));
+                                        r.name, f.name, r.name, use()));
   if (!r.runs_on("hopper"))
     throw InputError(field, fmt::format("'{}' does not run on Hopper, and `--precision fp8` "
                                         "falls back to this recipe on every FP8 GPU; {}",
-                                        r.name, use));
+                                        r.name, use()));
 }
 
 FrameworkProfile framework_from_json(const nlohmann::json& j, const std::string& where) {
