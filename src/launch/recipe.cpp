@@ -5,13 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <string>
 
 #include "shardplan/emit.hpp"
 #include "shardplan/error.hpp"
 #include "shardplan/model.hpp"
+#include "shardplan/names.hpp"
 
 namespace shardplan {
 
@@ -38,11 +38,6 @@ LrDecay parse_lr_decay(const std::string& text, const std::string& field) {
 }
 
 namespace {
-
-std::string lowered(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 bool has(const std::string& name, const char* part) {
   return name.find(part) != std::string::npos;

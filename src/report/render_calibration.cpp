@@ -42,8 +42,7 @@ ErrorStats stats_of(const std::vector<const CvCase*>& cases) {
   s.mean /= abs.size();
   s.in_sample_mean /= abs.size();
   s.max = abs.back();
-  const size_t n = abs.size();
-  s.median = n % 2 ? abs[n / 2] : (abs[n / 2 - 1] + abs[n / 2]) / 2;
+  s.median = median(abs);
   return s;
 }
 
